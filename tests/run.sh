@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: compile checks, unit tests (ASan+UBSan), the C++
+# build, CLI end-to-end tests. Ends with "N passed, N failed, N skipped".
+# Usage: tests/run.sh BUILD_DIR DATA_DIR
+B=${1:-build}; DATA=${2:-../shared/data}
+T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+log=$B/test.log
+: > "$log"
+run() { "$@" 2>&1 | tee -a "$log"; }
+
+# The header alone compiles warning-free as C11 and C++17 with gcc and clang.
+for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do
+    name="compile_$(echo "$cc" | cut -d' ' -f1 | tr + p)"
+    if ! command -v "${cc%% *}" >/dev/null; then echo "SKIP $name: ${cc%% *} not installed" | tee -a "$log"; continue; fi
+    if printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' | $cc -Wall -Wextra -Werror -I. -c - -o "$T/c.o" 2>"$T/cc.err"; then
+        echo "PASS $name" | tee -a "$log"
+    else echo "FAIL $name: $(head -c 2000 "$T/cc.err")" | tee -a "$log"; fi
+done
+run "$B/test_wd" "$T" "$DATA"
+run "$B/test_cpp" "$T"
+run bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
+
+p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
+echo
+grep '^FAIL' "$log"
+echo "$p passed, $f failed, $s skipped"
+[ "$f" = 0 ] && [ "$p" -gt 0 ]

@@ -1,0 +1,28 @@
+// A tiny test harness: RUN(fn) runs a test function; CHECK records failures
+// with file:line; each test ends in one "PASS name", "FAIL name" or
+// "SKIP name: why" line, which tests/run.sh counts.
+#ifndef WD_TESTLIB_H
+#define WD_TESTLIB_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int tl_fails, tl_skipped, tl_passed, tl_failed, tl_skips;
+static char tl_skip_why[256];
+
+#define CHECK(cond) do { if (!(cond)) { tl_fails++; printf("  check failed: %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_OK(expr) do { wd_status tl_st = (expr); if (tl_st != WD_OK) { tl_fails++; printf("  check failed: %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, wd_status_string(tl_st), wd_last_error()); } } while (0)
+#define SKIP(...) do { tl_skipped = 1; snprintf(tl_skip_why, sizeof tl_skip_why, __VA_ARGS__); } while (0)
+#define RUN(fn) do { \
+        tl_fails = 0; tl_skipped = 0; fflush(stdout); fn(); \
+        if (tl_fails) { printf("FAIL %s (%d checks)\n", #fn, tl_fails); tl_failed++; } \
+        else if (tl_skipped) { printf("SKIP %s: %s\n", #fn, tl_skip_why); tl_skips++; } \
+        else { printf("PASS %s\n", #fn); tl_passed++; } \
+        fflush(stdout); \
+    } while (0)
+
+static int test_summary(const char *name) {
+    printf("# %s: %d passed, %d failed, %d skipped\n", name, tl_passed, tl_failed, tl_skips);
+    return tl_failed ? 1 : 0;
+}
+#endif

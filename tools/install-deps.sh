@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the build needs when it is missing: libzstd-dev (headers and
+# library). Run by `make deps`, which `make demo` and `make test` call first.
+set -e
+have_zstd() { printf '#include <zstd.h>\nint main(void){return ZSTD_versionNumber()==0;}\n' | ${CC:-cc} -x c - -o /dev/null -lzstd >/dev/null 2>&1; }
+have_zstd && exit 0
+echo "widedeep: libzstd-dev is missing; installing it" >&2
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+if command -v apt-get >/dev/null; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libzstd-dev >/dev/null
+elif command -v dnf >/dev/null; then $SUDO dnf install -y libzstd-devel
+elif command -v apk >/dev/null; then $SUDO apk add zstd-dev
+else echo "widedeep: please install the zstd development package (zstd.h, libzstd)" >&2; exit 1
+fi
+have_zstd || { echo "widedeep: zstd still not usable after install" >&2; exit 1; }

@@ -1,0 +1,257 @@
+// wd - the widedeep command-line tool.
+//   wd convert   text (Criteo TSV, LibSVM, CSV) -> .wdr records
+//   wd inspect   schema, blocks, samples of a .wdr file; --verify checks every block
+//   wd gen       synthetic Criteo-shaped data from a planted model
+// Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "wd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'wd help' for usage)\n");
+    return 2;
+}
+static int fail(wd_status st) {
+    fprintf(stderr, "wd: error: %s: %s\n", wd_status_string(st), wd_last_error());
+    return 1;
+}
+
+static const char *USAGE =
+    "usage: wd COMMAND [options]\n"
+    "\n"
+    "  wd convert --format criteo|libsvm|csv [options] -o OUT.wdr IN...\n"
+    "      --threads T          parser threads (default 1); output bytes do not depend on T\n"
+    "      --block M            samples per block (default 4096)\n"
+    "      --level L            zstd level (default 3)\n"
+    "      --buckets N          hash buckets per categorical slot (default 1048576)\n"
+    "      --slot-buckets A=N,.. per-slot bucket counts\n"
+    "      --schema-from F.wdr  take the slot bucket counts from an existing file\n"
+    "      --bad-lines error|skip  stop at the first bad line (default) or skip and count\n"
+    "    csv:    --label COL --dense COLS --cat COLS [--columns NAMES] [--dense-raw]\n"
+    "            --preset avazu   the Avazu layout (click label, 21 categorical columns)\n"
+    "            without --columns the first line of the first file is the header; a line\n"
+    "            equal to the header is skipped in every file\n"
+    "    libsvm: --slots NAME=LO-HI,...  [--dense-range LO-HI]\n"
+    "\n"
+    "  wd inspect [--verify] FILE.wdr\n"
+    "\n"
+    "  wd gen -o OUT.wdr --rows N [--seed S] [--tsv OUT.tsv] [--prob OUT.prob]\n"
+    "         [--buckets N] [--max-card C] [--zipf A] [--threads T] [--block M]\n";
+
+static const char *AVAZU_COLUMNS =
+    "id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,"
+    "app_category,device_id,device_ip,device_model,device_type,device_conn_type,C14,C15,"
+    "C16,C17,C18,C19,C20,C21";
+static const char *AVAZU_CATS =
+    "C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,app_category,device_id,"
+    "device_ip,device_model,device_type,device_conn_type,C14,C15,C16,C17,C18,C19,C20,C21";
+
+static int parse_long(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static void progress_cb(void *user, int64_t done, int64_t total, int64_t rows) {
+    double t0 = *(double *)user, dt = wd__now() - t0;
+    fprintf(stderr, "\r  %5.1f%%  %lld rows  %.0f rows/s   ", total ? 100.0 * (double)done / (double)total : 100.0,
+            (long long)rows, dt > 0 ? (double)rows / dt : 0.0);
+}
+
+static int read_first_line(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    if (!fgets(buf, (int)cap, f)) { fclose(f); return -1; }
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = 0;
+    return 0;
+}
+
+static int cmd_convert(int argc, char **argv) {
+    const char *format = NULL, *out = NULL, *label = NULL, *dense = NULL, *cat = NULL, *columns = NULL;
+    const char *slots = NULL, *dense_range = NULL, *slot_buckets = NULL, *schema_from = NULL, *preset = NULL;
+    long long threads = 1, block = 0, level = 0, buckets = WD_DEFAULT_BUCKETS;
+    int skip = 0, dense_raw = 0;
+    const char **inputs = (const char **)calloc((size_t)argc + 1, sizeof(char *));
+    int ninputs = 0;
+    if (!inputs) return fail(wd__fail(WD_ERR_NOMEM, "out of memory"));
+    int rc = 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] == '-' && a[1] && strcmp(a, "--dense-raw") != 0 && !v) { rc = usage_error("%s needs a value", a); goto done; }
+#define OPT(name) (strcmp(a, name) == 0 && (i++, 1))
+        if (OPT("--format")) format = v;
+        else if (OPT("-o") || OPT("--output")) out = v;
+        else if (OPT("--threads")) { if (parse_long(v, 1, 256, &threads)) { rc = usage_error("--threads: '%s' is not 1..256", v); goto done; } }
+        else if (OPT("--block")) { if (parse_long(v, 1, WD_MAX_BLOCK_SAMPLES, &block)) { rc = usage_error("--block: '%s' is out of range", v); goto done; } }
+        else if (OPT("--level")) { if (parse_long(v, 1, 19, &level)) { rc = usage_error("--level: '%s' is not 1..19", v); goto done; } }
+        else if (OPT("--buckets")) { if (parse_long(v, 1, 0xFFFFFFFFll, &buckets)) { rc = usage_error("--buckets: '%s' is out of range", v); goto done; } }
+        else if (OPT("--slot-buckets")) slot_buckets = v;
+        else if (OPT("--schema-from")) schema_from = v;
+        else if (OPT("--bad-lines")) {
+            if (strcmp(v, "skip") == 0) skip = 1;
+            else if (strcmp(v, "error") == 0) skip = 0;
+            else { rc = usage_error("--bad-lines: '%s' is not error or skip", v); goto done; }
+        }
+        else if (OPT("--label")) label = v;
+        else if (OPT("--dense")) dense = v;
+        else if (OPT("--cat")) cat = v;
+        else if (OPT("--columns")) columns = v;
+        else if (OPT("--preset")) preset = v;
+        else if (strcmp(a, "--dense-raw") == 0) dense_raw = 1;
+        else if (OPT("--slots")) slots = v;
+        else if (OPT("--dense-range")) dense_range = v;
+        else if (a[0] == '-' && a[1]) { rc = usage_error("convert: unknown option '%s'", a); goto done; }
+        else inputs[ninputs++] = a;
+#undef OPT
+    }
+    if (!format) { rc = usage_error("convert: --format is required%s", ""); goto done; }
+    if (!out) { rc = usage_error("convert: -o OUT.wdr is required%s", ""); goto done; }
+    if (!ninputs) { rc = usage_error("convert: no input files%s", ""); goto done; }
+    {
+        wd_text_spec *spec = (wd_text_spec *)calloc(1, sizeof *spec);
+        if (!spec) { rc = fail(wd__fail(WD_ERR_NOMEM, "out of memory")); goto done; }
+        wd_status st = WD_OK;
+        if (strcmp(format, "criteo") == 0) wd_text_spec_criteo(spec, (uint32_t)buckets);
+        else if (strcmp(format, "csv") == 0) {
+            char header[4096];
+            if (preset) {
+                if (strcmp(preset, "avazu") != 0) { free(spec); rc = usage_error("--preset: unknown preset '%s' (known: avazu)", preset); goto done; }
+                columns = columns ? columns : AVAZU_COLUMNS;
+                label = label ? label : "click";
+                cat = cat ? cat : AVAZU_CATS;
+            }
+            if (!label) { free(spec); rc = usage_error("csv: --label COL is required%s", ""); goto done; }
+            if (columns) snprintf(header, sizeof header, "%s", columns);
+            else if (read_first_line(inputs[0], header, sizeof header)) { free(spec); rc = fail(wd__fail(WD_ERR_IO, "%s: cannot read the header line", inputs[0])); goto done; }
+            st = wd_text_spec_csv(spec, header, label, dense, cat, (uint32_t)buckets);
+            spec->dense_raw = dense_raw;
+        } else if (strcmp(format, "libsvm") == 0) {
+            if (!slots && !dense_range) { free(spec); rc = usage_error("libsvm: --slots NAME=LO-HI,... or --dense-range LO-HI is required%s", ""); goto done; }
+            st = wd_text_spec_libsvm(spec, slots, dense_range, (uint32_t)buckets);
+        } else { free(spec); rc = usage_error("--format: '%s' is not criteo, libsvm or csv", format); goto done; }
+        if (!st && slot_buckets) st = wd_text_spec_buckets(spec, slot_buckets);
+        if (!st && schema_from) {
+            wd_reader *r;
+            st = wd_reader_open(schema_from, &r);
+            if (!st) { st = wd_text_spec_match(spec, wd_reader_schema(r)); wd_reader_close(r); }
+        }
+        if (st) { free(spec); rc = fail(st); goto done; }
+        double t0 = wd__now();
+        wd_convert_desc d;
+        memset(&d, 0, sizeof d);
+        d.spec = spec; d.inputs = inputs; d.ninputs = ninputs; d.output = out;
+        d.threads = (int)threads; d.block_samples = (int)block; d.level = (int)level; d.skip_bad_lines = skip;
+        if (isatty(2)) { d.progress = progress_cb; d.user = &t0; }
+        wd_convert_report rep;
+        st = wd_convert(&d, &rep);
+        if (isatty(2)) fprintf(stderr, "\n");
+        free(spec);
+        if (st) { rc = fail(st); goto done; }
+        for (int i = 0; i < rep.nbad_shown; i++) fprintf(stderr, "wd: skipped %s\n", rep.bad_where[i]);
+        printf("converted rows=%lld bad_rows=%lld blocks=%lld seconds=%.3f rows/s=%.0f MB/s=%.1f bytes_in=%lld bytes_out=%lld bytes/row=%.1f\n",
+               (long long)rep.rows, (long long)rep.bad_rows, (long long)rep.blocks, rep.seconds,
+               rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0, rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
+               (long long)rep.bytes_in, (long long)rep.bytes_out, rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
+        rc = 0;
+    }
+done:
+    free(inputs);
+    return rc;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+    int verify = 0;
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--verify") == 0) verify = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect: unknown option '%s'", argv[i]);
+        else if (path) return usage_error("inspect: one file at a time ('%s')", argv[i]);
+        else path = argv[i];
+    }
+    if (!path) return usage_error("inspect: FILE.wdr is required%s", "");
+    wd_reader *r;
+    wd_status st = wd_reader_open(path, &r);
+    if (st) return fail(st);
+    const wd_schema *s = wd_reader_schema(r);
+    int64_t nb = wd_reader_nblocks(r), ns = wd_reader_nsamples(r);
+    printf("file:     %s\n", path);
+    printf("created:  %s\n", wd_reader_created(r));
+    printf("schema:   %d dense, %d slots\n", s->ndense, s->nslots);
+    for (int k = 0; k < s->nslots; k++)
+        printf("  slot %-3d %-20s %10u buckets  %s\n", k, s->slot[k].name, s->slot[k].buckets, s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
+    printf("blocks:   %lld (first holds %d samples)\n", (long long)nb, nb ? wd_reader_block_samples(r, 0) : 0);
+    printf("samples:  %lld\n", (long long)ns);
+    printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r), ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
+    // label mean (and, with --verify, every check) needs every block decoded
+    double pos = 0, t0 = wd__now();
+    int64_t bad = -1;
+    for (int64_t i = 0; i < nb; i++) {
+        const wd_batch *b;
+        st = wd_reader_block(r, i, &b);
+        if (st) { bad = i; break; }
+        for (int j = 0; j < b->n; j++) pos += b->label[j];
+    }
+    double dt = wd__now() - t0;
+    if (st) {
+        fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb, wd_last_error());
+        if (verify) printf("verify:   FAILED at block %lld\n", (long long)bad);
+        wd_reader_close(r);
+        return 1;
+    }
+    printf("labels:   mean %.6f\n", ns ? pos / (double)ns : 0.0);
+    if (verify) printf("verify:   OK, %lld blocks, %lld samples, decoded at %.2fM samples/s\n", (long long)nb, (long long)ns, dt > 0 ? (double)ns / dt / 1e6 : 0.0);
+    wd_reader_close(r);
+    return 0;
+}
+
+static int cmd_gen(int argc, char **argv) {
+    wd_gen_desc d;
+    memset(&d, 0, sizeof d);
+    long long v;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!val) return usage_error("gen: '%s' needs a value", a);
+        i++;
+        if (strcmp(a, "-o") == 0) d.output = val;
+        else if (strcmp(a, "--tsv") == 0) d.tsv = val;
+        else if (strcmp(a, "--prob") == 0) d.prob = val;
+        else if (strcmp(a, "--rows") == 0) { if (parse_long(val, 1, (long long)1 << 40, &v)) return usage_error("--rows: '%s' is out of range", val); d.rows = v; }
+        else if (strcmp(a, "--seed") == 0) { if (parse_long(val, 0, INT64_MAX, &v)) return usage_error("--seed: '%s' is not a number", val); d.seed = (uint64_t)v; }
+        else if (strcmp(a, "--buckets") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--buckets: '%s' is out of range", val); d.buckets = (uint32_t)v; }
+        else if (strcmp(a, "--max-card") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--max-card: '%s' is out of range", val); d.max_card = (uint32_t)v; }
+        else if (strcmp(a, "--threads") == 0) { if (parse_long(val, 1, 256, &v)) return usage_error("--threads: '%s' is not 1..256", val); d.threads = (int)v; }
+        else if (strcmp(a, "--block") == 0) { if (parse_long(val, 1, WD_MAX_BLOCK_SAMPLES, &v)) return usage_error("--block: '%s' is out of range", val); d.block_samples = (int)v; }
+        else if (strcmp(a, "--zipf") == 0) { d.zipf = atof(val); if (!(d.zipf > 0 && d.zipf < 10)) return usage_error("--zipf: '%s' is not in (0,10)", val); }
+        else return usage_error("gen: unknown option '%s'", a);
+    }
+    if (!d.output || d.rows <= 0) return usage_error("gen: -o OUT.wdr and --rows N are required%s", "");
+    wd_gen_report rep;
+    wd_status st = wd_gen(&d, &rep);
+    if (st) return fail(st);
+    printf("generated rows=%lld ctr=%.4f oracle_auc=%.4f oracle_logloss=%.4f seconds=%.2f\n",
+           (long long)rep.rows, rep.ctr, rep.oracle_auc, rep.oracle_logloss, rep.seconds);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(USAGE, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
+    if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
+    if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0) { printf("wd %s\n", WD_VERSION_STRING); return 0; }
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,2178 @@
+/* widedeep.h - an embeddable training runtime for Wide&Deep CTR models.
+   version 0.1.0 - MIT licence (see end of file and LICENSE).
+
+   Do this:
+       #define WIDEDEEP_IMPLEMENTATION
+   before you include this file in *one* C or C++ file to create the
+   implementation. Link with -lzstd -lpthread -lm.
+
+   ---------------------------------------------------------------------------
+   TABLE OF CONTENTS (search for the "// ---- N." rules)
+     1. Options        compile-time switches (WDDEF, WD_MAX_SLOTS, ...)
+     2. Status         wd_status codes, wd_status_string(), wd_last_error()
+     3. Allocator      wd_set_allocator(): hooks for every allocation
+     4. Schema         dense column count; per slot name, buckets, one/multi-hot
+     5. Batch          decoded samples in memory (label, weight, dense, ids)
+     6. Hashing        wd_hash_bytes(), wd_hash_bucket(): categorical strings
+     7. Records        the .wdr file format, wd_writer_*, wd_reader_*
+     8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample
+     9. Convert        wd_convert(): text files -> .wdr on T threads
+    10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
+    11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
+   (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION)
+
+   ---------------------------------------------------------------------------
+   SIZE LETTERS used in shape comments:
+     B batch (samples)   S slots   E embedding dim   D dense features
+     H hidden width      N ids (multi-hot, total in a batch)
+
+   ---------------------------------------------------------------------------
+   ERRORS. Every call that can fail returns a wd_status (WD_OK = 0) and
+   hands objects back through out-pointers. wd_last_error() returns a
+   per-thread message naming the file, block or line that failed. The
+   library never prints, never calls exit() or abort(); all its resources
+   are released on every error path.
+
+   DENSE FEATURE RULE (convert, gen). Integer counts x become
+       f(x) = log1p(x)      for x >= 0
+       f(x) = -log1p(-x)    for x <  0    (Criteo's I2 holds negatives)
+       f(missing) = 0
+   so no input can produce NaN or Inf. A .wdr file can never hold a
+   non-finite dense value or label: the writer rejects them and the reader
+   verifies every block it decodes.
+
+   CATEGORICAL RULE. A categorical string s of slot k becomes the id
+   wd_hash_bytes(s, len, k) % buckets[k]. An empty field (missing) hashes
+   like the empty string: all missing values of a slot share one bucket.
+
+   RESOURCE LIMITS. Nothing recurses. Every size read from a file is
+   checked against the file size and against the WD_MAX_* limits before
+   any allocation is made from it.
+
+   HISTORY
+     0.1.0  .wdr format v1, writer, reader, convert, gen, AUC.
+*/
+#ifndef WIDEDEEP_H
+#define WIDEDEEP_H
+
+// The implementation uses POSIX (pread, O_CLOEXEC, clock_gettime). Include
+// widedeep.h before other headers in the implementation file, or build it
+// with -D_GNU_SOURCE, so that libc exposes them under -std=c11.
+#if defined(WIDEDEEP_IMPLEMENTATION) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+
+// ---- 1. Options -------------------------------------------------------------
+#ifndef WDDEF
+#define WDDEF extern
+#endif
+#ifndef WD_MAX_SLOTS            // slots per schema (Criteo 26, Avazu 22)
+#define WD_MAX_SLOTS 128
+#endif
+#define WD_NAME_MAX 32          // slot name bytes, NUL included
+#ifndef WD_MAX_BLOCK_SAMPLES    // largest block a reader accepts
+#define WD_MAX_BLOCK_SAMPLES (1 << 22)
+#endif
+#ifndef WD_MAX_DENSE            // dense columns per schema
+#define WD_MAX_DENSE 1024
+#endif
+#ifndef WD_MAX_BLOCK_BYTES      // largest raw or compressed block payload
+#define WD_MAX_BLOCK_BYTES ((uint32_t)1 << 31)
+#endif
+#define WD_DEFAULT_BLOCK_SAMPLES 4096
+#define WD_DEFAULT_BUCKETS (1u << 20)
+#define WD_VERSION_STRING "0.1.0"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- 2. Status --------------------------------------------------------------
+typedef enum wd_status {
+    WD_OK = 0,
+    WD_ERR_INVALID_ARG,     // a NULL, out-of-range or inconsistent argument
+    WD_ERR_NOMEM,           // an allocation failed (or the hook refused it)
+    WD_ERR_IO,              // open/read/write/rename/fsync failed
+    WD_ERR_FORMAT,          // not a file of this kind, or an unknown version
+    WD_ERR_CORRUPT,         // checksum, size or structure check failed
+    WD_ERR_SCHEMA,          // schemas that must match do not
+    WD_ERR_PARSE,           // a text line could not be parsed
+    WD_ERR_LIMIT,           // a size exceeds a WD_MAX_* limit
+    WD_ERR_NUMERIC,         // NaN or Inf where a finite number is required
+    WD_ERR_ABORTED,         // cancelled by a callback or another rank
+    WD_ERR_UNSUPPORTED,     // not built in, or no such device
+    WD_ERR_INTERNAL,        // a library bug: please report
+    WD_STATUS_COUNT
+} wd_status;
+
+WDDEF const char *wd_status_string(wd_status s);
+WDDEF const char *wd_last_error(void);     // per-thread detail of the last failure
+
+// ---- 3. Allocator -------------------------------------------------------------
+// All library allocations go through these hooks (default: malloc/free).
+// alloc may return NULL; the library then fails cleanly with WD_ERR_NOMEM.
+typedef struct wd_allocator {
+    void *(*alloc)(size_t bytes, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} wd_allocator;
+WDDEF void wd_set_allocator(const wd_allocator *a);   // NULL restores malloc/free
+
+// ---- 4. Schema ----------------------------------------------------------------
+typedef enum wd_slot_kind { WD_ONE_HOT = 0, WD_MULTI_HOT = 1 } wd_slot_kind;
+typedef struct wd_slot {
+    char name[WD_NAME_MAX];
+    uint32_t buckets;       // ids are in [0, buckets)
+    int kind;               // wd_slot_kind
+} wd_slot;
+typedef struct wd_schema {
+    int ndense;             // D
+    int nslots;             // S
+    wd_slot slot[WD_MAX_SLOTS];
+} wd_schema;
+
+WDDEF wd_status wd_schema_check(const wd_schema *s);
+WDDEF int wd_schema_equal(const wd_schema *a, const wd_schema *b);
+// Criteo layout: 13 dense I1..I13, 26 one-hot slots C1..C26 with `buckets` each.
+WDDEF void wd_schema_criteo(wd_schema *s, uint32_t buckets);
+
+// ---- 5. Batch -------------------------------------------------------------------
+// Decoded samples. One allocation (`mem`) holds every array.
+typedef struct wd_batch {
+    int n;                          // samples held
+    int cap;                        // sample capacity
+    int ndense, nslots;
+    int64_t nnz_cap;                // id capacity of each multi-hot slot
+    float *label;                   // (cap) 0..1
+    float *weight;                  // (cap) 1 for real samples, 0 for padding
+    float *dense;                   // (cap, D) row-major
+    uint32_t *ids[WD_MAX_SLOTS];    // one-hot: (cap); multi-hot: (nnz_cap)
+    uint32_t *offs[WD_MAX_SLOTS];   // multi-hot: (cap+1) CSR offsets; one-hot: NULL
+    int kind[WD_MAX_SLOTS];
+    void *mem;
+    size_t mem_bytes;
+} wd_batch;
+
+WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap);
+// Grows capacity keeping the first b->n samples; never shrinks.
+WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap);
+WDDEF void wd_batch_free(wd_batch *b);
+// Appends samples [from, from+count) of src to dst (schemas must match).
+WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count);
+// Ids of sample i in slot k: *count ids starting at the returned pointer.
+WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *count);
+
+// ---- 6. Hashing -------------------------------------------------------------------
+WDDEF uint64_t wd_hash_bytes(const void *p, size_t n, uint64_t seed);
+WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets);
+WDDEF float wd_count_feature(int64_t x);    // the dense feature rule above
+
+// ---- 7. Records (.wdr) ------------------------------------------------------------
+/* File layout, little-endian, version 1:
+     file header   magic "\x89WDR\r\n\x1a\n", u32 version, u32 header_bytes,
+                   u32 ndense, u32 nslots, u32 flags, u32 reserved,
+                   char created[64], nslots x {char name[32], u32 buckets,
+                   u32 kind, u64 reserved}, u32 crc32c(all before)
+     blocks        32-byte header {u32 'WDBK', u32 nsamples, u32 comp_bytes,
+                   u32 raw_bytes, u32 nnz, u32 reserved, u32 payload_crc32c,
+                   u32 header_crc32c} then one zstd frame of comp_bytes
+     footer        u32 'WDFT', u32 reserved, u64 nblocks, u64 nsamples,
+                   nblocks x {u64 offset, u32 nsamples, u32 block_bytes},
+                   u32 crc32c(footer before it), u32 0
+     trailer       u64 footer_offset, u64 footer_bytes, u32 crc32c(16 bytes
+                   before), u32 'WDND'   (the last 24 bytes of the file)
+   Raw payload of a block of n samples, columns one after another, each
+   4-byte column byte-shuffled (all byte 0s, then all byte 1s, ...):
+     f32 label[n]; for each dense column f32 value[n]; for each slot:
+     one-hot u32 id[n] | multi-hot u32 count[n] then u32 id[sum of counts]. */
+typedef struct wd_writer wd_writer;
+typedef struct wd_writer_desc {
+    int block_samples;      // m, samples per block (0: 4096)
+    int level;              // zstd level (0: 3)
+    const char *created;    // free text stored in the header (0: "widedeep")
+} wd_writer_desc;
+
+// Writes to "<path>.tmp-<pid>" and renames to path on close (after fsync).
+WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
+                               const wd_writer_desc *d, wd_writer **out);
+// Appends all b->n samples; validates ids, labels and dense values.
+WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b);
+WDDEF wd_status wd_writer_close(wd_writer *w);   // always frees w
+WDDEF void wd_writer_abort(wd_writer *w);        // removes the temporary file, frees w
+WDDEF int64_t wd_writer_samples(const wd_writer *w);
+
+typedef struct wd_reader wd_reader;
+typedef struct wd_decoder wd_decoder;   // per-thread decompression context
+
+WDDEF wd_status wd_reader_open(const char *path, wd_reader **out);
+WDDEF void wd_reader_close(wd_reader *r);
+WDDEF const wd_schema *wd_reader_schema(const wd_reader *r);
+WDDEF const char *wd_reader_path(const wd_reader *r);
+WDDEF const char *wd_reader_created(const wd_reader *r);
+WDDEF int64_t wd_reader_nblocks(const wd_reader *r);
+WDDEF int64_t wd_reader_nsamples(const wd_reader *r);
+WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
+WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
+// Block i into a caller-owned batch (grown as needed; n is overwritten).
+WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst);
+// Block i into a library-owned batch, valid until the next call on r.
+WDDEF wd_status wd_reader_block(wd_reader *r, int64_t i, const wd_batch **out);
+// Decompresses and checks every block; *bad_block = first bad one or -1.
+WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block);
+
+// Split path for loaders; both are thread-safe on one reader.
+WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i);
+WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap);
+WDDEF wd_status wd_decoder_create(wd_decoder **out);
+WDDEF void wd_decoder_destroy(wd_decoder *d);
+// Decodes the fetched bytes of block i, appending its samples to dst
+// (dst->n grows by the block's sample count).
+WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t i,
+                                const void *bytes, size_t len, wd_batch *dst);
+
+// ---- 8. Text parsers -----------------------------------------------------------------
+typedef enum wd_text_format { WD_FMT_CRITEO = 0, WD_FMT_LIBSVM, WD_FMT_CSV } wd_text_format;
+typedef struct wd_range_map { uint32_t lo, hi; int slot; } wd_range_map;   // [lo, hi]
+typedef struct wd_text_spec {
+    int format;                     // wd_text_format
+    wd_schema schema;               // output schema (filled by wd_text_spec_* helpers)
+    // LibSVM: feature index ranges; index idx in a slot range becomes id idx-lo
+    // of that (multi-hot) slot, in the dense range it is column idx-dense_lo
+    // with the feature's value; indexes in no range are an error.
+    wd_range_map ranges[WD_MAX_SLOTS];
+    int nranges;
+    int64_t dense_lo, dense_hi;     // -1,-1: no dense range
+    // CSV: column roles by position, from the header (or `columns`).
+    int ncols;                      // columns per line
+    int label_col;
+    int col_role[WD_MAX_SLOTS + WD_MAX_DENSE + 64];  // 0 ignore, 1 label, 2 dense, 3 slot
+    int col_index[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; // dense column or slot number
+    char header[4096];              // header line to skip when a file repeats it
+    int dense_raw;                  // CSV: 1 = dense values as-is (finite floats), 0 = count rule
+} wd_text_spec;
+
+// Criteo TSV: label, 13 integers, 26 categorical; `buckets` per slot.
+WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets);
+// CSV: names of label, dense and categorical columns in `header` (a
+// comma-separated line); `dense`/`cat` are comma-separated lists.
+WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label,
+                                 const char *dense, const char *cat, uint32_t buckets);
+// LibSVM: "name=lo-hi,..." slot ranges, optional "lo-hi" dense range.
+WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense,
+                                    uint32_t buckets);
+// Sets the bucket count of a named slot ("C3=100000,C4=50").
+WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
+// Takes every slot's bucket count from `s` (e.g. a training file's schema, so
+// a test set converts into the same id space); slots must match by name.
+WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
+
+// Parses one line (no newline; a trailing '\r' is ignored) and appends the
+// sample to b. On failure returns WD_ERR_PARSE with a reason in
+// wd_last_error() and leaves b unchanged.
+WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
+
+// ---- 9. Convert ----------------------------------------------------------------------
+typedef struct wd_convert_desc {
+    const wd_text_spec *spec;
+    const char *const *inputs;      // text files
+    int ninputs;
+    const char *output;             // .wdr path
+    int threads;                    // parser threads (0: 1)
+    int block_samples;              // (0: 4096)
+    int level;                      // zstd level (0: 3)
+    int skip_bad_lines;             // 0: stop at the first bad line, no output file
+    // progress: called from the calling thread, about 10 times a second at most
+    void (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
+    void *user;
+} wd_convert_desc;
+typedef struct wd_convert_report {
+    int64_t rows, bad_rows, bytes_in, bytes_out, blocks;
+    double seconds;
+    int nbad_shown;                 // first bad lines (skip mode)
+    char bad_where[8][160];         // "file:line: reason"
+} wd_convert_report;
+WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
+
+// ---- 10. Synthetic data ------------------------------------------------------------------
+typedef struct wd_gen_desc {
+    const char *output;             // .wdr
+    const char *tsv;                // optional Criteo TSV of the same rows
+    const char *prob;               // optional text file, true p per line (0: output+".prob")
+    int64_t rows;
+    uint64_t seed;
+    uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(cardinality, this)
+    uint32_t max_card;              // per slot cardinality cap (0: 1<<20)
+    double zipf;                    // id exponent (0: 1.1)
+    int threads;                    // (0: 1)
+    int block_samples;              // (0: 4096)
+} wd_gen_desc;
+typedef struct wd_gen_report { int64_t rows; double ctr, oracle_auc, oracle_logloss, seconds; } wd_gen_report;
+WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep);
+// The Criteo Kaggle per-slot cardinalities (26 values).
+WDDEF const uint32_t *wd_criteo_cardinalities(void);
+
+// ---- 11. Metrics -----------------------------------------------------------------------------
+// Exact AUC by sorting scores; tied scores count half. NaN if one class is absent.
+WDDEF wd_status wd_auc(const float *score, const float *label, const float *weight,
+                       int64_t n, double *auc);
+WDDEF double wd_logloss(const float *p, const float *label, const float *weight, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif // WIDEDEEP_H
+
+// =============================================================================
+// IMPLEMENTATION
+// =============================================================================
+#ifdef WIDEDEEP_IMPLEMENTATION
+#ifndef WIDEDEEP_IMPLEMENTATION_DONE
+#define WIDEDEEP_IMPLEMENTATION_DONE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#ifdef __cplusplus
+#define WD__TLS thread_local
+#define WD__CAST(T, x) ((T)(x))
+#else
+#define WD__TLS _Thread_local
+#define WD__CAST(T, x) (x)
+#endif
+#define WD__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WD__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+// ---- 2. Status ---------------------------------------------------------------
+static WD__TLS char wd__errbuf[512];
+
+WDDEF const char *wd_status_string(wd_status s) {
+    static const char *names[WD_STATUS_COUNT] = {
+        "ok", "invalid argument", "out of memory", "I/O error", "bad format",
+        "corrupt data", "schema mismatch", "parse error", "limit exceeded",
+        "non-finite number", "aborted", "unsupported", "internal error"};
+    return (s >= 0 && s < WD_STATUS_COUNT) ? names[s] : "unknown status";
+}
+WDDEF const char *wd_last_error(void) { return wd__errbuf; }
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static wd_status wd__fail(wd_status s, const char *fmt, ...) {
+    char tmp[sizeof wd__errbuf];   // arguments may point into wd__errbuf itself
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    memcpy(wd__errbuf, tmp, sizeof tmp);
+    return s;
+}
+#define WD__TRY(expr) do { wd_status wd__st = (expr); if (wd__st != WD_OK) return wd__st; } while (0)
+
+// ---- 3. Allocator --------------------------------------------------------------
+static void *wd__default_alloc(size_t n, void *u) { (void)u; return malloc(n); }
+static void wd__default_free(void *p, void *u) { (void)u; free(p); }
+static wd_allocator wd__alloc_hooks = {wd__default_alloc, wd__default_free, NULL};
+
+WDDEF void wd_set_allocator(const wd_allocator *a) {
+    if (a && a->alloc && a->free) wd__alloc_hooks = *a;
+    else { wd__alloc_hooks.alloc = wd__default_alloc; wd__alloc_hooks.free = wd__default_free; wd__alloc_hooks.user = NULL; }
+}
+static void *wd__malloc(size_t n) { return wd__alloc_hooks.alloc(n ? n : 1, wd__alloc_hooks.user); }
+static void *wd__calloc(size_t n) { void *p = wd__malloc(n); if (p) memset(p, 0, n ? n : 1); return p; }
+static void wd__free(void *p) { if (p) wd__alloc_hooks.free(p, wd__alloc_hooks.user); }
+#define WD__NEW(T) ((T *)wd__calloc(sizeof(T)))
+
+// A growable byte buffer.
+typedef struct wd__buf { uint8_t *p; size_t len, cap; } wd__buf;
+static wd_status wd__buf_reserve(wd__buf *b, size_t cap) {
+    if (cap <= b->cap) return WD_OK;
+    size_t nc = WD__MAX(cap, b->cap + b->cap / 2);
+    uint8_t *np = (uint8_t *)wd__malloc(nc);
+    if (!np) return wd__fail(WD_ERR_NOMEM, "out of memory (%zu bytes)", nc);
+    if (b->len) memcpy(np, b->p, b->len);
+    wd__free(b->p);
+    b->p = np; b->cap = nc;
+    return WD_OK;
+}
+static wd_status wd__buf_put(wd__buf *b, const void *p, size_t n) {
+    WD__TRY(wd__buf_reserve(b, b->len + n));
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return WD_OK;
+}
+static void wd__buf_free(wd__buf *b) { wd__free(b->p); b->p = NULL; b->len = b->cap = 0; }
+
+static char *wd__strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = (char *)wd__malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+// ---- little-endian helpers, CRC32C ------------------------------------------------
+static void wd__put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
+static void wd__put64(uint8_t *p, uint64_t v) { wd__put32(p, (uint32_t)v); wd__put32(p + 4, (uint32_t)(v >> 32)); }
+static uint32_t wd__get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t wd__get64(const uint8_t *p) { return (uint64_t)wd__get32(p) | (uint64_t)wd__get32(p + 4) << 32; }
+
+static uint32_t wd__crc_table[8][256];
+static pthread_once_t wd__crc_once = PTHREAD_ONCE_INIT;
+static void wd__crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+        wd__crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            wd__crc_table[t][i] = (wd__crc_table[t - 1][i] >> 8) ^ wd__crc_table[0][wd__crc_table[t - 1][i] & 0xff];
+}
+// CRC32C (Castagnoli), slicing-by-8.
+static uint32_t wd__crc32c(const void *data, size_t n) {
+    pthread_once(&wd__crc_once, wd__crc_init);
+    const uint8_t *p = (const uint8_t *)data;
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = wd__get32(p) ^ c, hi = wd__get32(p + 4);
+        c = wd__crc_table[7][lo & 0xff] ^ wd__crc_table[6][(lo >> 8) & 0xff] ^
+            wd__crc_table[5][(lo >> 16) & 0xff] ^ wd__crc_table[4][lo >> 24] ^
+            wd__crc_table[3][hi & 0xff] ^ wd__crc_table[2][(hi >> 8) & 0xff] ^
+            wd__crc_table[1][(hi >> 16) & 0xff] ^ wd__crc_table[0][hi >> 24];
+        p += 8; n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ wd__crc_table[0][(c ^ *p++) & 0xff];
+    return c ^ 0xFFFFFFFFu;
+}
+
+static double wd__now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- 4. Schema -----------------------------------------------------------------------
+WDDEF wd_status wd_schema_check(const wd_schema *s) {
+    if (!s) return wd__fail(WD_ERR_INVALID_ARG, "schema is NULL");
+    if (s->ndense < 0 || s->ndense > WD_MAX_DENSE)
+        return wd__fail(WD_ERR_LIMIT, "schema: %d dense columns (limit %d)", s->ndense, WD_MAX_DENSE);
+    if (s->nslots < 0 || s->nslots > WD_MAX_SLOTS)
+        return wd__fail(WD_ERR_LIMIT, "schema: %d slots (limit %d)", s->nslots, WD_MAX_SLOTS);
+    if (s->ndense + s->nslots == 0) return wd__fail(WD_ERR_INVALID_ARG, "schema has no features");
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].buckets == 0) return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d (%.31s) has 0 buckets", k, s->slot[k].name);
+        if (s->slot[k].kind != WD_ONE_HOT && s->slot[k].kind != WD_MULTI_HOT)
+            return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d has kind %d", k, s->slot[k].kind);
+        if (memchr(s->slot[k].name, 0, WD_NAME_MAX) == NULL)
+            return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d name is not NUL-terminated", k);
+    }
+    return WD_OK;
+}
+WDDEF int wd_schema_equal(const wd_schema *a, const wd_schema *b) {
+    if (a->ndense != b->ndense || a->nslots != b->nslots) return 0;
+    for (int k = 0; k < a->nslots; k++)
+        if (a->slot[k].buckets != b->slot[k].buckets || a->slot[k].kind != b->slot[k].kind ||
+            strncmp(a->slot[k].name, b->slot[k].name, WD_NAME_MAX) != 0) return 0;
+    return 1;
+}
+WDDEF void wd_schema_criteo(wd_schema *s, uint32_t buckets) {
+    memset(s, 0, sizeof *s);
+    s->ndense = 13;
+    s->nslots = 26;
+    for (int k = 0; k < 26; k++) {
+        snprintf(s->slot[k].name, WD_NAME_MAX, "C%d", k + 1);
+        s->slot[k].buckets = buckets ? buckets : WD_DEFAULT_BUCKETS;
+        s->slot[k].kind = WD_ONE_HOT;
+    }
+}
+
+// ---- 5. Batch --------------------------------------------------------------------------
+static size_t wd__align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Lays out every array of a batch in mem (NULL: only computes the size).
+static size_t wd__batch_carve(wd_batch *b, uint8_t *mem, int cap, int64_t nnz_cap) {
+    size_t off = 0;
+#define WD__CARVE(field, T, count) do { if (mem) field = (T *)(mem + off); off += wd__align64(sizeof(T) * (size_t)(count)); } while (0)
+    WD__CARVE(b->label, float, cap);
+    WD__CARVE(b->weight, float, cap);
+    WD__CARVE(b->dense, float, (size_t)cap * (size_t)b->ndense);
+    for (int k = 0; k < b->nslots; k++) {
+        if (b->kind[k] == WD_MULTI_HOT) {
+            WD__CARVE(b->offs[k], uint32_t, (size_t)cap + 1);
+            WD__CARVE(b->ids[k], uint32_t, nnz_cap);
+        } else {
+            if (mem) b->offs[k] = NULL;
+            WD__CARVE(b->ids[k], uint32_t, cap);
+        }
+    }
+#undef WD__CARVE
+    return off;
+}
+
+WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap) {
+    if (!b || !s || cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: bad arguments");
+    memset(b, 0, sizeof *b);
+    b->ndense = s->ndense;
+    b->nslots = s->nslots;
+    for (int k = 0; k < s->nslots; k++) b->kind[k] = s->slot[k].kind;
+    return wd_batch_reserve(b, cap, nnz_cap);
+}
+
+WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
+    if (!b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: NULL batch");
+    if (b->mem && cap <= b->cap && nnz_cap <= b->nnz_cap) return WD_OK;
+    cap = WD__MAX(cap, b->cap);
+    nnz_cap = WD__MAX(nnz_cap, b->nnz_cap);
+    if (b->mem) {   // grow by at least half so repeated appends stay linear
+        if (cap > b->cap) cap = WD__MAX(cap, b->cap + b->cap / 2);
+        if (nnz_cap > b->nnz_cap) nnz_cap = WD__MAX(nnz_cap, b->nnz_cap + b->nnz_cap / 2);
+    }
+    wd_batch nb = *b;
+    size_t bytes = wd__batch_carve(&nb, NULL, cap, nnz_cap);
+    uint8_t *mem = (uint8_t *)wd__malloc(bytes);
+    if (!mem) return wd__fail(WD_ERR_NOMEM, "out of memory for a batch of %d samples (%zu bytes)", cap, bytes);
+    wd__batch_carve(&nb, mem, cap, nnz_cap);
+    nb.mem = mem; nb.mem_bytes = bytes; nb.cap = cap; nb.nnz_cap = nnz_cap;
+    if (b->mem) {   // the whole old capacity: a sample being assembled survives growth
+        size_t n = (size_t)b->cap;
+        memcpy(nb.label, b->label, n * sizeof(float));
+        memcpy(nb.weight, b->weight, n * sizeof(float));
+        memcpy(nb.dense, b->dense, n * (size_t)b->ndense * sizeof(float));
+        for (int k = 0; k < b->nslots; k++) {
+            if (b->kind[k] == WD_MULTI_HOT) {
+                memcpy(nb.offs[k], b->offs[k], (n + 1) * sizeof(uint32_t));
+                memcpy(nb.ids[k], b->ids[k], (size_t)b->nnz_cap * sizeof(uint32_t));
+            } else memcpy(nb.ids[k], b->ids[k], n * sizeof(uint32_t));
+        }
+    } else {
+        nb.n = 0;
+        for (int k = 0; k < nb.nslots; k++) if (nb.offs[k]) nb.offs[k][0] = 0;
+    }
+    wd__free(b->mem);
+    *b = nb;
+    return WD_OK;
+}
+
+WDDEF void wd_batch_free(wd_batch *b) {
+    if (!b) return;
+    wd__free(b->mem);
+    memset(b, 0, sizeof *b);
+}
+
+WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *count) {
+    if (b->kind[k] == WD_MULTI_HOT) {
+        *count = (int)(b->offs[k][i + 1] - b->offs[k][i]);
+        return b->ids[k] + b->offs[k][i];
+    }
+    *count = 1;
+    return b->ids[k] + i;
+}
+
+WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count) {
+    if (!dst || !src || from < 0 || count < 0 || from + count > src->n || dst->ndense != src->ndense || dst->nslots != src->nslots)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: bad arguments");
+    int64_t need_nnz = 0;
+    for (int k = 0; k < src->nslots; k++) {
+        if (src->kind[k] != dst->kind[k]) return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: slot kinds differ");
+        if (src->kind[k] == WD_MULTI_HOT) {
+            int64_t have = dst->n ? dst->offs[k][dst->n] : 0;
+            need_nnz = WD__MAX(need_nnz, have + (int64_t)(src->offs[k][from + count] - src->offs[k][from]));
+        }
+    }
+    WD__TRY(wd_batch_reserve(dst, dst->n + count, need_nnz));
+    size_t n0 = (size_t)dst->n, c = (size_t)count, D = (size_t)src->ndense;
+    memcpy(dst->label + n0, src->label + from, c * sizeof(float));
+    memcpy(dst->weight + n0, src->weight + from, c * sizeof(float));
+    memcpy(dst->dense + n0 * D, src->dense + (size_t)from * D, c * D * sizeof(float));
+    for (int k = 0; k < src->nslots; k++) {
+        if (src->kind[k] == WD_MULTI_HOT) {
+            uint32_t base = dst->offs[k][n0], s0 = src->offs[k][from];
+            for (size_t i = 0; i < c; i++) dst->offs[k][n0 + i + 1] = base + (src->offs[k][from + i + 1] - s0);
+            memcpy(dst->ids[k] + base, src->ids[k] + s0, (size_t)(src->offs[k][from + count] - s0) * sizeof(uint32_t));
+        } else memcpy(dst->ids[k] + n0, src->ids[k] + from, c * sizeof(uint32_t));
+    }
+    dst->n += count;
+    return WD_OK;
+}
+
+// ---- 6. Hashing ------------------------------------------------------------------------
+static uint64_t wd__mix64(uint64_t x) {
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+WDDEF uint64_t wd_hash_bytes(const void *data, size_t n, uint64_t seed) {
+    const uint8_t *p = (const uint8_t *)data;
+    uint64_t h = wd__mix64(seed ^ 0x9e3779b97f4a7c15ULL) ^ (uint64_t)n * 0xff51afd7ed558ccdULL;
+    while (n >= 8) {
+        h = wd__mix64(h ^ wd__get64(p)) * 0x9e3779b97f4a7c15ULL;
+        p += 8; n -= 8;
+    }
+    uint64_t t = 0;
+    for (size_t i = 0; i < n; i++) t |= (uint64_t)p[i] << (8 * i);
+    return wd__mix64(h ^ t ^ 0x5851f42d4c957f2dULL);
+}
+WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets) {
+    return (uint32_t)(wd_hash_bytes(s, n, (uint64_t)slot) % buckets);
+}
+WDDEF float wd_count_feature(int64_t x) {
+    return x >= 0 ? (float)log1p((double)x) : -(float)log1p(-(double)x);
+}
+
+// ---- 7. Records --------------------------------------------------------------------------
+#define WD__MAGIC "\x89WDR\r\n\x1a\n"
+#define WD__VERSION 1u
+#define WD__HDR_FIXED 96u
+#define WD__SLOT_BYTES 48u
+#define WD__BLK_HDR 32u
+#define WD__BLK_MAGIC 0x4B424457u   // "WDBK"
+#define WD__FTR_MAGIC 0x54464457u   // "WDFT"
+#define WD__END_MAGIC 0x444E4457u   // "WDND"
+#define WD__TRAILER 24u
+
+// Byte shuffle of n 4-byte values: dst[p*n + i] = byte p of src[i].
+static void wd__shuffle4(uint8_t *dst, const void *srcv, size_t n) {
+    const uint8_t *src = (const uint8_t *)srcv;
+    uint8_t *d0 = dst, *d1 = dst + n, *d2 = dst + 2 * n, *d3 = dst + 3 * n;
+    for (size_t i = 0; i < n; i++) {
+        d0[i] = src[4 * i]; d1[i] = src[4 * i + 1]; d2[i] = src[4 * i + 2]; d3[i] = src[4 * i + 3];
+    }
+}
+// The inverse: 4-byte element i*stride of out gathered from the planes of src.
+static void wd__unshuffle4(void *outv, size_t stride, const uint8_t *src, size_t n) {
+    const uint8_t *s0 = src, *s1 = src + n, *s2 = src + 2 * n, *s3 = src + 3 * n;
+    uint8_t *out = (uint8_t *)outv;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = (uint32_t)s0[i] | (uint32_t)s1[i] << 8 | (uint32_t)s2[i] << 16 | (uint32_t)s3[i] << 24;
+        memcpy(out + 4 * i * stride, &v, 4);
+    }
+}
+
+// Checks the values of samples [from, from+n) of b against the schema.
+static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int from, int n, const char *where) {
+    for (int i = from; i < from + n; i++) {
+        float y = b->label[i];
+        if (!(y >= 0.0f && y <= 1.0f)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: label %g is not in [0,1]", where, i, (double)y);
+        if (!(b->weight[i] >= 0.0f && b->weight[i] < INFINITY)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is not finite and >= 0", where, i, (double)b->weight[i]);
+    }
+    const float *dv = b->dense + (size_t)from * (size_t)s->ndense;
+    for (size_t j = 0; j < (size_t)n * (size_t)s->ndense; j++)
+        if (!isfinite(dv[j])) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", where, from + (int)(j / (size_t)s->ndense), (int)(j % (size_t)s->ndense), (double)dv[j]);
+    for (int k = 0; k < s->nslots; k++) {
+        const uint32_t *ids; size_t cnt;
+        if (s->slot[k].kind == WD_MULTI_HOT) { ids = b->ids[k] + b->offs[k][from]; cnt = b->offs[k][from + n] - b->offs[k][from]; }
+        else { ids = b->ids[k] + from; cnt = (size_t)n; }
+        uint32_t mx = 0;
+        for (size_t j = 0; j < cnt; j++) mx = ids[j] > mx ? ids[j] : mx;
+        if (cnt && mx >= s->slot[k].buckets) {   // rare: find the sample to name it
+            int i = from;
+            for (i = from; i < from + n; i++) {
+                int c;
+                const uint32_t *q = wd_batch_sample_ids(b, k, i, &c);
+                int hit = 0;
+                for (int j = 0; j < c; j++) hit |= q[j] >= s->slot[k].buckets;
+                if (hit) break;
+            }
+            return wd__fail(WD_ERR_CORRUPT, "%s: sample %d: slot %d (%s): id %u is outside its %u buckets", where, i, k, s->slot[k].name, mx, s->slot[k].buckets);
+        }
+    }
+    return WD_OK;
+}
+
+// Encodes samples [from, from+n) of b as one block (header + zstd frame) into out.
+static wd_status wd__block_encode(const wd_schema *s, const wd_batch *b, int from, int n,
+                                  ZSTD_CCtx *cc, int level, wd__buf *raw, wd__buf *out) {
+    size_t N = (size_t)n, raw_bytes = 4 * N * (1 + (size_t)s->ndense);
+    uint32_t nnz = 0;
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].kind == WD_MULTI_HOT) {
+            size_t c = b->offs[k][from + n] - b->offs[k][from];
+            if ((uint64_t)nnz + c > 0xFFFFFFFFu) return wd__fail(WD_ERR_LIMIT, "block holds over 2^32 multi-hot ids");
+            nnz += (uint32_t)c;
+            raw_bytes += 4 * (N + c);
+        } else raw_bytes += 4 * N;
+    }
+    if (raw_bytes > WD_MAX_BLOCK_BYTES) return wd__fail(WD_ERR_LIMIT, "block of %zu raw bytes exceeds the limit", raw_bytes);
+    raw->len = 0;
+    WD__TRY(wd__buf_reserve(raw, raw_bytes + 16 * N));
+    uint8_t *p = raw->p;
+    wd__shuffle4(p, b->label + from, N); p += 4 * N;
+    // dense is row-major in memory, columnar on disk: gather each column first
+    uint32_t *col = (uint32_t *)(raw->p + raw_bytes);   // scratch after the payload (16*N spare)
+    for (int d = 0; d < s->ndense; d++) {
+        const float *src = b->dense + (size_t)from * (size_t)s->ndense + (size_t)d;
+        for (size_t i = 0; i < N; i++) memcpy(&col[i], &src[i * (size_t)s->ndense], 4);
+        wd__shuffle4(p, col, N); p += 4 * N;
+    }
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].kind == WD_MULTI_HOT) {
+            const uint32_t *o = b->offs[k] + from;
+            for (size_t i = 0; i < N; i++) col[i] = o[i + 1] - o[i];
+            wd__shuffle4(p, col, N); p += 4 * N;
+            size_t c = o[N] - o[0];
+            // ids may be many: shuffle straight from the batch
+            wd__shuffle4(p, b->ids[k] + o[0], c); p += 4 * c;
+        } else { wd__shuffle4(p, b->ids[k] + from, N); p += 4 * N; }
+    }
+    size_t bound = ZSTD_compressBound(raw_bytes);
+    out->len = 0;
+    WD__TRY(wd__buf_reserve(out, WD__BLK_HDR + bound));
+    size_t comp = ZSTD_compressCCtx(cc, out->p + WD__BLK_HDR, bound, raw->p, raw_bytes, level);
+    if (ZSTD_isError(comp)) return wd__fail(WD_ERR_INTERNAL, "zstd compression failed: %s", ZSTD_getErrorName(comp));
+    uint8_t *h = out->p;
+    wd__put32(h, WD__BLK_MAGIC);
+    wd__put32(h + 4, (uint32_t)n);
+    wd__put32(h + 8, (uint32_t)comp);
+    wd__put32(h + 12, (uint32_t)raw_bytes);
+    wd__put32(h + 16, nnz);
+    wd__put32(h + 20, 0);
+    wd__put32(h + 24, wd__crc32c(out->p + WD__BLK_HDR, comp));
+    wd__put32(h + 28, wd__crc32c(h, 28));
+    out->len = WD__BLK_HDR + comp;
+    return WD_OK;
+}
+
+static wd_status wd__write_all(int fd, const void *p, size_t n, const char *path) {
+    const uint8_t *c = (const uint8_t *)p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) { if (errno == EINTR) continue; return wd__fail(WD_ERR_IO, "%s: write failed: %s", path, strerror(errno)); }
+        c += w; n -= (size_t)w;
+    }
+    return WD_OK;
+}
+static wd_status wd__pread_all(int fd, void *p, size_t n, int64_t off, const char *path) {
+    uint8_t *c = (uint8_t *)p;
+    while (n) {
+        ssize_t r = pread(fd, c, n, (off_t)off);
+        if (r < 0) { if (errno == EINTR) continue; return wd__fail(WD_ERR_IO, "%s: read failed at offset %lld: %s", path, (long long)off, strerror(errno)); }
+        if (r == 0) return wd__fail(WD_ERR_CORRUPT, "%s: unexpected end of file at offset %lld", path, (long long)off);
+        c += r; n -= (size_t)r; off += r;
+    }
+    return WD_OK;
+}
+
+// Temporary-file-then-rename output shared by the writers of this library.
+typedef struct wd__outfile { int fd; char *path, *tmp; int64_t bytes; } wd__outfile;
+static wd_status wd__out_open(wd__outfile *o, const char *path) {
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    size_t n = strlen(path) + 32;
+    o->path = wd__strdup(path);
+    o->tmp = (char *)wd__malloc(n);
+    if (!o->path || !o->tmp) { wd__free(o->path); wd__free(o->tmp); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    snprintf(o->tmp, n, "%s.tmp-%ld", path, (long)getpid());
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (o->fd < 0) {
+        wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+        wd__free(o->path); wd__free(o->tmp);
+        return st;
+    }
+    return WD_OK;
+}
+static wd_status wd__out_write(wd__outfile *o, const void *p, size_t n) {
+    WD__TRY(wd__write_all(o->fd, p, n, o->tmp));
+    o->bytes += (int64_t)n;
+    return WD_OK;
+}
+static void wd__out_abort(wd__outfile *o) {
+    if (o->fd >= 0) close(o->fd);
+    if (o->tmp) unlink(o->tmp);
+    wd__free(o->path); wd__free(o->tmp);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+}
+// fsync, close, rename onto the final name, fsync the directory.
+static wd_status wd__out_commit(wd__outfile *o) {
+    if (fsync(o->fd) != 0) {
+        wd_status st = wd__fail(WD_ERR_IO, "%s: fsync failed: %s", o->tmp, strerror(errno));
+        wd__out_abort(o);
+        return st;
+    }
+    int rc = close(o->fd);
+    o->fd = -1;
+    if (rc != 0 || rename(o->tmp, o->path) != 0) {
+        wd_status st = wd__fail(WD_ERR_IO, "%s: cannot finish writing: %s", o->path, strerror(errno));
+        wd__out_abort(o);
+        return st;
+    }
+    char *slash = strrchr(o->path, '/');
+    if (slash) *slash = 0;
+    int dfd = open(slash ? (o->path[0] ? o->path : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
+    wd__free(o->path); wd__free(o->tmp);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    return WD_OK;
+}
+
+static size_t wd__header_bytes(int nslots) { return WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)nslots + 4; }
+static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created) {
+    size_t n = wd__header_bytes(s->nslots);
+    memset(h, 0, n);
+    memcpy(h, WD__MAGIC, 8);
+    wd__put32(h + 8, WD__VERSION);
+    wd__put32(h + 12, (uint32_t)n);
+    wd__put32(h + 16, (uint32_t)s->ndense);
+    wd__put32(h + 20, (uint32_t)s->nslots);
+    snprintf((char *)h + 32, 64, "%s", created ? created : "widedeep");
+    for (int k = 0; k < s->nslots; k++) {
+        uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)k;
+        memcpy(e, s->slot[k].name, WD_NAME_MAX);
+        wd__put32(e + 32, s->slot[k].buckets);
+        wd__put32(e + 36, (uint32_t)s->slot[k].kind);
+    }
+    wd__put32(h + n - 4, wd__crc32c(h, n - 4));
+}
+
+typedef struct wd__index_entry { int64_t offset; uint32_t nsamples, bytes; } wd__index_entry;
+
+// Footer + trailer for an index of nblocks entries; appended to out.
+static wd_status wd__footer_encode(wd__buf *out, const wd__index_entry *idx, int64_t nblocks, int64_t nsamples, int64_t footer_offset) {
+    size_t fbytes = 24 + 16 * (size_t)nblocks + 8;
+    out->len = 0;
+    WD__TRY(wd__buf_reserve(out, fbytes + WD__TRAILER));
+    uint8_t *f = out->p;
+    wd__put32(f, WD__FTR_MAGIC); wd__put32(f + 4, 0);
+    wd__put64(f + 8, (uint64_t)nblocks); wd__put64(f + 16, (uint64_t)nsamples);
+    for (int64_t i = 0; i < nblocks; i++) {
+        uint8_t *e = f + 24 + 16 * i;
+        wd__put64(e, (uint64_t)idx[i].offset); wd__put32(e + 8, idx[i].nsamples); wd__put32(e + 12, idx[i].bytes);
+    }
+    wd__put32(f + fbytes - 8, wd__crc32c(f, fbytes - 8));
+    wd__put32(f + fbytes - 4, 0);
+    uint8_t *t = f + fbytes;
+    wd__put64(t, (uint64_t)footer_offset); wd__put64(t + 8, (uint64_t)fbytes);
+    wd__put32(t + 16, wd__crc32c(t, 16)); wd__put32(t + 20, WD__END_MAGIC);
+    out->len = fbytes + WD__TRAILER;
+    return WD_OK;
+}
+
+// The block-level writer underneath wd_writer and the parallel converter.
+typedef struct wd__blockfile {
+    wd__outfile out;
+    wd_schema schema;
+    wd__index_entry *index;
+    int64_t nblocks, index_cap, nsamples;
+} wd__blockfile;
+
+static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created) {
+    memset(f, 0, sizeof *f);
+    f->out.fd = -1;
+    WD__TRY(wd_schema_check(s));
+    f->schema = *s;
+    uint8_t hdr[WD__HDR_FIXED + WD__SLOT_BYTES * WD_MAX_SLOTS + 4];
+    wd__header_encode(hdr, s, created);
+    WD__TRY(wd__out_open(&f->out, path));
+    wd_status st = wd__out_write(&f->out, hdr, wd__header_bytes(s->nslots));
+    if (st) wd__out_abort(&f->out);
+    return st;
+}
+static wd_status wd__bf_put(wd__blockfile *f, const uint8_t *block, size_t len) {
+    if (f->nblocks == f->index_cap) {
+        int64_t nc = f->index_cap ? f->index_cap * 2 : 64;
+        wd__index_entry *ni = (wd__index_entry *)wd__malloc((size_t)nc * sizeof *ni);
+        if (!ni) return wd__fail(WD_ERR_NOMEM, "out of memory for the block index");
+        if (f->nblocks) memcpy(ni, f->index, (size_t)f->nblocks * sizeof *ni);
+        wd__free(f->index);
+        f->index = ni; f->index_cap = nc;
+    }
+    wd__index_entry *e = &f->index[f->nblocks];
+    e->offset = f->out.bytes;
+    e->nsamples = wd__get32(block + 4);
+    e->bytes = (uint32_t)len;
+    WD__TRY(wd__out_write(&f->out, block, len));
+    f->nblocks++;
+    f->nsamples += e->nsamples;
+    return WD_OK;
+}
+static void wd__bf_abort(wd__blockfile *f) { wd__out_abort(&f->out); wd__free(f->index); f->index = NULL; }
+static wd_status wd__bf_close(wd__blockfile *f) {
+    wd__buf ft = {0, 0, 0};
+    wd_status st = wd__footer_encode(&ft, f->index, f->nblocks, f->nsamples, f->out.bytes);
+    if (!st) st = wd__out_write(&f->out, ft.p, ft.len);
+    wd__buf_free(&ft);
+    if (!st) st = wd__out_commit(&f->out);
+    else wd__out_abort(&f->out);
+    wd__free(f->index); f->index = NULL;
+    return st;
+}
+
+struct wd_writer {
+    wd__blockfile file;
+    wd_batch pending;       // samples waiting for a full block
+    int block_samples, level;
+    ZSTD_CCtx *cc;
+    wd__buf raw, blk;
+    wd_status failed;       // sticky: after a failure only close/abort work
+};
+
+WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s, const wd_writer_desc *d, wd_writer **out) {
+    if (!path || !s || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_writer_open: NULL argument");
+    *out = NULL;
+    WD__TRY(wd_schema_check(s));
+    wd_writer *w = WD__NEW(wd_writer);
+    if (!w) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    w->block_samples = (d && d->block_samples > 0) ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
+    w->level = (d && d->level) ? d->level : 3;
+    if (w->block_samples > WD_MAX_BLOCK_SAMPLES) { wd__free(w); return wd__fail(WD_ERR_LIMIT, "block_samples %d exceeds %d", d->block_samples, WD_MAX_BLOCK_SAMPLES); }
+    wd_status st = wd_batch_init(&w->pending, s, w->block_samples, 0);
+    if (st) { wd__free(w); return st; }
+    w->cc = ZSTD_createCCtx();
+    if (!w->cc) { wd_batch_free(&w->pending); wd__free(w); return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context"); }
+    st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING);
+    if (st) { ZSTD_freeCCtx(w->cc); wd_batch_free(&w->pending); wd__free(w); return st; }
+    *out = w;
+    return WD_OK;
+}
+
+static wd_status wd__writer_flush(wd_writer *w) {
+    if (w->pending.n == 0) return WD_OK;
+    WD__TRY(wd__block_encode(&w->file.schema, &w->pending, 0, w->pending.n, w->cc, w->level, &w->raw, &w->blk));
+    WD__TRY(wd__bf_put(&w->file, w->blk.p, w->blk.len));
+    w->pending.n = 0;
+    return WD_OK;
+}
+
+WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b) {
+    if (!w || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_writer_append: NULL argument");
+    if (w->failed) return wd__fail(w->failed, "%s: writer failed earlier", w->file.out.path);
+    if (b->ndense != w->file.schema.ndense || b->nslots != w->file.schema.nslots)
+        return wd__fail(WD_ERR_SCHEMA, "%s: appended batch has %d dense/%d slots, file has %d/%d", w->file.out.path, b->ndense, b->nslots, w->file.schema.ndense, w->file.schema.nslots);
+    for (int k = 0; k < b->nslots; k++)
+        if (b->kind[k] != w->file.schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "%s: slot %d kind differs", w->file.out.path, k);
+    WD__TRY(wd__check_values(&w->file.schema, b, 0, b->n, w->file.out.path));
+    for (int at = 0; at < b->n;) {
+        int take = WD__MIN(b->n - at, w->block_samples - w->pending.n);
+        wd_status st = wd_batch_append(&w->pending, b, at, take);
+        if (!st && w->pending.n == w->block_samples) st = wd__writer_flush(w);
+        if (st) { w->failed = st; return st; }
+        at += take;
+    }
+    return WD_OK;
+}
+WDDEF int64_t wd_writer_samples(const wd_writer *w) { return w->file.nsamples + w->pending.n; }
+
+static void wd__writer_free(wd_writer *w) {
+    ZSTD_freeCCtx(w->cc);
+    wd_batch_free(&w->pending);
+    wd__buf_free(&w->raw); wd__buf_free(&w->blk);
+    wd__free(w);
+}
+WDDEF void wd_writer_abort(wd_writer *w) {
+    if (!w) return;
+    wd__bf_abort(&w->file);
+    wd__writer_free(w);
+}
+WDDEF wd_status wd_writer_close(wd_writer *w) {
+    if (!w) return wd__fail(WD_ERR_INVALID_ARG, "wd_writer_close: NULL writer");
+    wd_status st = w->failed;
+    if (!st) st = wd__writer_flush(w);
+    if (!st) st = wd__bf_close(&w->file);
+    else wd__bf_abort(&w->file);
+    wd__writer_free(w);
+    return st;
+}
+
+// ---- reader ----
+struct wd_reader {
+    int fd;
+    char *path;
+    int64_t file_bytes, nblocks, nsamples;
+    wd__index_entry *index;
+    wd_schema schema;
+    char created[64];
+    wd_decoder *dec;        // for the single-threaded convenience calls
+    wd__buf fetch;
+    wd_batch own;
+};
+struct wd_decoder { ZSTD_DCtx *dc; wd__buf raw; };
+
+WDDEF wd_status wd_decoder_create(wd_decoder **out) {
+    *out = NULL;
+    wd_decoder *d = WD__NEW(wd_decoder);
+    if (!d) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    d->dc = ZSTD_createDCtx();
+    if (!d->dc) { wd__free(d); return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a decompression context"); }
+    *out = d;
+    return WD_OK;
+}
+WDDEF void wd_decoder_destroy(wd_decoder *d) {
+    if (!d) return;
+    ZSTD_freeDCtx(d->dc);
+    wd__buf_free(&d->raw);
+    wd__free(d);
+}
+
+WDDEF void wd_reader_close(wd_reader *r) {
+    if (!r) return;
+    if (r->fd >= 0) close(r->fd);
+    wd_decoder_destroy(r->dec);
+    wd__buf_free(&r->fetch);
+    wd_batch_free(&r->own);
+    wd__free(r->index);
+    wd__free(r->path);
+    wd__free(r);
+}
+
+static wd_status wd__reader_load(wd_reader *r) {
+    const char *path = r->path;
+    struct stat sb;
+    if (fstat(r->fd, &sb) != 0) return wd__fail(WD_ERR_IO, "%s: stat failed: %s", path, strerror(errno));
+    r->file_bytes = (int64_t)sb.st_size;
+    if (r->file_bytes == 0) return wd__fail(WD_ERR_FORMAT, "%s: empty file (0 bytes), not a .wdr file", path);
+    uint8_t fixed[WD__HDR_FIXED];
+    if (r->file_bytes < (int64_t)WD__HDR_FIXED) {
+        uint8_t m[8] = {0};
+        size_t n = (size_t)WD__MIN(r->file_bytes, 8);
+        WD__TRY(wd__pread_all(r->fd, m, n, 0, path));
+        if (n < 8 || memcmp(m, WD__MAGIC, 8) != 0) return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated file header (%lld bytes)", path, (long long)r->file_bytes);
+    }
+    WD__TRY(wd__pread_all(r->fd, fixed, WD__HDR_FIXED, 0, path));
+    if (memcmp(fixed, WD__MAGIC, 8) != 0) return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
+    uint32_t ver = wd__get32(fixed + 8), hbytes = wd__get32(fixed + 12);
+    uint32_t ndense = wd__get32(fixed + 16), nslots = wd__get32(fixed + 20);
+    if (ver != WD__VERSION) return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads version %u", path, ver, WD__VERSION);
+    if (nslots > WD_MAX_SLOTS || ndense > WD_MAX_DENSE)
+        return wd__fail(WD_ERR_CORRUPT, "%s: file header: %u slots / %u dense columns exceed the limits (%d/%d)", path, nslots, ndense, WD_MAX_SLOTS, WD_MAX_DENSE);
+    if (hbytes != wd__header_bytes((int)nslots)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: size %u does not match %u slots", path, hbytes, nslots);
+    if ((int64_t)hbytes + (int64_t)WD__TRAILER > r->file_bytes) return wd__fail(WD_ERR_CORRUPT, "%s: truncated (%lld bytes, header alone needs %u)", path, (long long)r->file_bytes, hbytes);
+    uint8_t h[WD__HDR_FIXED + WD__SLOT_BYTES * WD_MAX_SLOTS + 4];
+    WD__TRY(wd__pread_all(r->fd, h, hbytes, 0, path));
+    if (wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4)) return wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
+    memset(&r->schema, 0, sizeof r->schema);
+    r->schema.ndense = (int)ndense;
+    r->schema.nslots = (int)nslots;
+    memcpy(r->created, h + 32, 63);
+    r->created[63] = 0;
+    for (uint32_t k = 0; k < nslots; k++) {
+        const uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * k;
+        memcpy(r->schema.slot[k].name, e, WD_NAME_MAX);
+        r->schema.slot[k].buckets = wd__get32(e + 32);
+        r->schema.slot[k].kind = (int)wd__get32(e + 36);
+    }
+    wd_status st = wd_schema_check(&r->schema);
+    if (st) return wd__fail(WD_ERR_CORRUPT, "%s: file header: %s", path, wd_last_error());
+    // trailer and footer
+    uint8_t t[WD__TRAILER];
+    WD__TRY(wd__pread_all(r->fd, t, WD__TRAILER, r->file_bytes - WD__TRAILER, path));
+    if (wd__get32(t + 20) != WD__END_MAGIC || wd__get32(t + 16) != wd__crc32c(t, 16))
+        return wd__fail(WD_ERR_CORRUPT, "%s: no valid trailer at the end of the file (truncated or not closed)", path);
+    uint64_t foff = wd__get64(t), fbytes = wd__get64(t + 8);
+    if (foff < hbytes || fbytes < 32 || foff + fbytes + WD__TRAILER != (uint64_t)r->file_bytes || (fbytes - 32) % 16 != 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: footer at offset %llu size %llu lies outside the file (%lld bytes)", path, (unsigned long long)foff, (unsigned long long)fbytes, (long long)r->file_bytes);
+    uint8_t *f = (uint8_t *)wd__malloc((size_t)fbytes);
+    if (!f) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for a %llu-byte footer", path, (unsigned long long)fbytes);
+    st = wd__pread_all(r->fd, f, (size_t)fbytes, (int64_t)foff, path);
+    if (!st && (wd__get32(f) != WD__FTR_MAGIC || wd__get32(f + fbytes - 8) != wd__crc32c(f, (size_t)fbytes - 8) || wd__get32(f + fbytes - 4) != 0))
+        st = wd__fail(WD_ERR_CORRUPT, "%s: footer checksum mismatch", path);
+    uint64_t nblocks = st ? 0 : wd__get64(f + 8), nsamples = st ? 0 : wd__get64(f + 16);
+    if (!st && nblocks != (fbytes - 32) / 16) st = wd__fail(WD_ERR_CORRUPT, "%s: footer lists %llu blocks but has room for %llu", path, (unsigned long long)nblocks, (unsigned long long)((fbytes - 32) / 16));
+    if (!st) {
+        r->index = (wd__index_entry *)wd__malloc((size_t)WD__MAX(nblocks, 1) * sizeof *r->index);
+        if (!r->index) st = wd__fail(WD_ERR_NOMEM, "%s: out of memory for the index of %llu blocks", path, (unsigned long long)nblocks);
+    }
+    uint64_t expect = hbytes, total = 0;
+    for (uint64_t i = 0; !st && i < nblocks; i++) {
+        const uint8_t *e = f + 24 + 16 * i;
+        wd__index_entry *x = &r->index[i];
+        x->offset = (int64_t)wd__get64(e); x->nsamples = wd__get32(e + 8); x->bytes = wd__get32(e + 12);
+        if ((uint64_t)x->offset != expect || x->bytes < WD__BLK_HDR || (uint64_t)x->offset + x->bytes > foff)
+            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu at offset %lld (%u bytes) is outside the data area", path, (unsigned long long)i, (long long)x->offset, x->bytes);
+        else if (x->nsamples == 0 || x->nsamples > WD_MAX_BLOCK_SAMPLES)
+            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu claims %u samples", path, (unsigned long long)i, x->nsamples);
+        expect = (uint64_t)x->offset + x->bytes;
+        total += x->nsamples;
+    }
+    if (!st && expect != foff) st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks end at %llu but the footer starts at %llu", path, (unsigned long long)expect, (unsigned long long)foff);
+    if (!st && total != nsamples) st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks hold %llu samples, footer says %llu", path, (unsigned long long)total, (unsigned long long)nsamples);
+    wd__free(f);
+    r->nblocks = (int64_t)nblocks;
+    r->nsamples = (int64_t)nsamples;
+    return st;
+}
+
+WDDEF wd_status wd_reader_open(const char *path, wd_reader **out) {
+    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_open: NULL argument");
+    *out = NULL;
+    wd_reader *r = WD__NEW(wd_reader);
+    if (!r) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    r->fd = -1;
+    r->path = wd__strdup(path);
+    if (!r->path) { wd_reader_close(r); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); wd_reader_close(r); return st; }
+    wd_status st = wd__reader_load(r);
+    if (st) { wd_reader_close(r); return st; }
+    *out = r;
+    return WD_OK;
+}
+
+WDDEF const wd_schema *wd_reader_schema(const wd_reader *r) { return &r->schema; }
+WDDEF const char *wd_reader_path(const wd_reader *r) { return r->path; }
+WDDEF const char *wd_reader_created(const wd_reader *r) { return r->created; }
+WDDEF int64_t wd_reader_nblocks(const wd_reader *r) { return r->nblocks; }
+WDDEF int64_t wd_reader_nsamples(const wd_reader *r) { return r->nsamples; }
+WDDEF int64_t wd_reader_file_bytes(const wd_reader *r) { return r->file_bytes; }
+WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i) { return (i >= 0 && i < r->nblocks) ? (int)r->index[i].nsamples : 0; }
+WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i) { return (i >= 0 && i < r->nblocks) ? r->index[i].bytes : 0; }
+
+WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap) {
+    if (!r || i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist", r ? r->path : "?", (long long)i);
+    if (cap < r->index[i].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld needs %u bytes, buffer has %zu", r->path, (long long)i, r->index[i].bytes, cap);
+    wd_status st = wd__pread_all(r->fd, buf, r->index[i].bytes, r->index[i].offset, r->path);
+    if (st) return wd__fail(st, "%s (block %lld)", wd_last_error(), (long long)i);
+    return WD_OK;
+}
+
+WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, const void *bytes, size_t len, wd_batch *dst) {
+    if (!d || !r || !bytes || !dst || bi < 0 || bi >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: bad arguments");
+    const wd_schema *s = &r->schema;
+    const char *path = r->path;
+    long long blk = (long long)bi;
+    if (dst->ndense != s->ndense || dst->nslots != s->nslots) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: batch schema differs from the file's", path, blk);
+    const uint8_t *h = (const uint8_t *)bytes;
+    if (len != r->index[bi].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld: %zu bytes given, index says %u", path, blk, len, r->index[bi].bytes);
+    if (wd__get32(h) != WD__BLK_MAGIC || wd__get32(h + 28) != wd__crc32c(h, 28))
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: bad block header (magic or checksum)", path, blk);
+    uint32_t n = wd__get32(h + 4), comp = wd__get32(h + 8), raw_bytes = wd__get32(h + 12), nnz = wd__get32(h + 16);
+    if (n != r->index[bi].nsamples || (size_t)comp + WD__BLK_HDR != len)
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: header (%u samples, %u bytes) disagrees with the footer", path, blk, n, comp);
+    // label + dense columns + one column per slot (ids, or counts) + multi-hot ids
+    uint64_t fixed = 4ull * n * (1ull + (uint64_t)s->ndense + (uint64_t)s->nslots);
+    if ((uint64_t)raw_bytes != fixed + 4ull * nnz || raw_bytes > WD_MAX_BLOCK_BYTES)
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: raw size %u does not match %u samples and %u ids", path, blk, raw_bytes, n, nnz);
+    if (wd__crc32c(h + WD__BLK_HDR, comp) != wd__get32(h + 24))
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: payload checksum mismatch", path, blk);
+    WD__TRY(wd__buf_reserve(&d->raw, raw_bytes));
+    size_t got = ZSTD_decompressDCtx(d->dc, d->raw.p, raw_bytes, h + WD__BLK_HDR, comp);
+    if (ZSTD_isError(got) || got != raw_bytes)
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: decompression failed (%s)", path, blk, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong size");
+    // multi-hot needs: total ids appended per slot
+    int at = dst->n;
+    int64_t need = 0;
+    {
+        const uint8_t *p = d->raw.p + 4ull * n * (1ull + (uint64_t)s->ndense);
+        uint64_t seen = 0;
+        for (int k = 0; k < s->nslots; k++) {
+            if (s->slot[k].kind == WD_MULTI_HOT) {
+                uint64_t c = 0;
+                for (uint32_t i = 0; i < n; i++)
+                    c += (uint32_t)p[i] | (uint32_t)p[n + i] << 8 | (uint32_t)p[2 * n + i] << 16 | (uint32_t)p[3 * n + i] << 24;
+                if (seen + c > nnz) return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: slot %d: id counts exceed the block's %u ids", path, blk, k, nnz);
+                int64_t have = at ? dst->offs[k][at] : 0;
+                need = WD__MAX(need, have + (int64_t)c);
+                seen += c;
+                p += 4ull * (n + c);
+            } else p += 4ull * n;
+        }
+        if (seen != nnz) return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: id counts sum to %llu, header says %u", path, blk, (unsigned long long)seen, nnz);
+    }
+    if (at + (int64_t)n > INT32_MAX) return wd__fail(WD_ERR_LIMIT, "batch would exceed 2^31 samples");
+    WD__TRY(wd_batch_reserve(dst, at + (int)n, need));
+    const uint8_t *p = d->raw.p;
+    size_t D = (size_t)s->ndense;
+    wd__unshuffle4(dst->label + at, 1, p, n); p += 4ull * n;
+    for (size_t j = 0; j < D; j++) { wd__unshuffle4(dst->dense + (size_t)at * D + j, D, p, n); p += 4ull * n; }
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].kind == WD_MULTI_HOT) {
+            uint32_t *o = dst->offs[k] + at;
+            uint32_t base = at ? o[0] : 0;
+            if (!at) o[0] = 0;
+            wd__unshuffle4(o + 1, 1, p, n); p += 4ull * n;
+            for (uint32_t i = 0; i < n; i++) o[i + 1] += o[i];   // counts -> offsets
+            uint32_t c = o[n] - base;
+            wd__unshuffle4(dst->ids[k] + base, 1, p, c); p += 4ull * c;
+        } else { wd__unshuffle4(dst->ids[k] + at, 1, p, n); p += 4ull * n; }
+    }
+    for (uint32_t i = 0; i < n; i++) dst->weight[at + (int)i] = 1.0f;
+    char where[300];
+    snprintf(where, sizeof where, "%s: block %lld", path, blk);
+    wd_status st = wd__check_values(s, dst, at, (int)n, where);
+    if (st) return st;   // dst->n unchanged: the bad samples are not exposed
+    dst->n = at + (int)n;
+    return WD_OK;
+}
+
+static wd_status wd__reader_own(wd_reader *r) {
+    if (!r->dec) WD__TRY(wd_decoder_create(&r->dec));
+    if (!r->own.mem) WD__TRY(wd_batch_init(&r->own, &r->schema, 0, 0));
+    return WD_OK;
+}
+WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst) {
+    if (!r || !dst) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_read_block: NULL argument");
+    if (i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i, (long long)r->nblocks);
+    WD__TRY(wd__reader_own(r));
+    WD__TRY(wd__buf_reserve(&r->fetch, r->index[i].bytes));
+    WD__TRY(wd_reader_fetch(r, i, r->fetch.p, r->fetch.cap));
+    dst->n = 0;
+    return wd_decode_block(r->dec, r, i, r->fetch.p, r->index[i].bytes, dst);
+}
+WDDEF wd_status wd_reader_block(wd_reader *r, int64_t i, const wd_batch **out) {
+    if (!r || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_block: NULL argument");
+    *out = NULL;
+    WD__TRY(wd__reader_own(r));
+    WD__TRY(wd_reader_read_block(r, i, &r->own));
+    *out = &r->own;
+    return WD_OK;
+}
+WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block) {
+    if (bad_block) *bad_block = -1;
+    WD__TRY(wd__reader_own(r));
+    for (int64_t i = 0; i < r->nblocks; i++) {
+        wd_status st = wd_reader_read_block(r, i, &r->own);
+        if (st) { if (bad_block) *bad_block = i; return st; }
+    }
+    return WD_OK;
+}
+
+// ---- 8. Text parsers -------------------------------------------------------------------
+// Parses a decimal integer in [s, e); rejects empty, non-digits and overflow.
+static int wd__parse_i64(const char *s, const char *e, int64_t *out) {
+    int neg = 0;
+    if (s < e && (*s == '-' || *s == '+')) { neg = *s == '-'; s++; }
+    if (s == e) return -1;
+    uint64_t v = 0;
+    for (; s < e; s++) {
+        unsigned c = (unsigned)(*s - '0');
+        if (c > 9) return -1;
+        if (v > (UINT64_C(9223372036854775807) - c) / 10) return -2;
+        v = v * 10 + c;
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+// Parses a finite float in [s, e) (strtod on a bounded copy).
+static int wd__parse_f64(const char *s, const char *e, double *out) {
+    char tmp[64];
+    size_t n = (size_t)(e - s);
+    if (n == 0 || n >= sizeof tmp) return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    char *end;
+    errno = 0;
+    double v = strtod(tmp, &end);
+    if (end != tmp + n || !isfinite(v) || errno == ERANGE) return -1;
+    *out = v;
+    return 0;
+}
+
+WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets) {
+    memset(t, 0, sizeof *t);
+    t->format = WD_FMT_CRITEO;
+    wd_schema_criteo(&t->schema, buckets);
+    t->dense_lo = t->dense_hi = -1;
+}
+
+// Calls fn(name, len, user) for each comma-separated item of list.
+static wd_status wd__each_item(const char *list, wd_status (*fn)(const char *, size_t, void *), void *user) {
+    if (!list) return WD_OK;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n) WD__TRY(fn(p, n, user));
+        if (!e) break;
+        p = e + 1;
+    }
+    return WD_OK;
+}
+
+typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; size_t lens[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; int role; } wd__csv_ctx;
+static wd_status wd__csv_assign(const char *name, size_t n, void *u) {
+    wd__csv_ctx *c = (wd__csv_ctx *)u;
+    wd_text_spec *t = c->t;
+    for (int i = 0; i < t->ncols; i++) {
+        if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) {
+            if (t->col_role[i]) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is named twice", (int)n, name);
+            t->col_role[i] = c->role;
+            if (c->role == 1) t->label_col = i;
+            else if (c->role == 2) {
+                if (t->schema.ndense >= WD_MAX_DENSE) return wd__fail(WD_ERR_LIMIT, "csv: too many dense columns");
+                t->col_index[i] = t->schema.ndense++;
+            } else {
+                if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical columns (limit %d)", WD_MAX_SLOTS);
+                wd_slot *sl = &t->schema.slot[t->schema.nslots];
+                snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN(n, WD_NAME_MAX - 1), name);
+                sl->kind = WD_ONE_HOT;
+                t->col_index[i] = t->schema.nslots++;
+            }
+            return WD_OK;
+        }
+    }
+    return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is not in the header", (int)n, name);
+}
+
+WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label, const char *dense, const char *cat, uint32_t buckets) {
+    if (!t || !header || !label) return wd__fail(WD_ERR_INVALID_ARG, "csv: a header and a label column are required");
+    memset(t, 0, sizeof *t);
+    t->format = WD_FMT_CSV;
+    t->dense_lo = t->dense_hi = -1;
+    size_t hl = strcspn(header, "\r\n");
+    if (hl >= sizeof t->header) return wd__fail(WD_ERR_LIMIT, "csv: header line longer than %zu bytes", sizeof t->header - 1);
+    memcpy(t->header, header, hl);
+    t->header[hl] = 0;
+    wd__csv_ctx *c = (wd__csv_ctx *)wd__calloc(sizeof *c);
+    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    c->t = t;
+    const char *p = t->header;
+    int maxc = (int)(sizeof t->col_role / sizeof t->col_role[0]);
+    for (;;) {
+        const char *e = strchr(p, ',');
+        if (t->ncols >= maxc) { wd__free(c); return wd__fail(WD_ERR_LIMIT, "csv: more than %d columns", maxc); }
+        c->cols[t->ncols] = p;
+        c->lens[t->ncols] = e ? (size_t)(e - p) : strlen(p);
+        t->ncols++;
+        if (!e) break;
+        p = e + 1;
+    }
+    wd_status st = WD_OK;
+    c->role = 1; st = wd__csv_assign(label, strlen(label), c);
+    if (!st) { c->role = 2; st = wd__each_item(dense, wd__csv_assign, c); }
+    if (!st) { c->role = 3; st = wd__each_item(cat, wd__csv_assign, c); }
+    wd__free(c);
+    if (st) return st;
+    for (int k = 0; k < t->schema.nslots; k++) t->schema.slot[k].buckets = buckets ? buckets : WD_DEFAULT_BUCKETS;
+    return wd_schema_check(&t->schema);
+}
+
+static int wd__parse_range(const char *s, size_t n, uint64_t *lo, uint64_t *hi) {
+    char tmp[64];
+    if (n == 0 || n >= sizeof tmp) return -1;
+    memcpy(tmp, s, n); tmp[n] = 0;
+    char *dash = strchr(tmp, '-');
+    if (!dash) return -1;
+    *dash = 0;
+    int64_t a, b;
+    if (wd__parse_i64(tmp, dash, &a) || wd__parse_i64(dash + 1, tmp + n, &b) || a < 0 || b < a || b > 0xFFFFFFFFll) return -1;
+    *lo = (uint64_t)a; *hi = (uint64_t)b;
+    return 0;
+}
+static wd_status wd__libsvm_slot(const char *item, size_t n, void *u) {
+    wd_text_spec *t = (wd_text_spec *)u;
+    const char *eq = (const char *)memchr(item, '=', n);
+    uint64_t lo, hi;
+    if (!eq || eq == item || wd__parse_range(eq + 1, (size_t)(item + n - eq - 1), &lo, &hi))
+        return wd__fail(WD_ERR_INVALID_ARG, "libsvm: slot '%.*s' is not NAME=LO-HI", (int)n, item);
+    if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "libsvm: too many slots");
+    for (int i = 0; i < t->nranges; i++)
+        if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi)) return wd__fail(WD_ERR_INVALID_ARG, "libsvm: range '%.*s' overlaps another", (int)n, item);
+    int k = t->schema.nslots++;
+    wd_slot *sl = &t->schema.slot[k];
+    snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN((size_t)(eq - item), WD_NAME_MAX - 1), item);
+    sl->kind = WD_MULTI_HOT;
+    sl->buckets = (uint32_t)WD__MIN(hi - lo + 1, 0xFFFFFFFFull);
+    t->ranges[t->nranges].lo = (uint32_t)lo;
+    t->ranges[t->nranges].hi = (uint32_t)hi;
+    t->ranges[t->nranges].slot = k;
+    t->nranges++;
+    return WD_OK;
+}
+WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense, uint32_t buckets) {
+    (void)buckets;
+    memset(t, 0, sizeof *t);
+    t->format = WD_FMT_LIBSVM;
+    t->dense_lo = t->dense_hi = -1;
+    WD__TRY(wd__each_item(slots, wd__libsvm_slot, t));
+    if (dense && *dense) {
+        uint64_t lo, hi;
+        if (wd__parse_range(dense, strlen(dense), &lo, &hi) || hi - lo + 1 > WD_MAX_DENSE)
+            return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range '%s' is not LO-HI (at most %d columns)", dense, WD_MAX_DENSE);
+        for (int i = 0; i < t->nranges; i++)
+            if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi)) return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range overlaps a slot range");
+        t->dense_lo = (int64_t)lo; t->dense_hi = (int64_t)hi;
+        t->schema.ndense = (int)(hi - lo + 1);
+    }
+    return wd_schema_check(&t->schema);
+}
+
+static wd_status wd__bucket_override(const char *item, size_t n, void *u) {
+    wd_text_spec *t = (wd_text_spec *)u;
+    const char *eq = (const char *)memchr(item, '=', n);
+    int64_t v;
+    if (!eq || wd__parse_i64(eq + 1, item + n, &v) || v <= 0 || v > 0xFFFFFFFFll)
+        return wd__fail(WD_ERR_INVALID_ARG, "buckets: '%.*s' is not NAME=COUNT", (int)n, item);
+    for (int k = 0; k < t->schema.nslots; k++)
+        if (strlen(t->schema.slot[k].name) == (size_t)(eq - item) && memcmp(t->schema.slot[k].name, item, (size_t)(eq - item)) == 0) {
+            if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "buckets: libsvm slots take their size from their range");
+            t->schema.slot[k].buckets = (uint32_t)v;
+            return WD_OK;
+        }
+    return wd__fail(WD_ERR_INVALID_ARG, "buckets: no slot named '%.*s'", (int)(eq - item), item);
+}
+WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides) {
+    return wd__each_item(overrides, wd__bucket_override, t);
+}
+WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
+    if (s->nslots != t->schema.nslots || s->ndense != t->schema.ndense)
+        return wd__fail(WD_ERR_SCHEMA, "schema has %d dense/%d slots, the text format gives %d/%d", s->ndense, s->nslots, t->schema.ndense, t->schema.nslots);
+    for (int k = 0; k < s->nslots; k++) {
+        if (strncmp(s->slot[k].name, t->schema.slot[k].name, WD_NAME_MAX) != 0 || s->slot[k].kind != t->schema.slot[k].kind)
+            return wd__fail(WD_ERR_SCHEMA, "slot %d is '%.31s' in the schema but '%.31s' in the text format", k, s->slot[k].name, t->schema.slot[k].name);
+        if (t->format == WD_FMT_LIBSVM && s->slot[k].buckets != t->schema.slot[k].buckets)
+            return wd__fail(WD_ERR_SCHEMA, "slot %s: libsvm range size differs from the schema", s->slot[k].name);
+        t->schema.slot[k].buckets = s->slot[k].buckets;
+    }
+    return WD_OK;
+}
+
+// Appends one sample: its dense row and one-hot ids are filled by the caller
+// through the returned pointers (multi-hot ids are pushed with wd__push_id).
+static wd_status wd__begin_sample(wd_batch *b) {
+    if (b->n == b->cap) WD__TRY(wd_batch_reserve(b, b->n + 1, b->nnz_cap));
+    return WD_OK;
+}
+static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) {
+    if ((int64_t)*cursor >= b->nnz_cap) WD__TRY(wd_batch_reserve(b, b->cap, (int64_t)*cursor + 1));
+    b->ids[k][(*cursor)++] = id;
+    return WD_OK;
+}
+
+static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    const char *f[40], *e[40];
+    const char *p = line, *end = line + len;
+    int nf = 0;
+    for (;;) {
+        const char *tab = (const char *)memchr(p, '\t', (size_t)(end - p));
+        if (nf == 40) return wd__fail(WD_ERR_PARSE, "too many fields (more than 40)");
+        f[nf] = p; e[nf] = tab ? tab : end; nf++;
+        if (!tab) break;
+        p = tab + 1;
+    }
+    if (nf != 40) return wd__fail(WD_ERR_PARSE, "%d fields, Criteo lines have 40 (label, 13 integers, 26 categorical)", nf);
+    if (e[0] - f[0] != 1 || (f[0][0] != '0' && f[0][0] != '1')) return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(e[0] - f[0], 20), f[0]);
+    WD__TRY(wd__begin_sample(b));
+    int i = b->n;
+    b->label[i] = (float)(f[0][0] - '0');
+    b->weight[i] = 1.0f;
+    float *dv = b->dense + (size_t)i * 13;
+    for (int j = 0; j < 13; j++) {
+        int64_t v = 0;
+        if (f[1 + j] != e[1 + j]) {
+            int rc = wd__parse_i64(f[1 + j], e[1 + j], &v);
+            if (rc) return wd__fail(WD_ERR_PARSE, "I%d: '%.*s' is %s", j + 1, (int)WD__MIN(e[1 + j] - f[1 + j], 30), f[1 + j], rc == -2 ? "too large for a 64-bit integer" : "not an integer");
+            dv[j] = wd_count_feature(v);
+        } else dv[j] = 0.0f;
+    }
+    for (int k = 0; k < 26; k++)
+        b->ids[k][i] = wd_hash_bucket(f[14 + k], (size_t)(e[14 + k] - f[14 + k]), k, t->schema.slot[k].buckets);
+    b->n++;
+    return WD_OK;
+}
+
+static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    WD__TRY(wd__begin_sample(b));
+    int i = b->n;
+    const char *p = line, *end = line + len;
+    float *dv = b->dense + (size_t)i * (size_t)t->schema.ndense;
+    int col = 0;
+    for (;; col++) {
+        const char *c = (const char *)memchr(p, ',', (size_t)(end - p));
+        const char *fe = c ? c : end;
+        if (col >= t->ncols) return wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
+        int role = t->col_role[col];
+        if (role == 1) {
+            double y;
+            if (wd__parse_f64(p, fe, &y) || (y != 0.0 && y != 1.0)) return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(fe - p, 20), p);
+            b->label[i] = (float)y;
+        } else if (role == 2) {
+            float v = 0.0f;
+            if (fe != p) {
+                if (t->dense_raw) {
+                    double x;
+                    if (wd__parse_f64(p, fe, &x) || fabs(x) > 3.0e38) return wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is not a finite number", col + 1, (int)WD__MIN(fe - p, 30), p);
+                    v = (float)x;
+                } else {
+                    int64_t x;
+                    int rc = wd__parse_i64(p, fe, &x);
+                    if (rc) return wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is %s", col + 1, (int)WD__MIN(fe - p, 30), p, rc == -2 ? "too large for a 64-bit integer" : "not an integer");
+                    v = wd_count_feature(x);
+                }
+            }
+            dv[t->col_index[col]] = v;
+        } else if (role == 3) {
+            int k = t->col_index[col];
+            b->ids[k][i] = wd_hash_bucket(p, (size_t)(fe - p), k, t->schema.slot[k].buckets);
+        }
+        if (!c) break;
+        p = c + 1;
+    }
+    if (col + 1 != t->ncols) return wd__fail(WD_ERR_PARSE, "%d fields, the header has %d", col + 1, t->ncols);
+    b->weight[i] = 1.0f;
+    b->n++;
+    return WD_OK;
+}
+
+static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    WD__TRY(wd__begin_sample(b));
+    int i = b->n, S = t->schema.nslots;
+    const char *p = line, *end = line + len;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    const char *le = p;
+    while (le < end && *le != ' ' && *le != '\t') le++;
+    double y;
+    if (wd__parse_f64(p, le, &y) || (y != 0.0 && y != 1.0 && y != -1.0))
+        return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0, 1, -1 or +1", (int)WD__MIN(le - p, 20), p);
+    b->label[i] = y > 0 ? 1.0f : 0.0f;
+    size_t D = (size_t)t->schema.ndense;   // b may move as ids grow: index, don't hold pointers
+    for (size_t j = 0; j < D; j++) b->dense[(size_t)i * D + j] = 0.0f;
+    uint32_t cur[WD_MAX_SLOTS];
+    for (int k = 0; k < S; k++) cur[k] = b->offs[k][i];
+    p = le;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (p >= end) break;
+        const char *fe = p;
+        while (fe < end && *fe != ' ' && *fe != '\t') fe++;
+        const char *colon = (const char *)memchr(p, ':', (size_t)(fe - p));
+        int64_t idx;
+        double v;
+        if (!colon || wd__parse_i64(p, colon, &idx) || idx < 0 || wd__parse_f64(colon + 1, fe, &v))
+            return wd__fail(WD_ERR_PARSE, "feature '%.*s' is not INDEX:VALUE", (int)WD__MIN(fe - p, 40), p);
+        if (t->dense_lo >= 0 && idx >= t->dense_lo && idx <= t->dense_hi) {
+            if (fabs(v) > 3.0e38) return wd__fail(WD_ERR_PARSE, "feature %lld: value out of float range", (long long)idx);
+            b->dense[(size_t)i * D + (size_t)(idx - t->dense_lo)] = (float)v;
+        } else {
+            int r = 0;
+            while (r < t->nranges && !((uint64_t)idx >= t->ranges[r].lo && (uint64_t)idx <= t->ranges[r].hi)) r++;
+            if (r == t->nranges) return wd__fail(WD_ERR_PARSE, "feature index %lld is in no slot range", (long long)idx);
+            int k = t->ranges[r].slot;
+            WD__TRY(wd__push_id(b, k, (uint32_t)(idx - t->ranges[r].lo), &cur[k]));
+        }
+        p = fe;
+    }
+    for (int k = 0; k < S; k++) b->offs[k][i + 1] = cur[k];
+    b->weight[i] = 1.0f;
+    b->n++;
+    return WD_OK;
+}
+
+WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    if (len && line[len - 1] == '\r') len--;
+    switch (t->format) {
+    case WD_FMT_CRITEO: return wd__parse_criteo(t, line, len, b);
+    case WD_FMT_CSV: return wd__parse_csv(t, line, len, b);
+    case WD_FMT_LIBSVM: return wd__parse_libsvm(t, line, len, b);
+    default: return wd__fail(WD_ERR_INVALID_ARG, "unknown text format %d", t->format);
+    }
+}
+
+// ---- ordered parallel block pipeline ------------------------------------------
+// Jobs are produced in order by the calling thread, run by T workers, and
+// consumed (written) in order by the calling thread. Convert and gen use it.
+typedef struct wd__job {
+    int64_t seq;
+    int state;              // 0 free, 1 queued, 2 running, 3 done
+    wd_status status;
+    char err[512];
+    // input (convert: text lines; gen: a row range)
+    wd__buf text;
+    int file;
+    int64_t first_line, nlines, row0, nrows;
+    // output
+    wd__buf block, raw, side1, side2;    // compressed block; scratch; text side outputs
+    wd_batch batch;
+    int64_t rows, bad;
+    int nbad_shown;
+    char bad_where[8][160];
+    float *prob;                          // gen: true probabilities (nrows)
+    ZSTD_CCtx *cc;
+} wd__job;
+
+typedef struct wd__pipe {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    wd__job *jobs;
+    int njobs, nthreads, stop;
+    int64_t next_run;       // next seq a worker may take
+    void (*run)(struct wd__pipe *, wd__job *);
+    void *ctx;
+    pthread_t threads[256];
+    int started;
+} wd__pipe;
+
+static void *wd__pipe_worker(void *arg) {
+    wd__pipe *p = (wd__pipe *)arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        wd__job *j = NULL;
+        while (!p->stop) {
+            for (int i = 0; i < p->njobs; i++)
+                if (p->jobs[i].state == 1 && (!j || p->jobs[i].seq < j->seq)) j = &p->jobs[i];
+            if (j) break;
+            pthread_cond_wait(&p->cv_work, &p->mu);
+        }
+        if (p->stop) break;
+        j->state = 2;
+        pthread_mutex_unlock(&p->mu);
+        p->run(p, j);
+        pthread_mutex_lock(&p->mu);
+        j->state = 3;
+        pthread_cond_broadcast(&p->cv_done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void wd__pipe_free_jobs(wd__pipe *p) {
+    for (int i = 0; i < p->njobs; i++) {
+        wd__job *j = &p->jobs[i];
+        wd__buf_free(&j->text); wd__buf_free(&j->block); wd__buf_free(&j->raw);
+        wd__buf_free(&j->side1); wd__buf_free(&j->side2);
+        wd_batch_free(&j->batch);
+        wd__free(j->prob);
+        ZSTD_freeCCtx(j->cc);
+    }
+    wd__free(p->jobs);
+    p->jobs = NULL;
+}
+static void wd__pipe_stop(wd__pipe *p) {
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+    p->started = 0;
+    wd__pipe_free_jobs(p);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv_work);
+    pthread_cond_destroy(&p->cv_done);
+}
+static wd_status wd__pipe_start(wd__pipe *p, int nthreads, const wd_schema *s, void (*run)(wd__pipe *, wd__job *), void *ctx) {
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_work, NULL);
+    pthread_cond_init(&p->cv_done, NULL);
+    p->nthreads = WD__MAX(1, WD__MIN(nthreads, 256));
+    p->njobs = 2 * p->nthreads + 2;
+    p->run = run;
+    p->ctx = ctx;
+    p->jobs = (wd__job *)wd__calloc(sizeof(wd__job) * (size_t)p->njobs);
+    if (!p->jobs) { wd__pipe_stop(p); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    for (int i = 0; i < p->njobs; i++) {
+        wd__job *j = &p->jobs[i];
+        j->cc = ZSTD_createCCtx();
+        wd_status st = j->cc ? wd_batch_init(&j->batch, s, 0, 0) : wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context");
+        if (st) { wd__pipe_stop(p); return st; }
+    }
+    for (int i = 0; i < p->nthreads; i++) {
+        if (pthread_create(&p->threads[i], NULL, wd__pipe_worker, p) != 0) {
+            wd__pipe_stop(p);
+            return wd__fail(WD_ERR_NOMEM, "cannot start thread %d", i);
+        }
+        p->started++;
+    }
+    return WD_OK;
+}
+// A free job slot (blocks until one is free). Caller fills it, then submits.
+static wd__job *wd__pipe_free_slot(wd__pipe *p) {
+    wd__job *j = NULL;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->njobs && !j; i++) if (p->jobs[i].state == 0) j = &p->jobs[i];
+    pthread_mutex_unlock(&p->mu);
+    return j;
+}
+static void wd__pipe_submit(wd__pipe *p, wd__job *j, int64_t seq) {
+    pthread_mutex_lock(&p->mu);
+    j->seq = seq;
+    j->status = WD_OK;
+    j->state = 1;
+    pthread_cond_signal(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+}
+// Waits for job seq to finish and returns it (state stays 3 until released).
+static wd__job *wd__pipe_wait(wd__pipe *p, int64_t seq) {
+    pthread_mutex_lock(&p->mu);
+    wd__job *j = NULL;
+    for (;;) {
+        for (int i = 0; i < p->njobs; i++) if (p->jobs[i].state == 3 && p->jobs[i].seq == seq) j = &p->jobs[i];
+        if (j) break;
+        pthread_cond_wait(&p->cv_done, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return j;
+}
+static void wd__pipe_release(wd__pipe *p, wd__job *j) {
+    pthread_mutex_lock(&p->mu);
+    j->state = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
+// ---- 9. Convert --------------------------------------------------------------------------
+typedef struct wd__conv {
+    const wd_convert_desc *d;
+    const char *const *names;
+    int level;
+} wd__conv;
+
+static void wd__conv_run(wd__pipe *p, wd__job *j) {
+    wd__conv *c = (wd__conv *)p->ctx;
+    const wd_text_spec *t = c->d->spec;
+    const char *s = (const char *)j->text.p, *end = s + j->text.len;
+    j->batch.n = 0;
+    j->rows = j->bad = 0;
+    j->nbad_shown = 0;
+    j->block.len = 0;
+    int64_t line = j->first_line;
+    while (s < end) {
+        const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
+        const char *le = nl ? nl : end;
+        size_t len = (size_t)(le - s);
+        int is_header = t->format == WD_FMT_CSV && t->header[0] && len - (len && s[len - 1] == '\r') == strlen(t->header) && memcmp(s, t->header, strlen(t->header)) == 0;
+        if (!is_header) {
+            wd_status st = (len == 0 || (len == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(t, s, len, &j->batch);
+            if (st == WD_ERR_PARSE) {
+                j->bad++;
+                if (!c->d->skip_bad_lines) {
+                    j->status = st;
+                    snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", c->names[j->file], (long long)line, wd_last_error());
+                    return;
+                }
+                if (j->nbad_shown < 8)
+                    snprintf(j->bad_where[j->nbad_shown++], 160, "%.40s:%lld: %.90s", c->names[j->file], (long long)line, wd_last_error());
+            } else if (st) {
+                j->status = st;
+                snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", c->names[j->file], (long long)line, wd_last_error());
+                return;
+            } else j->rows++;
+        }
+        line++;
+        s = le + 1;
+    }
+    if (j->batch.n) {
+        wd_status st = wd__block_encode(&t->schema, &j->batch, 0, j->batch.n, j->cc, c->level, &j->raw, &j->block);
+        if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
+    }
+}
+
+WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
+    if (!d || !d->spec || !d->output || d->ninputs <= 0 || !d->inputs) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: spec, inputs and output are required");
+    wd_convert_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    WD__TRY(wd_schema_check(&d->spec->schema));
+    double t0 = wd__now();
+    int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
+    if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
+    int64_t total = 0;
+    for (int i = 0; i < d->ninputs; i++) {
+        struct stat sb;
+        if (stat(d->inputs[i], &sb) != 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
+        total += (int64_t)sb.st_size;
+    }
+    wd__conv c;
+    c.d = d; c.names = d->inputs; c.level = d->level ? d->level : 3;
+    wd__blockfile bf;
+    WD__TRY(wd__bf_open(&bf, d->output, &d->spec->schema, "wd convert " WD_VERSION_STRING));
+    wd__pipe pipe;
+    wd_status st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &d->spec->schema, wd__conv_run, &c);
+    if (st) { wd__bf_abort(&bf); return st; }
+    // The calling thread reads, cuts chunks of m lines, and writes finished blocks in order.
+    int64_t submitted = 0, written = 0, done_bytes = 0;
+    double last_progress = 0;
+    wd__buf rd = {0, 0, 0};
+    size_t rdsz = (size_t)1 << 22;
+    st = wd__buf_reserve(&rd, rdsz);
+    for (int fi = 0; !st && fi < d->ninputs; fi++) {
+        int fd = open(d->inputs[fi], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) { st = wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[fi], strerror(errno)); break; }
+        int64_t line = 1;
+        size_t have = 0;          // bytes in rd not yet handed out
+        int eof = 0;
+        while (!st) {
+            // fill the read buffer
+            if (!eof && have < rdsz / 2) {
+                if (rd.cap < have + rdsz) { rd.len = have; st = wd__buf_reserve(&rd, have + rdsz); if (st) break; }
+                ssize_t got = read(fd, rd.p + have, rd.cap - have);
+                if (got < 0) { if (errno == EINTR) continue; st = wd__fail(WD_ERR_IO, "%s: read failed: %s", d->inputs[fi], strerror(errno)); break; }
+                if (got == 0) eof = 1;
+                have += (size_t)got;
+                done_bytes += got;
+                continue;
+            }
+            if (have == 0 && eof) break;
+            // cut up to m complete lines (the rest of the file at EOF)
+            size_t pos = 0;
+            int64_t nl = 0;
+            while (nl < m && pos < have) {
+                const uint8_t *q = (const uint8_t *)memchr(rd.p + pos, '\n', have - pos);
+                if (!q) break;
+                pos = (size_t)(q - rd.p) + 1;
+                nl++;
+            }
+            if (nl < m && !eof) {       // need more bytes for a full chunk
+                if (have >= rd.cap) { rd.len = have; st = wd__buf_reserve(&rd, rd.cap * 2); if (st) break; }
+                ssize_t got = read(fd, rd.p + have, rd.cap - have);
+                if (got < 0) { if (errno == EINTR) continue; st = wd__fail(WD_ERR_IO, "%s: read failed: %s", d->inputs[fi], strerror(errno)); break; }
+                if (got == 0) eof = 1;
+                have += (size_t)got;
+                done_bytes += got;
+                continue;
+            }
+            if (nl < m && eof && pos < have) { pos = have; nl++; }   // last line without '\n'
+            // get a free job, writing finished ones in order while none is free
+            wd__job *j;
+            while (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs) {
+                wd__job *w = wd__pipe_wait(&pipe, written);
+                if (w->status) { st = wd__fail(w->status, "%s", w->err); wd__pipe_release(&pipe, w); break; }
+                rep->rows += w->rows; rep->bad_rows += w->bad;
+                for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
+                if (w->block.len) st = wd__bf_put(&bf, w->block.p, w->block.len);
+                wd__pipe_release(&pipe, w);
+                written++;
+                if (st) break;
+            }
+            if (st) break;
+            j->text.len = 0;
+            st = wd__buf_put(&j->text, rd.p, pos);
+            if (st) break;
+            j->file = fi;
+            j->first_line = line;
+            line += nl;
+            memmove(rd.p, rd.p + pos, have - pos);
+            have -= pos;
+            wd__pipe_submit(&pipe, j, submitted++);
+            if (d->progress) {
+                double now = wd__now();
+                if (now - last_progress > 0.1) { last_progress = now; d->progress(d->user, done_bytes, total, rep->rows); }
+            }
+        }
+        close(fd);
+    }
+    while (written < submitted) {   // drain (also after an error, so workers are idle)
+        wd__job *w = wd__pipe_wait(&pipe, written);
+        if (!st && w->status) st = wd__fail(w->status, "%s", w->err);
+        if (!st) {
+            rep->rows += w->rows; rep->bad_rows += w->bad;
+            for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
+            if (w->block.len) st = wd__bf_put(&bf, w->block.p, w->block.len);
+        }
+        wd__pipe_release(&pipe, w);
+        written++;
+    }
+    wd__buf_free(&rd);
+    char errcopy[512];
+    snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
+    wd__pipe_stop(&pipe);
+    if (st) { wd__bf_abort(&bf); return wd__fail(st, "%s", errcopy); }
+    if (bf.nsamples == 0) { wd__bf_abort(&bf); return wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows); }
+    rep->blocks = bf.nblocks;
+    st = wd__bf_close(&bf);
+    if (st) return st;
+    struct stat sb;
+    rep->bytes_out = stat(d->output, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    rep->bytes_in = total;
+    rep->seconds = wd__now() - t0;
+    if (d->progress) d->progress(d->user, total, total, rep->rows);
+    return WD_OK;
+}
+
+// ---- 10. Synthetic data -------------------------------------------------------------------
+WDDEF const uint32_t *wd_criteo_cardinalities(void) {
+    static const uint32_t card[26] = {1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3,
+                                      93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10, 5652,
+                                      2173, 4, 7046547, 18, 15, 286181, 105, 142572};
+    return card;
+}
+
+// splitmix64 stream: deterministic per (seed, row).
+typedef struct wd__rng { uint64_t s; } wd__rng;
+static uint64_t wd__rng_next(wd__rng *r) { r->s += 0x9e3779b97f4a7c15ULL; return wd__mix64(r->s); }
+static double wd__rng_uniform(wd__rng *r) { return (double)(wd__rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+static double wd__rng_normal(wd__rng *r) {
+    double u = wd__rng_uniform(r), v = wd__rng_uniform(r);
+    return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+// Deterministic N(0,1) from a hash key.
+static double wd__hash_normal(uint64_t key) {
+    wd__rng r = {key};
+    return wd__rng_normal(&r);
+}
+
+// Zipf(s) on {1..n} by rejection-inversion (Hormann & Derflinger 1996).
+typedef struct wd__zipf { double s, n, hx1, hn, sv; } wd__zipf;
+static double wd__zipf_helper1(double x) { return fabs(x) > 1e-8 ? log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x)); }
+static double wd__zipf_helper2(double x) { return fabs(x) > 1e-8 ? expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x)); }
+static double wd__zipf_H(const wd__zipf *z, double x) { double lx = log(x); return wd__zipf_helper2((1.0 - z->s) * lx) * lx; }
+static double wd__zipf_h(const wd__zipf *z, double x) { return exp(-z->s * log(x)); }
+static double wd__zipf_Hinv(const wd__zipf *z, double x) {
+    double t = x * (1.0 - z->s);
+    if (t < -1.0) t = -1.0;
+    return exp(wd__zipf_helper1(t) * x);
+}
+static void wd__zipf_init(wd__zipf *z, double s, uint32_t n) {
+    z->s = s; z->n = (double)n;
+    z->hx1 = wd__zipf_H(z, 1.5) - 1.0;
+    z->hn = wd__zipf_H(z, z->n + 0.5);
+    z->sv = 2.0 - wd__zipf_Hinv(z, wd__zipf_H(z, 2.5) - wd__zipf_h(z, 2.0));
+}
+static uint32_t wd__zipf_draw(const wd__zipf *z, wd__rng *r) {   // 0-based
+    for (;;) {
+        double u = z->hn + wd__rng_uniform(r) * (z->hx1 - z->hn);
+        double x = wd__zipf_Hinv(z, u);
+        double k = floor(x + 0.5);
+        if (k < 1) k = 1;
+        if (k > z->n) k = z->n;
+        if (k - x <= z->sv || u >= wd__zipf_H(z, k + 0.5) - wd__zipf_h(z, k)) return (uint32_t)k - 1;
+    }
+}
+
+/* The planted model (documented for users of wd gen):
+     dense  I_j: count = floor(exp(mu_j + sigma_j * N(0,1))) - (j==1 ? 3 : 0),
+            missing with probability miss_j; feature x_j = wd_count_feature(count)
+     ids    c_k ~ Zipf(zipf) over min(card_k, max_card) values, ranked id r is
+            mapped to raw value hash(k, r); the TSV holds it as 8 hex digits
+     logit  = b0 + sum_k w_k(c_k)                      wide: per-id weights
+            + 0.6 * sum_{(a,b) in P} <v_a(c_a), v_b(c_b)>   deep: interactions
+            + 0.8 * tanh(x_1 * x_5 - 1) + 0.4 * sin(1.5 * x_3) - 0.3 * relu(x_7 - 2)
+     where w_k(c) ~ N(0, 0.35^2) and v_k(c) ~ N(0, 0.45^2 I_4) are fixed by
+     hashing (seed, k, c), P is 8 fixed slot pairs and b0 = -1.55 (the CTR
+     lands between about 0.15 and 0.35 depending on the seed).
+     label ~ Bernoulli(sigmoid(logit)); the .prob side file holds sigmoid(logit). */
+typedef struct wd__gen {
+    const wd_gen_desc *d;
+    wd_schema schema;
+    wd__zipf zipf[26];
+    uint32_t card[26];
+    int want_tsv;
+} wd__gen;
+
+static const int wd__gen_pairs[8][2] = {{0, 1}, {2, 3}, {4, 9}, {5, 10}, {6, 12}, {7, 13}, {14, 15}, {16, 23}};
+
+static void wd__gen_run(wd__pipe *p, wd__job *j) {
+    wd__gen *g = (wd__gen *)p->ctx;
+    const wd_gen_desc *d = g->d;
+    static const double mu[13] = {0.8, 3.0, 2.0, 1.7, 7.5, 3.5, 1.6, 2.5, 3.8, 0.3, 1.0, 0.2, 2.0};
+    static const double sg[13] = {1.2, 1.5, 1.4, 1.0, 2.0, 1.6, 1.4, 1.0, 1.3, 0.6, 0.9, 0.7, 1.1};
+    static const double miss[13] = {0.45, 0.0, 0.2, 0.2, 0.05, 0.25, 0.05, 0.0, 0.05, 0.45, 0.05, 0.75, 0.2};
+    j->batch.n = 0;
+    j->side1.len = j->side2.len = 0;
+    j->block.len = 0;
+    wd_status st = wd_batch_reserve(&j->batch, (int)j->nrows, 0);
+    if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); return; }
+    char line[1024];
+    for (int64_t r = 0; r < j->nrows; r++) {
+        int64_t row = j->row0 + r;
+        wd__rng rng = {wd__mix64(d->seed * 0x2545F4914F6CDD1DULL + (uint64_t)row)};
+        int i = j->batch.n;
+        float *x = j->batch.dense + (size_t)i * 13;
+        int64_t cnt[13];
+        int present[13];
+        for (int c = 0; c < 13; c++) {
+            double u = wd__rng_uniform(&rng);
+            double z = wd__rng_normal(&rng);
+            present[c] = u >= miss[c];
+            cnt[c] = present[c] ? (int64_t)floor(exp(mu[c] + sg[c] * z)) - (c == 1 ? 3 : 0) : 0;
+            if (cnt[c] > 100000000) cnt[c] = 100000000;
+            x[c] = present[c] ? wd_count_feature(cnt[c]) : 0.0f;
+        }
+        uint64_t raw[26];
+        double logit = -1.55;
+        for (int k = 0; k < 26; k++) {
+            uint32_t rank = wd__zipf_draw(&g->zipf[k], &rng);
+            raw[k] = wd__mix64(((uint64_t)k << 40) ^ rank ^ (d->seed << 48)) & 0xFFFFFFFFull;
+            logit += 0.35 * wd__hash_normal(wd__mix64(d->seed ^ 0x1111) ^ ((uint64_t)k << 32) ^ raw[k]);
+        }
+        double inter = 0;
+        for (int q = 0; q < 8; q++) {
+            int a = wd__gen_pairs[q][0], b = wd__gen_pairs[q][1];
+            for (int e = 0; e < 4; e++)
+                inter += 0.45 * wd__hash_normal(wd__mix64(d->seed ^ 0x2222 ^ ((uint64_t)(a * 4 + e) << 32)) ^ raw[a]) *
+                         0.45 * wd__hash_normal(wd__mix64(d->seed ^ 0x2222 ^ ((uint64_t)(b * 4 + e) << 32)) ^ raw[b]);
+        }
+        logit += 0.6 * inter;
+        logit += 0.8 * tanh((double)x[0] * (double)x[4] - 1.0) + 0.4 * sin(1.5 * (double)x[2]) - 0.3 * fmax(0.0, (double)x[6] - 2.0);
+        double prob = 1.0 / (1.0 + exp(-logit));
+        float y = wd__rng_uniform(&rng) < prob ? 1.0f : 0.0f;
+        j->batch.label[i] = y;
+        j->batch.weight[i] = 1.0f;
+        j->prob[r] = (float)prob;
+        char hex[26][9];
+        for (int k = 0; k < 26; k++) {
+            snprintf(hex[k], sizeof hex[k], "%08x", (unsigned)raw[k]);
+            j->batch.ids[k][i] = wd_hash_bucket(hex[k], 8, k, g->schema.slot[k].buckets);
+        }
+        j->batch.n++;
+        if (g->want_tsv) {
+            int n = snprintf(line, sizeof line, "%d", (int)y);
+            for (int c = 0; c < 13; c++) n += present[c] ? snprintf(line + n, sizeof line - (size_t)n, "\t%lld", (long long)cnt[c]) : snprintf(line + n, sizeof line - (size_t)n, "\t");
+            for (int k = 0; k < 26; k++) n += snprintf(line + n, sizeof line - (size_t)n, "\t%s", hex[k]);
+            line[n++] = '\n';
+            if ((st = wd__buf_put(&j->side1, line, (size_t)n))) break;
+        }
+        int n = snprintf(line, sizeof line, "%.7f\n", prob);
+        if ((st = wd__buf_put(&j->side2, line, (size_t)n))) break;
+    }
+    if (!st) st = wd__block_encode(&g->schema, &j->batch, 0, j->batch.n, j->cc, 3, &j->raw, &j->block);
+    if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
+}
+
+WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
+    if (!d || !d->output || d->rows <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: output and rows > 0 are required");
+    wd_gen_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = wd__now();
+    wd__gen *g = WD__NEW(wd__gen);
+    if (!g) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    g->d = d;
+    g->want_tsv = d->tsv != NULL;
+    uint32_t maxc = d->max_card ? d->max_card : (1u << 20), bk = d->buckets ? d->buckets : WD_DEFAULT_BUCKETS;
+    wd_schema_criteo(&g->schema, bk);
+    for (int k = 0; k < 26; k++) {
+        g->card[k] = WD__MIN(wd_criteo_cardinalities()[k], maxc);
+        g->schema.slot[k].buckets = WD__MIN(g->card[k], bk);
+        wd__zipf_init(&g->zipf[k], d->zipf > 0 ? d->zipf : 1.1, g->card[k]);
+    }
+    int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
+    float *allp = (float *)wd__malloc(sizeof(float) * (size_t)d->rows);
+    float *ally = (float *)wd__malloc(sizeof(float) * (size_t)d->rows);
+    char probpath[4096];
+    snprintf(probpath, sizeof probpath, "%s", d->prob ? d->prob : "");
+    if (!d->prob) snprintf(probpath, sizeof probpath, "%s.prob", d->output);
+    wd__blockfile bf;
+    wd__outfile tsv, prob;
+    memset(&tsv, 0, sizeof tsv); tsv.fd = -1;
+    memset(&prob, 0, sizeof prob); prob.fd = -1;
+    wd__pipe pipe;
+    int piped = 0, bfo = 0;
+    wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities", (long long)d->rows);
+    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING); bfo = !st; }
+    if (!st && d->tsv) st = wd__out_open(&tsv, d->tsv);
+    if (!st) st = wd__out_open(&prob, probpath);
+    if (!st) { st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &g->schema, wd__gen_run, g); piped = !st; }
+    for (int i = 0; !st && piped && i < pipe.njobs; i++) {
+        pipe.jobs[i].prob = (float *)wd__malloc(sizeof(float) * (size_t)m);
+        if (!pipe.jobs[i].prob) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
+    int64_t nblocks = (d->rows + m - 1) / m, submitted = 0, written = 0;
+    while (!st && written < nblocks) {
+        wd__job *j;
+        while (submitted < nblocks && submitted - written < pipe.njobs && (j = wd__pipe_free_slot(&pipe))) {
+            j->row0 = submitted * m;
+            j->nrows = WD__MIN((int64_t)m, d->rows - j->row0);
+            wd__pipe_submit(&pipe, j, submitted++);
+        }
+        wd__job *w = wd__pipe_wait(&pipe, written);
+        if (w->status) st = wd__fail(w->status, "%s", w->err);
+        if (!st) st = wd__bf_put(&bf, w->block.p, w->block.len);
+        if (!st && d->tsv) st = wd__out_write(&tsv, w->side1.p, w->side1.len);
+        if (!st) st = wd__out_write(&prob, w->side2.p, w->side2.len);
+        if (!st) {
+            memcpy(allp + w->row0, w->prob, sizeof(float) * (size_t)w->nrows);
+            memcpy(ally + w->row0, w->batch.label, sizeof(float) * (size_t)w->nrows);
+        }
+        wd__pipe_release(&pipe, w);
+        written++;
+    }
+    if (piped) {
+        while (written < submitted) { wd__pipe_release(&pipe, wd__pipe_wait(&pipe, written)); written++; }
+        char errcopy[512];
+        snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
+        wd__pipe_stop(&pipe);
+        if (st) wd__fail(st, "%s", errcopy);
+    }
+    if (!st) st = wd__bf_close(&bf);
+    else if (bfo) wd__bf_abort(&bf);
+    if (!st && d->tsv) st = wd__out_commit(&tsv);
+    else if (d->tsv) wd__out_abort(&tsv);
+    if (!st) st = wd__out_commit(&prob);
+    else wd__out_abort(&prob);
+    if (!st) {
+        double ctr = 0;
+        for (int64_t i = 0; i < d->rows; i++) ctr += ally[i];
+        rep->rows = d->rows;
+        rep->ctr = ctr / (double)d->rows;
+        st = wd_auc(allp, ally, NULL, d->rows, &rep->oracle_auc);
+        rep->oracle_logloss = wd_logloss(allp, ally, NULL, d->rows);
+        rep->seconds = wd__now() - t0;
+    }
+    wd__free(allp); wd__free(ally); wd__free(g);
+    return st;
+}
+
+// ---- 11. Metrics -----------------------------------------------------------------------------
+// Sorts (score, label, weight) triples by score with an LSD radix sort on the
+// order-preserving bit pattern of the float.
+typedef struct wd__sw { uint32_t key; float pos, neg; } wd__sw;
+static uint32_t wd__float_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f == 0.0f) u = 0;   // -0 == +0
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+WDDEF wd_status wd_auc(const float *score, const float *label, const float *weight, int64_t n, double *auc) {
+    if (!score || !label || !auc || n < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_auc: bad arguments");
+    *auc = NAN;
+    if (n == 0) return WD_OK;
+    wd__sw *a = (wd__sw *)wd__malloc(sizeof(wd__sw) * (size_t)n);
+    wd__sw *b = (wd__sw *)wd__malloc(sizeof(wd__sw) * (size_t)n);
+    if (!a || !b) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NOMEM, "wd_auc: out of memory for %lld scores", (long long)n); }
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(score[i])) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NUMERIC, "wd_auc: score %lld is NaN", (long long)i); }
+        float w = weight ? weight[i] : 1.0f;
+        a[i].key = wd__float_key(score[i]);
+        a[i].pos = label[i] * w;
+        a[i].neg = (1.0f - label[i]) * w;
+    }
+    for (int pass = 0; pass < 4; pass++) {
+        size_t cnt[257] = {0};
+        int sh = pass * 8;
+        for (int64_t i = 0; i < n; i++) cnt[((a[i].key >> sh) & 0xff) + 1]++;
+        for (int k = 0; k < 256; k++) cnt[k + 1] += cnt[k];
+        for (int64_t i = 0; i < n; i++) b[cnt[(a[i].key >> sh) & 0xff]++] = a[i];
+        wd__sw *t = a; a = b; b = t;
+    }
+    double neg_below = 0, num = 0, P = 0, N = 0;
+    for (int64_t i = 0; i < n;) {
+        double gp = 0, gn = 0;
+        int64_t j = i;
+        while (j < n && a[j].key == a[i].key) { gp += a[j].pos; gn += a[j].neg; j++; }
+        num += gp * neg_below + 0.5 * gp * gn;
+        neg_below += gn;
+        P += gp; N += gn;
+        i = j;
+    }
+    wd__free(a); wd__free(b);
+    *auc = (P > 0 && N > 0) ? num / (P * N) : NAN;
+    return WD_OK;
+}
+WDDEF double wd_logloss(const float *p, const float *label, const float *weight, int64_t n) {
+    double s = 0, ws = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = WD__MIN(WD__MAX((double)p[i], 1e-7), 1.0 - 1e-7), w = weight ? weight[i] : 1.0;
+        s -= w * (label[i] * log(q) + (1.0 - label[i]) * log(1.0 - q));
+        ws += w;
+    }
+    return ws > 0 ? s / ws : NAN;
+}
+
+#endif // WIDEDEEP_IMPLEMENTATION_DONE
+#endif // WIDEDEEP_IMPLEMENTATION
+
+/*
+MIT License. Copyright (c) 2026 the widedeep authors.
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions: the above copyright
+notice and this permission notice shall be included in all copies or
+substantial portions of the Software. THE SOFTWARE IS PROVIDED "AS IS",
+WITHOUT WARRANTY OF ANY KIND.
+*/
