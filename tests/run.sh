@@ -7,7 +7,13 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 log=$B/test.log
 : > "$log"
-run() { "$@" 2>&1 | tee -a "$log"; }
+# A binary that exits non-zero counts as a failure even if it printed no FAIL
+# line (a crash or a sanitizer abort).
+run() {
+    "$@" > "$T/run.out" 2>&1; local rc=$?
+    cat "$T/run.out" | tee -a "$log"
+    if [ $rc != 0 ] && ! grep -q '^FAIL' "$T/run.out"; then echo "FAIL $(basename "$1"): exited with status $rc" | tee -a "$log"; fi
+}
 
 # The header alone compiles warning-free as C11 and C++17 with gcc and clang.
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do

@@ -371,6 +371,15 @@ static void test_bad_headers(void) {
     spit(bad_path, buf, n);
     int64_t bad;
     CHECK(open_verify(bad_path, &bad) == WD_ERR_CORRUPT && bad == 0 && strstr(wd_last_error(), "block 0"));
+    // valid checksums but ids beyond the (shrunk) bucket count: decode names block and sample
+    memcpy(buf, src, n);
+    wd__put32(buf + WD__HDR_FIXED + 32, 2);   // slot 0: 50 buckets -> 2
+    {
+        uint32_t hb = wd__get32(buf + 12);
+        wd__put32(buf + hb - 4, wd__crc32c(buf, hb - 4));
+    }
+    spit(bad_path, buf, n);
+    CHECK(open_verify(bad_path, &bad) == WD_ERR_CORRUPT && bad >= 0 && strstr(wd_last_error(), "outside its 2 buckets") && strstr(wd_last_error(), "sample"));
     free(buf);
     free(src);
 }
@@ -439,6 +448,18 @@ static void test_auc_bruteforce(void) {
     float s2[3] = {0.1f, NAN, 0.3f}, y2[3] = {0, 1, 0};
     double a;
     CHECK(wd_auc(s2, y2, NULL, 3, &a) == WD_ERR_NUMERIC);
+}
+
+static void test_crc32c(void) {
+    // the standard check value, then software and dispatched paths agree
+    CHECK(wd__crc32c_sw("123456789", 9) == 0xE3069283u);
+    CHECK(wd__crc32c("123456789", 9) == 0xE3069283u);
+    uint8_t buf[1000];
+    wd__rng r = {11};
+    for (int i = 0; i < 1000; i++) buf[i] = (uint8_t)wd__rng_next(&r);
+    int same = 0;
+    for (int n = 0; n < 990; n += 37) same += wd__crc32c_sw(buf + n % 7, (size_t)(1000 - n) - 7) == wd__crc32c(buf + n % 7, (size_t)(1000 - n) - 7);
+    CHECK(same == 27);
 }
 
 static void test_count_feature(void) {
@@ -698,6 +719,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_headers);
     RUN(test_alloc_failures);
     RUN(test_auc_bruteforce);
+    RUN(test_crc32c);
     RUN(test_count_feature);
     RUN(test_parse_criteo);
     RUN(test_parse_csv_libsvm);
