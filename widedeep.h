@@ -19,6 +19,7 @@
      9. Convert        wd_convert(): text files -> .wdr on T threads
     10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
     11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
+    12. Loader         wd_loader_*: batch-then-map pipeline with budgets
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION)
 
    ---------------------------------------------------------------------------
@@ -153,9 +154,12 @@ typedef struct wd_batch {
     int kind[WD_MAX_SLOTS];
     void *mem;
     size_t mem_bytes;
+    const wd_allocator *alloc;      // NULL: the global hooks; set before the first reserve
 } wd_batch;
 
 WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap);
+// The same, with memory from `a` (e.g. pinned host memory for device copies).
+WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a);
 // Grows capacity keeping the first b->n samples; never shrinks.
 WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap);
 WDDEF void wd_batch_free(wd_batch *b);
@@ -324,6 +328,80 @@ WDDEF const uint32_t *wd_criteo_cardinalities(void);
 WDDEF wd_status wd_auc(const float *score, const float *label, const float *weight,
                        int64_t n, double *auc);
 WDDEF double wd_logloss(const float *p, const float *label, const float *weight, int64_t n);
+
+// ---- 12. Loader ------------------------------------------------------------------------------
+/* A batch-then-map pipeline per device. `threads` workers read whole
+   compressed blocks, decode them (and run the map callback on each decoded
+   block), and one of them at a time assembles batches into a bounded queue.
+
+   Per epoch: the list of every block of every file is shuffled by
+   (seed, epoch) when shuffle is on, and block j goes to shard j % shard_count.
+   Samples are mixed inside windows of `shuffle_blocks` consecutive blocks of
+   a shard. Everything is a function of (seed, epoch, shard): the thread count
+   never changes the batches.
+
+   Every shard yields the same number of batches per epoch, computed from all
+   shards' block lists (each loader can see them):
+     WD_REMAINDER_PAD   ceil(max shard samples / batch); shards that run out
+                        fill with padding samples of weight 0 (ids 0, zero
+                        features, label 0). Every sample is delivered exactly
+                        once per epoch across the shards.
+     WD_REMAINDER_DROP  floor(min shard samples / batch); the rest of each
+                        shard is not delivered this epoch.
+   A corrupt block under WD_CORRUPT_FAIL makes wd_loader_next return the error
+   (naming file and block) in its place in the sequence; under
+   WD_CORRUPT_SKIP it counts as empty (stats.skipped_blocks) and the epoch
+   is padded so the batch count holds.
+
+   Budgets: at most `threads` threads (default: online cores / devices) and
+   at most `ram_bytes` of decoded data in flight (default: a quarter of the
+   available memory / devices): the shuffle window, the decode-ahead blocks
+   and the ready batches are sized from it, and opening fails (WD_ERR_LIMIT)
+   if not even one window of one block and two batches fit. Buffers are
+   allocated once and reused. (Multi-hot blocks with more ids than the
+   estimate of 8 per slot and sample may exceed the budget by that excess.) */
+typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_remainder;
+typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
+// Called on each decoded block, on a loader thread; may change values in
+// place (not the sample count). A non-OK status stops the epoch with it.
+typedef wd_status (*wd_map_fn)(void *user, wd_batch *block, int worker);
+
+typedef struct wd_loader wd_loader;
+typedef struct wd_loader_desc {
+    const char *const *files;
+    int nfiles;
+    int batch_size;                 // samples per batch on this shard (required)
+    int shard_index, shard_count;   // (0, 0): one shard
+    int threads;                    // thread budget (0: cores / devices)
+    int devices;                    // for the defaults (0: 1)
+    size_t ram_bytes;               // decoded-bytes budget (0: available / 4 / devices)
+    int shuffle;                    // reshuffle blocks each epoch and mix samples in windows
+    int shuffle_blocks;             // window, in blocks (0: 8; shrunk to fit ram_bytes)
+    uint64_t seed;
+    int remainder;                  // wd_remainder
+    int corrupt;                    // wd_corrupt_policy
+    wd_map_fn map;
+    void *map_user;
+    const wd_allocator *batch_alloc;   // memory for the output batches (e.g. pinned), NULL: global
+} wd_loader_desc;
+
+typedef struct wd_loader_stats {
+    int threads, window_blocks, ahead_blocks, queue_batches;
+    size_t ram_budget, peak_bytes;
+    int64_t batches, samples, padded, blocks, skipped_blocks;
+    double read_s, decompress_s, decode_s, map_s, assemble_s, wait_s;   // summed over threads
+} wd_loader_stats;
+
+WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out);
+WDDEF void wd_loader_close(wd_loader *l);           // stops and joins every thread
+WDDEF const wd_schema *wd_loader_schema(const wd_loader *l);
+// Starts `epoch` (from 0) and skips its first `skip` batches without
+// decoding the windows they lie in (for resuming from a checkpoint).
+WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip);
+WDDEF int64_t wd_loader_batches(const wd_loader *l);  // batches in the current epoch
+// The next batch (valid until the next call), or *out = NULL at the end of the epoch.
+WDDEF wd_status wd_loader_next(wd_loader *l, const wd_batch **out);
+WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
 
 #ifdef __cplusplus
 }
@@ -547,8 +625,12 @@ static size_t wd__batch_carve(wd_batch *b, uint8_t *mem, int cap, int64_t nnz_ca
 }
 
 WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap) {
+    return wd_batch_init_with(b, s, cap, nnz_cap, NULL);
+}
+WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a) {
     if (!b || !s || cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: bad arguments");
     memset(b, 0, sizeof *b);
+    b->alloc = a;
     b->ndense = s->ndense;
     b->nslots = s->nslots;
     for (int k = 0; k < s->nslots; k++) b->kind[k] = s->slot[k].kind;
@@ -566,7 +648,7 @@ WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
     }
     wd_batch nb = *b;
     size_t bytes = wd__batch_carve(&nb, NULL, cap, nnz_cap);
-    uint8_t *mem = (uint8_t *)wd__malloc(bytes);
+    uint8_t *mem = (uint8_t *)(b->alloc ? b->alloc->alloc(bytes, b->alloc->user) : wd__malloc(bytes));
     if (!mem) return wd__fail(WD_ERR_NOMEM, "out of memory for a batch of %d samples (%zu bytes)", cap, bytes);
     wd__batch_carve(&nb, mem, cap, nnz_cap);
     nb.mem = mem; nb.mem_bytes = bytes; nb.cap = cap; nb.nnz_cap = nnz_cap;
@@ -585,14 +667,14 @@ WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
         nb.n = 0;
         for (int k = 0; k < nb.nslots; k++) if (nb.offs[k]) nb.offs[k][0] = 0;
     }
-    wd__free(b->mem);
+    if (b->mem) { if (b->alloc) b->alloc->free(b->mem, b->alloc->user); else wd__free(b->mem); }
     *b = nb;
     return WD_OK;
 }
 
 WDDEF void wd_batch_free(wd_batch *b) {
     if (!b) return;
-    wd__free(b->mem);
+    if (b->mem) { if (b->alloc) b->alloc->free(b->mem, b->alloc->user); else wd__free(b->mem); }
     memset(b, 0, sizeof *b);
 }
 
@@ -2209,6 +2291,463 @@ WDDEF double wd_logloss(const float *p, const float *label, const float *weight,
         ws += w;
     }
     return ws > 0 ? s / ws : NAN;
+}
+
+// ---- 12. Loader ------------------------------------------------------------------------------
+typedef struct wd__lplan { int file; int n; int64_t block; } wd__lplan;
+typedef struct wd__lslot {
+    int state;              // 0 empty, 1 decoding, 2 ready, 3 failed
+    int corrupt;            // failed because the block is bad (vs. map callback / memory)
+    wd_status st;
+    char err[512];
+    wd_batch b;
+} wd__lslot;
+typedef struct wd__lout {
+    int state;              // 0 free, 1 ready, 2 held by the consumer
+    int64_t seq;
+    wd_status st;
+    char err[512];
+    wd_batch b;
+} wd__lout;
+typedef struct wd__lworker { wd_loader *l; int index; wd_decoder *dec; wd__buf fetch; } wd__lworker;
+
+struct wd_loader {
+    wd_loader_desc d;
+    wd_reader **readers;
+    int nfiles;
+    wd_schema schema;
+    int B, nthreads, K, A, C, Q, m_max;
+    size_t ram, bytes;
+    // epoch plan (this shard)
+    int64_t epoch, nplan, nbatches, *nblocks_file;
+    wd__lplan *plan, *all;
+    int64_t nall;
+    // shared state, under mu
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, running, assembling;
+    pthread_t *th;
+    wd__lworker *workers;
+    wd__lslot *slots;       // C decode slots: plan index j lives in slots[j % C]
+    int64_t next_fetch, win_base;
+    wd__lout *outs;         // Q output batches: batch seq lives in outs[seq % Q]
+    int64_t next_assemble, next_consume;
+    wd__lout *held;
+    wd_status fatal;
+    // assembler-only state
+    int64_t ws, we, win_n, win_pos, skip_in_window;
+    int32_t *perm_slot;
+    uint32_t *perm_idx;
+    int64_t perm_cap;
+    wd_loader_stats stats;
+};
+
+static void wd__lworker_fail(wd__lslot *s, wd_status st, int corrupt) {
+    s->st = st;
+    s->corrupt = corrupt;
+    snprintf(s->err, sizeof s->err, "%s", wd_last_error());
+    s->state = 3;
+}
+
+// Decodes plan entry j into its slot (called without the lock).
+static void wd__loader_decode(wd_loader *l, wd__lworker *w, int64_t j) {
+    wd__lslot *s = &l->slots[j % l->C];
+    const wd__lplan *p = &l->plan[j];
+    wd_reader *r = l->readers[p->file];
+    double t0 = wd__now();
+    size_t n = wd_reader_block_bytes(r, p->block);
+    wd_status st = wd__buf_reserve(&w->fetch, n);
+    if (!st) st = wd_reader_fetch(r, p->block, w->fetch.p, w->fetch.cap);
+    double t1 = wd__now();
+    wd_decode_stats before;
+    wd_decoder_stats(w->dec, &before);
+    size_t bytes0 = s->b.mem_bytes;
+    s->b.n = 0;
+    if (!st) st = wd_decode_block(w->dec, r, p->block, w->fetch.p, n, &s->b);
+    double t2 = wd__now();
+    int corrupt = st == WD_ERR_CORRUPT || st == WD_ERR_IO || st == WD_ERR_NUMERIC;
+    if (!st && l->d.map) {
+        st = l->d.map(l->d.map_user, &s->b, w->index);
+        if (st) { wd__fail(st, "%s: block %lld: map callback failed: %s", wd_reader_path(r), (long long)p->block, wd_last_error()); corrupt = 0; }
+        if (!st && s->b.n != p->n) { st = wd__fail(WD_ERR_INVALID_ARG, "map callback changed the sample count of block %lld", (long long)p->block); corrupt = 0; }
+    }
+    double t3 = wd__now();
+    wd_decode_stats after;
+    wd_decoder_stats(w->dec, &after);
+    pthread_mutex_lock(&l->mu);
+    l->stats.read_s += t1 - t0;
+    l->stats.decompress_s += (after.zstd_s - before.zstd_s) + (after.crc_s - before.crc_s);
+    l->stats.decode_s += (t2 - t1) - ((after.zstd_s - before.zstd_s) + (after.crc_s - before.crc_s));
+    l->stats.map_s += t3 - t2;
+    l->stats.blocks++;
+    if (st) wd__lworker_fail(s, st, corrupt);
+    else s->state = 2;
+    l->bytes += s->b.mem_bytes - bytes0;   // growth beyond the planned size (multi-hot)
+    l->stats.peak_bytes = WD__MAX(l->stats.peak_bytes, l->bytes);
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+// Appends sample i of src to dst (dst has room for it).
+static wd_status wd__copy_sample(wd_batch *dst, const wd_batch *src, int i) {
+    int o = dst->n;
+    size_t D = (size_t)src->ndense;
+    if (o >= dst->cap) return wd__fail(WD_ERR_INTERNAL, "loader: output batch overflow");
+    for (int k = 0; k < src->nslots; k++)
+        if (src->kind[k] == WD_MULTI_HOT) {
+            uint32_t c = src->offs[k][i + 1] - src->offs[k][i];
+            if ((int64_t)dst->offs[k][o] + c > dst->nnz_cap) WD__TRY(wd_batch_reserve(dst, dst->cap, (int64_t)dst->offs[k][o] + c));
+        }
+    dst->label[o] = src->label[i];
+    dst->weight[o] = src->weight[i];
+    memcpy(dst->dense + (size_t)o * D, src->dense + (size_t)i * D, D * sizeof(float));
+    for (int k = 0; k < src->nslots; k++) {
+        if (src->kind[k] == WD_MULTI_HOT) {
+            uint32_t a = src->offs[k][i], c = src->offs[k][i + 1] - a, base = dst->offs[k][o];
+            memcpy(dst->ids[k] + base, src->ids[k] + a, c * sizeof(uint32_t));
+            dst->offs[k][o + 1] = base + c;
+        } else dst->ids[k][o] = src->ids[k][i];
+    }
+    dst->n++;
+    return WD_OK;
+}
+static void wd__pad_sample(wd_batch *dst) {
+    int o = dst->n;
+    size_t D = (size_t)dst->ndense;
+    dst->label[o] = 0.0f;
+    dst->weight[o] = 0.0f;
+    memset(dst->dense + (size_t)o * D, 0, D * sizeof(float));
+    for (int k = 0; k < dst->nslots; k++) {
+        if (dst->kind[k] == WD_MULTI_HOT) dst->offs[k][o + 1] = dst->offs[k][o];
+        else dst->ids[k][o] = 0;
+    }
+    dst->n++;
+}
+
+// Waits (lock held) until plan entry j is decoded, decoding it (and any
+// unclaimed entries before it) on this thread when nobody has claimed them.
+static void wd__loader_need(wd_loader *l, wd__lworker *w, int64_t j) {
+    while (l->next_fetch <= j && !l->stop) {
+        int64_t k = l->next_fetch++;
+        l->slots[k % l->C].state = 1;
+        pthread_mutex_unlock(&l->mu);
+        wd__loader_decode(l, w, k);
+        pthread_mutex_lock(&l->mu);
+    }
+    while (l->slots[j % l->C].state == 1 && !l->stop) pthread_cond_wait(&l->cv, &l->mu);
+}
+
+// Opens the next window (lock held): releases the old window's slots, waits
+// for the new blocks, builds the sample permutation. Returns non-OK on a fatal block.
+static wd_status wd__loader_next_window(wd_loader *l, wd__lworker *w, int *end) {
+    for (int64_t j = l->ws; j < l->we; j++) l->slots[j % l->C].state = 0;
+    l->ws = l->we;
+    l->win_base = l->ws;
+    pthread_cond_broadcast(&l->cv);
+    if (l->ws >= l->nplan) { *end = 1; return WD_OK; }
+    l->we = WD__MIN(l->ws + l->K, l->nplan);
+    l->win_n = 0;
+    for (int64_t j = l->ws; j < l->we && !l->stop; j++) {
+        wd__loader_need(l, w, j);
+        wd__lslot *s = &l->slots[j % l->C];
+        if (s->state == 3) {
+            if (s->corrupt && l->d.corrupt == WD_CORRUPT_SKIP) { l->stats.skipped_blocks++; s->b.n = 0; }
+            else return wd__fail(s->st, "%s", s->err);
+        }
+        l->win_n += s->state == 2 ? s->b.n : 0;
+    }
+    if (l->stop) return wd__fail(WD_ERR_ABORTED, "loader stopped");
+    if (l->win_n > l->perm_cap) {
+        wd__free(l->perm_slot); wd__free(l->perm_idx);
+        l->perm_slot = (int32_t *)wd__malloc(sizeof(int32_t) * (size_t)l->win_n);
+        l->perm_idx = (uint32_t *)wd__malloc(sizeof(uint32_t) * (size_t)l->win_n);
+        l->perm_cap = (l->perm_slot && l->perm_idx) ? l->win_n : 0;
+        if (!l->perm_cap) return wd__fail(WD_ERR_NOMEM, "loader: out of memory for a window of %lld samples", (long long)l->win_n);
+    }
+    int64_t q = 0;
+    for (int64_t j = l->ws; j < l->we; j++) {
+        wd__lslot *s = &l->slots[j % l->C];
+        if (s->state != 2) continue;
+        for (int i = 0; i < s->b.n; i++) { l->perm_slot[q] = (int32_t)(j % l->C); l->perm_idx[q] = (uint32_t)i; q++; }
+    }
+    if (l->d.shuffle) {
+        uint64_t win = (uint64_t)(l->ws / l->K);
+        wd__rng r = {wd__mix64(l->d.seed ^ wd__mix64((uint64_t)l->epoch * 0x9E37u + ((uint64_t)l->d.shard_index << 20) + (win << 40) + 0x51ED))};
+        for (int64_t i = q - 1; i > 0; i--) {
+            int64_t k = (int64_t)(wd__rng_next(&r) % (uint64_t)(i + 1));
+            int32_t ts = l->perm_slot[i]; l->perm_slot[i] = l->perm_slot[k]; l->perm_slot[k] = ts;
+            uint32_t ti = l->perm_idx[i]; l->perm_idx[i] = l->perm_idx[k]; l->perm_idx[k] = ti;
+        }
+    }
+    l->win_pos = WD__MIN(l->skip_in_window, l->win_n);
+    l->skip_in_window = 0;
+    return WD_OK;
+}
+
+// Fills output batch seq (lock held on entry and exit; released while copying).
+static void wd__loader_assemble(wd_loader *l, wd__lworker *w, int64_t seq) {
+    wd__lout *o = &l->outs[seq % l->Q];
+    size_t bytes0 = o->b.mem_bytes;
+    o->b.n = 0;
+    for (int k = 0; k < o->b.nslots; k++) if (o->b.offs[k]) o->b.offs[k][0] = 0;
+    wd_status st = WD_OK;
+    int end = 0;
+    double t0 = wd__now();
+    while (o->b.n < l->B && !st && !l->stop) {
+        if (l->win_pos >= l->win_n && !end) {
+            st = wd__loader_next_window(l, w, &end);
+            continue;
+        }
+        if (end) {
+            l->stats.padded += l->B - o->b.n;
+            while (o->b.n < l->B) wd__pad_sample(&o->b);
+            break;
+        }
+        int64_t take = WD__MIN((int64_t)(l->B - o->b.n), l->win_n - l->win_pos), p0 = l->win_pos;
+        l->win_pos += take;
+        pthread_mutex_unlock(&l->mu);   // window slots stay ready until the window closes
+        for (int64_t q = p0; q < p0 + take && !st; q++)
+            st = wd__copy_sample(&o->b, &l->slots[l->perm_slot[q]].b, (int)l->perm_idx[q]);
+        pthread_mutex_lock(&l->mu);
+    }
+    l->bytes += o->b.mem_bytes - bytes0;
+    l->stats.peak_bytes = WD__MAX(l->stats.peak_bytes, l->bytes);
+    l->stats.assemble_s += wd__now() - t0;
+    o->seq = seq;
+    o->st = st;
+    if (st) { snprintf(o->err, sizeof o->err, "%s", wd_last_error()); l->fatal = st; }
+    o->state = 1;
+}
+
+static void *wd__loader_thread(void *arg) {
+    wd__lworker *w = (wd__lworker *)arg;
+    wd_loader *l = w->l;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop) {
+        if (!l->assembling && !l->fatal && l->next_assemble < l->nbatches && l->outs[l->next_assemble % l->Q].state == 0) {
+            l->assembling = 1;
+            int64_t seq = l->next_assemble++;
+            wd__loader_assemble(l, w, seq);
+            l->assembling = 0;
+            pthread_cond_broadcast(&l->cv);
+            continue;
+        }
+        if (!l->fatal && l->next_fetch < l->nplan && l->next_fetch < l->win_base + l->C) {
+            int64_t j = l->next_fetch++;
+            l->slots[j % l->C].state = 1;
+            pthread_mutex_unlock(&l->mu);
+            wd__loader_decode(l, w, j);
+            pthread_mutex_lock(&l->mu);
+            continue;
+        }
+        pthread_cond_wait(&l->cv, &l->mu);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+static void wd__loader_stop(wd_loader *l) {
+    if (!l->running) return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    for (int i = 0; i < l->nthreads; i++) pthread_join(l->th[i], NULL);
+    l->running = 0;
+    l->stop = 0;
+}
+
+WDDEF void wd_loader_close(wd_loader *l) {
+    if (!l) return;
+    wd__loader_stop(l);
+    for (int i = 0; l->slots && i < l->C; i++) wd_batch_free(&l->slots[i].b);
+    for (int i = 0; l->outs && i < l->Q; i++) wd_batch_free(&l->outs[i].b);
+    for (int i = 0; l->workers && i < l->nthreads; i++) { wd_decoder_destroy(l->workers[i].dec); wd__buf_free(&l->workers[i].fetch); }
+    for (int f = 0; l->readers && f < l->nfiles; f++) wd_reader_close(l->readers[f]);
+    wd__free(l->readers); wd__free(l->slots); wd__free(l->outs); wd__free(l->workers); wd__free(l->th);
+    wd__free(l->plan); wd__free(l->all); wd__free(l->perm_slot); wd__free(l->perm_idx);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    wd__free(l);
+}
+
+static int wd__online_cores(void) { long n = sysconf(_SC_NPROCESSORS_ONLN); return n > 0 ? (int)n : 1; }
+static size_t wd__available_ram(void) {
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return (pages > 0 && psz > 0) ? (size_t)pages * (size_t)psz : (size_t)1 << 30;
+}
+static size_t wd__batch_bytes(const wd_schema *s, int cap) {
+    wd_batch b;
+    memset(&b, 0, sizeof b);
+    b.ndense = s->ndense; b.nslots = s->nslots;
+    for (int k = 0; k < s->nslots; k++) b.kind[k] = s->slot[k].kind;
+    return wd__batch_carve(&b, NULL, cap, (int64_t)cap * 8);
+}
+
+WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
+    if (!d || !out || !d->files || d->nfiles <= 0 || d->batch_size <= 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_loader_open: files and batch_size > 0 are required");
+    *out = NULL;
+    int sc = d->shard_count > 0 ? d->shard_count : 1;
+    if (d->shard_index < 0 || d->shard_index >= sc) return wd__fail(WD_ERR_INVALID_ARG, "loader: shard %d of %d", d->shard_index, sc);
+    wd_loader *l = WD__NEW(wd_loader);
+    if (!l) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->d = *d;
+    l->d.shard_count = sc;
+    l->B = d->batch_size;
+    int devices = d->devices > 0 ? d->devices : 1;
+    l->nthreads = d->threads > 0 ? d->threads : WD__MAX(1, wd__online_cores() / devices);
+    l->ram = d->ram_bytes > 0 ? d->ram_bytes : wd__available_ram() / 4 / (size_t)devices;
+    l->nfiles = d->nfiles;
+    l->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
+    wd_status st = l->readers ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    for (int f = 0; !st && f < d->nfiles; f++) {
+        st = wd_reader_open(d->files[f], &l->readers[f]);
+        if (!st && f == 0) l->schema = *wd_reader_schema(l->readers[0]);
+        if (!st && f > 0 && !wd_schema_equal(&l->schema, wd_reader_schema(l->readers[f])))
+            st = wd__fail(WD_ERR_SCHEMA, "%s: schema differs from %s (dense columns, slot names, buckets or kinds)", d->files[f], d->files[0]);
+        if (!st) {
+            l->nall += wd_reader_nblocks(l->readers[f]);
+            for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++) l->m_max = WD__MAX(l->m_max, wd_reader_block_samples(l->readers[f], i));
+        }
+    }
+    if (st) { wd_loader_close(l); return st; }
+    // budgets: Q output batches, then C = K + A decode slots from what is left
+    size_t blk = wd__batch_bytes(&l->schema, WD__MAX(l->m_max, 1)), bat = wd__batch_bytes(&l->schema, l->B);
+    l->Q = l->ram >= 4 * bat + blk ? 4 : l->ram >= 3 * bat + blk ? 3 : 2;
+    if (l->ram < (size_t)l->Q * bat + blk) {
+        st = wd__fail(WD_ERR_LIMIT, "loader: RAM budget %zu bytes is below the %zu needed for 2 batches of %d and one block of %d samples", l->ram, 2 * bat + blk, d->batch_size, l->m_max);
+        wd_loader_close(l);
+        return st;
+    }
+    int64_t cmax = (int64_t)((l->ram - (size_t)l->Q * bat) / blk);
+    int want_k = d->shuffle ? (d->shuffle_blocks > 0 ? d->shuffle_blocks : 8) : 1;
+    l->K = (int)WD__MAX(1, WD__MIN((int64_t)want_k, d->shuffle ? cmax / 2 : 1));
+    l->K = (int)WD__MIN((int64_t)l->K, cmax);
+    l->A = (int)WD__MIN(cmax - l->K, (int64_t)WD__MAX(l->K, 2 * l->nthreads));
+    l->C = l->K + l->A;
+    l->slots = (wd__lslot *)wd__calloc(sizeof(wd__lslot) * (size_t)l->C);
+    l->outs = (wd__lout *)wd__calloc(sizeof(wd__lout) * (size_t)l->Q);
+    l->workers = (wd__lworker *)wd__calloc(sizeof(wd__lworker) * (size_t)l->nthreads);
+    l->th = (pthread_t *)wd__calloc(sizeof(pthread_t) * (size_t)l->nthreads);
+    l->all = (wd__lplan *)wd__malloc(sizeof(wd__lplan) * (size_t)WD__MAX(l->nall, 1));
+    l->plan = (wd__lplan *)wd__malloc(sizeof(wd__lplan) * (size_t)WD__MAX(l->nall, 1));
+    if (!l->slots || !l->outs || !l->workers || !l->th || !l->all || !l->plan) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    for (int i = 0; !st && i < l->C; i++) st = wd_batch_init(&l->slots[i].b, &l->schema, l->m_max, 0);
+    for (int i = 0; !st && i < l->Q; i++) st = wd_batch_init_with(&l->outs[i].b, &l->schema, l->B, 0, d->batch_alloc);
+    for (int i = 0; !st && i < l->nthreads; i++) { l->workers[i].l = l; l->workers[i].index = i; st = wd_decoder_create(&l->workers[i].dec); }
+    if (st) { wd_loader_close(l); return st; }
+    int64_t q = 0;
+    for (int f = 0; f < l->nfiles; f++)
+        for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++) { l->all[q].file = f; l->all[q].block = i; l->all[q].n = wd_reader_block_samples(l->readers[f], i); q++; }
+    l->stats.threads = l->nthreads;
+    l->stats.window_blocks = l->K;
+    l->stats.ahead_blocks = l->A;
+    l->stats.queue_batches = l->Q;
+    l->stats.ram_budget = l->ram;
+    for (int i = 0; i < l->C; i++) l->bytes += l->slots[i].b.mem_bytes;
+    for (int i = 0; i < l->Q; i++) l->bytes += l->outs[i].b.mem_bytes;
+    l->stats.peak_bytes = l->bytes;
+    l->epoch = -1;
+    *out = l;
+    return WD_OK;
+}
+
+WDDEF const wd_schema *wd_loader_schema(const wd_loader *l) { return &l->schema; }
+WDDEF int64_t wd_loader_batches(const wd_loader *l) { return l->nbatches; }
+
+WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip) {
+    if (!l || epoch < 0 || skip < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_loader_reset: bad arguments");
+    wd__loader_stop(l);
+    // the global block order of this epoch, then this shard's part
+    wd__lplan *g = (wd__lplan *)wd__malloc(sizeof(wd__lplan) * (size_t)WD__MAX(l->nall, 1));
+    if (!g) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    memcpy(g, l->all, sizeof(wd__lplan) * (size_t)l->nall);
+    if (l->d.shuffle) {
+        wd__rng r = {wd__mix64(l->d.seed * 0x2545F4914F6CDD1DULL + (uint64_t)epoch + 0xB10C)};
+        for (int64_t i = l->nall - 1; i > 0; i--) {
+            int64_t k = (int64_t)(wd__rng_next(&r) % (uint64_t)(i + 1));
+            wd__lplan t = g[i]; g[i] = g[k]; g[k] = t;
+        }
+    }
+    int sc = l->d.shard_count;
+    int64_t mn = INT64_MAX, mx = 0;
+    for (int s = 0; s < sc; s++) {
+        int64_t tot = 0;
+        for (int64_t j = s; j < l->nall; j += sc) tot += g[j].n;
+        mn = WD__MIN(mn, tot); mx = WD__MAX(mx, tot);
+    }
+    l->nplan = 0;
+    for (int64_t j = l->d.shard_index; j < l->nall; j += sc) l->plan[l->nplan++] = g[j];
+    wd__free(g);
+    l->nbatches = l->d.remainder == WD_REMAINDER_DROP ? mn / l->B : (mx + l->B - 1) / l->B;
+    l->epoch = epoch;
+    skip = WD__MIN(skip, l->nbatches);
+    // skip whole windows: find the window holding sample skip*B of this shard
+    int64_t pos = skip * (int64_t)l->B, w0 = 0, before = 0;
+    while (w0 < l->nplan) {
+        int64_t n = 0, e = WD__MIN(w0 + l->K, l->nplan);
+        for (int64_t j = w0; j < e; j++) n += l->plan[j].n;
+        if (before + n > pos) break;
+        before += n;
+        w0 = e;
+    }
+    l->ws = l->we = w0;
+    l->win_base = w0;
+    l->next_fetch = w0;
+    l->win_n = l->win_pos = 0;
+    l->skip_in_window = pos - before;
+    l->next_assemble = l->next_consume = skip;
+    l->held = NULL;
+    l->fatal = WD_OK;
+    l->assembling = 0;
+    for (int i = 0; i < l->C; i++) l->slots[i].state = 0;
+    for (int i = 0; i < l->Q; i++) l->outs[i].state = 0;
+    for (int i = 0; i < l->nthreads; i++) {
+        if (pthread_create(&l->th[i], NULL, wd__loader_thread, &l->workers[i]) != 0) {
+            l->nthreads = i;   // join the ones started
+            l->running = 1;
+            wd__loader_stop(l);
+            return wd__fail(WD_ERR_NOMEM, "loader: cannot start thread %d", i);
+        }
+    }
+    l->running = 1;
+    return WD_OK;
+}
+
+WDDEF wd_status wd_loader_next(wd_loader *l, const wd_batch **out) {
+    if (!l || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_loader_next: NULL argument");
+    *out = NULL;
+    if (l->epoch < 0 || !l->running) return wd__fail(WD_ERR_INVALID_ARG, "wd_loader_next: call wd_loader_reset first");
+    double t0 = wd__now();
+    pthread_mutex_lock(&l->mu);
+    if (l->held) { l->held->state = 0; l->held = NULL; pthread_cond_broadcast(&l->cv); }
+    if (l->next_consume >= l->nbatches) { pthread_mutex_unlock(&l->mu); return WD_OK; }
+    wd__lout *o = &l->outs[l->next_consume % l->Q];
+    while (!(o->state == 1 && o->seq == l->next_consume)) pthread_cond_wait(&l->cv, &l->mu);
+    l->stats.wait_s += wd__now() - t0;
+    wd_status st = o->st;
+    if (st) {
+        wd__fail(st, "%s", o->err);
+        pthread_mutex_unlock(&l->mu);
+        return st;
+    }
+    o->state = 2;
+    l->held = o;
+    l->next_consume++;
+    l->stats.batches++;
+    l->stats.samples += o->b.n;
+    pthread_mutex_unlock(&l->mu);
+    *out = &o->b;
+    return WD_OK;
+}
+
+WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s) {
+    pthread_mutex_lock((pthread_mutex_t *)&l->mu);
+    *s = l->stats;
+    pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
 }
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE

@@ -25,6 +25,9 @@ for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "cla
 done
 run "$B/test_wd" "$T" "$DATA"
 run "$B/test_cpp" "$T"
+run "$B/test_loader" "$T"
+echo "# under ThreadSanitizer:" | tee -a "$log"
+run "$B/test_loader_tsan" "$T"
 run bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
