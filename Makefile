@@ -29,10 +29,13 @@ $(B)/test_wd: tests/test_wd.c tests/testlib.h $(HDR) | $(B)
 $(B)/test_loader: tests/test_loader.c tests/testlib.h $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_loader.c $(LDLIBS)
 
-# the threaded tests again under ThreadSanitizer
+$(B)/test_train: tests/test_train.c tests/testlib.h $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_train.c $(LDLIBS)
+
+# the threaded tests (loader, communicator, trainer) again under ThreadSanitizer
 TSAN_CC := $(shell command -v clang >/dev/null && echo clang || echo $(CC))
-$(B)/test_loader_tsan: tests/test_loader.c tests/testlib.h $(HDR) | $(B)
-	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ tests/test_loader.c $(LDLIBS)
+$(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
+	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
 
 $(B)/test_cpp: tests/test_cpp.cpp $(HDR) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) -o $@ tests/test_cpp.cpp $(LDLIBS)
@@ -42,7 +45,8 @@ demo: deps
 	bash tools/demo.sh $(B)/wd $(B)/demo
 
 test: deps
-	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_loader_tsan
+	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train \
+		$(B)/test_loader_tsan $(B)/test_train_tsan
 	bash tests/run.sh $(B) $(DATA)
 
 clean:

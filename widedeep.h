@@ -20,6 +20,10 @@
     10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
     11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
     12. Loader         wd_loader_*: batch-then-map pipeline with budgets
+    13. Model          wd_model_*: the Wide&Deep model, its optimizers
+    14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
+    15. Training       wd_train(), wd_evaluate(), wd_predict()
+    16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION)
 
    ---------------------------------------------------------------------------
@@ -311,7 +315,8 @@ typedef struct wd_gen_desc {
     const char *tsv;                // optional Criteo TSV of the same rows
     const char *prob;               // optional text file, true p per line (0: output+".prob")
     int64_t rows;
-    uint64_t seed;
+    int64_t first_row;              // rows first_row.. of the stream: held-out data of the same model
+    uint64_t seed;                  // fixes the planted model and the row stream
     uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(cardinality, this)
     uint32_t max_card;              // per slot cardinality cap (0: 1<<20)
     double zipf;                    // id exponent (0: 1.1)
@@ -402,6 +407,158 @@ WDDEF int64_t wd_loader_batches(const wd_loader *l);  // batches in the current 
 // The next batch (valid until the next call), or *out = NULL at the end of the epoch.
 WDDEF wd_status wd_loader_next(wd_loader *l, const wd_batch **out);
 WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
+
+// ---- 13. Model -------------------------------------------------------------------------------
+/* Wide part: one FTRL-Proximal weight per id of every slot, per bucket of
+   every crossed slot pair (id pair hashed into cross_buckets), per dense
+   feature, and a bias. Deep part: an embedding table (rows = buckets, E
+   columns) per slot, pooled (sum or mean) over a multi-hot slot's ids,
+   concatenated after the dense features into x = [dense (D) | emb_0 (E) | ...
+   | emb_{S-1} (E)]; ReLU layers of `hidden` widths; one linear output.
+   logit = wide + deep; p = sigmoid(logit); loss = weighted mean log loss.
+
+   Initialisation (deterministic from seed): embedding values uniform in
+   [-emb_init, emb_init]; layer weights uniform in +-sqrt(6/fan_in) (He) for
+   ReLU layers and +-sqrt(6/(fan_in+1)) for the output; biases, wide weights
+   and FTRL state 0; Adagrad accumulators adagrad_init (default 0).
+
+   Optimizers. Deep (embeddings and MLP), Adagrad: acc += g^2,
+   w -= lr_deep * g / (sqrt(acc) + 1e-10) (PyTorch's form). Adam: m = b1 m + (1-b1) g,
+   v = b2 v + (1-b2) g^2, w -= lr_deep * mhat / (sqrt(vhat) + eps) with
+   bias correction by the global step; embedding rows are updated lazily
+   (only rows seen in the batch). Wide, FTRL-Proximal per coordinate with
+   alpha = lr_wide: sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;
+   z += g - sigma w; n += g^2; w = 0 if |z| <= l1 or n = 0 else
+   -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2).
+   Both adapt per coordinate, so with beta = 0 and a zero initial Adagrad
+   accumulator (the defaults) an update does not shrink with the batch size:
+   batch-mean gradients of rare ids are tiny, and a beta of 1 or an
+   accumulator of 0.1 (per-sample-gradient habits) would all but freeze them.
+   The gradient of a batch is the weighted mean over its samples; ids
+   repeated within a batch are merged (summed) before one update per row,
+   and only rows seen in the batch are touched. */
+#define WD_MAX_LAYERS 8
+#define WD_MAX_CROSSES 32
+typedef enum wd_optimizer { WD_ADAGRAD = 0, WD_ADAM = 1 } wd_optimizer;
+typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
+typedef struct wd_model_desc {
+    const wd_schema *schema;        // required (copied)
+    int embed_dim;                  // E (0: 16)
+    int hidden[WD_MAX_LAYERS];      // widths; all 0: 1024, 512, 256
+    int optimizer;                  // wd_optimizer for the deep part (0: Adagrad)
+    float lr_deep;                  // (0: 0.01 Adagrad, 0.001 Adam)
+    float lr_wide;                  // FTRL alpha (0: 0.05)
+    float ftrl_beta, ftrl_l1, ftrl_l2;   // (0: 0, 0, 0)
+    float adagrad_init;             // initial accumulator (0: 0)
+    float adam_beta1, adam_beta2, adam_eps;   // (0: 0.9, 0.999, 1e-8)
+    float emb_init;                 // (0: 0.05)
+    int pooling;                    // wd_pooling for multi-hot slots (0: sum)
+    int ncross;
+    int cross[WD_MAX_CROSSES][2];   // pairs of one-hot slot indexes
+    uint32_t cross_buckets;         // (0: 1<<20)
+    int no_wide, no_deep;           // 1 switches a part off (no_deep: logistic regression)
+    uint64_t seed;
+} wd_model_desc;
+
+typedef struct wd_model wd_model;
+WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out);
+WDDEF void wd_model_destroy(wd_model *m);
+// The description with every default filled in.
+WDDEF const wd_model_desc *wd_model_description(const wd_model *m);
+WDDEF const wd_schema *wd_model_schema(const wd_model *m);
+// Bytes of parameters and optimizer state.
+WDDEF int64_t wd_model_bytes(const wd_model *m);
+// Where training stopped: epoch, batches done in it, global step.
+WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, int64_t *step);
+
+// ---- 14. Communicator ---------------------------------------------------------------------------
+/* How data-parallel ranks combine gradients. The CPU trainer's workers use
+   the in-process communicator below; the CUDA backend implements the same
+   operations with NCCL. Every rank calls every collective in the same order.
+   A failing rank calls abort: every rank's pending and later collectives
+   then return WD_ERR_ABORTED with the reason, and a collective that waits
+   longer than the timeout aborts everyone the same way (never a hang). */
+typedef struct wd_comm wd_comm;
+typedef struct wd_comm_ops {
+    // in-place sum of n floats over all ranks
+    wd_status (*allreduce_sum)(wd_comm *c, float *buf, size_t n);
+    // every rank's `bytes` bytes; views valid until the caller's next
+    // collective, and `mine` must stay unchanged until that one returns
+    wd_status (*allgather)(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes);
+    wd_status (*barrier)(wd_comm *c);
+    void (*abort)(wd_comm *c, wd_status st, const char *why);
+} wd_comm_ops;
+struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
+
+// nranks communicators sharing memory (one per thread); timeout_s 0: 600 s.
+// The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
+WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
+WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
+
+// ---- 15. Training, evaluation, prediction ------------------------------------------------------
+typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
+#define WD_ALL_GPUS (-1)
+typedef struct wd_progress {
+    int64_t step, samples, epoch;
+    double loss;                    // mean loss of the last step
+    double samples_per_s, elapsed_s, eta_s;
+    double valid_auc, valid_logloss;   // NaN unless this call follows an evaluation
+} wd_progress;
+typedef struct wd_train_desc {
+    const char *const *files;
+    int nfiles;
+    const char *const *valid_files; // optional: evaluated after each epoch (and every eval_every steps)
+    int nvalid;
+    int epochs;                     // (0: 1)
+    int batch_size;                 // global batch (0: 4096)
+    int threads;                    // CPU workers (0: online cores)
+    int loader_threads;             // (0: 1 on the CPU device)
+    size_t loader_ram;              // (0: loader default)
+    int device;                     // wd_device
+    int devices;                    // GPUs (0: 1; WD_ALL_GPUS)
+    int64_t max_steps;              // stop after this global step (0: no limit)
+    const char *checkpoint_path;    // saved every checkpoint_every steps and at the end
+    int64_t checkpoint_every;
+    int64_t eval_every;             // steps between validation runs (0: epoch ends only)
+    int no_shuffle;
+    void (*progress)(void *user, const wd_progress *p);   // from the training thread
+    void *user;
+} wd_train_desc;
+typedef struct wd_train_report {
+    int64_t steps, samples;
+    double seconds, samples_per_s, last_loss, valid_auc, valid_logloss;
+    // seconds per stage, summed over steps (worker 0's view)
+    double data_s, embed_s, mlp_fwd_s, mlp_bwd_s, wide_s, comm_s, optimizer_s;
+} wd_train_report;
+WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
+#ifdef WD_HAVE_CUDA
+WDDEF wd_status wd_cuda_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);   // widedeep_cuda.cu
+#endif
+
+typedef struct wd_eval_desc {
+    const char *const *files;
+    int nfiles;
+    int threads;                    // (0: online cores)
+    int batch_size;                 // (0: 4096)
+    float *predictions;             // optional, caller-owned: one per sample in file order
+    int64_t predictions_cap;
+} wd_eval_desc;
+typedef struct wd_metrics { double auc, logloss, mean_pred, ctr; int64_t samples; } wd_metrics;
+WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
+// Probabilities for the b->n samples of a batch (any size), on the calling thread.
+WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
+
+// ---- 16. Checkpoints ---------------------------------------------------------------------------
+/* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version, then sections, each
+   {u32 tag, u32 0, u64 bytes, payload, u32 crc32c(payload), u32 0}:
+   'DESC' model description + schema, 'POS ' training position,
+   'DENS' dense parameters and their optimizer state, 'WIDE' wide tables
+   (w, z, n), 'EMBD' embedding tables and their optimizer state, 'END '.
+   Written to a temporary file, fsynced and renamed: a crash leaves the
+   previous file intact. Every length is checked against the description
+   before anything is allocated. */
+WDDEF wd_status wd_model_save(const wd_model *m, const char *path);
+WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 
 #ifdef __cplusplus
 }
@@ -526,10 +683,11 @@ static void wd__crc_init(void) {
 }
 // CRC32C (Castagnoli): the SSE4.2 instruction where the CPU has it, else
 // slicing-by-8 tables. Both give the same value (tested).
-static uint32_t wd__crc32c_sw(const void *data, size_t n) {
+// wd__crc32c_*(crc, p, n) extends crc (the CRC of earlier bytes, 0 at the start).
+static uint32_t wd__crc32c_sw(uint32_t crc, const void *data, size_t n) {
     pthread_once(&wd__crc_once, wd__crc_init);
     const uint8_t *p = (const uint8_t *)data;
-    uint32_t c = 0xFFFFFFFFu;
+    uint32_t c = ~crc;
     while (n >= 8) {
         uint32_t lo = wd__get32(p) ^ c, hi = wd__get32(p + 4);
         c = wd__crc_table[7][lo & 0xff] ^ wd__crc_table[6][(lo >> 8) & 0xff] ^
@@ -543,9 +701,9 @@ static uint32_t wd__crc32c_sw(const void *data, size_t n) {
 }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
-__attribute__((target("sse4.2"))) static uint32_t wd__crc32c_hw(const void *data, size_t n) {
+__attribute__((target("sse4.2"))) static uint32_t wd__crc32c_hw(uint32_t crc, const void *data, size_t n) {
     const uint8_t *p = (const uint8_t *)data;
-    uint64_t c = 0xFFFFFFFFu;
+    uint64_t c = ~crc;
     while (n >= 8) { uint64_t v; memcpy(&v, p, 8); c = _mm_crc32_u64(c, v); p += 8; n -= 8; }
     uint32_t c32 = (uint32_t)c;
     while (n--) c32 = _mm_crc32_u8(c32, *p++);
@@ -555,10 +713,11 @@ static int wd__crc_hw;
 static pthread_once_t wd__crc_hw_once = PTHREAD_ONCE_INIT;
 static void wd__crc_hw_init(void) { wd__crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0; }
 static int wd__crc_hw_ok(void) { pthread_once(&wd__crc_hw_once, wd__crc_hw_init); return wd__crc_hw; }
-static uint32_t wd__crc32c(const void *data, size_t n) { return wd__crc_hw_ok() ? wd__crc32c_hw(data, n) : wd__crc32c_sw(data, n); }
+static uint32_t wd__crc32c_ext(uint32_t crc, const void *data, size_t n) { return wd__crc_hw_ok() ? wd__crc32c_hw(crc, data, n) : wd__crc32c_sw(crc, data, n); }
 #else
-static uint32_t wd__crc32c(const void *data, size_t n) { return wd__crc32c_sw(data, n); }
+static uint32_t wd__crc32c_ext(uint32_t crc, const void *data, size_t n) { return wd__crc32c_sw(crc, data, n); }
 #endif
+static uint32_t wd__crc32c(const void *data, size_t n) { return wd__crc32c_ext(0, data, n); }
 
 static double wd__now(void) {
     struct timespec ts;
@@ -2098,7 +2257,7 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
     if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); return; }
     char line[1024];
     for (int64_t r = 0; r < j->nrows; r++) {
-        int64_t row = j->row0 + r;
+        int64_t row = d->first_row + j->row0 + r;
         wd__rng rng = {wd__mix64(d->seed * 0x2545F4914F6CDD1DULL + (uint64_t)row)};
         int i = j->batch.n;
         float *x = j->batch.dense + (size_t)i * 13;
@@ -2154,7 +2313,7 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
 }
 
 WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
-    if (!d || !d->output || d->rows <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: output and rows > 0 are required");
+    if (!d || !d->output || d->rows <= 0 || d->first_row < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: output, rows > 0 and first_row >= 0 are required");
     wd_gen_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -2748,6 +2907,1250 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s) {
     pthread_mutex_lock((pthread_mutex_t *)&l->mu);
     *s = l->stats;
     pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
+}
+
+// ---- 13. Model -------------------------------------------------------------------------------
+#ifdef WD_USE_CBLAS
+#include <cblas.h>
+#endif
+
+typedef struct wd__layer { int in, out; int64_t w, b; } wd__layer;   // offsets into the dense buffer
+
+struct wd_model {
+    wd_model_desc d;
+    wd_schema schema;
+    int E, D, S, I, R;              // R = 1 + (deep ? E : 0): floats per sparse gradient row
+    int nlayers;                    // hidden layers + the output layer
+    wd__layer layer[WD_MAX_LAYERS + 1];
+    int64_t P_mlp, P;               // dense buffer: MLP | wide dense weights (D) | wide bias
+    float *dense, *dense_s1, *dense_s2;   // (P) params; Adagrad acc or Adam m; Adam v (FTRL z, n for the wide part)
+    int ntables;                    // S slot tables then the cross tables
+    int64_t table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
+    int64_t wide_rows, emb_rows;    // emb rows = rows of the slot tables (same offsets)
+    float *wide, *wide_z, *wide_n;  // (wide_rows)
+    float *emb, *emb_s1, *emb_s2;   // (emb_rows, E); s2 only with Adam
+    int64_t epoch, batch, step;     // training position
+};
+
+static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
+static int wd__wide(const wd_model *m) { return !m->d.no_wide; }
+
+WDDEF const wd_model_desc *wd_model_description(const wd_model *m) { return &m->d; }
+WDDEF const wd_schema *wd_model_schema(const wd_model *m) { return &m->schema; }
+WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, int64_t *step) {
+    if (epoch) *epoch = m->epoch;
+    if (batch) *batch = m->batch;
+    if (step) *step = m->step;
+}
+WDDEF int64_t wd_model_bytes(const wd_model *m) {
+    int64_t f = 3 * m->P + 3 * m->wide_rows + (m->emb ? (m->emb_s2 ? 3 : 2) * m->emb_rows * m->E : 0);
+    return 4 * f;
+}
+
+static void wd__free_model(wd_model *m) {
+    if (!m) return;
+    wd__free(m->dense); wd__free(m->dense_s1); wd__free(m->dense_s2);
+    wd__free(m->wide); wd__free(m->wide_z); wd__free(m->wide_n);
+    wd__free(m->emb); wd__free(m->emb_s1); wd__free(m->emb_s2);
+    wd__free(m);
+}
+WDDEF void wd_model_destroy(wd_model *m) { wd__free_model(m); }
+
+// Fills defaults and checks a description; sizes the model (no allocation).
+static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
+    if (!in || !in->schema) return wd__fail(WD_ERR_INVALID_ARG, "model: a schema is required");
+    WD__TRY(wd_schema_check(in->schema));
+    m->d = *in;
+    m->schema = *in->schema;
+    m->d.schema = &m->schema;
+    wd_model_desc *d = &m->d;
+    if (d->embed_dim == 0) d->embed_dim = 16;
+    if (d->embed_dim < 1 || d->embed_dim > 1024) return wd__fail(WD_ERR_INVALID_ARG, "model: embed_dim %d is outside 1..1024", d->embed_dim);
+    int nh = 0, any = 0;
+    for (int l = 0; l < WD_MAX_LAYERS; l++) any |= d->hidden[l] != 0;
+    if (!any) { d->hidden[0] = 1024; d->hidden[1] = 512; d->hidden[2] = 256; }
+    while (nh < WD_MAX_LAYERS && d->hidden[nh] > 0) nh++;
+    for (int l = nh; l < WD_MAX_LAYERS; l++)
+        if (d->hidden[l] != 0) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d after the first 0 or negative width", l, d->hidden[l]);
+    for (int l = 0; l < nh; l++) if (d->hidden[l] > 65536) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden width %d is too large", d->hidden[l]);
+    if (d->optimizer != WD_ADAGRAD && d->optimizer != WD_ADAM) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown optimizer %d", d->optimizer);
+    if (d->lr_deep == 0) d->lr_deep = d->optimizer == WD_ADAM ? 0.001f : 0.01f;
+    if (d->lr_wide == 0) d->lr_wide = 0.05f;
+    if (d->adam_beta1 == 0) d->adam_beta1 = 0.9f;
+    if (d->adam_beta2 == 0) d->adam_beta2 = 0.999f;
+    if (d->adam_eps == 0) d->adam_eps = 1e-8f;
+    if (d->emb_init == 0) d->emb_init = 0.05f;
+    if (d->cross_buckets == 0) d->cross_buckets = 1u << 20;
+    if (!(d->lr_deep > 0 && d->lr_wide > 0 && d->ftrl_beta >= 0 && d->adagrad_init >= 0 && d->ftrl_l1 >= 0 && d->ftrl_l2 >= 0 &&
+          d->adam_beta1 > 0 && d->adam_beta1 < 1 && d->adam_beta2 > 0 && d->adam_beta2 < 1 && d->adam_eps > 0 && d->emb_init > 0 && isfinite(d->lr_deep) && isfinite(d->lr_wide)))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: learning rates, FTRL, Adagrad and Adam settings must be positive and finite");
+    if (d->pooling != WD_POOL_SUM && d->pooling != WD_POOL_MEAN) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown pooling %d", d->pooling);
+    if (d->no_wide && d->no_deep) return wd__fail(WD_ERR_INVALID_ARG, "model: both parts switched off");
+    if (d->ncross < 0 || d->ncross > WD_MAX_CROSSES) return wd__fail(WD_ERR_LIMIT, "model: %d crosses (limit %d)", d->ncross, WD_MAX_CROSSES);
+    for (int c = 0; c < d->ncross; c++)
+        for (int e = 0; e < 2; e++) {
+            int k = d->cross[c][e];
+            if (k < 0 || k >= m->schema.nslots) return wd__fail(WD_ERR_INVALID_ARG, "model: cross %d names slot %d, the schema has %d", c, k, m->schema.nslots);
+            if (m->schema.slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_INVALID_ARG, "model: cross %d uses multi-hot slot %s (crosses take one-hot slots)", c, m->schema.slot[k].name);
+        }
+    m->E = d->embed_dim;
+    m->D = m->schema.ndense;
+    m->S = m->schema.nslots;
+    m->I = m->D + m->S * m->E;
+    m->R = 1 + (d->no_deep ? 0 : m->E);
+    m->nlayers = d->no_deep ? 0 : nh + 1;
+    int64_t off = 0;
+    int width = m->I;
+    for (int l = 0; l < m->nlayers; l++) {
+        int out = l < nh ? d->hidden[l] : 1;
+        m->layer[l].in = width; m->layer[l].out = out;
+        m->layer[l].w = off; off += (int64_t)width * out;
+        m->layer[l].b = off; off += out;
+        width = out;
+    }
+    m->P_mlp = off;
+    m->P = off + m->D + 1;
+    m->ntables = m->S + d->ncross;
+    int64_t rows = 0;
+    for (int t = 0; t < m->ntables; t++) {
+        m->table_off[t] = rows;
+        rows += t < m->S ? (int64_t)m->schema.slot[t].buckets : (int64_t)d->cross_buckets;
+    }
+    m->table_off[m->ntables] = rows;
+    m->wide_rows = rows;
+    m->emb_rows = m->table_off[m->S];
+    return WD_OK;
+}
+
+static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
+    if (*st) return NULL;
+    if (n < 0 || (uint64_t)n > (SIZE_MAX / 4)) { *st = wd__fail(WD_ERR_LIMIT, "model: %s of %lld floats is too large", what, (long long)n); return NULL; }
+    float *p = (float *)wd__malloc((size_t)n * 4);
+    if (!p) *st = wd__fail(WD_ERR_NOMEM, "model: out of memory for %s (%lld bytes)", what, (long long)n * 4);
+    return p;
+}
+
+// Allocates every tensor from the planned sizes (contents uninitialised).
+static wd_status wd__model_alloc(wd_model *m) {
+    wd_status st = WD_OK;
+    m->dense = wd__alloc_floats(m->P, "dense parameters", &st);
+    m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    m->dense_s2 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    m->wide = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "wide weights", &st);
+    m->wide_z = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL z", &st);
+    m->wide_n = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL n", &st);
+    if (wd__deep(m)) {
+        m->emb = wd__alloc_floats(m->emb_rows * m->E, "embedding tables", &st);
+        m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
+        if (m->d.optimizer == WD_ADAM) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
+    }
+    return st;
+}
+
+WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_create: NULL out");
+    *out = NULL;
+    wd_model *m = WD__NEW(wd_model);
+    if (!m) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    wd_status st = wd__model_plan(m, d);
+    if (!st) st = wd__model_alloc(m);
+    if (st) { wd__free_model(m); return st; }
+    uint64_t seed = m->d.seed;
+    // MLP: He-uniform for ReLU layers, Glorot-like for the output; biases 0
+    for (int l = 0; l < m->nlayers; l++) {
+        wd__layer *L = &m->layer[l];
+        double a = l + 1 < m->nlayers ? sqrt(6.0 / L->in) : sqrt(6.0 / (L->in + 1));
+        wd__rng r = {wd__mix64(seed ^ (0xA11CE000ull + (uint64_t)l))};
+        for (int64_t i = 0; i < (int64_t)L->in * L->out; i++) m->dense[L->w + i] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * a);
+        memset(m->dense + L->b, 0, sizeof(float) * (size_t)L->out);
+    }
+    memset(m->dense + m->P_mlp, 0, sizeof(float) * (size_t)(m->P - m->P_mlp));
+    for (int64_t i = 0; i < m->P; i++) m->dense_s1[i] = (i < m->P_mlp && m->d.optimizer == WD_ADAGRAD) ? m->d.adagrad_init : 0.0f;
+    memset(m->dense_s2, 0, sizeof(float) * (size_t)m->P);
+    memset(m->wide, 0, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+    memset(m->wide_z, 0, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+    memset(m->wide_n, 0, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+    if (m->emb) {
+        // each row from its own stream: the same values whatever the table layout
+        int E = m->E;
+        for (int t = 0; t < m->S; t++)
+            for (int64_t row = m->table_off[t]; row < m->table_off[t + 1]; row++) {
+                wd__rng r = {wd__mix64(seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t << 48) ^ (uint64_t)(row - m->table_off[t]))};
+                float *e = m->emb + row * E;
+                for (int j = 0; j < E; j++) e[j] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * m->d.emb_init);
+            }
+        float init = m->d.optimizer == WD_ADAGRAD ? m->d.adagrad_init : 0.0f;
+        for (int64_t i = 0; i < m->emb_rows * E; i++) m->emb_s1[i] = init;
+        if (m->emb_s2) memset(m->emb_s2, 0, sizeof(float) * (size_t)(m->emb_rows * E));
+    }
+    *out = m;
+    return WD_OK;
+}
+
+// ---- CPU kernels ---------------------------------------------------------------------------
+// Row-major C (M,N) = alpha * op(A) (M,K) * op(B) (K,N) + beta * C.
+static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc) {
+#ifdef WD_USE_CBLAS
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        if (beta == 0.0f) memset(c, 0, sizeof(float) * (size_t)N);
+        else if (beta != 1.0f) for (int j = 0; j < N; j++) c[j] *= beta;
+    }
+#define WD__A(i, k) (ta ? A[(size_t)(k) * lda + (i)] : A[(size_t)(i) * lda + (k)])
+    if (!tb) {
+        // axpy form, four rows of C share each row of B
+        int i = 0;
+        for (; i + 4 <= M; i += 4) {
+            float *c0 = C + (size_t)i * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
+            for (int k = 0; k < K; k++) {
+                float a0 = alpha * WD__A(i, k), a1 = alpha * WD__A(i + 1, k), a2 = alpha * WD__A(i + 2, k), a3 = alpha * WD__A(i + 3, k);
+                if (a0 == 0.0f && a1 == 0.0f && a2 == 0.0f && a3 == 0.0f) continue;   // ReLU zeros
+                const float *b = B + (size_t)k * ldb;
+                for (int j = 0; j < N; j++) { float v = b[j]; c0[j] += a0 * v; c1[j] += a1 * v; c2[j] += a2 * v; c3[j] += a3 * v; }
+            }
+        }
+        for (; i < M; i++) {
+            float *c = C + (size_t)i * ldc;
+            for (int k = 0; k < K; k++) {
+                float a = alpha * WD__A(i, k);
+                if (a == 0.0f) continue;
+                const float *b = B + (size_t)k * ldb;
+                for (int j = 0; j < N; j++) c[j] += a * b[j];
+            }
+        }
+    } else {
+        // dot form: C[i][j] += alpha * <row i of op(A), row j of B>
+        for (int i = 0; i < M; i++) {
+            float *c = C + (size_t)i * ldc;
+            for (int j = 0; j < N; j++) {
+                const float *b = B + (size_t)j * ldb;
+                float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                int k = 0;
+                if (!ta) {
+                    const float *a = A + (size_t)i * lda;
+                    for (; k + 4 <= K; k += 4) { s0 += a[k] * b[k]; s1 += a[k + 1] * b[k + 1]; s2 += a[k + 2] * b[k + 2]; s3 += a[k + 3] * b[k + 3]; }
+                }
+                for (; k < K; k++) s0 += WD__A(i, k) * b[k];
+                c[j] += alpha * ((s0 + s1) + (s2 + s3));
+            }
+        }
+    }
+#undef WD__A
+#endif
+}
+
+// The scalar optimizer updates (each applied per coordinate).
+static void wd__adagrad(float *w, float *acc, float g, float lr) {
+    *acc += g * g;
+    *w -= lr * g / (sqrtf(*acc) + 1e-10f);
+}
+static void wd__adam(float *w, float *mo, float *v, float g, float lr, float b1, float b2, float eps, float c1, float c2) {
+    // c1 = 1 - b1^t, c2 = 1 - b2^t (bias corrections)
+    *mo = b1 * *mo + (1.0f - b1) * g;
+    *v = b2 * *v + (1.0f - b2) * g * g;
+    *w -= lr * (*mo / c1) / (sqrtf(*v / c2) + eps);
+}
+static void wd__ftrl(float *w, float *z, float *n, float g, float alpha, float beta, float l1, float l2) {
+    float nn = *n + g * g;
+    float sigma = (sqrtf(nn) - sqrtf(*n)) / alpha;
+    *z += g - sigma * *w;
+    *n = nn;
+    float zz = *z;
+    *w = (fabsf(zz) <= l1 || nn == 0.0f) ? 0.0f : -(zz - copysignf(l1, zz)) / ((beta + sqrtf(nn)) / alpha + l2);
+}
+
+static uint32_t wd__cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) {
+    return (uint32_t)(wd__mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
+}
+
+// One worker's scratch, for up to `cap` samples at a time.
+typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
+typedef struct wd__ws {
+    int cap;
+    float *x;                       // (cap, I)  [dense | pooled embeddings]
+    float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations; last: (cap, 1) deep logit
+    float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
+    float *logit, *wlogit, *dlogit, *prob;   // (cap)
+    float *g;                       // (P + 2): dense gradient, loss sum, weight sum
+    // sparse gradient rows of this worker's samples: key + R floats each
+    int64_t nocc, occ_cap;
+    int64_t *okey;                  // (occ_cap)
+    float *orow;                    // (occ_cap, R)
+    wd__occ *sort;                  // (sort_cap)
+    int64_t sort_cap;
+    wd__buf pack;                   // merged rows to exchange: i64 count, i64 keys, f32 rows
+    float *tmp;                     // (R)
+    double t_embed, t_fwd, t_bwd, t_wide, t_comm, t_opt;
+} wd__ws;
+
+static void wd__ws_free(wd__ws *w) {
+    if (!w) return;
+    wd__free(w->x);
+    for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->act[l]);
+    wd__free(w->da); wd__free(w->db);
+    wd__free(w->logit); wd__free(w->wlogit); wd__free(w->dlogit); wd__free(w->prob);
+    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->tmp);
+    wd__buf_free(&w->pack);
+    memset(w, 0, sizeof *w);
+}
+static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
+    memset(w, 0, sizeof *w);
+    w->cap = cap;
+    int widest = m->I;
+    for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
+    wd_status st = WD_OK;
+    w->x = wd__alloc_floats((int64_t)cap * m->I, "activations", &st);
+    for (int l = 0; l < m->nlayers; l++) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
+    w->da = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
+    w->db = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
+    w->logit = wd__alloc_floats(cap, "logits", &st);
+    w->wlogit = wd__alloc_floats(cap, "logits", &st);
+    w->dlogit = wd__alloc_floats(cap, "logits", &st);
+    w->prob = wd__alloc_floats(cap, "logits", &st);
+    w->g = wd__alloc_floats(m->P + 2, "dense gradients", &st);
+    w->tmp = wd__alloc_floats(m->R, "scratch", &st);
+    if (st) wd__ws_free(w);
+    return st;
+}
+static wd_status wd__ws_occ_reserve(wd__ws *w, const wd_model *m, int64_t n) {
+    if (n <= w->occ_cap) return WD_OK;
+    int64_t cap = WD__MAX(n, w->occ_cap * 3 / 2);
+    wd_status st = WD_OK;
+    int64_t *k = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)cap);
+    float *r = wd__alloc_floats(cap * m->R, "sparse gradients", &st);
+    if (!k || st) { wd__free(k); wd__free(r); return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradients"); }
+    if (w->nocc) { memcpy(k, w->okey, sizeof(int64_t) * (size_t)w->nocc); memcpy(r, w->orow, sizeof(float) * (size_t)(w->nocc * m->R)); }
+    wd__free(w->okey); wd__free(w->orow);
+    w->okey = k; w->orow = r; w->occ_cap = cap;
+    return WD_OK;
+}
+static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
+    if (n <= w->sort_cap) return WD_OK;
+    int64_t cap = WD__MAX(n, w->sort_cap * 3 / 2);
+    wd__occ *s = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap);
+    if (!s) return wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradient merging");
+    wd__free(w->sort);
+    w->sort = s; w->sort_cap = cap;
+    return WD_OK;
+}
+
+// Forward over samples [i0, i0+n) of b: fills x, activations, logits, probs.
+static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
+    int D = m->D, S = m->S, E = m->E, I = m->I;
+    double t0 = wd__now();
+    if (wd__deep(m)) {
+        for (int i = 0; i < n; i++) {
+            float *x = w->x + (size_t)i * I;
+            memcpy(x, b->dense + (size_t)(i0 + i) * D, sizeof(float) * (size_t)D);
+            for (int k = 0; k < S; k++) {
+                float *e = x + D + k * E;
+                int c;
+                const uint32_t *ids = wd_batch_sample_ids(b, k, i0 + i, &c);
+                if (c == 1) { memcpy(e, m->emb + (m->table_off[k] + ids[0]) * E, sizeof(float) * (size_t)E); continue; }
+                memset(e, 0, sizeof(float) * (size_t)E);
+                for (int j = 0; j < c; j++) {
+                    const float *r = m->emb + (m->table_off[k] + ids[j]) * E;
+                    for (int q = 0; q < E; q++) e[q] += r[q];
+                }
+                if (m->d.pooling == WD_POOL_MEAN && c > 1) for (int q = 0; q < E; q++) e[q] /= (float)c;
+            }
+        }
+    }
+    double t1 = wd__now();
+    const float *in = w->x;
+    for (int l = 0; l < m->nlayers; l++) {
+        const wd__layer *L = &m->layer[l];
+        float *o = w->act[l];
+        for (int i = 0; i < n; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
+        wd__sgemm(0, 1, n, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
+        if (l + 1 < m->nlayers) for (size_t q = 0; q < (size_t)n * (size_t)L->out; q++) o[q] = o[q] > 0.0f ? o[q] : 0.0f;
+        in = o;
+    }
+    double t2 = wd__now();
+    const float *wd_ = m->dense + m->P_mlp;
+    for (int i = 0; i < n; i++) {
+        float z = 0.0f;
+        if (wd__wide(m)) {
+            z = wd_[D];
+            const float *xd = b->dense + (size_t)(i0 + i) * D;
+            for (int j = 0; j < D; j++) z += wd_[j] * xd[j];
+            for (int k = 0; k < S; k++) {
+                int c;
+                const uint32_t *ids = wd_batch_sample_ids(b, k, i0 + i, &c);
+                float s = 0.0f;
+                for (int j = 0; j < c; j++) s += m->wide[m->table_off[k] + ids[j]];
+                z += (m->d.pooling == WD_POOL_MEAN && c > 1) ? s / (float)c : s;
+            }
+            for (int c = 0; c < m->d.ncross; c++) {
+                uint32_t a = b->ids[m->d.cross[c][0]][i0 + i], bb = b->ids[m->d.cross[c][1]][i0 + i];
+                z += m->wide[m->table_off[S + c] + wd__cross_bucket(a, bb, c, m->d.cross_buckets)];
+            }
+        }
+        w->wlogit[i] = z;
+        float lg = z + (m->nlayers ? w->act[m->nlayers - 1][i] : 0.0f);
+        w->logit[i] = lg;
+        w->prob[i] = 1.0f / (1.0f + expf(-lg));
+    }
+    w->t_embed += t1 - t0;
+    w->t_fwd += t2 - t1;
+    w->t_wide += wd__now() - t2;
+}
+
+// Log loss from the logit, stable for large |logit|.
+static double wd__logloss1(float logit, float y) {
+    double z = logit;
+    return (z > 0 ? z : 0) - z * y + log1p(exp(-fabs(z)));
+}
+
+// Backward over samples [i0, i0+n) after wd__forward: dense gradient into
+// w->g (unscaled sums over samples: loss sum and weight sum appended), sparse
+// gradient rows into okey/orow. Every gradient is d(sum_i w_i loss_i).
+static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
+    int D = m->D, S = m->S, E = m->E, I = m->I, R = m->R;
+    double t0 = wd__now();
+    float *g = w->g;
+    memset(g, 0, sizeof(float) * (size_t)(m->P + 2));
+    double loss = 0, wsum = 0;
+    for (int i = 0; i < n; i++) {
+        float y = b->label[i0 + i], wt = b->weight[i0 + i];
+        w->dlogit[i] = wt * (w->prob[i] - y);
+        loss += wt * wd__logloss1(w->logit[i], y);
+        wsum += wt;
+    }
+    g[m->P] = (float)loss;
+    g[m->P + 1] = (float)wsum;
+    // MLP, top to bottom; dz lives in da, the next one is built in db
+    float *dz = w->da, *dn = w->db;
+    if (m->nlayers) for (int i = 0; i < n; i++) dz[i] = w->dlogit[i];
+    for (int l = m->nlayers - 1; l >= 0; l--) {
+        const wd__layer *L = &m->layer[l];
+        const float *a_in = l ? w->act[l - 1] : w->x;
+        wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
+        for (int i = 0; i < n; i++) for (int o = 0; o < L->out; o++) g[L->b + o] += dz[(size_t)i * L->out + o];
+        wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
+        if (l) for (size_t q = 0; q < (size_t)n * (size_t)L->in; q++) dn[q] = a_in[q] > 0.0f ? dn[q] : 0.0f;   // ReLU'
+        float *t = dz; dz = dn; dn = t;
+    }
+    const float *dx = dz;   // (n, I) when deep: gradient of the input row
+    double t1 = wd__now();
+    // wide dense part
+    if (wd__wide(m)) {
+        float *gw = g + m->P_mlp;
+        for (int i = 0; i < n; i++) {
+            const float *xd = b->dense + (size_t)(i0 + i) * D;
+            float dl = w->dlogit[i];
+            for (int j = 0; j < D; j++) gw[j] += dl * xd[j];
+            gw[D] += dl;
+        }
+    }
+    // sparse rows: one per id occurrence (slot tables) and per cross
+    int64_t need = 0;
+    for (int k = 0; k < S; k++) {
+        if (b->kind[k] == WD_MULTI_HOT) need += b->offs[k][i0 + n] - b->offs[k][i0];
+        else need += n;
+    }
+    need += (int64_t)n * m->d.ncross;
+    WD__TRY(wd__ws_occ_reserve(w, m, need));
+    int64_t q = 0;
+    for (int i = 0; i < n; i++) {
+        float dl = wd__wide(m) ? w->dlogit[i] : 0.0f;
+        for (int k = 0; k < S; k++) {
+            int c;
+            const uint32_t *ids = wd_batch_sample_ids(b, k, i0 + i, &c);
+            float scale = (m->d.pooling == WD_POOL_MEAN && c > 1) ? 1.0f / (float)c : 1.0f;
+            for (int j = 0; j < c; j++, q++) {
+                w->okey[q] = m->table_off[k] + ids[j];
+                float *r = w->orow + q * R;
+                r[0] = dl * scale;
+                if (R > 1) { const float *src = dx + (size_t)i * I + D + k * E; for (int e = 0; e < E; e++) r[1 + e] = src[e] * scale; }
+            }
+        }
+        for (int c = 0; c < m->d.ncross; c++, q++) {
+            uint32_t a = b->ids[m->d.cross[c][0]][i0 + i], bb = b->ids[m->d.cross[c][1]][i0 + i];
+            w->okey[q] = m->table_off[S + c] + wd__cross_bucket(a, bb, c, m->d.cross_buckets);
+            float *r = w->orow + q * R;
+            r[0] = dl;
+            for (int e = 1; e < R; e++) r[e] = 0.0f;
+        }
+    }
+    w->nocc = q;
+    w->t_bwd += t1 - t0;
+    w->t_wide += wd__now() - t1;
+    return WD_OK;
+}
+
+static int wd__occ_cmp(const void *a, const void *b) {
+    const wd__occ *x = (const wd__occ *)a, *y = (const wd__occ *)b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+// Merges this worker's rows by key (sum) into w->pack: i64 count, keys, rows.
+static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
+    int R = m->R;
+    WD__TRY(wd__ws_sort_reserve(w, w->nocc));
+    for (int64_t q = 0; q < w->nocc; q++) { w->sort[q].key = w->okey[q]; w->sort[q].src = 0; w->sort[q].idx = (int32_t)q; }
+    qsort(w->sort, (size_t)w->nocc, sizeof(wd__occ), wd__occ_cmp);
+    int64_t u = 0;
+    for (int64_t q = 0; q < w->nocc; q++) u += q == 0 || w->sort[q].key != w->sort[q - 1].key;
+    size_t bytes = 8 + 8 * (size_t)u + 4 * (size_t)u * (size_t)R;
+    w->pack.len = 0;
+    WD__TRY(wd__buf_reserve(&w->pack, bytes));
+    uint8_t *p = w->pack.p;
+    memcpy(p, &u, 8);
+    int64_t *keys = (int64_t *)(p + 8);
+    float *rows = (float *)(p + 8 + 8 * (size_t)u);
+    int64_t o = -1;
+    for (int64_t q = 0; q < w->nocc; q++) {
+        const float *src = w->orow + (int64_t)w->sort[q].idx * R;
+        if (q == 0 || w->sort[q].key != w->sort[q - 1].key) {
+            o++;
+            keys[o] = w->sort[q].key;
+            memcpy(rows + o * R, src, sizeof(float) * (size_t)R);
+        } else for (int e = 0; e < R; e++) rows[o * R + e] += src[e];
+    }
+    w->pack.len = bytes;
+    return WD_OK;
+}
+
+static int wd__owner(int64_t key, int nranks) { return (int)(((uint64_t)key * 0x9E3779B97F4A7C15ull >> 32) % (uint64_t)nranks); }
+
+// Applies one merged sparse row (already scaled to the batch mean).
+static void wd__sparse_update(wd_model *m, int64_t key, const float *r, float c1, float c2) {
+    const wd_model_desc *d = &m->d;
+    if (wd__wide(m)) wd__ftrl(&m->wide[key], &m->wide_z[key], &m->wide_n[key], r[0], d->lr_wide, d->ftrl_beta, d->ftrl_l1, d->ftrl_l2);
+    if (m->R > 1 && key < m->emb_rows) {
+        int E = m->E;
+        float *e = m->emb + key * E, *s1 = m->emb_s1 + key * E;
+        if (d->optimizer == WD_ADAGRAD) for (int j = 0; j < E; j++) wd__adagrad(&e[j], &s1[j], r[1 + j], d->lr_deep);
+        else { float *s2 = m->emb_s2 + key * E; for (int j = 0; j < E; j++) wd__adam(&e[j], &s1[j], &s2[j], r[1 + j], d->lr_deep, d->adam_beta1, d->adam_beta2, d->adam_eps, c1, c2); }
+    }
+}
+
+// Rank r's share of the update: dense range [P*r/n, P*(r+1)/n) and the sparse
+// keys it owns, from every rank's merged rows. g is the summed dense gradient.
+static wd_status wd__apply_updates(wd_model *m, wd__ws *w, const float *g, float inv_w, int rank, int nranks,
+                                   const void *const *views, int nviews) {
+    const wd_model_desc *d = &m->d;
+    int R = m->R;
+    double t = (double)(m->step + 1);
+    float c1 = (float)(1.0 - pow(d->adam_beta1, t)), c2 = (float)(1.0 - pow(d->adam_beta2, t));
+    int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
+    for (int64_t i = a; i < e; i++) {
+        float gi = g[i] * inv_w;
+        if (i < m->P_mlp) {
+            if (d->optimizer == WD_ADAGRAD) wd__adagrad(&m->dense[i], &m->dense_s1[i], gi, d->lr_deep);
+            else wd__adam(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, d->lr_deep, d->adam_beta1, d->adam_beta2, d->adam_eps, c1, c2);
+        } else if (wd__wide(m)) wd__ftrl(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, d->lr_wide, d->ftrl_beta, d->ftrl_l1, d->ftrl_l2);
+    }
+    // collect owned rows from every rank (in rank order), merge, update
+    int64_t total = 0;
+    for (int q = 0; q < nviews; q++) { int64_t c; memcpy(&c, views[q], 8); total += c; }
+    WD__TRY(wd__ws_sort_reserve(w, total));
+    int64_t n = 0;
+    for (int q = 0; q < nviews; q++) {
+        int64_t c;
+        memcpy(&c, views[q], 8);
+        const int64_t *keys = (const int64_t *)((const uint8_t *)views[q] + 8);
+        for (int64_t i = 0; i < c; i++)
+            if (nranks == 1 || wd__owner(keys[i], nranks) == rank) { w->sort[n].key = keys[i]; w->sort[n].src = q; w->sort[n].idx = (int32_t)i; n++; }
+    }
+    if (nviews > 1) qsort(w->sort, (size_t)n, sizeof(wd__occ), wd__occ_cmp);   // one view is sorted already
+    for (int64_t i = 0; i < n;) {
+        int64_t key = w->sort[i].key;
+        for (int j = 0; j < R; j++) w->tmp[j] = 0.0f;
+        for (; i < n && w->sort[i].key == key; i++) {
+            int64_t c;
+            const uint8_t *v = (const uint8_t *)views[w->sort[i].src];
+            memcpy(&c, v, 8);
+            const float *row = (const float *)(v + 8 + 8 * (size_t)c) + (int64_t)w->sort[i].idx * R;
+            for (int j = 0; j < R; j++) w->tmp[j] += row[j];
+        }
+        for (int j = 0; j < R; j++) w->tmp[j] *= inv_w;
+        wd__sparse_update(m, key, w->tmp, c1, c2);
+    }
+    return WD_OK;
+}
+
+// ---- 14. Communicator ------------------------------------------------------------------------
+typedef struct wd__hub {
+    int n;
+    double timeout;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int arrived;
+    int64_t generation;
+    int aborted;
+    wd_status abort_st;
+    char why[400];
+    float **bufs;                   // allreduce: each rank's buffer
+    const void **gptr;              // allgather views
+    size_t *gsize;
+    wd_comm *ranks;
+} wd__hub;
+
+static wd_status wd__hub_aborted(wd__hub *h) { return wd__fail(WD_ERR_ABORTED, "%s", h->why); }
+static wd_status wd__comm_barrier(wd_comm *c) {
+    wd__hub *h = (wd__hub *)c->impl;
+    pthread_mutex_lock(&h->mu);
+    if (h->aborted) { pthread_mutex_unlock(&h->mu); return wd__hub_aborted(h); }
+    int64_t gen = h->generation;
+    if (++h->arrived == h->n) {
+        h->arrived = 0;
+        h->generation++;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        return WD_OK;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    double end = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + h->timeout;
+    dl.tv_sec = (time_t)end;
+    dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+    while (h->generation == gen && !h->aborted) {
+        if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT && h->generation == gen && !h->aborted) {
+            h->aborted = 1;
+            h->abort_st = WD_ERR_ABORTED;
+            snprintf(h->why, sizeof h->why, "rank %d waited %.1f s in a collective for %d other rank(s): timeout", c->rank, h->timeout, h->n - h->arrived);
+            pthread_cond_broadcast(&h->cv);
+        }
+    }
+    wd_status st = h->generation == gen && h->aborted ? wd__hub_aborted(h) : WD_OK;
+    pthread_mutex_unlock(&h->mu);
+    return st;
+}
+static void wd__comm_abort(wd_comm *c, wd_status st, const char *why) {
+    wd__hub *h = (wd__hub *)c->impl;
+    pthread_mutex_lock(&h->mu);
+    if (!h->aborted) {
+        h->aborted = 1;
+        h->abort_st = st;
+        snprintf(h->why, sizeof h->why, "rank %d aborted: %s", c->rank, why ? why : wd_status_string(st));
+    }
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+// Ring allreduce over shared memory: in step s of the reduce-scatter, rank r
+// adds chunk (r-s-1) of its left neighbour's buffer into its own; after n-1
+// steps rank r holds the full sum of chunk (r+1); the allgather passes the
+// finished chunks around the ring the same way.
+static wd_status wd__comm_allreduce(wd_comm *c, float *buf, size_t count) {
+    wd__hub *h = (wd__hub *)c->impl;
+    int n = h->n, r = c->rank;
+    h->bufs[r] = buf;
+    WD__TRY(wd__comm_barrier(c));
+    if (n == 1) return WD_OK;
+    const float *left = h->bufs[(r + n - 1) % n];
+    for (int s = 0; s < n - 1; s++) {
+        int ch = ((r - s - 1) % n + n) % n;
+        size_t a = count * (size_t)ch / (size_t)n, e = count * (size_t)(ch + 1) / (size_t)n;
+        for (size_t i = a; i < e; i++) buf[i] += left[i];
+        WD__TRY(wd__comm_barrier(c));
+    }
+    for (int s = 0; s < n - 1; s++) {
+        int ch = ((r - s) % n + n) % n;
+        size_t a = count * (size_t)ch / (size_t)n, e = count * (size_t)(ch + 1) / (size_t)n;
+        memcpy(buf + a, left + a, sizeof(float) * (e - a));
+        WD__TRY(wd__comm_barrier(c));
+    }
+    return WD_OK;
+}
+static wd_status wd__comm_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
+    wd__hub *h = (wd__hub *)c->impl;
+    h->gptr[c->rank] = mine;
+    h->gsize[c->rank] = bytes;
+    WD__TRY(wd__comm_barrier(c));
+    for (int q = 0; q < h->n; q++) { all[q] = h->gptr[q]; if (sizes) sizes[q] = h->gsize[q]; }
+    return WD_OK;
+}
+static const wd_comm_ops wd__local_ops = {wd__comm_allreduce, wd__comm_allgather, wd__comm_barrier, wd__comm_abort};
+
+WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks) {
+    if (nranks < 1 || nranks > 4096 || !ranks) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_local_create: 1..4096 ranks");
+    wd__hub *h = WD__NEW(wd__hub);
+    if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    h->n = nranks;
+    h->timeout = timeout_s > 0 ? timeout_s : 600.0;
+    h->bufs = (float **)wd__calloc(sizeof(float *) * (size_t)nranks);
+    h->gptr = (const void **)wd__calloc(sizeof(void *) * (size_t)nranks);
+    h->gsize = (size_t *)wd__calloc(sizeof(size_t) * (size_t)nranks);
+    h->ranks = (wd_comm *)wd__calloc(sizeof(wd_comm) * (size_t)nranks);
+    if (!h->bufs || !h->gptr || !h->gsize || !h->ranks) {
+        wd__free(h->bufs); wd__free(h->gptr); wd__free(h->gsize); wd__free(h->ranks); wd__free(h);
+        return wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    for (int r = 0; r < nranks; r++) {
+        h->ranks[r].ops = &wd__local_ops; h->ranks[r].rank = r; h->ranks[r].size = nranks; h->ranks[r].impl = h;
+        ranks[r] = &h->ranks[r];
+    }
+    return WD_OK;
+}
+WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks) {
+    if (!ranks || nranks < 1 || !ranks[0]) return;
+    wd__hub *h = (wd__hub *)ranks[0]->impl;
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    wd__free(h->bufs); wd__free(h->gptr); wd__free(h->gsize); wd__free(h->ranks); wd__free(h);
+    for (int r = 0; r < nranks; r++) ranks[r] = NULL;
+}
+
+// ---- 15. Training, evaluation, prediction -----------------------------------------------------
+// One CPU training step on rank `rank`'s shard of the global batch b:
+// forward, backward, allreduce of the dense gradient, exchange of merged
+// sparse rows, this rank's share of the update. All ranks share m.
+static wd_status wd__train_step(wd_model *m, wd__ws *w, wd_comm *c, const wd_batch *b, double *loss_out) {
+    int T = c->size, r = c->rank;
+    int i0 = (int)((int64_t)b->n * r / T), i1 = (int)((int64_t)b->n * (r + 1) / T);
+    wd_status st = WD_OK;
+    if (i1 - i0 > w->cap) st = wd__fail(WD_ERR_INVALID_ARG, "batch of %d is larger than the %d x %d the trainer was sized for", b->n, w->cap, T);
+    else if (i1 > i0) { wd__forward(m, w, b, i0, i1 - i0); st = wd__backward(m, w, b, i0, i1 - i0); }
+    else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + 2)); w->nocc = 0; }
+    if (!st) st = wd__merge_local(m, w);
+    if (st) { c->ops->abort(c, st, wd_last_error()); return st; }
+    double t0 = wd__now();
+    WD__TRY(c->ops->allreduce_sum(c, w->g, (size_t)(m->P + 2)));
+    const void *views[4096];
+    size_t sizes[4096];
+    WD__TRY(c->ops->allgather(c, w->pack.p, w->pack.len, views, sizes));
+    double t1 = wd__now();
+    float loss = w->g[m->P], wsum = w->g[m->P + 1];
+    *loss_out = wsum > 0 ? (double)loss / (double)wsum : 0.0;
+    if (!isfinite(loss)) {
+        st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)m->step);
+        c->ops->barrier(c);
+        return st;
+    }
+    if (wsum > 0) st = wd__apply_updates(m, w, w->g, 1.0f / wsum, r, T, views, T);
+    if (st) { c->ops->abort(c, st, wd_last_error()); return st; }
+    double t2 = wd__now();
+    w->t_comm += t1 - t0;
+    w->t_opt += t2 - t1;
+    return c->ops->barrier(c);   // updates finished before anyone reads the model again
+}
+
+typedef struct wd__trainer wd__trainer;
+typedef struct wd__tworker { wd__trainer *tr; int rank; wd__ws ws; wd_status st; char err[512]; } wd__tworker;
+struct wd__trainer {
+    wd_model *m;
+    const wd_train_desc *d;
+    wd_train_report *rep;
+    wd_loader *loader;
+    wd_comm *comm[256];
+    wd__tworker *workers;
+    int T;
+    const wd_batch *batch;          // the current global batch (rank 0 fetches)
+    int stop;                       // set by rank 0: end of epoch or max_steps
+    int64_t epochs, total_steps;
+    double t0;
+    int64_t samples;
+};
+
+static void wd__progress(wd__trainer *tr, double loss, double auc, double ll) {
+    if (!tr->d->progress) return;
+    wd_progress p;
+    p.step = tr->m->step;
+    p.samples = tr->samples;
+    p.epoch = tr->m->epoch;
+    p.loss = loss;
+    p.elapsed_s = wd__now() - tr->t0;
+    p.samples_per_s = p.elapsed_s > 0 ? (double)tr->samples / p.elapsed_s : 0;
+    p.eta_s = p.step > 0 && tr->total_steps > p.step ? p.elapsed_s / (double)p.step * (double)(tr->total_steps - p.step) : 0;
+    p.valid_auc = auc;
+    p.valid_logloss = ll;
+    tr->d->progress(tr->d->user, &p);
+}
+
+static wd_status wd__validate(wd__trainer *tr, double *auc, double *ll) {
+    wd_eval_desc e;
+    memset(&e, 0, sizeof e);
+    e.files = tr->d->valid_files; e.nfiles = tr->d->nvalid; e.threads = tr->T;
+    wd_metrics mt;
+    WD__TRY(wd_evaluate(tr->m, &e, &mt));
+    *auc = mt.auc; *ll = mt.logloss;
+    tr->rep->valid_auc = mt.auc; tr->rep->valid_logloss = mt.logloss;
+    return WD_OK;
+}
+
+static void *wd__train_thread(void *arg) {
+    wd__tworker *w = (wd__tworker *)arg;
+    wd__trainer *tr = w->tr;
+    wd_model *m = tr->m;
+    wd_comm *c = tr->comm[w->rank];
+    wd_status st = WD_OK;
+    for (;;) {
+        if (w->rank == 0) {
+            double t0 = wd__now();
+            const wd_batch *b = NULL;
+            if (tr->d->max_steps > 0 && m->step >= tr->d->max_steps) b = NULL;
+            else st = wd_loader_next(tr->loader, &b);
+            tr->rep->data_s += wd__now() - t0;
+            if (st) { c->ops->abort(c, st, wd_last_error()); break; }
+            tr->batch = b;
+            tr->stop = b == NULL;
+        }
+        if ((st = c->ops->barrier(c)) != WD_OK) break;
+        if (tr->stop) break;
+        double loss = 0;
+        if ((st = wd__train_step(m, &w->ws, c, tr->batch, &loss)) != WD_OK) break;
+        if (w->rank == 0) {
+            // every other rank now waits in the next barrier: the model is quiet
+            m->step++;
+            m->batch++;
+            int real = 0;
+            for (int i = 0; i < tr->batch->n; i++) real += tr->batch->weight[i] != 0.0f;
+            tr->samples += real;
+            tr->rep->steps++;
+            tr->rep->samples += real;
+            tr->rep->last_loss = loss;
+            double auc = NAN, ll = NAN;
+            if (tr->d->nvalid > 0 && tr->d->eval_every > 0 && m->step % tr->d->eval_every == 0) st = wd__validate(tr, &auc, &ll);
+            if (!st && tr->d->checkpoint_path && tr->d->checkpoint_every > 0 && m->step % tr->d->checkpoint_every == 0)
+                st = wd_model_save(m, tr->d->checkpoint_path);
+            if (st) { c->ops->abort(c, st, wd_last_error()); break; }
+            wd__progress(tr, loss, auc, ll);
+        }
+    }
+    if (st) snprintf(w->err, sizeof w->err, "%s", wd_last_error());
+    w->st = st;
+    return NULL;
+}
+
+WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
+    if (!m || !d || !d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: a model and training files are required");
+    wd_train_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    rep->valid_auc = rep->valid_logloss = NAN;
+    if (d->device == WD_DEVICE_CUDA) {
+#ifdef WD_HAVE_CUDA
+        return wd_cuda_train(m, d, rep);
+#else
+        return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: this build has no CUDA backend (link widedeep_cuda.o and define WD_HAVE_CUDA)");
+#endif
+    }
+    if (d->device != WD_DEVICE_CPU) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: unknown device %d", d->device);
+    wd__trainer *tr = WD__NEW(wd__trainer);
+    if (!tr) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    tr->m = m; tr->d = d; tr->rep = rep;
+    tr->T = d->threads > 0 ? d->threads : wd__online_cores();
+    if (tr->T > 256) tr->T = 256;
+    int B = d->batch_size > 0 ? d->batch_size : 4096;
+    tr->epochs = d->epochs > 0 ? d->epochs : 1;
+    wd_loader_desc ld;
+    memset(&ld, 0, sizeof ld);
+    ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = B;
+    ld.threads = d->loader_threads > 0 ? d->loader_threads : 1;
+    ld.ram_bytes = d->loader_ram;
+    ld.shuffle = !d->no_shuffle;
+    ld.seed = m->d.seed;
+    ld.remainder = WD_REMAINDER_PAD;
+    wd_status st = wd_loader_open(&ld, &tr->loader);
+    if (!st && !wd_schema_equal(wd_loader_schema(tr->loader), &m->schema))
+        st = wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's (dense columns, slots, buckets or kinds)", d->files[0]);
+    if (!st) st = wd_comm_local_create(tr->T, 3600.0, tr->comm);
+    int comm_made = !st;
+    tr->workers = st ? NULL : (wd__tworker *)wd__calloc(sizeof(wd__tworker) * (size_t)tr->T);
+    if (!st && !tr->workers) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    int shard = (B + tr->T - 1) / tr->T;
+    for (int r = 0; !st && r < tr->T; r++) { tr->workers[r].tr = tr; tr->workers[r].rank = r; st = wd__ws_init(&tr->workers[r].ws, m, WD__MAX(shard, 1)); }
+    tr->t0 = wd__now();
+    if (!st) {
+        wd_loader_reset(tr->loader, 0, 0);
+        tr->total_steps = m->step + (tr->epochs - m->epoch) * wd_loader_batches(tr->loader) - m->batch;
+        if (d->max_steps > 0) tr->total_steps = WD__MIN(tr->total_steps, d->max_steps);
+    }
+    while (!st && m->epoch < tr->epochs && !(d->max_steps > 0 && m->step >= d->max_steps)) {
+        st = wd_loader_reset(tr->loader, m->epoch, m->batch);
+        pthread_t th[256];
+        int started = 0;
+        for (int r = 0; !st && r < tr->T; r++) {
+            if (pthread_create(&th[r], NULL, wd__train_thread, &tr->workers[r]) != 0) { st = wd__fail(WD_ERR_NOMEM, "cannot start training thread %d", r); tr->comm[0]->ops->abort(tr->comm[0], st, "thread start failed"); }
+            else started++;
+        }
+        for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+        for (int r = 0; !st && r < tr->T; r++)
+            if (tr->workers[r].st) st = wd__fail(tr->workers[r].st, "%s", tr->workers[r].err);
+        if (st) break;
+        if (tr->batch == NULL && !(d->max_steps > 0 && m->step >= d->max_steps)) {   // the epoch ended
+            m->epoch++;
+            m->batch = 0;
+            if (d->nvalid > 0) {
+                double auc, ll;
+                st = wd__validate(tr, &auc, &ll);
+                if (!st) wd__progress(tr, rep->last_loss, auc, ll);
+            }
+        } else break;
+    }
+    if (!st && d->checkpoint_path) st = wd_model_save(m, d->checkpoint_path);
+    rep->seconds = wd__now() - tr->t0;
+    rep->samples_per_s = rep->seconds > 0 ? (double)rep->samples / rep->seconds : 0;
+    if (tr->workers) {
+        wd__ws *w0 = &tr->workers[0].ws;
+        rep->embed_s = w0->t_embed; rep->mlp_fwd_s = w0->t_fwd; rep->mlp_bwd_s = w0->t_bwd;
+        rep->wide_s = w0->t_wide; rep->comm_s = w0->t_comm; rep->optimizer_s = w0->t_opt;
+        for (int r = 0; r < tr->T; r++) wd__ws_free(&tr->workers[r].ws);
+    }
+    char err[512];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    wd__free(tr->workers);
+    if (comm_made) wd_comm_local_destroy(tr->comm, tr->T);
+    wd_loader_close(tr->loader);
+    wd__free(tr);
+    if (st) wd__fail(st, "%s", err);
+    return st;
+}
+
+// Evaluation: T threads take whole blocks (j = rank mod T), decode and
+// predict them; predictions land in file order; AUC over all of them.
+typedef struct wd__evalctx {
+    wd_model *m;
+    wd_reader **readers;
+    int nfiles;
+    int64_t *block_start;           // first sample of each (file, block), flattened
+    int64_t *file_first;            // index of each file's first block in block_start
+    int64_t nblocks;
+    float *pred, *label, *weight;
+    int T, chunk;
+    wd_status st[256];
+    char err[256][256];
+} wd__evalctx;
+typedef struct wd__evalarg { wd__evalctx *c; int rank; } wd__evalarg;
+
+static void *wd__eval_thread(void *arg) {
+    wd__evalarg *a = (wd__evalarg *)arg;
+    wd__evalctx *c = a->c;
+    wd_decoder *dec = NULL;
+    wd__ws w;
+    wd_batch b;
+    memset(&b, 0, sizeof b);
+    wd__buf buf = {0, 0, 0};
+    wd_status st = wd_decoder_create(&dec);
+    if (!st) st = wd__ws_init(&w, c->m, c->chunk);
+    if (!st) st = wd_batch_init(&b, &c->m->schema, 0, 0);
+    for (int64_t g = a->rank; !st && g < c->nblocks; g += c->T) {
+        int f = 0;
+        while (f + 1 < c->nfiles && c->file_first[f + 1] <= g) f++;
+        int64_t blk = g - c->file_first[f];
+        wd_reader *r = c->readers[f];
+        size_t n = wd_reader_block_bytes(r, blk);
+        st = wd__buf_reserve(&buf, n);
+        if (!st) st = wd_reader_fetch(r, blk, buf.p, buf.cap);
+        b.n = 0;
+        if (!st) st = wd_decode_block(dec, r, blk, buf.p, n, &b);
+        for (int at = 0; !st && at < b.n; at += c->chunk) {
+            int k = WD__MIN(c->chunk, b.n - at);
+            wd__forward(c->m, &w, &b, at, k);
+            int64_t o = c->block_start[g] + at;
+            memcpy(c->pred + o, w.prob, sizeof(float) * (size_t)k);
+            memcpy(c->label + o, b.label + at, sizeof(float) * (size_t)k);
+            memcpy(c->weight + o, b.weight + at, sizeof(float) * (size_t)k);
+        }
+    }
+    if (st) snprintf(c->err[a->rank], sizeof c->err[a->rank], "%.250s", wd_last_error());
+    c->st[a->rank] = st;
+    if (w.cap) wd__ws_free(&w);
+    wd_batch_free(&b);
+    wd__buf_free(&buf);
+    wd_decoder_destroy(dec);
+    return NULL;
+}
+
+WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
+    if (!m || !d || !out || !d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, files and an output are required");
+    memset(out, 0, sizeof *out);
+    wd__evalctx *c = WD__NEW(wd__evalctx);
+    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    c->m = m;
+    c->nfiles = d->nfiles;
+    c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
+    c->chunk = d->batch_size > 0 ? d->batch_size : 4096;
+    c->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
+    c->file_first = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)(d->nfiles + 1));
+    wd_status st = (c->readers && c->file_first) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    int64_t total = 0;
+    for (int f = 0; !st && f < d->nfiles; f++) {
+        st = wd_reader_open(d->files[f], &c->readers[f]);
+        if (!st && !wd_schema_equal(wd_reader_schema(c->readers[f]), &m->schema))
+            st = wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's (dense columns, slots, buckets or kinds)", d->files[f]);
+        if (!st) { c->file_first[f] = c->nblocks; c->nblocks += wd_reader_nblocks(c->readers[f]); total += wd_reader_nsamples(c->readers[f]); }
+    }
+    if (!st && d->predictions && d->predictions_cap < total) st = wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: predictions holds %lld, the files have %lld samples", (long long)d->predictions_cap, (long long)total);
+    if (!st) {
+        c->block_start = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)WD__MAX(c->nblocks, 1));
+        c->pred = wd__alloc_floats(WD__MAX(total, 1), "predictions", &st);
+        c->label = wd__alloc_floats(WD__MAX(total, 1), "labels", &st);
+        c->weight = wd__alloc_floats(WD__MAX(total, 1), "weights", &st);
+        if (!st && !c->block_start) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
+    if (!st) {
+        int64_t g = 0, s = 0;
+        for (int f = 0; f < d->nfiles; f++)
+            for (int64_t i = 0; i < wd_reader_nblocks(c->readers[f]); i++) { c->block_start[g++] = s; s += wd_reader_block_samples(c->readers[f], i); }
+        pthread_t th[256];
+        wd__evalarg args[256];
+        int started = 0;
+        for (int r = 0; r < c->T; r++) {
+            args[r].c = c; args[r].rank = r;
+            if (pthread_create(&th[r], NULL, wd__eval_thread, &args[r]) != 0) { st = wd__fail(WD_ERR_NOMEM, "cannot start evaluation thread"); break; }
+            started++;
+        }
+        for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+        for (int r = 0; !st && r < started; r++) if (c->st[r]) st = wd__fail(c->st[r], "%s", c->err[r]);
+    }
+    if (!st) {
+        st = wd_auc(c->pred, c->label, c->weight, total, &out->auc);
+        out->logloss = wd_logloss(c->pred, c->label, c->weight, total);
+        double sp = 0, sy = 0, sw = 0;
+        for (int64_t i = 0; i < total; i++) { sp += c->weight[i] * c->pred[i]; sy += c->weight[i] * c->label[i]; sw += c->weight[i]; }
+        out->mean_pred = sw > 0 ? sp / sw : NAN;
+        out->ctr = sw > 0 ? sy / sw : NAN;
+        out->samples = total;
+        if (d->predictions) memcpy(d->predictions, c->pred, sizeof(float) * (size_t)total);
+    }
+    for (int f = 0; c->readers && f < d->nfiles; f++) wd_reader_close(c->readers[f]);
+    wd__free(c->readers); wd__free(c->file_first); wd__free(c->block_start);
+    wd__free(c->pred); wd__free(c->label); wd__free(c->weight);
+    wd__free(c);
+    return st;
+}
+
+WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
+    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: NULL argument");
+    if (b->ndense != m->schema.ndense || b->nslots != m->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "wd_predict: batch has %d dense/%d slots, the model %d/%d", b->ndense, b->nslots, m->schema.ndense, m->schema.nslots);
+    for (int k = 0; k < b->nslots; k++) if (b->kind[k] != m->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_predict: slot %d kind differs from the model's", k);
+    // serving batches need no labels: check what the model reads
+    for (size_t j = 0; j < (size_t)b->n * (size_t)b->ndense; j++)
+        if (!isfinite(b->dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_predict: sample %d: dense column %d is %g", (int)(j / (size_t)b->ndense), (int)(j % (size_t)b->ndense), (double)b->dense[j]);
+    for (int k = 0; k < b->nslots; k++)
+        for (int i = 0; i < b->n; i++) {
+            int c;
+            const uint32_t *ids = wd_batch_sample_ids(b, k, i, &c);
+            for (int j = 0; j < c; j++)
+                if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: sample %d: slot %s id %u is outside its %u buckets", i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
+        }
+    wd__ws w;
+    int chunk = WD__MIN(WD__MAX(b->n, 1), 4096);
+    WD__TRY(wd__ws_init(&w, m, chunk));
+    for (int at = 0; at < b->n; at += chunk) {
+        int k = WD__MIN(chunk, b->n - at);
+        wd__forward(m, &w, b, at, k);
+        memcpy(probs + at, w.prob, sizeof(float) * (size_t)k);
+    }
+    wd__ws_free(&w);
+    return WD_OK;
+}
+
+// ---- 16. Checkpoints -------------------------------------------------------------------------
+#define WD__WDM_MAGIC "\x89WDM\r\n\x1a\n"
+#define WD__WDM_VERSION 1u
+#define WD__TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#define WD__DESC_BYTES (64 + 16 + 4 * WD_MAX_LAYERS + 8 * WD_MAX_CROSSES + 40 * WD_MAX_SLOTS)
+
+static void wd__putf(uint8_t *p, float f) { uint32_t u; memcpy(&u, &f, 4); wd__put32(p, u); }
+static float wd__getf(const uint8_t *p) { uint32_t u = wd__get32(p); float f; memcpy(&f, &u, 4); return f; }
+
+// The description and schema as fixed little-endian fields.
+static size_t wd__desc_encode(const wd_model *m, uint8_t *p) {
+    const wd_model_desc *d = &m->d;
+    memset(p, 0, WD__DESC_BYTES);
+    wd__put32(p + 0, (uint32_t)d->embed_dim); wd__put32(p + 4, (uint32_t)d->optimizer);
+    wd__putf(p + 8, d->lr_deep); wd__putf(p + 12, d->lr_wide); wd__putf(p + 16, d->ftrl_beta); wd__putf(p + 20, d->ftrl_l1);
+    wd__putf(p + 24, d->ftrl_l2); wd__putf(p + 28, d->adagrad_init); wd__putf(p + 32, d->adam_beta1); wd__putf(p + 36, d->adam_beta2);
+    wd__putf(p + 40, d->adam_eps); wd__putf(p + 44, d->emb_init); wd__put32(p + 48, (uint32_t)d->pooling); wd__put32(p + 52, (uint32_t)d->ncross);
+    wd__put32(p + 56, d->cross_buckets); wd__put32(p + 60, (uint32_t)(d->no_wide | d->no_deep << 1));
+    wd__put64(p + 64, d->seed);
+    wd__put32(p + 72, (uint32_t)m->schema.ndense); wd__put32(p + 76, (uint32_t)m->schema.nslots);
+    uint8_t *q = p + 80;
+    for (int l = 0; l < WD_MAX_LAYERS; l++, q += 4) wd__put32(q, (uint32_t)d->hidden[l]);
+    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { wd__put32(q, (uint32_t)d->cross[c][0]); wd__put32(q + 4, (uint32_t)d->cross[c][1]); }
+    for (int k = 0; k < m->schema.nslots; k++, q += 40) {
+        memcpy(q, m->schema.slot[k].name, WD_NAME_MAX);
+        wd__put32(q + 32, m->schema.slot[k].buckets); wd__put32(q + 36, (uint32_t)m->schema.slot[k].kind);
+    }
+    return (size_t)(q - p);
+}
+static void wd__desc_decode(const uint8_t *p, wd_model_desc *d, wd_schema *s) {
+    memset(d, 0, sizeof *d);
+    memset(s, 0, sizeof *s);
+    d->embed_dim = (int)wd__get32(p); d->optimizer = (int)wd__get32(p + 4);
+    d->lr_deep = wd__getf(p + 8); d->lr_wide = wd__getf(p + 12); d->ftrl_beta = wd__getf(p + 16); d->ftrl_l1 = wd__getf(p + 20);
+    d->ftrl_l2 = wd__getf(p + 24); d->adagrad_init = wd__getf(p + 28); d->adam_beta1 = wd__getf(p + 32); d->adam_beta2 = wd__getf(p + 36);
+    d->adam_eps = wd__getf(p + 40); d->emb_init = wd__getf(p + 44); d->pooling = (int)wd__get32(p + 48); d->ncross = (int)wd__get32(p + 52);
+    d->cross_buckets = wd__get32(p + 56);
+    uint32_t fl = wd__get32(p + 60);
+    d->no_wide = fl & 1; d->no_deep = (fl >> 1) & 1;
+    d->seed = wd__get64(p + 64);
+    s->ndense = (int)wd__get32(p + 72); s->nslots = (int)wd__get32(p + 76);
+    if (s->nslots < 0 || s->nslots > WD_MAX_SLOTS) s->nslots = -1;   // wd_schema_check rejects it
+    const uint8_t *q = p + 80;
+    for (int l = 0; l < WD_MAX_LAYERS; l++, q += 4) d->hidden[l] = (int)wd__get32(q);
+    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { d->cross[c][0] = (int)wd__get32(q); d->cross[c][1] = (int)wd__get32(q + 4); }
+    for (int k = 0; k < s->nslots; k++, q += 40) {
+        memcpy(s->slot[k].name, q, WD_NAME_MAX);
+        s->slot[k].name[WD_NAME_MAX - 1] = 0;
+        s->slot[k].buckets = wd__get32(q + 32); s->slot[k].kind = (int)wd__get32(q + 36);
+    }
+}
+
+typedef struct wd__span { const float *p; int64_t n; } wd__span;
+static wd_status wd__write_section(wd__outfile *o, uint32_t tag, const wd__span *parts, int nparts) {
+    int64_t bytes = 0;
+    for (int i = 0; i < nparts; i++) bytes += 4 * parts[i].n;
+    uint8_t h[16];
+    wd__put32(h, tag); wd__put32(h + 4, 0); wd__put64(h + 8, (uint64_t)bytes);
+    WD__TRY(wd__out_write(o, h, 16));
+    uint32_t crc = 0;
+    for (int i = 0; i < nparts; i++) {
+        const uint8_t *p = (const uint8_t *)parts[i].p;
+        int64_t left = 4 * parts[i].n;
+        while (left > 0) {
+            size_t chunk = (size_t)WD__MIN(left, (int64_t)1 << 26);
+            crc = wd__crc32c_ext(crc, p, chunk);
+            WD__TRY(wd__out_write(o, p, chunk));
+            p += chunk; left -= (int64_t)chunk;
+        }
+    }
+    uint8_t t[8];
+    wd__put32(t, crc); wd__put32(t + 4, 0);
+    return wd__out_write(o, t, 8);
+}
+
+WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
+    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_save: NULL argument");
+    wd__outfile o;
+    WD__TRY(wd__out_open(&o, path));
+    uint8_t head[12];
+    memcpy(head, WD__WDM_MAGIC, 8);
+    wd__put32(head + 8, WD__WDM_VERSION);
+    float descbuf[WD__DESC_BYTES / 4];
+    wd__desc_encode(m, (uint8_t *)descbuf);
+    float pos[6];
+    wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch); wd__put64((uint8_t *)pos + 16, (uint64_t)m->step);
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 6}};
+    wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
+    wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
+    int64_t ne = m->emb ? m->emb_rows * m->E : 0;
+    wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, m->emb_s2 ? ne : 0}};
+    wd_status st = wd__out_write(&o, head, 12);
+    if (!st) st = wd__write_section(&o, WD__TAG('D', 'E', 'S', 'C'), sd, 1);
+    if (!st) st = wd__write_section(&o, WD__TAG('P', 'O', 'S', ' '), sp, 1);
+    if (!st) st = wd__write_section(&o, WD__TAG('D', 'E', 'N', 'S'), dn, 3);
+    if (!st) st = wd__write_section(&o, WD__TAG('W', 'I', 'D', 'E'), wi, 3);
+    if (!st) st = wd__write_section(&o, WD__TAG('E', 'M', 'B', 'D'), em, m->emb_s2 ? 3 : 2);
+    if (!st) st = wd__write_section(&o, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
+    if (st) { wd__out_abort(&o); return st; }
+    return wd__out_commit(&o);
+}
+
+static const char *wd__tagname(uint32_t tag, char *buf) {
+    for (int i = 0; i < 4; i++) { char c = (char)(tag >> (8 * i)); buf[i] = (c >= 32 && c < 127) ? c : '?'; }
+    buf[4] = 0;
+    return buf;
+}
+// Reads a section that must have `tag` and exactly the bytes of `parts`.
+static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, wd__span *parts, int nparts) {
+    char tn[5], gn[5];
+    uint8_t h[16];
+    if (*off + 16 > fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
+    WD__TRY(wd__pread_all(fd, h, 16, *off, path));
+    uint64_t bytes = wd__get64(h + 8), want = 0;
+    for (int i = 0; i < nparts; i++) want += 4 * (uint64_t)parts[i].n;
+    if (wd__get32(h) != tag || wd__get32(h + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn), (long long)*off, wd__tagname(wd__get32(h), gn));
+    if (bytes != want) return wd__fail(WD_ERR_CORRUPT, "%s: section %s holds %llu bytes, the model description needs %llu", path, wd__tagname(tag, tn), (unsigned long long)bytes, (unsigned long long)want);
+    if ((uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s", path, wd__tagname(tag, tn));
+    int64_t at = *off + 16;
+    uint32_t crc = 0;
+    for (int i = 0; i < nparts; i++) {
+        uint8_t *p = (uint8_t *)(uintptr_t)parts[i].p;
+        int64_t left = 4 * parts[i].n;
+        while (left > 0) {
+            size_t chunk = (size_t)WD__MIN(left, (int64_t)1 << 26);
+            WD__TRY(wd__pread_all(fd, p, chunk, at, path));
+            crc = wd__crc32c_ext(crc, p, chunk);
+            p += chunk; at += (int64_t)chunk; left -= (int64_t)chunk;
+        }
+    }
+    uint8_t t[8];
+    WD__TRY(wd__pread_all(fd, t, 8, at, path));
+    if (wd__get32(t) != crc || wd__get32(t + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
+    *off = at + 8;
+    return WD_OK;
+}
+
+WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
+    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_load: NULL argument");
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    int64_t fsize = fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    uint8_t head[12];
+    wd_status st = WD_OK;
+    if (fsize < 12) st = wd__fail(fsize == 0 ? WD_ERR_FORMAT : WD_ERR_CORRUPT, "%s: %s", path, fsize == 0 ? "empty file, not a .wdm model" : "truncated model header");
+    if (!st) st = wd__pread_all(fd, head, 12, 0, path);
+    if (!st && memcmp(head, WD__WDM_MAGIC, 8) != 0) st = wd__fail(WD_ERR_FORMAT, "%s: not a .wdm model (bad magic)", path);
+    if (!st && wd__get32(head + 8) != WD__WDM_VERSION) st = wd__fail(WD_ERR_FORMAT, "%s: .wdm version %u, this build reads version %u", path, wd__get32(head + 8), WD__WDM_VERSION);
+    int64_t off = 12;
+    float descbuf[WD__DESC_BYTES / 4];
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}};
+    if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'S', 'C'), sd, 1);
+    wd_model *m = NULL;
+    if (!st) {
+        m = WD__NEW(wd_model);
+        if (!m) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
+    if (!st) {
+        wd_model_desc d;
+        wd_schema s;
+        wd__desc_decode((const uint8_t *)descbuf, &d, &s);
+        d.schema = &s;
+        st = wd__model_plan(m, &d);
+        if (st) st = wd__fail(WD_ERR_CORRUPT, "%s: model description: %s", path, wd_last_error());
+    }
+    if (!st) {   // the file must hold what the description implies before we allocate it
+        int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+        int64_t need = off + 6 * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
+        if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
+    }
+    if (!st) st = wd__model_alloc(m);
+    float pos[6];
+    wd__span sp[1] = {{pos, 6}};
+    if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('P', 'O', 'S', ' '), sp, 1);
+    if (!st) {
+        m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8); m->step = (int64_t)wd__get64((uint8_t *)pos + 16);
+        if (m->epoch < 0 || m->batch < 0 || m->step < 0) st = wd__fail(WD_ERR_CORRUPT, "%s: negative training position", path);
+    }
+    if (!st) {
+        wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'N', 'S'), dn, 3);
+    }
+    if (!st) {
+        wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('W', 'I', 'D', 'E'), wi, 3);
+    }
+    if (!st) {
+        int64_t ne = m->emb ? m->emb_rows * m->E : 0;
+        wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, m->emb_s2 ? ne : 0}};
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->emb_s2 ? 3 : 2);
+    }
+    if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
+    if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
+    // a finite model only: NaN/Inf anywhere means the file is not one we wrote
+    if (!st) {
+        uint32_t bad = 0;
+        for (int64_t i = 0; i < m->P; i++) { uint32_t u; memcpy(&u, &m->dense[i], 4); bad |= (u & 0x7f800000u) == 0x7f800000u; }
+        if (bad) st = wd__fail(WD_ERR_CORRUPT, "%s: non-finite dense parameters", path);
+    }
+    close(fd);
+    if (st) { wd__free_model(m); return st; }
+    *out = m;
+    return WD_OK;
 }
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE

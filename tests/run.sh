@@ -26,8 +26,10 @@ done
 run "$B/test_wd" "$T" "$DATA"
 run "$B/test_cpp" "$T"
 run "$B/test_loader" "$T"
+run "$B/test_train" "$T"
 echo "# under ThreadSanitizer:" | tee -a "$log"
 run "$B/test_loader_tsan" "$T"
+run "$B/test_train_tsan" "$T"
 run bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")

@@ -452,13 +452,14 @@ static void test_auc_bruteforce(void) {
 
 static void test_crc32c(void) {
     // the standard check value, then software and dispatched paths agree
-    CHECK(wd__crc32c_sw("123456789", 9) == 0xE3069283u);
+    CHECK(wd__crc32c_sw(0, "123456789", 9) == 0xE3069283u);
+    CHECK(wd__crc32c_ext(wd__crc32c("1234", 4), "56789", 5) == 0xE3069283u);
     CHECK(wd__crc32c("123456789", 9) == 0xE3069283u);
     uint8_t buf[1000];
     wd__rng r = {11};
     for (int i = 0; i < 1000; i++) buf[i] = (uint8_t)wd__rng_next(&r);
     int same = 0;
-    for (int n = 0; n < 990; n += 37) same += wd__crc32c_sw(buf + n % 7, (size_t)(1000 - n) - 7) == wd__crc32c(buf + n % 7, (size_t)(1000 - n) - 7);
+    for (int n = 0; n < 990; n += 37) same += wd__crc32c_sw(0, buf + n % 7, (size_t)(1000 - n) - 7) == wd__crc32c(buf + n % 7, (size_t)(1000 - n) - 7);
     CHECK(same == 27);
 }
 

@@ -2,6 +2,9 @@
 //   wd convert   text (Criteo TSV, LibSVM, CSV) -> .wdr records
 //   wd inspect   schema, blocks, samples of a .wdr file; --verify checks every block
 //   wd gen       synthetic Criteo-shaped data from a planted model
+//   wd train     train a Wide&Deep model from .wdr files
+//   wd eval      AUC and log loss of a model on .wdr files
+//   wd predict   one probability per line, in input order
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -41,8 +44,25 @@ static const char *USAGE =
     "\n"
     "  wd inspect [--verify] FILE.wdr\n"
     "\n"
-    "  wd gen -o OUT.wdr --rows N [--seed S] [--tsv OUT.tsv] [--prob OUT.prob]\n"
-    "         [--buckets N] [--max-card C] [--zipf A] [--threads T] [--block M]\n";
+    "  wd gen -o OUT.wdr --rows N [--seed S] [--first-row R] [--tsv OUT.tsv] [--prob OUT.prob]\n"
+    "         [--buckets N] [--max-card C] [--zipf A] [--threads T] [--block M]\n"
+    "      --seed fixes the planted model; --first-row R starts at row R of its stream,\n"
+    "      so a second call with R = the first call's rows gives held-out data\n"
+    "\n"
+    "  wd train --train A.wdr[,B.wdr...] [--valid V.wdr[,...]] [options]\n"
+    "      --epochs N (1)  --batch B (4096)  --threads T (cores)  --seed S (0)\n"
+    "      --embed-dim E (16)  --hidden 1024,512,256  --optimizer adagrad|adam\n"
+    "      --lr-deep X (0.01 adagrad, 0.001 adam)  --lr-wide Y (FTRL alpha, 0.05)\n"
+    "      --ftrl-l1 X  --ftrl-l2 X  --ftrl-beta X (all 0)  --pooling sum|mean\n"
+    "      --cross AxB,...     crossed slot pairs (slot names or 0-based indexes)\n"
+    "      --no-wide | --no-deep   train one part only\n"
+    "      --save M.wdm  --resume M.wdm  --checkpoint-every STEPS  --max-steps N\n"
+    "      --eval-every STEPS  --log metrics.csv  --no-shuffle\n"
+    "      --loader-threads N (1)  --loader-ram BYTES  --device cpu|cuda  --gpus N\n"
+    "\n"
+    "  wd eval --model M.wdm [--threads T] DATA.wdr...\n"
+    "      ends with: auc=<x> logloss=<y> samples=<n>\n"
+    "  wd predict --model M.wdm [--threads T] DATA.wdr... -o PRED.txt\n";
 
 static const char *AVAZU_COLUMNS =
     "id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,"
@@ -227,6 +247,7 @@ static int cmd_gen(int argc, char **argv) {
         else if (strcmp(a, "--prob") == 0) d.prob = val;
         else if (strcmp(a, "--rows") == 0) { if (parse_long(val, 1, (long long)1 << 40, &v)) return usage_error("--rows: '%s' is out of range", val); d.rows = v; }
         else if (strcmp(a, "--seed") == 0) { if (parse_long(val, 0, INT64_MAX, &v)) return usage_error("--seed: '%s' is not a number", val); d.seed = (uint64_t)v; }
+        else if (strcmp(a, "--first-row") == 0) { if (parse_long(val, 0, INT64_MAX, &v)) return usage_error("--first-row: '%s' is not a number", val); d.first_row = v; }
         else if (strcmp(a, "--buckets") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--buckets: '%s' is out of range", val); d.buckets = (uint32_t)v; }
         else if (strcmp(a, "--max-card") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--max-card: '%s' is out of range", val); d.max_card = (uint32_t)v; }
         else if (strcmp(a, "--threads") == 0) { if (parse_long(val, 1, 256, &v)) return usage_error("--threads: '%s' is not 1..256", val); d.threads = (int)v; }
@@ -243,6 +264,220 @@ static int cmd_gen(int argc, char **argv) {
     return 0;
 }
 
+// Splits "a,b,c" into at most max pointers into a copy of s (caller frees *mem).
+static int split_list(const char *s, const char **out, int max, char **mem) {
+    *mem = strdup(s);
+    int n = 0;
+    for (char *p = strtok(*mem, ","); p && n < max; p = strtok(NULL, ",")) out[n++] = p;
+    return n;
+}
+static int slot_index(const wd_schema *s, const char *name) {
+    for (int k = 0; k < s->nslots; k++) if (strcmp(s->slot[k].name, name) == 0) return k;
+    char *end;
+    long v = strtol(name, &end, 10);
+    return (*name && !*end && v >= 0 && v < s->nslots) ? (int)v : -1;
+}
+
+typedef struct train_ui { FILE *log; int tty; int64_t last_print_step; double last_print; } train_ui;
+static void train_progress(void *user, const wd_progress *p) {
+    train_ui *u = (train_ui *)user;
+    if (u->log) {
+        fprintf(u->log, "%lld,%lld,%lld,%.6f,%.1f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
+        if (p->valid_auc == p->valid_auc) fprintf(u->log, "%.6f,%.6f\n", p->valid_auc, p->valid_logloss);
+        else fprintf(u->log, ",\n");
+    }
+    double now = wd__now();
+    if (p->valid_auc == p->valid_auc)
+        fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch, p->valid_auc, p->valid_logloss);
+    else if (u->tty && now - u->last_print > 0.2) {
+        u->last_print = now;
+        fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step, (long long)p->epoch, p->loss, p->samples_per_s, p->eta_s);
+    }
+}
+
+static int cmd_train(int argc, char **argv) {
+    const char *train = NULL, *valid = NULL, *save = NULL, *resume = NULL, *logpath = NULL, *hidden = NULL, *cross = NULL;
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    long long v;
+    int model_flags = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int flag = strcmp(a, "--no-wide") == 0 || strcmp(a, "--no-deep") == 0 || strcmp(a, "--no-shuffle") == 0;
+        if (flag) {
+            if (a[5] == 'w') { md.no_wide = 1; model_flags++; }
+            else if (a[5] == 'd') { md.no_deep = 1; model_flags++; }
+            else td.no_shuffle = 1;
+            continue;
+        }
+        if (!val) return usage_error("train: '%s' needs a value", a);
+        i++;
+#define NUM(name, lo, hi, dst) else if (strcmp(a, name) == 0) { if (parse_long(val, lo, hi, &v)) return usage_error(name ": '%s' is out of range", val); dst = v; }
+#define FLT(name, dst) else if (strcmp(a, name) == 0) { char *e; double x = strtod(val, &e); if (*e || !(x >= 0) || x > 1e6) return usage_error(name ": '%s' is not a non-negative number", val); dst = (float)x; model_flags++; }
+        if (strcmp(a, "--train") == 0) train = val;
+        else if (strcmp(a, "--valid") == 0) valid = val;
+        else if (strcmp(a, "--save") == 0) save = val;
+        else if (strcmp(a, "--resume") == 0) resume = val;
+        else if (strcmp(a, "--log") == 0) logpath = val;
+        else if (strcmp(a, "--hidden") == 0) { hidden = val; model_flags++; }
+        else if (strcmp(a, "--cross") == 0) { cross = val; model_flags++; }
+        NUM("--epochs", 1, 100000, td.epochs)
+        NUM("--batch", 1, 1 << 24, td.batch_size)
+        NUM("--threads", 1, 256, td.threads)
+        NUM("--loader-threads", 1, 256, td.loader_threads)
+        NUM("--loader-ram", 1, INT64_MAX, td.loader_ram)
+        NUM("--checkpoint-every", 1, INT64_MAX, td.checkpoint_every)
+        NUM("--eval-every", 1, INT64_MAX, td.eval_every)
+        NUM("--max-steps", 1, INT64_MAX, td.max_steps)
+        NUM("--gpus", 1, 1024, td.devices)
+        NUM("--seed", 0, INT64_MAX, md.seed)
+        NUM("--embed-dim", 1, 1024, md.embed_dim)
+        FLT("--lr-deep", md.lr_deep)
+        FLT("--lr-wide", md.lr_wide)
+        FLT("--ftrl-l1", md.ftrl_l1)
+        FLT("--ftrl-l2", md.ftrl_l2)
+        FLT("--ftrl-beta", md.ftrl_beta)
+        else if (strcmp(a, "--optimizer") == 0) {
+            if (strcmp(val, "adagrad") == 0) md.optimizer = WD_ADAGRAD;
+            else if (strcmp(val, "adam") == 0) md.optimizer = WD_ADAM;
+            else return usage_error("--optimizer: '%s' is not adagrad or adam", val);
+            model_flags++;
+        } else if (strcmp(a, "--pooling") == 0) {
+            if (strcmp(val, "sum") == 0) md.pooling = WD_POOL_SUM;
+            else if (strcmp(val, "mean") == 0) md.pooling = WD_POOL_MEAN;
+            else return usage_error("--pooling: '%s' is not sum or mean", val);
+            model_flags++;
+        } else if (strcmp(a, "--device") == 0) {
+            if (strcmp(val, "cpu") == 0) td.device = WD_DEVICE_CPU;
+            else if (strcmp(val, "cuda") == 0) td.device = WD_DEVICE_CUDA;
+            else return usage_error("--device: '%s' is not cpu or cuda", val);
+        } else return usage_error("train: unknown option '%s'", a);
+#undef NUM
+#undef FLT
+    }
+    if (!train) return usage_error("train: --train FILE.wdr[,...] is required%s", "");
+    if (resume && model_flags) return usage_error("train: --resume takes the model settings from the checkpoint; drop the model options%s", "");
+    const char *files[1024], *vfiles[1024];
+    char *fmem, *vmem = NULL;
+    int nf = split_list(train, files, 1024, &fmem), nv = valid ? split_list(valid, vfiles, 1024, &vmem) : 0;
+    wd_model *m = NULL;
+    wd_status st;
+    if (resume) st = wd_model_load(resume, &m);
+    else {
+        wd_reader *r;
+        st = wd_reader_open(files[0], &r);
+        if (st) { free(fmem); free(vmem); return fail(st); }
+        wd_schema schema = *wd_reader_schema(r);
+        wd_reader_close(r);
+        md.schema = &schema;
+        if (hidden) {
+            const char *h[WD_MAX_LAYERS + 1];
+            char *hm;
+            int nh = split_list(hidden, h, WD_MAX_LAYERS + 1, &hm);
+            if (nh > WD_MAX_LAYERS) { free(hm); free(fmem); free(vmem); return usage_error("--hidden: at most %s layers", "8"); }
+            for (int l = 0; l < nh; l++) if (parse_long(h[l], 1, 65536, &v)) { free(hm); free(fmem); free(vmem); return usage_error("--hidden: '%s' is not a width", h[l]); } else md.hidden[l] = (int)v;
+            free(hm);
+        }
+        if (cross) {
+            const char *c[WD_MAX_CROSSES + 1];
+            char *cm;
+            int nc = split_list(cross, c, WD_MAX_CROSSES + 1, &cm);
+            for (int q = 0; q < nc; q++) {
+                char *x = strchr((char *)c[q], 'x');
+                if (!x) { free(cm); free(fmem); free(vmem); return usage_error("--cross: '%s' is not AxB", c[q]); }
+                *x = 0;
+                int a = slot_index(&schema, c[q]), b = slot_index(&schema, x + 1);
+                if (a < 0 || b < 0) { free(cm); free(fmem); free(vmem); return usage_error("--cross: unknown slot in '%s'", c[q]); }
+                md.cross[q][0] = a; md.cross[q][1] = b;
+            }
+            md.ncross = nc;
+            free(cm);
+        }
+        st = wd_model_create(&md, &m);
+    }
+    if (st) { free(fmem); free(vmem); return fail(st); }
+    train_ui ui;
+    memset(&ui, 0, sizeof ui);
+    ui.tty = isatty(2);
+    if (logpath) {
+        ui.log = fopen(logpath, "w");
+        if (!ui.log) { wd_model_destroy(m); free(fmem); free(vmem); return fail(wd__fail(WD_ERR_IO, "%s: cannot create the log", logpath)); }
+        fprintf(ui.log, "step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n");
+    }
+    td.files = files; td.nfiles = nf; td.valid_files = vfiles; td.nvalid = nv;
+    td.checkpoint_path = save;
+    td.progress = train_progress; td.user = &ui;
+    wd_train_report rep;
+    st = wd_train(m, &td, &rep);
+    if (ui.tty) fprintf(stderr, "\r\033[K");
+    if (ui.log) fclose(ui.log);
+    if (!st) {
+        printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds, rep.samples_per_s, rep.last_loss);
+        if (rep.valid_auc == rep.valid_auc) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
+        printf("\n");
+        double tot = rep.embed_s + rep.mlp_fwd_s + rep.mlp_bwd_s + rep.wide_s + rep.comm_s + rep.optimizer_s + rep.data_s;
+        if (tot > 0)
+            printf("time (worker 0): embed %.1f%% mlp-fwd %.1f%% mlp-bwd %.1f%% wide+sparse %.1f%% comm %.1f%% optimizer %.1f%% data %.1f%%\n",
+                   100 * rep.embed_s / tot, 100 * rep.mlp_fwd_s / tot, 100 * rep.mlp_bwd_s / tot, 100 * rep.wide_s / tot, 100 * rep.comm_s / tot, 100 * rep.optimizer_s / tot, 100 * rep.data_s / tot);
+    }
+    wd_model_destroy(m);
+    free(fmem); free(vmem);
+    return st ? fail(st) : 0;
+}
+
+// eval and predict share their options.
+static int cmd_eval_predict(int argc, char **argv, int predict) {
+    const char *model = NULL, *out = NULL, *files[1024];
+    int nf = 0;
+    long long threads = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] == '-' && a[1]) {
+            if (!val) return usage_error("'%s' needs a value", a);
+            i++;
+            if (strcmp(a, "--model") == 0) model = val;
+            else if (predict && (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)) out = val;
+            else if (strcmp(a, "--threads") == 0) { if (parse_long(val, 1, 256, &threads)) return usage_error("--threads: '%s' is not 1..256", val); }
+            else return usage_error("unknown option '%s'", a);
+        } else if (nf < 1024) files[nf++] = a;
+    }
+    if (!model || !nf || (predict && !out)) return usage_error(predict ? "predict: --model M.wdm, DATA.wdr and -o PRED.txt are required%s" : "eval: --model M.wdm and DATA.wdr are required%s", "");
+    wd_model *m;
+    wd_status st = wd_model_load(model, &m);
+    if (st) return fail(st);
+    int64_t total = 0;
+    for (int f = 0; f < nf && !st; f++) {
+        wd_reader *r;
+        st = wd_reader_open(files[f], &r);
+        if (!st) { total += wd_reader_nsamples(r); wd_reader_close(r); }
+    }
+    float *pred = NULL;
+    if (!st && predict) {
+        pred = (float *)malloc(sizeof(float) * (size_t)(total ? total : 1));
+        if (!pred) st = wd__fail(WD_ERR_NOMEM, "out of memory for %lld predictions", (long long)total);
+    }
+    wd_eval_desc e;
+    memset(&e, 0, sizeof e);
+    e.files = files; e.nfiles = nf; e.threads = (int)threads; e.predictions = pred; e.predictions_cap = total;
+    wd_metrics mt;
+    if (!st) st = wd_evaluate(m, &e, &mt);
+    if (!st && predict) {
+        FILE *f = fopen(out, "w");
+        if (!f) st = wd__fail(WD_ERR_IO, "%s: cannot create", out);
+        for (int64_t i = 0; !st && i < total; i++) fprintf(f, "%.7g\n", (double)pred[i]);
+        if (f && fclose(f) != 0 && !st) st = wd__fail(WD_ERR_IO, "%s: write failed", out);
+        if (!st) printf("predicted %lld samples -> %s\n", (long long)total, out);
+    } else if (!st) {
+        printf("mean_pred=%.6f ctr=%.6f\n", mt.mean_pred, mt.ctr);
+        printf("auc=%.6f logloss=%.6f samples=%lld\n", mt.auc, mt.logloss, (long long)mt.samples);
+    }
+    free(pred);
+    wd_model_destroy(m);
+    return st ? fail(st) : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
@@ -252,6 +487,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
+    if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0) return cmd_eval_predict(argc - 2, argv + 2, 0);
+    if (strcmp(cmd, "predict") == 0) return cmd_eval_predict(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "version") == 0) { printf("wd %s\n", WD_VERSION_STRING); return 0; }
     return usage_error("unknown command '%s'", cmd);
 }
