@@ -9,6 +9,13 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
 DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
+# OpenBLAS for the MLP's GEMMs when installed (tools/install-deps.sh adds it);
+# the header's portable loops otherwise. `make BLAS=0` forces the fallback.
+BLAS    ?= $(shell printf '\043include <cblas.h>\nint main(void){openblas_set_num_threads(1);return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas >/dev/null 2>&1 && echo 1 || echo 0)
+ifeq ($(BLAS),1)
+BLASF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS
+BLASL   := -lopenblas
+endif
 
 .PHONY: all deps demo test clean
 all: $(B)/wd
@@ -20,7 +27,7 @@ $(B):
 	@mkdir -p $(B)
 
 $(B)/wd: tools/wd.c $(HDR) | $(B)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ tools/wd.c $(LDLIBS)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -o $@ tools/wd.c $(LDLIBS) $(BLASL)
 
 # test binaries carry ASan + UBSan
 $(B)/test_wd: tests/test_wd.c tests/testlib.h $(HDR) | $(B)
@@ -40,13 +47,19 @@ $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 $(B)/test_cpp: tests/test_cpp.cpp $(HDR) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) -o $@ tests/test_cpp.cpp $(LDLIBS)
 
+# examples (built and run by the tests)
+$(B)/train_criteo: examples/train_criteo.c $(HDR) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ examples/train_criteo.c $(LDLIBS)
+$(B)/predict_cpp: examples/predict.cpp $(HDR) | $(B)
+	$(CXX) -std=c++17 $(CFLAGS) $(WARN) -o $@ examples/predict.cpp $(LDLIBS)
+
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd
 	bash tools/demo.sh $(B)/wd $(B)/demo
 
 test: deps
 	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train \
-		$(B)/test_loader_tsan $(B)/test_train_tsan
+		$(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 	bash tests/run.sh $(B) $(DATA)
 
 clean:

@@ -50,6 +50,11 @@
    wd_hash_bytes(s, len, k) % buckets[k]. An empty field (missing) hashes
    like the empty string: all missing values of a slot share one bucket.
 
+   BLAS. The MLP's matrix products use a portable C loop nest by default.
+   Define WD_USE_CBLAS (and link a CBLAS, e.g. -lopenblas) to use cblas_sgemm;
+   with OpenBLAS also define WD_USE_OPENBLAS so that training pins it to one
+   thread per worker. The Makefile does both when libopenblas-dev is present.
+
    RESOURCE LIMITS. Nothing recurses. Every size read from a file is
    checked against the file size and against the WD_MAX_* limits before
    any allocation is made from it.
@@ -317,7 +322,7 @@ typedef struct wd_gen_desc {
     int64_t rows;
     int64_t first_row;              // rows first_row.. of the stream: held-out data of the same model
     uint64_t seed;                  // fixes the planted model and the row stream
-    uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(cardinality, this)
+    uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(16 x cardinality, this)
     uint32_t max_card;              // per slot cardinality cap (0: 1<<20)
     double zipf;                    // id exponent (0: 1.1)
     int threads;                    // (0: 1)
@@ -468,7 +473,9 @@ WDDEF const wd_model_desc *wd_model_description(const wd_model *m);
 WDDEF const wd_schema *wd_model_schema(const wd_model *m);
 // Bytes of parameters and optimizer state.
 WDDEF int64_t wd_model_bytes(const wd_model *m);
-// Where training stopped: epoch, batches done in it, global step.
+// Where training stopped: epoch, batches done in it, global step. wd_train
+// continues from there; it reuses the stored batch size when the train desc
+// gives none, and refuses a different one in the middle of an epoch.
 WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, int64_t *step);
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
@@ -551,7 +558,8 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
 /* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version, then sections, each
    {u32 tag, u32 0, u64 bytes, payload, u32 crc32c(payload), u32 0}:
-   'DESC' model description + schema, 'POS ' training position,
+   'DESC' model description + schema, 'POS ' training position (epoch,
+   batch in epoch, global step, batch size),
    'DENS' dense parameters and their optimizer state, 'WIDE' wide tables
    (w, z, n), 'EMBD' embedding tables and their optimizer state, 'END '.
    Written to a temporary file, fsynced and renamed: a crash leaves the
@@ -2326,7 +2334,8 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     wd_schema_criteo(&g->schema, bk);
     for (int k = 0; k < 26; k++) {
         g->card[k] = WD__MIN(wd_criteo_cardinalities()[k], maxc);
-        g->schema.slot[k].buckets = WD__MIN(g->card[k], bk);
+        // room for hashing: 16 buckets per value keeps collisions near 3%
+        g->schema.slot[k].buckets = (uint32_t)WD__MIN((uint64_t)g->card[k] * 16, (uint64_t)bk);
         wd__zipf_init(&g->zipf[k], d->zipf > 0 ? d->zipf : 1.1, g->card[k]);
     }
     int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
@@ -2913,13 +2922,16 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s) {
 #ifdef WD_USE_CBLAS
 #include <cblas.h>
 #endif
+#ifdef WD_USE_OPENBLAS
+extern void openblas_set_num_threads(int);   // our workers parallelise; BLAS runs one thread each
+#endif
 
 typedef struct wd__layer { int in, out; int64_t w, b; } wd__layer;   // offsets into the dense buffer
 
 struct wd_model {
     wd_model_desc d;
     wd_schema schema;
-    int E, D, S, I, R;              // R = 1 + (deep ? E : 0): floats per sparse gradient row
+    int E, D, S, IN, R;                // R = 1 + (deep ? E : 0): floats per sparse gradient row
     int nlayers;                    // hidden layers + the output layer
     wd__layer layer[WD_MAX_LAYERS + 1];
     int64_t P_mlp, P;               // dense buffer: MLP | wide dense weights (D) | wide bias
@@ -2930,6 +2942,7 @@ struct wd_model {
     float *wide, *wide_z, *wide_n;  // (wide_rows)
     float *emb, *emb_s1, *emb_s2;   // (emb_rows, E); s2 only with Adam
     int64_t epoch, batch, step;     // training position
+    int64_t batch_size;             // of the run that reached it (0: never trained)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -2996,11 +3009,11 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
     m->E = d->embed_dim;
     m->D = m->schema.ndense;
     m->S = m->schema.nslots;
-    m->I = m->D + m->S * m->E;
+    m->IN = m->D + m->S * m->E;
     m->R = 1 + (d->no_deep ? 0 : m->E);
     m->nlayers = d->no_deep ? 0 : nh + 1;
     int64_t off = 0;
-    int width = m->I;
+    int width = m->IN;
     for (int l = 0; l < m->nlayers; l++) {
         int out = l < nh ? d->hidden[l] : 1;
         m->layer[l].in = width; m->layer[l].out = out;
@@ -3199,10 +3212,10 @@ static void wd__ws_free(wd__ws *w) {
 static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
     memset(w, 0, sizeof *w);
     w->cap = cap;
-    int widest = m->I;
+    int widest = m->IN;
     for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
     wd_status st = WD_OK;
-    w->x = wd__alloc_floats((int64_t)cap * m->I, "activations", &st);
+    w->x = wd__alloc_floats((int64_t)cap * m->IN, "activations", &st);
     for (int l = 0; l < m->nlayers; l++) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
     w->da = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
     w->db = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
@@ -3239,11 +3252,11 @@ static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
 
 // Forward over samples [i0, i0+n) of b: fills x, activations, logits, probs.
 static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
-    int D = m->D, S = m->S, E = m->E, I = m->I;
+    int D = m->D, S = m->S, E = m->E, IN = m->IN;
     double t0 = wd__now();
     if (wd__deep(m)) {
         for (int i = 0; i < n; i++) {
-            float *x = w->x + (size_t)i * I;
+            float *x = w->x + (size_t)i * IN;
             memcpy(x, b->dense + (size_t)(i0 + i) * D, sizeof(float) * (size_t)D);
             for (int k = 0; k < S; k++) {
                 float *e = x + D + k * E;
@@ -3309,7 +3322,7 @@ static double wd__logloss1(float logit, float y) {
 // w->g (unscaled sums over samples: loss sum and weight sum appended), sparse
 // gradient rows into okey/orow. Every gradient is d(sum_i w_i loss_i).
 static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
-    int D = m->D, S = m->S, E = m->E, I = m->I, R = m->R;
+    int D = m->D, S = m->S, E = m->E, IN = m->IN, R = m->R;
     double t0 = wd__now();
     float *g = w->g;
     memset(g, 0, sizeof(float) * (size_t)(m->P + 2));
@@ -3365,7 +3378,7 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
                 w->okey[q] = m->table_off[k] + ids[j];
                 float *r = w->orow + q * R;
                 r[0] = dl * scale;
-                if (R > 1) { const float *src = dx + (size_t)i * I + D + k * E; for (int e = 0; e < E; e++) r[1 + e] = src[e] * scale; }
+                if (R > 1) { const float *src = dx + (size_t)i * IN + D + k * E; for (int e = 0; e < E; e++) r[1 + e] = src[e] * scale; }
             }
         }
         for (int c = 0; c < m->d.ncross; c++, q++) {
@@ -3735,12 +3748,20 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 #endif
     }
     if (d->device != WD_DEVICE_CPU) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: unknown device %d", d->device);
+#ifdef WD_USE_OPENBLAS
+    openblas_set_num_threads(1);
+#endif
     wd__trainer *tr = WD__NEW(wd__trainer);
     if (!tr) return wd__fail(WD_ERR_NOMEM, "out of memory");
     tr->m = m; tr->d = d; tr->rep = rep;
     tr->T = d->threads > 0 ? d->threads : wd__online_cores();
     if (tr->T > 256) tr->T = 256;
-    int B = d->batch_size > 0 ? d->batch_size : 4096;
+    int B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;
+    if (m->batch > 0 && m->batch_size > 0 && B != m->batch_size) {
+        wd__free(tr);
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %d", (long long)m->epoch, (long long)m->batch_size, B);
+    }
+    m->batch_size = B;
     tr->epochs = d->epochs > 0 ? d->epochs : 1;
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
@@ -4030,9 +4051,10 @@ WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     wd__put32(head + 8, WD__WDM_VERSION);
     float descbuf[WD__DESC_BYTES / 4];
     wd__desc_encode(m, (uint8_t *)descbuf);
-    float pos[6];
-    wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch); wd__put64((uint8_t *)pos + 16, (uint64_t)m->step);
-    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 6}};
+    float pos[8];
+    wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch);
+    wd__put64((uint8_t *)pos + 16, (uint64_t)m->step); wd__put64((uint8_t *)pos + 24, (uint64_t)m->batch_size);
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 8}};
     wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
     wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
     int64_t ne = m->emb ? m->emb_rows * m->E : 0;
@@ -4115,16 +4137,17 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) {   // the file must hold what the description implies before we allocate it
         int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
-        int64_t need = off + 6 * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
+        int64_t need = off + 8 * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
         if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
     }
     if (!st) st = wd__model_alloc(m);
-    float pos[6];
-    wd__span sp[1] = {{pos, 6}};
+    float pos[8];
+    wd__span sp[1] = {{pos, 8}};
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('P', 'O', 'S', ' '), sp, 1);
     if (!st) {
-        m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8); m->step = (int64_t)wd__get64((uint8_t *)pos + 16);
-        if (m->epoch < 0 || m->batch < 0 || m->step < 0) st = wd__fail(WD_ERR_CORRUPT, "%s: negative training position", path);
+        m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8);
+        m->step = (int64_t)wd__get64((uint8_t *)pos + 16); m->batch_size = (int64_t)wd__get64((uint8_t *)pos + 24);
+        if (m->epoch < 0 || m->batch < 0 || m->step < 0 || m->batch_size < 0 || m->batch_size > (1 << 30)) st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position", path);
     }
     if (!st) {
         wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};

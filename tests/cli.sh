@@ -71,3 +71,25 @@ printf '1 0:1 5:1 12:1 100:0.5\n0 3:1 101:2\n-1 7:1\n' > "$T/a.svm"
 expect_rc cli_libsvm 0 "$WD" convert --format libsvm --slots user=0-9,item=10-19 --dense-range 100-101 -o "$T/a.wdr" "$T/a.svm"
 "$WD" inspect "$T/a.wdr" > "$T/out" 2>&1
 grep -q 'multi-hot' "$T/out" && grep -q 'samples:  3' "$T/out" && pass cli_libsvm_inspect || fail cli_libsvm_inspect "$(cat "$T/out")"
+
+# train / eval / predict
+"$WD" gen -o "$T/tr.wdr" --rows 6000 --seed 2 --max-card 300 >/dev/null 2>&1
+"$WD" gen -o "$T/te.wdr" --rows 1500 --first-row 6000 --seed 2 --max-card 300 >/dev/null 2>&1
+expect_rc cli_train 0 "$WD" train --train "$T/tr.wdr" --valid "$T/te.wdr" --hidden 32,16 --batch 256 --epochs 2 --threads 2 --cross C1xC2 --save "$T/m.wdm" --log "$T/log.csv" --checkpoint-every 10
+if grep -q '^trained steps=48 samples=12000 ' "$T/out" && grep -q 'valid_auc=0\.[6-9]' "$T/out" && [ "$(head -1 "$T/log.csv")" = "step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss" ] && [ "$(grep -c . "$T/log.csv")" -ge 49 ]; then pass cli_train_output; else fail cli_train_output "$(cat "$T/out" "$T/err" | head -5)"; fi
+expect_rc cli_eval 0 "$WD" eval --model "$T/m.wdm" "$T/te.wdr"
+tail -1 "$T/out" | grep -Eq '^auc=0\.[0-9]+ logloss=[0-9.]+ samples=1500$' && pass cli_eval_line || fail cli_eval_line "$(tail -1 "$T/out")"
+expect_rc cli_predict 0 "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/pred.txt"
+[ "$(wc -l < "$T/pred.txt")" = 1500 ] && awk '$1 < 0 || $1 > 1 { bad = 1 } END { exit bad }' "$T/pred.txt" && pass cli_predict_lines || fail cli_predict_lines "$(head -3 "$T/pred.txt")"
+expect_rc cli_resume 0 "$WD" train --train "$T/tr.wdr" --resume "$T/m.wdm" --epochs 3 --save "$T/m3.wdm"
+grep -q '^trained steps=24 ' "$T/out" && pass cli_resume_continues || fail cli_resume_continues "$(cat "$T/out")"
+expect_rc cli_resume_with_model_flags 2 "$WD" train --train "$T/tr.wdr" --resume "$T/m.wdm" --hidden 8
+expect_rc cli_train_needs_data 2 "$WD" train --hidden 8
+expect_rc cli_eval_missing_model 1 "$WD" eval --model "$T/nope.wdm" "$T/te.wdr"
+head -c 1000 "$T/m.wdm" > "$T/trunc.wdm"
+expect_rc cli_eval_truncated_model 1 "$WD" eval --model "$T/trunc.wdm" "$T/te.wdr"
+grep -q 'trunc.wdm' "$T/err" && pass cli_truncated_model_named || fail cli_truncated_model_named "$(cat "$T/err")"
+"$WD" convert --format libsvm --slots user=0-9,item=10-19 --dense-range 100-101 -o "$T/other.wdr" "$T/a.svm" >/dev/null 2>&1
+expect_rc cli_eval_schema_mismatch 1 "$WD" eval --model "$T/m.wdm" "$T/other.wdr"
+grep -q 'schema' "$T/err" && pass cli_schema_mismatch_message || fail cli_schema_mismatch_message "$(cat "$T/err")"
+expect_rc cli_device_cuda_without_gpu_build 1 "$WD" train --train "$T/tr.wdr" --device cuda --hidden 8 --max-steps 1

@@ -32,6 +32,17 @@ run "$B/test_loader_tsan" "$T"
 run "$B/test_train_tsan" "$T"
 run bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 
+# the examples: train from C on the Criteo sample, then serve from C++
+if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
+    mkdir -p "$T/ex"
+    if "$B/train_criteo" "$DATA/criteo_kaggle_head8000_train.tsv" "$DATA/criteo_kaggle_head8000_test.tsv" "$T/ex" > "$T/ex.out" 2>&1 && grep -q 'test AUC 0\.[6-9]' "$T/ex.out"; then
+        echo "PASS example_train_criteo: $(tail -1 "$T/ex.out")" | tee -a "$log"
+    else echo "FAIL example_train_criteo: $(tail -3 "$T/ex.out")" | tee -a "$log"; fi
+    if "$B/predict_cpp" "$T/ex/criteo.wdm" "$T/ex/test.wdr" > "$T/ex2.out" 2>&1 && grep -q 'hand-built sample: p = 0' "$T/ex2.out"; then
+        echo "PASS example_predict_cpp" | tee -a "$log"
+    else echo "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")" | tee -a "$log"; fi
+else echo "SKIP examples: no data in $DATA" | tee -a "$log"; fi
+
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
 echo
 grep '^FAIL' "$log"

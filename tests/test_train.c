@@ -209,7 +209,7 @@ static int models_equal(const wd_model *a, const wd_model *b) {
            !memcmp(a->dense, b->dense, 4 * (size_t)a->P) && !memcmp(a->dense_s1, b->dense_s1, 4 * (size_t)a->P) && !memcmp(a->dense_s2, b->dense_s2, 4 * (size_t)a->P) &&
            !memcmp(a->wide, b->wide, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_z, b->wide_z, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_n, b->wide_n, 4 * (size_t)a->wide_rows) &&
            (!ne || (!memcmp(a->emb, b->emb, 4 * (size_t)ne) && !memcmp(a->emb_s1, b->emb_s1, 4 * (size_t)ne))) &&
-           (!a->emb_s2 || !memcmp(a->emb_s2, b->emb_s2, 4 * (size_t)ne)) && a->step == b->step && a->epoch == b->epoch && a->batch == b->batch;
+           (!a->emb_s2 || !memcmp(a->emb_s2, b->emb_s2, 4 * (size_t)ne)) && a->step == b->step && a->epoch == b->epoch && a->batch == b->batch && a->batch_size == b->batch_size;
 }
 
 static char TRAIN[300], TEST[300];
@@ -304,6 +304,9 @@ static void test_checkpoint_roundtrip_and_resume(void) {
         int64_t ep, bt, stp;
         wd_model_position(b, &ep, &bt, &stp);
         CHECK(ep == 0 && bt == 5 && stp == 5);
+        td.batch_size = 200;
+        CHECK(wd_train(b, &td, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "batch size 300"));
+        td.batch_size = 0;   // taken from the checkpoint
         td.max_steps = 27; td.checkpoint_path = ck2;   // 20 batches per epoch: stops mid-epoch 1
         CHECK_OK(wd_train(b, &td, NULL));
         wd_model *c = NULL;
