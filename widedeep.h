@@ -517,7 +517,8 @@ typedef struct wd_train_desc {
     const char *const *valid_files; // optional: evaluated after each epoch (and every eval_every steps)
     int nvalid;
     int epochs;                     // (0: 1)
-    int batch_size;                 // global batch (0: 4096)
+    int batch_size;                 // global batch (0: the checkpoint's, else 4096, halved
+                                    // down to 32 until an epoch has >= 100 steps)
     int threads;                    // CPU workers (0: online cores)
     int loader_threads;             // (0: 1 on the CPU device)
     size_t loader_ram;              // (0: loader default)
@@ -3757,6 +3758,14 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     tr->T = d->threads > 0 ? d->threads : wd__online_cores();
     if (tr->T > 256) tr->T = 256;
     int B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;
+    if (d->batch_size <= 0 && m->batch_size <= 0) {   // small data: keep at least 100 steps per epoch
+        int64_t total = 0;
+        for (int f = 0; f < d->nfiles; f++) {
+            wd_reader *r;
+            if (wd_reader_open(d->files[f], &r) == WD_OK) { total += wd_reader_nsamples(r); wd_reader_close(r); }
+        }
+        while (B > 32 && (int64_t)B * 100 > total) B /= 2;
+    }
     if (m->batch > 0 && m->batch_size > 0 && B != m->batch_size) {
         wd__free(tr);
         return wd__fail(WD_ERR_INVALID_ARG, "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %d", (long long)m->epoch, (long long)m->batch_size, B);

@@ -5,6 +5,7 @@
 //   wd train     train a Wide&Deep model from .wdr files
 //   wd eval      AUC and log loss of a model on .wdr files
 //   wd predict   one probability per line, in input order
+//   wd dump      raw arrays (labels, dense, ids) for other tools and peers
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -50,7 +51,8 @@ static const char *USAGE =
     "      so a second call with R = the first call's rows gives held-out data\n"
     "\n"
     "  wd train --train A.wdr[,B.wdr...] [--valid V.wdr[,...]] [options]\n"
-    "      --epochs N (1)  --batch B (4096)  --threads T (cores)  --seed S (0)\n"
+    "      --epochs N (1)  --batch B (4096; smaller on small data: >= 100 steps per epoch)\n"
+    "      --threads T (cores)  --seed S (0)\n"
     "      --embed-dim E (16)  --hidden 1024,512,256  --optimizer adagrad|adam\n"
     "      --lr-deep X (0.01 adagrad, 0.001 adam)  --lr-wide Y (FTRL alpha, 0.05)\n"
     "      --ftrl-l1 X  --ftrl-l2 X  --ftrl-beta X (all 0)  --pooling sum|mean\n"
@@ -62,7 +64,10 @@ static const char *USAGE =
     "\n"
     "  wd eval --model M.wdm [--threads T] DATA.wdr...\n"
     "      ends with: auc=<x> logloss=<y> samples=<n>\n"
-    "  wd predict --model M.wdm [--threads T] DATA.wdr... -o PRED.txt\n";
+    "  wd predict --model M.wdm [--threads T] DATA.wdr... -o PRED.txt\n"
+    "\n"
+    "  wd dump DATA.wdr OUTDIR   (one-hot schemas) writes OUTDIR/labels.f32 (N),\n"
+    "      dense.f32 (N x D), ids.u32 (N x S), little-endian, row-major, and meta.txt\n";
 
 static const char *AVAZU_COLUMNS =
     "id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,"
@@ -478,6 +483,54 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     return st ? fail(st) : 0;
 }
 
+static int cmd_dump(int argc, char **argv) {
+    if (argc != 2) return usage_error("dump: DATA.wdr OUTDIR%s", "");
+    wd_reader *r;
+    wd_status st = wd_reader_open(argv[0], &r);
+    if (st) return fail(st);
+    const wd_schema *s = wd_reader_schema(r);
+    for (int k = 0; k < s->nslots; k++)
+        if (s->slot[k].kind != WD_ONE_HOT) { wd_reader_close(r); return fail(wd__fail(WD_ERR_UNSUPPORTED, "dump: slot %s is multi-hot", s->slot[k].name)); }
+    char path[3][4096];
+    const char *names[3] = {"labels.f32", "dense.f32", "ids.u32"};
+    FILE *f[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s", argv[1], names[i]);
+        f[i] = fopen(path[i], "wb");
+        if (!f[i]) { st = wd__fail(WD_ERR_IO, "%s: cannot create", path[i]); while (i--) fclose(f[i]); wd_reader_close(r); return fail(st); }
+    }
+    uint32_t *row = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(s->nslots ? s->nslots : 1));
+    for (int64_t i = 0; !st && i < wd_reader_nblocks(r); i++) {
+        const wd_batch *b;
+        st = wd_reader_block(r, i, &b);
+        if (st) break;
+        fwrite(b->label, sizeof(float), (size_t)b->n, f[0]);
+        fwrite(b->dense, sizeof(float), (size_t)b->n * (size_t)s->ndense, f[1]);
+        for (int j = 0; j < b->n; j++) {
+            for (int k = 0; k < s->nslots; k++) row[k] = b->ids[k][j];
+            fwrite(row, sizeof(uint32_t), (size_t)s->nslots, f[2]);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < 3; i++) bad |= fclose(f[i]) != 0;
+    if (!st && bad) st = wd__fail(WD_ERR_IO, "%s: write failed", argv[1]);
+    if (!st) {   // meta.txt: "samples dense slots" then one bucket count per slot
+        char mp[4096];
+        snprintf(mp, sizeof mp, "%s/meta.txt", argv[1]);
+        FILE *m = fopen(mp, "w");
+        if (!m) st = wd__fail(WD_ERR_IO, "%s: cannot create", mp);
+        else {
+            fprintf(m, "%lld %d %d\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots);
+            for (int k = 0; k < s->nslots; k++) fprintf(m, "%u%c", s->slot[k].buckets, k + 1 < s->nslots ? ' ' : '\n');
+            if (fclose(m) != 0) st = wd__fail(WD_ERR_IO, "%s: write failed", mp);
+        }
+    }
+    if (!st) printf("dumped %lld samples, %d dense, %d slots to %s\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots, argv[1]);
+    free(row);
+    wd_reader_close(r);
+    return st ? fail(st) : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
@@ -490,6 +543,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return cmd_eval_predict(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "predict") == 0) return cmd_eval_predict(argc - 2, argv + 2, 1);
+    if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0) { printf("wd %s\n", WD_VERSION_STRING); return 0; }
     return usage_error("unknown command '%s'", cmd);
 }
