@@ -11,13 +11,17 @@ B       := build
 HDR     := widedeep.h
 # OpenBLAS for the MLP's GEMMs when installed (tools/install-deps.sh adds it);
 # the header's portable loops otherwise. `make BLAS=0` forces the fallback.
-BLAS    ?= $(shell printf '\043include <cblas.h>\nint main(void){openblas_set_num_threads(1);return 0;}\n' | $(CC) -x c - -o /dev/null -lopenblas >/dev/null 2>&1 && echo 1 || echo 0)
+# Debian's serial OpenBLAS: our workers parallelise, and the threaded build
+# starts a thread pool at load time that spins when memory is capped.
+OBDIR   := /usr/lib/x86_64-linux-gnu/openblas-serial
+OBINC   := /usr/include/x86_64-linux-gnu/openblas-serial
+BLAS    ?= $(shell printf '\043include <cblas.h>\nint main(void){openblas_set_num_threads(1);return 0;}\n' | $(CC) -I$(OBINC) -x c - -o /dev/null -L$(OBDIR) -lopenblas >/dev/null 2>&1 && test -d $(OBDIR) && echo 1 || echo 0)
 ifeq ($(BLAS),1)
-BLASF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS
-BLASL   := -lopenblas
+BLASF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS -I$(OBINC)
+BLASL   := -L$(OBDIR) -Wl,-rpath,$(OBDIR) -lopenblas
 endif
 
-.PHONY: all deps demo test clean
+.PHONY: all deps demo test fuzz clean
 all: $(B)/wd
 
 deps:
@@ -35,6 +39,9 @@ $(B)/test_wd: tests/test_wd.c tests/testlib.h $(HDR) | $(B)
 
 $(B)/test_loader: tests/test_loader.c tests/testlib.h $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_loader.c $(LDLIBS)
+
+$(B)/test_faults: tests/test_faults.c tests/testlib.h $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_faults.c $(LDLIBS)
 
 $(B)/test_train: tests/test_train.c tests/testlib.h $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_train.c $(LDLIBS)
@@ -58,9 +65,30 @@ demo: deps
 	bash tools/demo.sh $(B)/wd $(B)/demo
 
 test: deps
-	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train \
+	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
 		$(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 	bash tests/run.sh $(B) $(DATA)
+
+# libFuzzer harnesses (clang): `make fuzz FUZZ_SECONDS=N` runs each for N seconds
+# from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c)
+# and regressions in tests/fuzz/regress/<name>; crashes land in build/fuzz/ and
+# make the target fail.
+FUZZ_SECONDS ?= 10
+FUZZERS := wdr criteo libsvm csv wdm
+FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
+	$(FUZZ_CC) -o $@ $< $(LDLIBS)
+$(B)/make_seeds: tests/fuzz/make_seeds.c $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(WARN) -o $@ $< $(LDLIBS)
+fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))
+	@mkdir -p $(B)/fuzz
+	@for f in $(FUZZERS); do \
+	    mkdir -p $(B)/fuzz/corpus-$$f; \
+	    $(B)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=$(B)/fuzz/$$f- -print_final_stats=1 \
+	        $(B)/fuzz/corpus-$$f tests/fuzz/corpus/$$f > $(B)/fuzz/$$f.log 2>&1; rc=$$?; \
+	    echo "fuzz_$$f: $$(grep -E '^#[0-9]+ *DONE' $(B)/fuzz/$$f.log | sed 's/ *rss.*//') (exit $$rc)"; \
+	    if [ $$rc != 0 ]; then grep -E 'ERROR|SUMMARY' $(B)/fuzz/$$f.log | head -5; exit 1; fi; \
+	done
 
 clean:
 	rm -rf $(B)

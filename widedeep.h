@@ -1957,7 +1957,7 @@ static void *wd__pipe_worker(void *arg) {
 }
 
 static void wd__pipe_free_jobs(wd__pipe *p) {
-    for (int i = 0; i < p->njobs; i++) {
+    for (int i = 0; p->jobs && i < p->njobs; i++) {
         wd__job *j = &p->jobs[i];
         wd__buf_free(&j->text); wd__buf_free(&j->block); wd__buf_free(&j->raw);
         wd__buf_free(&j->side1); wd__buf_free(&j->side2);

@@ -93,3 +93,26 @@ grep -q 'trunc.wdm' "$T/err" && pass cli_truncated_model_named || fail cli_trunc
 expect_rc cli_eval_schema_mismatch 1 "$WD" eval --model "$T/m.wdm" "$T/other.wdr"
 grep -q 'schema' "$T/err" && pass cli_schema_mismatch_message || fail cli_schema_mismatch_message "$(cat "$T/err")"
 expect_rc cli_device_cuda_without_gpu_build 1 "$WD" train --train "$T/tr.wdr" --device cuda --hidden 8 --max-steps 1
+
+# a process killed at random points of `wd convert` never leaves a half-written
+# file under the final name: after each kill the name is absent or verifies
+"$WD" gen -o "$T/k.wdr" --rows 150000 --seed 8 --tsv "$T/k.tsv" --max-card 1000 >/dev/null 2>&1
+trials=20; ok=0; finished=0
+for i in $(seq $trials); do
+    rm -f "$T/killed.wdr"
+    "$WD" convert --format criteo --threads 2 -o "$T/killed.wdr" "$T/k.tsv" >/dev/null 2>&1 &
+    pid=$!
+    sleep "0.$(( (RANDOM % 25) ))"
+    kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+    if [ ! -e "$T/killed.wdr" ]; then ok=$((ok + 1))
+    elif "$WD" inspect --verify "$T/killed.wdr" >/dev/null 2>&1; then ok=$((ok + 1)); finished=$((finished + 1)); fi
+    rm -f "$T"/killed.wdr.tmp-*
+done
+[ $ok = $trials ] && pass "cli_kill_during_convert ($trials kills, $finished had finished)" || fail cli_kill_during_convert "$ok of $trials clean"
+
+# files larger than memory stream: verify 1M samples (164 MB decoded, 70 MB on
+# disk) in a process whose whole address space is capped at 60 MB
+"$WD" gen -o "$T/big.wdr" --rows 1000000 --seed 8 --max-card 1000 --threads 2 >/dev/null 2>&1
+if (ulimit -v 60000; "$WD" inspect --verify "$T/big.wdr") > "$T/out" 2>&1 && grep -q 'verify:   OK, .* 1000000 samples' "$T/out"; then
+    pass cli_stream_under_memory_limit
+else fail cli_stream_under_memory_limit "$(tail -2 "$T/out")"; fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Issue 7 measurement: each libFuzzer harness for RUNS executions (default
+# 10M), two at a time; prints executions, edges covered, corpus size, result.
+# Usage: bench/fuzz_long.sh [RUNS]
+cd "$(dirname "$0")/.."
+RUNS=${1:-10000000}
+make -s $(printf 'build/fuzz_%s ' wdr criteo libsvm csv wdm) >/dev/null
+mkdir -p build/fuzz-long
+run() {
+    f=$1; mkdir -p build/fuzz-long/corpus-$f
+    start=$(date +%s)
+    build/fuzz_$f -runs=$RUNS -max_len=65536 -artifact_prefix=build/fuzz-long/$f- -print_final_stats=1 \
+        build/fuzz-long/corpus-$f tests/fuzz/corpus/$f > build/fuzz-long/$f.log 2>&1
+    rc=$?
+    echo "fuzz_$f: exit $rc in $(( $(date +%s) - start )) s; $(grep -E '^#[0-9]+ *DONE' build/fuzz-long/$f.log | sed 's/ *rss.*//'); crashes: $(ls build/fuzz-long/$f-crash-* 2>/dev/null | wc -l)"
+}
+echo "machine: $(nproc) cores; $(date -u +%F); $RUNS runs each"
+(run wdr; run csv; run wdm) &
+(run criteo; run libsvm) &
+wait
