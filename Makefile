@@ -9,6 +9,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
 DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
+FUZZERS := wdr criteo libsvm csv wdm
 # OpenBLAS for the MLP's GEMMs when installed (tools/install-deps.sh adds it);
 # the header's portable loops otherwise. `make BLAS=0` forces the fallback.
 # Debian's serial OpenBLAS: our workers parallelise, and the threaded build
@@ -64,8 +65,12 @@ demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd
 	bash tools/demo.sh $(B)/wd $(B)/demo
 
+# the fuzz harnesses join the test build when clang has libFuzzer
+HAVE_FUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' | clang -x c -fsanitize=fuzzer - -o /dev/null >/dev/null 2>&1 && echo 1)
+TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
+
 test: deps
-	@$(MAKE) --no-print-directory $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
+	@$(MAKE) --no-print-directory $(TEST_FUZZ) $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
 		$(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 	bash tests/run.sh $(B) $(DATA)
 
@@ -74,7 +79,6 @@ test: deps
 # and regressions in tests/fuzz/regress/<name>; crashes land in build/fuzz/ and
 # make the target fail.
 FUZZ_SECONDS ?= 10
-FUZZERS := wdr criteo libsvm csv wdm
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
 	$(FUZZ_CC) -o $@ $< $(LDLIBS)
@@ -86,7 +90,7 @@ fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))
 	    mkdir -p $(B)/fuzz/corpus-$$f; \
 	    $(B)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=$(B)/fuzz/$$f- -print_final_stats=1 \
 	        $(B)/fuzz/corpus-$$f tests/fuzz/corpus/$$f > $(B)/fuzz/$$f.log 2>&1; rc=$$?; \
-	    echo "fuzz_$$f: $$(grep -E '^#[0-9]+ *DONE' $(B)/fuzz/$$f.log | sed 's/ *rss.*//') (exit $$rc)"; \
+	    echo "fuzz_$$f: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $(B)/fuzz/$$f.log | sed -E 's/[[:space:]]+rss.*//') (exit $$rc)"; \
 	    if [ $$rc != 0 ]; then grep -E 'ERROR|SUMMARY' $(B)/fuzz/$$f.log | head -5; exit 1; fi; \
 	done
 

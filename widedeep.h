@@ -24,6 +24,7 @@
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
     15. Training       wd_train(), wd_evaluate(), wd_predict()
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format
+    17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION)
 
    ---------------------------------------------------------------------------
@@ -113,12 +114,15 @@ typedef enum wd_status {
     WD_ERR_NUMERIC,         // NaN or Inf where a finite number is required
     WD_ERR_ABORTED,         // cancelled by a callback or another rank
     WD_ERR_UNSUPPORTED,     // not built in, or no such device
+    WD_ERR_DEVICE,          // a CUDA, cuBLAS or NCCL call failed (the message names it)
     WD_ERR_INTERNAL,        // a library bug: please report
     WD_STATUS_COUNT
 } wd_status;
 
 WDDEF const char *wd_status_string(wd_status s);
 WDDEF const char *wd_last_error(void);     // per-thread detail of the last failure
+// Sets this thread's detail message (for backends and callbacks returning a status).
+WDDEF void wd_set_last_error(const char *msg);
 
 // ---- 3. Allocator -------------------------------------------------------------
 // All library allocations go through these hooks (default: malloc/free).
@@ -540,7 +544,20 @@ typedef struct wd_train_report {
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
 #ifdef WD_HAVE_CUDA
-WDDEF wd_status wd_cuda_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);   // widedeep_cuda.cu
+// In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
+// wd_last_error() like every other call's.
+WDDEF wd_status wd_cuda_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
+WDDEF wd_status wd_cuda_train_simulated(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int ranks);
+WDDEF wd_status wd_cuda_device_count(int *n);
+// NCCL communicators: every GPU of this process, or one rank of a job whose
+// unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
+WDDEF wd_status wd_comm_nccl_create_all(int ndev, wd_comm **ranks);
+WDDEF wd_status wd_comm_nccl_unique_id(void *id, size_t bytes);
+WDDEF wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out);
+WDDEF void wd_comm_nccl_destroy(wd_comm *c);
+// Several ranks on one GPU (tests of the multi-GPU logic on one device).
+WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
+WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
 #endif
 
 typedef struct wd_eval_desc {
@@ -568,6 +585,43 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
    before anything is allocated. */
 WDDEF wd_status wd_model_save(const wd_model *m, const char *path);
 WDDEF wd_status wd_model_load(const char *path, wd_model **out);
+
+// ---- 17. Device interface ----------------------------------------------------------------------
+/* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
+   its internals: sizes, offsets and the host arrays it uploads from and
+   downloads back into (the same layout as the CPU reference, so a model
+   trained anywhere saves and loads everywhere). */
+typedef struct wd_model_view {
+    const wd_model_desc *desc;      // defaults filled in
+    const wd_schema *schema;
+    int E, D, S, IN, R;             // IN = D + S*E; R = 1 + (deep ? E : 0)
+    int nlayers;                    // hidden layers + output (0 without the deep part)
+    int layer_in[WD_MAX_LAYERS + 1], layer_out[WD_MAX_LAYERS + 1];
+    int64_t layer_w[WD_MAX_LAYERS + 1], layer_b[WD_MAX_LAYERS + 1];   // offsets in dense
+    int64_t P_mlp, P;               // dense buffer: MLP | wide dense (D) | wide bias
+    int ntables;                    // slots, then crosses
+    const int64_t *table_off;       // (ntables + 1) first row of each table
+    int64_t wide_rows, emb_rows;
+    float *dense, *dense_s1, *dense_s2;        // (P)
+    float *wide, *wide_z, *wide_n;             // (wide_rows)
+    float *emb, *emb_s1, *emb_s2;              // (emb_rows, E); emb_s2 NULL unless Adam
+    int64_t *epoch, *batch, *step, *batch_size;   // training position, read and written
+} wd_model_view;
+WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v);
+// The bucket of crossed slot pair c for ids a and b (devices must match it).
+WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets);
+
+/* The device plan: every buffer a device backend allocates to train model m
+   with batches of `batch` samples on each of `ranks` devices, in bytes, in
+   allocation order. The CUDA backend allocates exactly these (one cudaMalloc,
+   carved) and refuses to start when the device has less free memory.
+   `wd train --plan` prints it without touching a device. */
+#define WD_PLAN_MAX 48
+typedef struct wd_plan_entry { char name[40]; int64_t bytes, offset; } wd_plan_entry;
+typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
+WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
+// Offset of the named entry, or -1.
+WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name);
 
 #ifdef __cplusplus
 }
@@ -612,10 +666,11 @@ WDDEF const char *wd_status_string(wd_status s) {
     static const char *names[WD_STATUS_COUNT] = {
         "ok", "invalid argument", "out of memory", "I/O error", "bad format",
         "corrupt data", "schema mismatch", "parse error", "limit exceeded",
-        "non-finite number", "aborted", "unsupported", "internal error"};
+        "non-finite number", "aborted", "unsupported", "device error", "internal error"};
     return (s >= 0 && s < WD_STATUS_COUNT) ? names[s] : "unknown status";
 }
 WDDEF const char *wd_last_error(void) { return wd__errbuf; }
+WDDEF void wd_set_last_error(const char *msg) { snprintf(wd__errbuf, sizeof wd__errbuf, "%s", msg ? msg : ""); }
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
@@ -3213,6 +3268,7 @@ static void wd__ftrl(float *w, float *z, float *n, float g, float alpha, float b
 static uint32_t wd__cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) {
     return (uint32_t)(wd__mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
 }
+WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) { return wd__cross_bucket(a, b, c, buckets); }
 
 // One worker's scratch, for up to `cap` samples at a time.
 typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
@@ -4217,6 +4273,91 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     if (st) { wd__free_model(m); return st; }
     *out = m;
     return WD_OK;
+}
+
+// ---- 17. Device interface ----------------------------------------------------------------------
+WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {
+    memset(v, 0, sizeof *v);
+    v->desc = &m->d; v->schema = &m->schema;
+    v->E = m->E; v->D = m->D; v->S = m->S; v->IN = m->IN; v->R = m->R; v->nlayers = m->nlayers;
+    for (int l = 0; l < m->nlayers; l++) {
+        v->layer_in[l] = m->layer[l].in; v->layer_out[l] = m->layer[l].out;
+        v->layer_w[l] = m->layer[l].w; v->layer_b[l] = m->layer[l].b;
+    }
+    v->P_mlp = m->P_mlp; v->P = m->P; v->ntables = m->ntables; v->table_off = m->table_off;
+    v->wide_rows = m->wide_rows; v->emb_rows = m->emb_rows;
+    v->dense = m->dense; v->dense_s1 = m->dense_s1; v->dense_s2 = m->dense_s2;
+    v->wide = m->wide; v->wide_z = m->wide_z; v->wide_n = m->wide_n;
+    v->emb = m->emb; v->emb_s1 = m->emb_s1; v->emb_s2 = m->emb_s2;
+    v->epoch = &m->epoch; v->batch = &m->batch; v->step = &m->step; v->batch_size = &m->batch_size;
+}
+
+static void wd__plan_add(wd_plan *p, const char *name, int64_t bytes) {
+    if (p->n >= WD_PLAN_MAX) return;
+    wd_plan_entry *e = &p->e[p->n++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->bytes = (bytes + 255) & ~(int64_t)255;   // every buffer 256-byte aligned
+    e->offset = p->total;
+    p->total += e->bytes;
+}
+WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out) {
+    if (!m || !out || batch <= 0 || ranks <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: bad arguments");
+    memset(out, 0, sizeof *out);
+    int64_t B = batch, ne = m->emb ? m->emb_rows * m->E : 0, occ = B * (m->S + m->d.ncross);
+    int widest = m->IN;
+    for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
+    // parameters and optimizer state
+    wd__plan_add(out, "dense params", 4 * m->P);
+    wd__plan_add(out, "dense state 1", 4 * m->P);
+    wd__plan_add(out, "dense state 2", 4 * m->P);
+    wd__plan_add(out, "wide weights", 4 * m->wide_rows);
+    wd__plan_add(out, "wide ftrl z", 4 * m->wide_rows);
+    wd__plan_add(out, "wide ftrl n", 4 * m->wide_rows);
+    wd__plan_add(out, "embeddings", 4 * ne);
+    wd__plan_add(out, "embedding state 1", 4 * ne);
+    wd__plan_add(out, "embedding state 2", m->d.optimizer == WD_ADAM ? 4 * ne : 0);
+    // two input batches (copy of one overlaps compute on the other), laid out like a host wd_batch
+    wd_batch shape;
+    memset(&shape, 0, sizeof shape);
+    shape.ndense = m->D; shape.nslots = m->S;
+    for (int k = 0; k < m->S; k++) shape.kind[k] = m->schema.slot[k].kind;
+    int64_t bb = (int64_t)wd__batch_carve(&shape, NULL, batch, 0);
+    wd__plan_add(out, "input batch 0", bb);
+    wd__plan_add(out, "input batch 1", bb);
+    // activations and gradients
+    wd__plan_add(out, "mlp input x", 4 * B * m->IN);
+    for (int l = 0; l < m->nlayers; l++) {
+        char name[40];
+        snprintf(name, sizeof name, "activations layer %d", l);
+        wd__plan_add(out, name, 4 * B * m->layer[l].out);
+    }
+    wd__plan_add(out, "gradient ping", 4 * B * widest);
+    wd__plan_add(out, "gradient pong", 4 * B * widest);
+    wd__plan_add(out, "logits, probabilities", 4 * 4 * B);
+    wd__plan_add(out, "dense gradient", 4 * (m->P + 2));
+    // sparse rows: keys and occurrence indexes (sorted and not), runs, merged
+    // rows; with several ranks every list may hold all ranks' rows
+    int64_t occr = occ * ranks;
+    wd__plan_add(out, "sparse keys", 8 * occr);
+    wd__plan_add(out, "sparse keys sorted", 8 * occr);
+    wd__plan_add(out, "sparse occurrences", 4 * occr);
+    wd__plan_add(out, "sparse occurrences sorted", 4 * occr);
+    wd__plan_add(out, "sparse unique keys", 8 * occr);
+    wd__plan_add(out, "sparse run counts", 4 * (occr + 1));
+    wd__plan_add(out, "sparse run offsets", 4 * (occr + 1));
+    wd__plan_add(out, "sparse merged rows", 4 * occr * m->R);
+    wd__plan_add(out, "sparse send", ranks > 1 ? (8 + 4 * (int64_t)m->R) * occ : 0);
+    wd__plan_add(out, "sparse gathered keys", ranks > 1 ? 8 * occr : 0);
+    wd__plan_add(out, "sparse gathered rows", ranks > 1 ? 4 * occr * m->R : 0);
+    // CUB radix sort + run-length encode scratch: the backend checks its real
+    // need against this bound (keys+values again plus 1 MiB) and fails cleanly
+    wd__plan_add(out, "sort scratch", 12 * occr + (1 << 20));
+    wd__plan_add(out, "cublasLt workspace", 32 << 20);
+    return WD_OK;
+}
+WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name) {
+    for (int i = 0; i < p->n; i++) if (strcmp(p->e[i].name, name) == 0) return p->e[i].offset;
+    return -1;
 }
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE

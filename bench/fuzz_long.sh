@@ -12,7 +12,7 @@ run() {
     build/fuzz_$f -runs=$RUNS -max_len=65536 -artifact_prefix=build/fuzz-long/$f- -print_final_stats=1 \
         build/fuzz-long/corpus-$f tests/fuzz/corpus/$f > build/fuzz-long/$f.log 2>&1
     rc=$?
-    echo "fuzz_$f: exit $rc in $(( $(date +%s) - start )) s; $(grep -E '^#[0-9]+ *DONE' build/fuzz-long/$f.log | sed 's/ *rss.*//'); crashes: $(ls build/fuzz-long/$f-crash-* 2>/dev/null | wc -l)"
+    echo "fuzz_$f: exit $rc in $(( $(date +%s) - start )) s; $(grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz-long/$f.log | sed -E 's/[[:space:]]+rss.*//; s/[[:space:]]+/ /g'); crashes: $(ls build/fuzz-long/$f-crash-* 2>/dev/null | wc -l)"
 }
 echo "machine: $(nproc) cores; $(date -u +%F); $RUNS runs each"
 (run wdr; run csv; run wdm) &

@@ -9,6 +9,8 @@ log=$B/test.log
 : > "$log"
 # A binary that exits non-zero counts as a failure even if it printed no FAIL
 # line (a crash or a sanitizer abort).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}   # LeakSanitizer: a leak fails the binary
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run() {
     "$@" > "$T/run.out" 2>&1; local rc=$?
     cat "$T/run.out" | tee -a "$log"
@@ -43,6 +45,19 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
         echo "PASS example_predict_cpp" | tee -a "$log"
     else echo "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")" | tee -a "$log"; fi
 else echo "SKIP examples: no data in $DATA" | tee -a "$log"; fi
+
+# a short fuzzing pass of every harness (clang's libFuzzer; skipped without it)
+FUZZ_SECONDS=${FUZZ_SECONDS:-8}
+for f in wdr criteo libsvm csv wdm; do
+    if [ ! -x "$B/fuzz_$f" ]; then echo "SKIP fuzz_$f: clang with libFuzzer not available" | tee -a "$log"; continue; fi
+    mkdir -p "$T/fuzz-$f"
+    if "$B/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -artifact_prefix="$T/fuzz-$f-" "$T/fuzz-$f" tests/fuzz/corpus/$f > "$T/fuzz.log" 2>&1; then
+        echo "PASS fuzz_$f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$T/fuzz.log" | sed -E 's/[[:space:]]+rss.*//; s/[[:space:]]+/ /g') in ${FUZZ_SECONDS}s" | tee -a "$log"
+    else
+        echo "FAIL fuzz_$f: $(grep -E 'ERROR|SUMMARY' "$T/fuzz.log" | head -3)" | tee -a "$log"
+        mkdir -p "$B/fuzz-crashes"; cp "$T"/fuzz-$f-crash-* "$B/fuzz-crashes/" 2>/dev/null
+    fi
+done
 
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
 echo

@@ -7,7 +7,7 @@
 static int fz_fd = -1;
 static char fz_path[64];
 // Replaces the memfd's contents with data; returns its /proc path.
-static const char *fz_file(const uint8_t *data, size_t n) {
+static inline const char *fz_file(const uint8_t *data, size_t n) {
     if (fz_fd < 0) {
         fz_fd = memfd_create("wdfuzz", MFD_CLOEXEC);
         snprintf(fz_path, sizeof fz_path, "/proc/self/fd/%d", fz_fd);
@@ -18,7 +18,7 @@ static const char *fz_file(const uint8_t *data, size_t n) {
 }
 // Runs the line parser over every line of the input; a sample that parses
 // must hold values the writer accepts (ids inside buckets, finite numbers).
-static void fz_lines(const wd_text_spec *t, const uint8_t *data, size_t n) {
+static inline void fz_lines(const wd_text_spec *t, const uint8_t *data, size_t n) {
     wd_batch b;
     if (wd_batch_init(&b, &t->schema, 0, 0)) return;
     const char *p = (const char *)data, *end = p + n;
