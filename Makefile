@@ -22,8 +22,42 @@ BLASF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS -I$(OBINC)
 BLASL   := -L$(OBDIR) -Wl,-rpath,$(OBDIR) -lopenblas
 endif
 
-.PHONY: all deps demo test fuzz clean
-all: $(B)/wd
+.PHONY: all deps demo test test-gpu fuzz clean
+
+# CUDA: built whenever nvcc exists (CI compiles it on every change; running it
+# needs a GPU: `make test-gpu`). CUDA_HOME and NCCL_HOME locate the toolkit and
+# NCCL (e.g. PyTorch's nvidia-nccl wheel on a GPU host).
+CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
+NCCL_HOME ?= $(CUDA_HOME)
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
+GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
+NVFLAGS   := -O3 -std=c++17 $(GENCODE) -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
+CUDALIBS  := -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcublas -lnccl -lcudart
+CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu)
+
+all: $(B)/wd $(CUDA_BINS)
+
+$(B)/widedeep_cuda.o: widedeep_cuda.cu $(HDR) | $(B)
+	$(NVCC) $(NVFLAGS) -c -o $@ widedeep_cuda.cu
+# the wd tool with the CUDA backend (--device cuda)
+$(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -DWD_HAVE_CUDA -c -o $(B)/wd-cuda.o tools/wd.c
+	$(CXX) -o $@ $(B)/wd-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(BLASL)
+$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h $(HDR) $(B)/widedeep_cuda.o | $(B)
+	$(NVCC) $(NVFLAGS) -c -o $(B)/test_gpu.o tests/test_gpu.cu
+	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
+
+# on a machine with an NVIDIA GPU: the GPU tests, then compute-sanitizer's
+# memcheck and racecheck over the same binary
+test-gpu: deps
+	@$(MAKE) --no-print-directory $(B)/test_gpu
+	@mkdir -p $(B)/gpu-tmp
+	$(B)/test_gpu $(B)/gpu-tmp
+	@if command -v compute-sanitizer >/dev/null || test -x $(CUDA_HOME)/bin/compute-sanitizer; then \
+	    CS=$$(command -v compute-sanitizer || echo $(CUDA_HOME)/bin/compute-sanitizer); \
+	    $$CS --tool memcheck --error-exitcode 1 $(B)/test_gpu $(B)/gpu-tmp && \
+	    $$CS --tool racecheck --error-exitcode 1 $(B)/test_gpu $(B)/gpu-tmp; \
+	else echo "compute-sanitizer not found: memcheck/racecheck skipped"; fi
 
 deps:
 	@CC=$(CC) bash tools/install-deps.sh
@@ -70,7 +104,7 @@ HAVE_FUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char*d,long n){(
 TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 
 test: deps
-	@$(MAKE) --no-print-directory $(TEST_FUZZ) $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
+	@$(MAKE) --no-print-directory $(TEST_FUZZ) $(CUDA_BINS) $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
 		$(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 	bash tests/run.sh $(B) $(DATA)
 

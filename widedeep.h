@@ -620,6 +620,8 @@ WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets);
 typedef struct wd_plan_entry { char name[40]; int64_t bytes, offset; } wd_plan_entry;
 typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
+// The same from a description alone: nothing is allocated (`wd train --plan`).
+WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out);
 // Offset of the named entry, or -1.
 WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name);
 
@@ -4303,7 +4305,7 @@ static void wd__plan_add(wd_plan *p, const char *name, int64_t bytes) {
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out) {
     if (!m || !out || batch <= 0 || ranks <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: bad arguments");
     memset(out, 0, sizeof *out);
-    int64_t B = batch, ne = m->emb ? m->emb_rows * m->E : 0, occ = B * (m->S + m->d.ncross);
+    int64_t B = batch, ne = wd__deep(m) ? m->emb_rows * m->E : 0, occ = B * (m->S + m->d.ncross);
     int widest = m->IN;
     for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
     // parameters and optimizer state
@@ -4354,6 +4356,14 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     wd__plan_add(out, "sort scratch", 12 * occr + (1 << 20));
     wd__plan_add(out, "cublasLt workspace", 32 << 20);
     return WD_OK;
+}
+WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out) {
+    wd_model *m = WD__NEW(wd_model);   // sized, never allocated
+    if (!m) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    wd_status st = wd__model_plan(m, d);
+    if (!st) st = wd_plan_make(m, batch, ranks, out);
+    wd__free(m);
+    return st;
 }
 WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name) {
     for (int i = 0; i < p->n; i++) if (strcmp(p->e[i].name, name) == 0) return p->e[i].offset;

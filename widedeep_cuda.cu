@@ -18,9 +18,12 @@
 //   7. wd_cuda_train the trainer: a host thread and a loader per rank
 //
 // Scope of this version: one-hot slots (Criteo, Avazu); multi-hot schemas get
-// WD_ERR_UNSUPPORTED. FP32 storage, TF32 GEMMs. Not built yet: BF16 compute
-// with loss scaling, CUDA graphs, evaluation on the device (wd_evaluate runs on
-// the CPU after training).
+// WD_ERR_UNSUPPORTED. FP32 storage, TF32 GEMMs (WD_CUDA_FP32=1: FP32). Not built
+// yet: BF16 compute with loss scaling, CUDA graphs, evaluation on the device
+// (wd_evaluate runs on the CPU after training).
+// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs; WD_CUDA_MAX_BYTES caps the device
+// memory the plan may use; WD_COMM_TIMEOUT seconds before a stuck NCCL
+// collective aborts (default 600).
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -323,6 +326,8 @@ static wd_status wdc_rank_init(wdc_rank *r, wd_model *m, int rank, int device, i
     if (st) return wdc_fail(st, "device plan: %s", wd_last_error());
     size_t free_b = 0, total_b = 0;
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    const char *cap = getenv("WD_CUDA_MAX_BYTES");   // tests: pretend a smaller device
+    if (cap && strtoull(cap, NULL, 10) < free_b) free_b = (size_t)strtoull(cap, NULL, 10);
     if ((size_t)r->plan.total > free_b)
         return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
@@ -352,7 +357,8 @@ static wd_status wdc_rank_init(wdc_rank *r, wd_model *m, int rank, int device, i
 #undef WDC_AT
     for (int i = 0; i < r->plan.n; i++) if (!strcmp(r->plan.e[i].name, "sort scratch")) r->scratch_bytes = (size_t)r->plan.e[i].bytes;
     r->blas.ws_bytes = 32 << 20;
-    r->blas.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    // TF32 by default; WD_CUDA_FP32=1 for full FP32 (the comparison tests use it)
+    r->blas.compute = getenv("WD_CUDA_FP32") ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     r->nruns = r->run_cnt + (size_t)B * (r->v.S + r->v.desc->ncross) * ranks;   // the run counts' extra last slot
     WDC_LT(cublasLtCreate(&r->blas.lt));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));

@@ -116,3 +116,5 @@ done
 if (ulimit -v 60000; "$WD" inspect --verify "$T/big.wdr") > "$T/out" 2>&1 && grep -q 'verify:   OK, .* 1000000 samples' "$T/out"; then
     pass cli_stream_under_memory_limit
 else fail cli_stream_under_memory_limit "$(tail -2 "$T/out")"; fi
+expect_rc cli_train_plan 0 "$WD" train --train "$T/tr.wdr" --plan --gpus 2 --batch 8192
+grep -q 'device plan: 2 rank(s), batch 4096 per rank' "$T/out" && grep -q 'total' "$T/out" && pass cli_train_plan_output || fail cli_train_plan_output "$(head -3 "$T/out")"

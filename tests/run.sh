@@ -25,6 +25,13 @@ for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "cla
         echo "PASS $name" | tee -a "$log"
     else echo "FAIL $name: $(head -c 2000 "$T/cc.err")" | tee -a "$log"; fi
 done
+# the CUDA backend compiles (nvcc present) and its tests skip without a GPU
+if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ]; then
+    echo "PASS compile_cuda: widedeep_cuda.cu, tests/test_gpu.cu and wd-cuda built with nvcc" | tee -a "$log"
+    run "$B/test_gpu" "$T"
+    if "$B/wd-cuda" train --train /dev/null --device cuda >/dev/null 2>&1; then echo "FAIL wd_cuda_no_gpu: succeeded without data" | tee -a "$log"; else echo "PASS wd_cuda_reports_error" | tee -a "$log"; fi
+elif command -v nvcc >/dev/null; then echo "FAIL compile_cuda: nvcc present but the CUDA build is missing" | tee -a "$log"
+else echo "SKIP compile_cuda: nvcc not installed" | tee -a "$log"; fi
 run "$B/test_wd" "$T" "$DATA"
 run "$B/test_cpp" "$T"
 run "$B/test_loader" "$T"

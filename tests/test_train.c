@@ -520,6 +520,30 @@ static void test_comm(void) {
     }
 }
 
+static void test_device_plan(void) {
+    // the plan the CUDA backend allocates from: consistent, and the same with or without a model
+    wd_model *m = criteo_model(WD_ADAM, TRAIN);
+    if (!m) return;
+    wd_plan a, b;
+    CHECK_OK(wd_plan_make(m, 1024, 2, &a));
+    CHECK_OK(wd_plan_from_desc(wd_model_description(m), 1024, 2, &b));
+    CHECK(a.n == b.n && a.total == b.total && a.n > 20);
+    int64_t sum = 0, prev = -1;
+    for (int i = 0; i < a.n; i++) {
+        CHECK(a.e[i].offset == sum && a.e[i].offset > prev && a.e[i].offset % 256 == 0);
+        prev = a.e[i].offset;
+        sum += a.e[i].bytes;
+    }
+    CHECK(sum == a.total);
+    CHECK(a.e[6].bytes >= 4 * m->emb_rows * m->E && strcmp(a.e[6].name, "embeddings") == 0);
+    CHECK(wd_plan_offset(&a, "embedding state 2") > 0 && wd_plan_offset(&a, "no such buffer") == -1);
+    wd_model_view v;
+    wd_model_view_get(m, &v);
+    CHECK(v.P == m->P && v.emb == m->emb && v.table_off[v.ntables] == m->wide_rows);
+    CHECK(wd_cross_bucket(7, 9, 0, 1000) == wd__cross_bucket(7, 9, 0, 1000));
+    wd_model_destroy(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     snprintf(TRAIN, sizeof TRAIN, "%s/tt-train.wdr", TMP);
@@ -536,5 +560,6 @@ int main(int argc, char **argv) {
     RUN(test_checkpoint_corruption);
     RUN(test_killed_during_save);
     RUN(test_numeric_guards);
+    RUN(test_device_plan);
     return test_summary("test_train");
 }

@@ -61,6 +61,7 @@ static const char *USAGE =
     "      --save M.wdm  --resume M.wdm  --checkpoint-every STEPS  --max-steps N\n"
     "      --eval-every STEPS  --log metrics.csv  --no-shuffle\n"
     "      --loader-threads N (1)  --loader-ram BYTES  --device cpu|cuda  --gpus N\n"
+    "      --plan   print every device buffer's bytes for these settings and exit\n"
     "\n"
     "  wd eval --model M.wdm [--threads T] DATA.wdr...\n"
     "      ends with: auc=<x> logloss=<y> samples=<n>\n"
@@ -307,10 +308,11 @@ static int cmd_train(int argc, char **argv) {
     wd_train_desc td;
     memset(&td, 0, sizeof td);
     long long v;
-    int model_flags = 0;
+    int model_flags = 0, plan = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = strcmp(a, "--no-wide") == 0 || strcmp(a, "--no-deep") == 0 || strcmp(a, "--no-shuffle") == 0;
+        if (strcmp(a, "--plan") == 0) { plan = 1; continue; }
         if (flag) {
             if (a[5] == 'w') { md.no_wide = 1; model_flags++; }
             else if (a[5] == 'd') { md.no_deep = 1; model_flags++; }
@@ -399,6 +401,18 @@ static int cmd_train(int argc, char **argv) {
             }
             md.ncross = nc;
             free(cm);
+        }
+        if (plan) {   // sizes only: nothing is allocated
+            int ranks = td.devices > 0 ? (int)td.devices : 1;
+            int batch = td.batch_size > 0 ? (int)(td.batch_size / ranks) : 16384;
+            wd_plan p;
+            st = wd_plan_from_desc(&md, batch, ranks, &p);
+            free(fmem); free(vmem);
+            if (st) return fail(st);
+            printf("device plan: %d rank(s), batch %d per rank\n", ranks, batch);
+            for (int i = 0; i < p.n; i++) if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", p.e[i].name, (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
+            printf("  %-28s %14lld bytes  %9.2f GiB per GPU\n", "total", (long long)p.total, p.total / 1073741824.0);
+            return 0;
         }
         st = wd_model_create(&md, &m);
     }
