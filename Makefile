@@ -33,7 +33,7 @@ NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nv
 GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
 NVFLAGS   := -O3 -std=c++17 $(GENCODE) -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcublas -lnccl -lcudart
-CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu)
+CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu)
 
 all: $(B)/wd $(CUDA_BINS)
 
@@ -43,6 +43,9 @@ $(B)/widedeep_cuda.o: widedeep_cuda.cu $(HDR) | $(B)
 $(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -DWD_HAVE_CUDA -c -o $(B)/wd-cuda.o tools/wd.c
 	$(CXX) -o $@ $(B)/wd-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(BLASL)
+$(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $(B)/multi_gpu.o examples/multi_gpu.c
+	$(CXX) -o $@ $(B)/multi_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
 $(B)/test_gpu: tests/test_gpu.cu tests/testlib.h $(HDR) $(B)/widedeep_cuda.o | $(B)
 	$(NVCC) $(NVFLAGS) -c -o $(B)/test_gpu.o tests/test_gpu.cu
 	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)

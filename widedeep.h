@@ -56,9 +56,17 @@
    with OpenBLAS also define WD_USE_OPENBLAS so that training pins it to one
    thread per worker. The Makefile does both when libopenblas-dev is present.
 
-   RESOURCE LIMITS. Nothing recurses. Every size read from a file is
-   checked against the file size and against the WD_MAX_* limits before
-   any allocation is made from it.
+   RESOURCE LIMITS. Nothing recurses. Every size read from a file (block
+   counts, sample counts, byte counts, slot counts, bucket counts, model
+   table sizes) is checked against the file's size and the WD_MAX_* limits
+   before any allocation is made from it: a corrupt header cannot make the
+   library allocate more than the file could hold. Readers stream: a block
+   at a time (at most WD_MAX_BLOCK_BYTES raw), so files larger than memory
+   are read in constant memory; the loader holds at most its ram_bytes
+   budget of decoded data. Allocations that grow (batches, buffers) grow
+   geometrically from sizes the data has proved. Every allocation goes
+   through wd_set_allocator's hooks and every failure returns
+   WD_ERR_NOMEM with nothing leaked (tests/test_faults.c fails each in turn).
 
    HISTORY
      0.1.0  .wdr format v1, writer, reader, convert, gen, AUC.
@@ -527,7 +535,12 @@ typedef struct wd_train_desc {
     int loader_threads;             // (0: 1 on the CPU device)
     size_t loader_ram;              // (0: loader default)
     int device;                     // wd_device
-    int devices;                    // GPUs (0: 1; WD_ALL_GPUS)
+    int devices;                    // GPUs of this process (0: 1; WD_ALL_GPUS)
+    // One process per GPU or per node: the communicator from
+    // wd_comm_nccl_init_rank; this process trains rank comm->rank of
+    // comm->size on GPU device_index (devices is then ignored).
+    wd_comm *comm;
+    int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
     const char *checkpoint_path;    // saved every checkpoint_every steps and at the end
     int64_t checkpoint_every;
@@ -539,8 +552,9 @@ typedef struct wd_train_desc {
 typedef struct wd_train_report {
     int64_t steps, samples;
     double seconds, samples_per_s, last_loss, valid_auc, valid_logloss;
-    // seconds per stage, summed over steps (worker 0's view)
-    double data_s, embed_s, mlp_fwd_s, mlp_bwd_s, wide_s, comm_s, optimizer_s;
+    // seconds per stage, summed over steps (worker 0's view); on the GPU the
+    // device stages are measured with events when WD_CUDA_TIMING=1
+    double data_s, embed_s, mlp_fwd_s, mlp_bwd_s, wide_s, comm_s, optimizer_s, h2d_s;
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
 #ifdef WD_HAVE_CUDA

@@ -302,6 +302,8 @@ struct wdc_rank {
     wdc_blas blas;
     cudaStream_t compute, copy;
     cudaEvent_t copied[2], consumed[2];
+    cudaEvent_t mark[6];            // stage boundaries (WD_CUDA_TIMING=1)
+    int timing;
     wd_comm *comm;
     size_t batch_offs[WD_MAX_SLOTS + 3];   // offsets of label, weight, dense, ids[k] inside a batch
 };
@@ -313,6 +315,7 @@ static wd_status wdc_rank_free(wdc_rank *r) {
     if (r->compute) cudaStreamDestroy(r->compute);
     if (r->copy) cudaStreamDestroy(r->copy);
     for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->consumed[i]) cudaEventDestroy(r->consumed[i]); }
+    for (int i = 0; i < 6; i++) if (r->mark[i]) cudaEventDestroy(r->mark[i]);
     memset(r, 0, sizeof *r);
     return WD_OK;
 }
@@ -368,6 +371,8 @@ static wd_status wdc_rank_init(wdc_rank *r, wd_model *m, int rank, int device, i
         WDC_CUDA(cudaEventCreateWithFlags(&r->consumed[i], cudaEventDisableTiming));
         WDC_CUDA(cudaEventRecord(r->consumed[i], r->compute));
     }
+    r->timing = getenv("WD_CUDA_TIMING") != NULL;
+    for (int i = 0; r->timing && i < 6; i++) WDC_CUDA(cudaEventCreate(&r->mark[i]));
     // the table offsets (a few hundred bytes) get an allocation of their own
     WDC_CUDA(cudaMalloc((void **)&r->table_off, sizeof(int64_t) * (size_t)(r->v.ntables + 1)));
     WDC_CUDA(cudaMemcpy(r->table_off, r->v.table_off, sizeof(int64_t) * (size_t)(r->v.ntables + 1), cudaMemcpyHostToDevice));
@@ -439,12 +444,15 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
     wdc_cross cr;
     for (int c = 0; c < d->ncross; c++) { cr.a[c] = d->cross[c][0]; cr.b[c] = d->cross[c][1]; }
     float *prob = r->lg, *dlogit = r->lg + r->B;
+#define WDC_MARK(i) do { if (r->timing) WDC_CUDA(cudaEventRecord(r->mark[i], st)); } while (0)
+    WDC_MARK(0);
     WDC_CUDA(cudaMemsetAsync(r->g, 0, sizeof(float) * (size_t)(v->P + 2), st));
     // forward
     const float *deep_out = NULL;
     if (v->nlayers) {
         wdc_gather_pool<<<n, 256, 0, st>>>(r->x, dense, ids, r->emb, r->table_off, n, D, S, E);
         WDC_LAUNCH();
+        WDC_MARK(1);
         const float *in = r->x;
         for (int l = 0; l < v->nlayers; l++) {
             int last = l + 1 == v->nlayers;
@@ -452,10 +460,12 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
             in = r->act[l];
         }
         deep_out = r->act[v->nlayers - 1];
-    }
+    } else WDC_MARK(1);
+    WDC_MARK(2);
     wdc_wide_loss<<<(n + 255) / 256, 256, 0, st>>>(prob, dlogit, r->g + v->P, deep_out, dense, label, weight, ids, r->wide,
                                                     r->dense + v->P_mlp, r->table_off, cr, d->ncross, d->cross_buckets, n, D, S, !d->no_wide);
     WDC_LAUNCH();
+    WDC_MARK(3);
     // backward through the MLP: dz in gp, the next in gq
     float *dz = r->gp, *dn = r->gq;
     if (v->nlayers) {
@@ -475,6 +485,7 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
             float *t = dz; dz = dn; dn = t;
         }
     }
+    WDC_MARK(4);
     if (!d->no_wide) {
         wdc_wide_dense_grad<<<(D + 1 + 127) / 128, 128, 0, st>>>(r->g + v->P_mlp, dlogit, dense, n, D);
         WDC_LAUNCH();
@@ -531,7 +542,7 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
             total += cnt;
         }
         WDC_CUDA(cudaStreamSynchronize(st));   // the views are only valid until the next collective
-        stage_s[4] += wdc_now() - t0;
+        stage_s[7] += wdc_now() - t0;
         int M = (int)total;
         wdc_iota<<<(M + 255) / 256, 256, 0, st>>>(r->occ, M);
         WDC_LAUNCH();
@@ -551,6 +562,16 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
     int64_t P = v->P;
     wdc_dense_update<<<(unsigned)((P + 255) / 256), 256, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->g + P, v->P_mlp, P, o);
     WDC_LAUNCH();
+    WDC_MARK(5);
+#undef WDC_MARK
+    if (r->timing) {   // stage seconds: embedding gather, MLP forward, wide+loss, MLP backward, sparse+dense update
+        WDC_CUDA(cudaEventSynchronize(r->mark[5]));
+        for (int i = 0; i < 5; i++) {
+            float ms = 0;
+            WDC_CUDA(cudaEventElapsedTime(&ms, r->mark[i], r->mark[i + 1]));
+            stage_s[2 + i] += ms * 1e-3;
+        }
+    }
     return WD_OK;
 }
 
@@ -909,7 +930,10 @@ static wd_status wdc_train(wd_model *m, const wd_train_desc *d, wd_train_report 
     rep->valid_auc = rep->valid_logloss = NAN;
     int ndev = 0;
     WDC_TRY(wd_cuda_device_count(&ndev));
-    if (!simulate && ranks > ndev) return wdc_fail(WD_ERR_INVALID_ARG, "%d GPUs asked for, %d present", ranks, ndev);
+    wd_comm *external = d->comm;   // one rank of a job spanning processes
+    if (external) ranks = external->size;
+    if (!simulate && !external && ranks > ndev) return wdc_fail(WD_ERR_INVALID_ARG, "%d GPUs asked for, %d present", ranks, ndev);
+    if (external && (d->device_index < 0 || d->device_index >= ndev)) return wdc_fail(WD_ERR_INVALID_ARG, "device_index %d: %d GPUs present", d->device_index, ndev);
     const wd_schema *s = wd_model_schema(m);
     for (int k = 0; k < s->nslots; k++)
         if (s->slot[k].kind != WD_ONE_HOT) return wdc_fail(WD_ERR_UNSUPPORTED, "the CUDA backend takes one-hot slots; slot %s is multi-hot", s->slot[k].name);
@@ -925,25 +949,33 @@ static wd_status wdc_train(wd_model *m, const wd_train_desc *d, wd_train_report 
     tr.m = m; tr.d = d; tr.rep = rep; tr.ranks = ranks; tr.B = (int)(B / ranks);
     tr.epochs = d->epochs > 0 ? d->epochs : 1;
     tr.t0 = wdc_now();
-    if (ranks > 1) WDC_TRY(simulate ? wd_comm_cuda_local_create(ranks, 0, tr.comm) : wd_comm_nccl_create_all(ranks, tr.comm));
-    wdc_worker *w = (wdc_worker *)calloc((size_t)ranks, sizeof(wdc_worker));
+    if (external) tr.comm[external->rank] = external;
+    else if (ranks > 1) WDC_TRY(simulate ? wd_comm_cuda_local_create(ranks, 0, tr.comm) : wd_comm_nccl_create_all(ranks, tr.comm));
+    // the ranks this process runs: all of them, or its one rank of an external job
+    int first = external ? external->rank : 0, nlocal = external ? 1 : ranks;
+    wdc_worker *w = (wdc_worker *)calloc((size_t)nlocal, sizeof(wdc_worker));
     pthread_t th[256];
     int started = 0;
-    for (int r = 0; r < ranks; r++) {
-        w[r].tr = &tr; w[r].rank = r; w[r].device = simulate ? 0 : r;
-        if (pthread_create(&th[r], NULL, wdc_thread, &w[r]) != 0) { w[r].st = wdc_fail(WD_ERR_NOMEM, "cannot start rank %d", r); if (ranks > 1) tr.comm[0]->ops->abort(tr.comm[0], WD_ERR_NOMEM, "thread start"); break; }
+    for (int i = 0; i < nlocal; i++) {
+        int r = first + i;
+        w[i].tr = &tr; w[i].rank = r; w[i].device = external ? d->device_index : simulate ? 0 : r;
+        if (pthread_create(&th[i], NULL, wdc_thread, &w[i]) != 0) { w[i].st = wdc_fail(WD_ERR_NOMEM, "cannot start rank %d", r); if (ranks > 1) tr.comm[r]->ops->abort(tr.comm[r], WD_ERR_NOMEM, "thread start"); break; }
         started++;
     }
-    for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     wd_status st = WD_OK;
-    for (int r = 0; r < ranks && !st; r++) if (w[r].st) st = wdc_fail(w[r].st, "%s", w[r].err);
+    for (int i = 0; i < nlocal && !st; i++) if (w[i].st) st = wdc_fail(w[i].st, "%s", w[i].err);
     rep->seconds = wdc_now() - tr.t0;
     rep->samples_per_s = rep->seconds > 0 ? rep->samples * (double)ranks / rep->seconds : 0;
     rep->samples *= ranks;
-    rep->data_s = w[0].stage[0]; rep->comm_s = w[0].stage[4];
+    // worker 0's view: data wait, H2D copy, and (WD_CUDA_TIMING=1) device stages
+    rep->data_s = w[0].stage[0]; rep->optimizer_s = w[0].stage[6]; rep->comm_s = w[0].stage[7];
+    rep->embed_s = w[0].stage[2]; rep->mlp_fwd_s = w[0].stage[3]; rep->wide_s = w[0].stage[4]; rep->mlp_bwd_s = w[0].stage[5];
+    rep->h2d_s = w[0].stage[1];
     free(w);
-    if (ranks > 1) { if (simulate) wd_comm_cuda_local_destroy(tr.comm, ranks); else for (int r = 0; r < ranks; r++) wd_comm_nccl_destroy(tr.comm[r]); }
-    if (!st && d->checkpoint_path) { st = wd_model_save(m, d->checkpoint_path); if (st) st = wdc_fail(st, "%s", wd_last_error()); }
+    if (!external && ranks > 1) { if (simulate) wd_comm_cuda_local_destroy(tr.comm, ranks); else for (int r = 0; r < ranks; r++) wd_comm_nccl_destroy(tr.comm[r]); }
+    // rank 0 alone writes checkpoints (its replica was downloaded into m)
+    if (!st && d->checkpoint_path && first == 0) { st = wd_model_save(m, d->checkpoint_path); if (st) st = wdc_fail(st, "%s", wd_last_error()); }
     return st;
 }
 

@@ -62,17 +62,6 @@ static int write_file(const char *path, const wd_schema *s, const wd_batch *b, i
     if (st && st != WD_ERR_NOMEM) printf("  write_file(%s): %s\n", path, wd_last_error());
     return st ? -1 : 0;
 }
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = (uint8_t *)malloc((size_t)sz + 1);
-    *n = fread(p, 1, (size_t)sz, f);
-    fclose(f);
-    return p;
-}
 static void spit(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (f) { fwrite(p, 1, n, f); fclose(f); }

@@ -21,6 +21,19 @@ static char tl_skip_why[256];
         fflush(stdout); \
     } while (0)
 
+// A whole file in memory (caller frees); NULL if it cannot be read.
+static inline unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *p = (unsigned char *)malloc((size_t)sz + 1);
+    *n = fread(p, 1, (size_t)sz, f);
+    fclose(f);
+    return p;
+}
+
 static int test_summary(const char *name) {
     printf("# %s: %d passed, %d failed, %d skipped\n", name, tl_passed, tl_failed, tl_skips);
     return tl_failed ? 1 : 0;

@@ -437,7 +437,11 @@ static int cmd_train(int argc, char **argv) {
         if (rep.valid_auc == rep.valid_auc) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
         printf("\n");
         double tot = rep.embed_s + rep.mlp_fwd_s + rep.mlp_bwd_s + rep.wide_s + rep.comm_s + rep.optimizer_s + rep.data_s;
-        if (tot > 0)
+        if (td.device == WD_DEVICE_CUDA && rep.steps > 0)
+            printf("per step (rank 0, ms): data wait %.3f  h2d %.3f  embed fwd %.3f  mlp fwd %.3f  wide+loss %.3f  mlp bwd %.3f  sparse+dense update %.3f  comm %.3f\n",
+                   1e3 * rep.data_s / rep.steps, 1e3 * rep.h2d_s / rep.steps, 1e3 * rep.embed_s / rep.steps, 1e3 * rep.mlp_fwd_s / rep.steps,
+                   1e3 * rep.wide_s / rep.steps, 1e3 * rep.mlp_bwd_s / rep.steps, 1e3 * rep.optimizer_s / rep.steps, 1e3 * rep.comm_s / rep.steps);
+        else if (tot > 0)
             printf("time (worker 0): embed %.1f%% mlp-fwd %.1f%% mlp-bwd %.1f%% wide+sparse %.1f%% comm %.1f%% optimizer %.1f%% data %.1f%%\n",
                    100 * rep.embed_s / tot, 100 * rep.mlp_fwd_s / tot, 100 * rep.mlp_bwd_s / tot, 100 * rep.wide_s / tot, 100 * rep.comm_s / tot, 100 * rep.optimizer_s / tot, 100 * rep.data_s / tot);
     }
