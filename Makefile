@@ -112,9 +112,9 @@ test: deps
 	bash tests/run.sh $(B) $(DATA)
 
 # libFuzzer harnesses (clang): `make fuzz FUZZ_SECONDS=N` runs each for N seconds
-# from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c)
-# and regressions in tests/fuzz/regress/<name>; crashes land in build/fuzz/ and
-# make the target fail.
+# from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c);
+# crashes land in build/fuzz/ and make the target fail. A crash input, once
+# fixed, joins tests/fuzz/corpus/<name>: every run (and make test) replays it.
 FUZZ_SECONDS ?= 10
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) | $(B)

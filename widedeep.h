@@ -1997,7 +1997,6 @@ typedef struct wd__pipe {
     pthread_cond_t cv_work, cv_done;
     wd__job *jobs;
     int njobs, nthreads, stop;
-    int64_t next_run;       // next seq a worker may take
     void (*run)(struct wd__pipe *, wd__job *);
     void *ctx;
     pthread_t threads[256];
@@ -2587,7 +2586,7 @@ struct wd_loader {
     int B, nthreads, K, A, C, Q, m_max;
     size_t ram, bytes;
     // epoch plan (this shard)
-    int64_t epoch, nplan, nbatches, *nblocks_file;
+    int64_t epoch, nplan, nbatches;
     wd__lplan *plan, *all;
     int64_t nall;
     // shared state, under mu

@@ -411,13 +411,15 @@ static wd_status wdc_download(wdc_rank *r) {
 }
 
 // ---- 5. Step ------------------------------------------------------------------------------------
-static wdc_opt wdc_options(const wd_model_view *v) {
+// step: this rank's count of steps done (every rank counts the same; only
+// rank 0 writes it back into the model)
+static wdc_opt wdc_options(const wd_model_view *v, int64_t step) {
     const wd_model_desc *d = v->desc;
     wdc_opt o;
     o.optimizer = d->optimizer; o.lr_deep = d->lr_deep; o.lr_wide = d->lr_wide;
     o.beta = d->ftrl_beta; o.l1 = d->ftrl_l1; o.l2 = d->ftrl_l2;
     o.b1 = d->adam_beta1; o.b2 = d->adam_beta2; o.eps = d->adam_eps;
-    double t = (double)(*v->step + 1);
+    double t = (double)(step + 1);
     o.c1 = (float)(1.0 - pow(d->adam_beta1, t)); o.c2 = (float)(1.0 - pow(d->adam_beta2, t));
     o.has_wide = !d->no_wide; o.has_deep = !d->no_deep;
     return o;
@@ -433,7 +435,7 @@ static void wdc_batch_ptrs(const wdc_rank *r, int which, const float **label, co
 }
 
 // One training step on rank r for the n samples in device batch `which`.
-static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
+static wd_status wdc_step(wdc_rank *r, int which, int n, int64_t step, double *stage_s) {
     const wd_model_view *v = &r->v;
     const wd_model_desc *d = v->desc;
     cudaStream_t st = r->compute;
@@ -507,7 +509,7 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, double *stage_s) {
     WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, need2, r->key_s, r->ukey, r->run_cnt, r->nruns, N, st));
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, need3, r->run_cnt, r->run_off, N, st));
     const float *dx = dz;   // (n, IN) after the loop
-    wdc_opt o = wdc_options(v);
+    wdc_opt o = wdc_options(v, step);
     int warps = 8, blocks = (N + warps - 1) / warps;
     wd_comm *c = r->comm;
     if (!c || c->size == 1) {
@@ -872,7 +874,7 @@ static wd_status wdc_run_rank(wdc_worker *w) {
             if (e == cudaSuccess) e = cudaEventSynchronize(r->copied[buf]);
             if (e != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "H2D copy: %s", cudaGetErrorString(e)); break; }
             w->stage[1] += wdc_now() - t1;
-            st = wdc_step(r, buf, b->n, w->stage);
+            st = wdc_step(r, buf, b->n, my_step, w->stage);
             if (st) break;
             if (cudaEventRecord(r->consumed[buf], r->compute) != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "event record failed"); break; }
             buf ^= 1;
