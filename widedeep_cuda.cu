@@ -23,7 +23,8 @@
 // (wd_evaluate runs on the CPU after training).
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs; WD_CUDA_MAX_BYTES caps the device
 // memory the plan may use; WD_COMM_TIMEOUT seconds before a stuck NCCL
-// collective aborts (default 600).
+// collective aborts (default 600); WD_CHECK_TABLES=K compares the replicas'
+// table checksums across ranks every K steps; WD_CUDA_TIMING=1 times stages.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -242,6 +243,17 @@ __global__ void wdc_dense_update(float *w, float *s1, float *s2, const float *g,
 __global__ void wdc_add(float *dst, const float *src, size_t count) {
     size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (q < count) dst[q] += src[q];
+}
+// A position-weighted sum of an array (for comparing replicas): acc[0] +=.
+__global__ void wdc_checksum(double *acc, const float *x, int64_t n) {
+    __shared__ double part[256];
+    double s = 0;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        s += (double)x[i] * (double)((i % 1021) + 1);
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) { if ((int)threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k]; __syncthreads(); }
+    if (threadIdx.x == 0) atomicAdd(acc, part[0]);
 }
 __global__ void wdc_iota(uint32_t *o, int n) {
     int q = blockIdx.x * blockDim.x + threadIdx.x;
@@ -800,6 +812,37 @@ extern "C" void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks) {
     free(h);
 }
 
+// Debug mode (WD_CHECK_TABLES=K): every K steps all ranks compare checksums of
+// their replicas (dense, wide and embedding tables); any difference stops
+// training with an error naming the step and the ranks.
+static wd_status wdc_check_tables(wdc_rank *r, int64_t step) {
+    wd_comm *c = r->comm;
+    if (!c || c->size < 2) return WD_OK;
+    double *d;
+    WDC_CUDA(cudaMalloc((void **)&d, sizeof(double) * 2));
+    WDC_CUDA(cudaMemsetAsync(d, 0, sizeof(double) * 2, r->compute));
+    const float *parts[3] = {r->dense, r->wide, r->emb};
+    int64_t lens[3] = {r->v.P, r->v.wide_rows, r->v.emb ? r->v.emb_rows * r->v.E : 0};
+    for (int i = 0; i < 3; i++) if (lens[i]) wdc_checksum<<<256, 256, 0, r->compute>>>(d, parts[i], lens[i]);
+    WDC_LAUNCH();
+    double mine = 0;
+    WDC_CUDA(cudaMemcpyAsync(&mine, d, sizeof mine, cudaMemcpyDeviceToHost, r->compute));
+    WDC_CUDA(cudaStreamSynchronize(r->compute));
+    WDC_CUDA(cudaMemcpy(d, &mine, sizeof mine, cudaMemcpyHostToDevice));
+    const void *views[256];
+    size_t sizes[256];
+    wd_status st = c->ops->allgather(c, d, sizeof(double), views, sizes);
+    for (int q = 0; !st && q < c->size; q++) {
+        double other = 0;
+        if (cudaMemcpy(&other, views[q], sizeof other, cudaMemcpyDefault) != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "checksum copy failed");
+        else if (other != mine) st = wdc_fail(WD_ERR_INTERNAL, "step %lld: the tables of rank %d and rank %d differ (checksums %.17g vs %.17g)", (long long)step, c->rank, q, mine, other);
+    }
+    wd_status bst = c->ops->barrier(c);   // views may point at other ranks' buffers: free after all read
+    if (!st) st = bst;
+    cudaFree(d);
+    return st;
+}
+
 // ---- 7. wd_cuda_train -----------------------------------------------------------------------------
 static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
 static void wdc_pinned_free(void *p, void *u) { (void)u; cudaFreeHost(p); }
@@ -847,6 +890,8 @@ static wd_status wdc_run_rank(wdc_worker *w) {
     int64_t my_epoch = *epoch, my_batch = *batch, my_step = *step;   // every rank counts the same steps
     int buf = 0;
     float host_acc[2] = {0, 0};
+    const char *ce = getenv("WD_CHECK_TABLES");
+    int64_t check_every = ce ? atoll(ce) : 0;
     while (!st && my_epoch < tr->epochs && !(d->max_steps > 0 && my_step >= d->max_steps)) {
         st = wd_loader_reset(l, my_epoch, my_batch);
         if (st) { st = wdc_fail(st, "%s", wd_last_error()); break; }
@@ -875,6 +920,7 @@ static wd_status wdc_run_rank(wdc_worker *w) {
             if (e != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "H2D copy: %s", cudaGetErrorString(e)); break; }
             w->stage[1] += wdc_now() - t1;
             st = wdc_step(r, buf, b->n, my_step, w->stage);
+            if (!st && check_every > 0 && (my_step + 1) % check_every == 0) st = wdc_check_tables(r, my_step + 1);
             if (st) break;
             if (cudaEventRecord(r->consumed[buf], r->compute) != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "event record failed"); break; }
             buf ^= 1;
