@@ -2113,7 +2113,6 @@ static void wd__pipe_release(wd__pipe *p, wd__job *j) {
 // ---- 9. Convert --------------------------------------------------------------------------
 typedef struct wd__conv {
     const wd_convert_desc *d;
-    const char *const *names;
     int level;
 } wd__conv;
 
@@ -2132,21 +2131,17 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
         size_t len = (size_t)(le - s);
         int is_header = t->format == WD_FMT_CSV && t->header[0] && len - (len && s[len - 1] == '\r') == strlen(t->header) && memcmp(s, t->header, strlen(t->header)) == 0;
         if (!is_header) {
+            const char *name = c->d->inputs[j->file];
             wd_status st = (len == 0 || (len == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(t, s, len, &j->batch);
-            if (st == WD_ERR_PARSE) {
-                j->bad++;
-                if (!c->d->skip_bad_lines) {
-                    j->status = st;
-                    snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", c->names[j->file], (long long)line, wd_last_error());
-                    return;
-                }
-                if (j->nbad_shown < 8)
-                    snprintf(j->bad_where[j->nbad_shown++], 160, "%.40s:%lld: %.90s", c->names[j->file], (long long)line, wd_last_error());
-            } else if (st) {
+            j->bad += st == WD_ERR_PARSE;
+            if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {   // stop at file:line
                 j->status = st;
-                snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", c->names[j->file], (long long)line, wd_last_error());
+                snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", name, (long long)line, wd_last_error());
                 return;
-            } else j->rows++;
+            }
+            if (st && j->nbad_shown < 8)
+                snprintf(j->bad_where[j->nbad_shown++], 160, "%.40s:%lld: %.90s", name, (long long)line, wd_last_error());
+            j->rows += !st;
         }
         line++;
         s = le + 1;
@@ -2155,6 +2150,20 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
         wd_status st = wd__block_encode(&t->schema, &j->batch, 0, j->batch.n, j->cc, c->level, &j->raw, &j->block);
         if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
     }
+}
+
+// Takes finished job `seq` in order: its counts into rep, its block into bf.
+// After a failure (*st set) jobs are only released, so the workers go idle.
+static void wd__conv_collect(wd__pipe *p, int64_t seq, wd__blockfile *bf, wd_convert_report *rep, wd_status *st) {
+    wd__job *w = wd__pipe_wait(p, seq);
+    if (!*st && w->status) *st = wd__fail(w->status, "%s", w->err);
+    if (!*st) {
+        rep->rows += w->rows;
+        rep->bad_rows += w->bad;
+        for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
+        if (w->block.len) *st = wd__bf_put(bf, w->block.p, w->block.len);
+    }
+    wd__pipe_release(p, w);
 }
 
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
@@ -2173,7 +2182,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         total += (int64_t)sb.st_size;
     }
     wd__conv c;
-    c.d = d; c.names = d->inputs; c.level = d->level ? d->level : 3;
+    c.d = d; c.level = d->level ? d->level : 3;
     wd__blockfile bf;
     WD__TRY(wd__bf_open(&bf, d->output, &d->spec->schema, "wd convert " WD_VERSION_STRING));
     wd__pipe pipe;
@@ -2192,17 +2201,6 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         size_t have = 0;          // bytes in rd not yet handed out
         int eof = 0;
         while (!st) {
-            // fill the read buffer
-            if (!eof && have < rdsz / 2) {
-                if (rd.cap < have + rdsz) { rd.len = have; st = wd__buf_reserve(&rd, have + rdsz); if (st) break; }
-                ssize_t got = read(fd, rd.p + have, rd.cap - have);
-                if (got < 0) { if (errno == EINTR) continue; st = wd__fail(WD_ERR_IO, "%s: read failed: %s", d->inputs[fi], strerror(errno)); break; }
-                if (got == 0) eof = 1;
-                have += (size_t)got;
-                done_bytes += got;
-                continue;
-            }
-            if (have == 0 && eof) break;
             // cut up to m complete lines (the rest of the file at EOF)
             size_t pos = 0;
             int64_t nl = 0;
@@ -2212,8 +2210,8 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
                 pos = (size_t)(q - rd.p) + 1;
                 nl++;
             }
-            if (nl < m && !eof) {       // need more bytes for a full chunk
-                if (have >= rd.cap) { rd.len = have; st = wd__buf_reserve(&rd, rd.cap * 2); if (st) break; }
+            if (nl < m && !eof) {       // not a full chunk yet: read more, growing a full buffer
+                if (have + rdsz / 2 > rd.cap) { rd.len = have; st = wd__buf_reserve(&rd, WD__MAX(rd.cap * 2, have + rdsz)); if (st) break; }
                 ssize_t got = read(fd, rd.p + have, rd.cap - have);
                 if (got < 0) { if (errno == EINTR) continue; st = wd__fail(WD_ERR_IO, "%s: read failed: %s", d->inputs[fi], strerror(errno)); break; }
                 if (got == 0) eof = 1;
@@ -2221,19 +2219,12 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
                 done_bytes += got;
                 continue;
             }
-            if (nl < m && eof && pos < have) { pos = have; nl++; }   // last line without '\n'
+            if (have == 0) break;      // end of this file
+            if (nl < m && pos < have) { pos = have; nl++; }   // last line without '\n'
             // get a free job, writing finished ones in order while none is free
-            wd__job *j;
-            while (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs) {
-                wd__job *w = wd__pipe_wait(&pipe, written);
-                if (w->status) { st = wd__fail(w->status, "%s", w->err); wd__pipe_release(&pipe, w); break; }
-                rep->rows += w->rows; rep->bad_rows += w->bad;
-                for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
-                if (w->block.len) st = wd__bf_put(&bf, w->block.p, w->block.len);
-                wd__pipe_release(&pipe, w);
-                written++;
-                if (st) break;
-            }
+            wd__job *j = NULL;
+            while (!st && (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs))
+                wd__conv_collect(&pipe, written++, &bf, rep, &st);
             if (st) break;
             j->text.len = 0;
             st = wd__buf_put(&j->text, rd.p, pos);
@@ -2251,17 +2242,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         }
         close(fd);
     }
-    while (written < submitted) {   // drain (also after an error, so workers are idle)
-        wd__job *w = wd__pipe_wait(&pipe, written);
-        if (!st && w->status) st = wd__fail(w->status, "%s", w->err);
-        if (!st) {
-            rep->rows += w->rows; rep->bad_rows += w->bad;
-            for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
-            if (w->block.len) st = wd__bf_put(&bf, w->block.p, w->block.len);
-        }
-        wd__pipe_release(&pipe, w);
-        written++;
-    }
+    while (written < submitted) wd__conv_collect(&pipe, written++, &bf, rep, &st);   // drain, also after an error
     wd__buf_free(&rd);
     char errcopy[512];
     snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
@@ -2441,8 +2422,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     float *allp = (float *)wd__malloc(sizeof(float) * (size_t)d->rows);
     float *ally = (float *)wd__malloc(sizeof(float) * (size_t)d->rows);
     char probpath[4096];
-    snprintf(probpath, sizeof probpath, "%s", d->prob ? d->prob : "");
-    if (!d->prob) snprintf(probpath, sizeof probpath, "%s.prob", d->output);
+    snprintf(probpath, sizeof probpath, d->prob ? "%s" : "%s.prob", d->prob ? d->prob : d->output);
     wd__blockfile bf;
     wd__outfile tsv, prob;
     memset(&tsv, 0, sizeof tsv); tsv.fd = -1;
@@ -3895,13 +3875,12 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     int shard = (B + tr->T - 1) / tr->T;
     for (int r = 0; !st && r < tr->T; r++) { tr->workers[r].tr = tr; tr->workers[r].rank = r; st = wd__ws_init(&tr->workers[r].ws, m, WD__MAX(shard, 1)); }
     tr->t0 = wd__now();
-    if (!st) {
-        wd_loader_reset(tr->loader, 0, 0);
-        tr->total_steps = m->step + (tr->epochs - m->epoch) * wd_loader_batches(tr->loader) - m->batch;
-        if (d->max_steps > 0) tr->total_steps = WD__MIN(tr->total_steps, d->max_steps);
-    }
     while (!st && m->epoch < tr->epochs && !(d->max_steps > 0 && m->step >= d->max_steps)) {
         st = wd_loader_reset(tr->loader, m->epoch, m->batch);
+        if (!st && tr->total_steps == 0) {   // for the ETA: one shard, so every epoch has as many batches
+            tr->total_steps = m->step + (tr->epochs - m->epoch) * wd_loader_batches(tr->loader) - m->batch;
+            if (d->max_steps > 0) tr->total_steps = WD__MIN(tr->total_steps, d->max_steps);
+        }
         pthread_t th[256];
         int started = 0;
         for (int r = 0; !st && r < tr->T; r++) {

@@ -446,6 +446,24 @@ static void wdc_batch_ptrs(const wdc_rank *r, int which, const float **label, co
     for (int k = 0; k < r->v.S; k++) ids->ids[k] = (const uint32_t *)(base + r->batch_offs[3 + k]);
 }
 
+// Sorts n keys with their occurrence indexes (r->occ) into key_s/occ_s, then
+// finds the runs of equal keys: ukey (one per run), run_cnt, run_off and the
+// run count in *nruns. Stable, so a run lists its occurrences in order.
+static wd_status wdc_runs(wdc_rank *r, const uint64_t *keys, int n, cudaStream_t st) {
+    int bits = 1;
+    while (bits < 63 && ((uint64_t)1 << bits) < (uint64_t)r->v.wide_rows) bits++;
+    size_t need[3] = {0, 0, 0};
+    WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need[0], keys, r->key_s, r->occ, r->occ_s, n, 0, bits, st));
+    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need[1], r->key_s, r->ukey, r->run_cnt, r->nruns, n, st));
+    WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need[2], r->run_cnt, r->run_off, n, st));
+    for (int i = 0; i < 3; i++)
+        if (need[i] > r->scratch_bytes) return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch, the plan has %zu", need[i], r->scratch_bytes);
+    WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, need[0], keys, r->key_s, r->occ, r->occ_s, n, 0, bits, st));
+    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, need[1], r->key_s, r->ukey, r->run_cnt, r->nruns, n, st));
+    WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, need[2], r->run_cnt, r->run_off, n, st));
+    return WD_OK;
+}
+
 // One training step on rank r for the n samples in device batch `which`.
 static wd_status wdc_step(wdc_rank *r, int which, int n, int64_t step, double *stage_s) {
     const wd_model_view *v = &r->v;
@@ -508,18 +526,7 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, int64_t step, double *s
     int N = n * T;
     wdc_sparse_keys<<<(N + 255) / 256, 256, 0, st>>>(r->key, r->occ, ids, r->table_off, cr, d->ncross, d->cross_buckets, n, S);
     WDC_LAUNCH();
-    int bits = 1;
-    while (bits < 63 && ((uint64_t)1 << bits) < (uint64_t)v->wide_rows) bits++;
-    size_t need = 0, need2 = 0, need3 = 0;
-    WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, r->key, r->key_s, r->occ, r->occ_s, N, 0, bits, st));
-    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need2, r->key_s, r->ukey, r->run_cnt, r->nruns, N, st));
-    WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need3, r->run_cnt, r->run_off, N, st));
-    size_t most = need > need2 ? need : need2;
-    most = most > need3 ? most : need3;
-    if (most > r->scratch_bytes) return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch, the plan has %zu", most, r->scratch_bytes);
-    WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, need, r->key, r->key_s, r->occ, r->occ_s, N, 0, bits, st));
-    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, need2, r->key_s, r->ukey, r->run_cnt, r->nruns, N, st));
-    WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, need3, r->run_cnt, r->run_off, N, st));
+    WDC_TRY(wdc_runs(r, r->key, N, st));
     const float *dx = dz;   // (n, IN) after the loop
     wdc_opt o = wdc_options(v, step);
     int warps = 8, blocks = (N + warps - 1) / warps;
@@ -560,15 +567,7 @@ static wd_status wdc_step(wdc_rank *r, int which, int n, int64_t step, double *s
         int M = (int)total;
         wdc_iota<<<(M + 255) / 256, 256, 0, st>>>(r->occ, M);
         WDC_LAUNCH();
-        need = need2 = need3 = 0;
-        WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need, r->gkeys, r->key_s, r->occ, r->occ_s, M, 0, bits, st));
-        WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need2, r->key_s, r->ukey, r->run_cnt, r->nruns, M, st));
-        WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need3, r->run_cnt, r->run_off, M, st));
-        if (need > r->scratch_bytes || need2 > r->scratch_bytes || need3 > r->scratch_bytes)
-            return wdc_fail(WD_ERR_INTERNAL, "CUB needs more scratch than the plan's %zu bytes", r->scratch_bytes);
-        WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, need, r->gkeys, r->key_s, r->occ, r->occ_s, M, 0, bits, st));
-        WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, need2, r->key_s, r->ukey, r->run_cnt, r->nruns, M, st));
-        WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, need3, r->run_cnt, r->run_off, M, st));
+        WDC_TRY(wdc_runs(r, r->gkeys, M, st));
         wdc_merge_rows<<<(M + warps - 1) / warps, 32 * warps, 0, st>>>(NULL, NULL, r->ukey, r->run_off, r->run_cnt, r->nruns, r->occ_s, T, S, D, E, v->R,
                                                                        NULL, NULL, r->grows, 1, r->g + v->P, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2, v->emb_rows, o);
         WDC_LAUNCH();
@@ -723,29 +722,20 @@ extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
 }
 
 // Several ranks on one GPU (tests): device buffers of every rank are visible
-// to each other; a host barrier orders the steps of a ring-free reduce.
+// to each other; the host-side ordering (barrier, abort, timeout) is the
+// in-process CPU communicator's.
 struct wdc_hub {
-    int n, device, aborted;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int arrived;
-    long generation;
+    int n, device;
+    wd_comm *cpu[256];              // wd_comm_local_create: barrier and abort
     float *bufs[256];
     const void *g[256];
     size_t gs[256];
     cudaStream_t st[256];
-    char why[300];
 };
 static wd_status wdc_hub_barrier(wd_comm *c) {
-    wdc_hub *h = (wdc_hub *)c->impl;
-    pthread_mutex_lock(&h->mu);
-    if (h->aborted) { pthread_mutex_unlock(&h->mu); return wdc_fail(WD_ERR_ABORTED, "%s", h->why); }
-    long gen = h->generation;
-    if (++h->arrived == h->n) { h->arrived = 0; h->generation++; pthread_cond_broadcast(&h->cv); }
-    else while (h->generation == gen && !h->aborted) pthread_cond_wait(&h->cv, &h->mu);
-    int ab = h->generation == gen && h->aborted;
-    pthread_mutex_unlock(&h->mu);
-    return ab ? wdc_fail(WD_ERR_ABORTED, "%s", h->why) : WD_OK;
+    wd_comm *cpu = ((wdc_hub *)c->impl)->cpu[c->rank];
+    wd_status st = cpu->ops->barrier(cpu);
+    return st ? wdc_fail(st, "%s", wd_last_error()) : WD_OK;
 }
 static wd_status wdc_hub_allreduce(wd_comm *c, float *buf, size_t count) {
     wdc_hub *h = (wdc_hub *)c->impl;
@@ -778,11 +768,8 @@ static wd_status wdc_hub_allgather(wd_comm *c, const void *mine, size_t bytes, c
     return WD_OK;
 }
 static void wdc_hub_abort(wd_comm *c, wd_status st, const char *why) {
-    wdc_hub *h = (wdc_hub *)c->impl;
-    pthread_mutex_lock(&h->mu);
-    if (!h->aborted) { h->aborted = 1; snprintf(h->why, sizeof h->why, "rank %d aborted: %s: %s", c->rank, wd_status_string(st), why ? why : ""); }
-    pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
+    wd_comm *cpu = ((wdc_hub *)c->impl)->cpu[c->rank];
+    cpu->ops->abort(cpu, st, why);
 }
 static const wd_comm_ops wdc_hub_ops = {wdc_hub_allreduce, wdc_hub_allgather, wdc_hub_barrier, wdc_hub_abort};
 
@@ -792,8 +779,8 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
     wd_comm *cs = (wd_comm *)calloc((size_t)nranks, sizeof(wd_comm));
     if (!h || !cs) { free(h); free(cs); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
     h->n = nranks; h->device = device;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
+    wd_status st = wd_comm_local_create(nranks, 0, h->cpu);
+    if (st) { free(h); free(cs); return wdc_fail(st, "%s", wd_last_error()); }
     WDC_CUDA(cudaSetDevice(device));
     for (int r = 0; r < nranks; r++) {
         WDC_CUDA(cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking));
@@ -806,8 +793,7 @@ extern "C" void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks) {
     if (!ranks || !ranks[0]) return;
     wdc_hub *h = (wdc_hub *)ranks[0]->impl;
     for (int r = 0; r < nranks; r++) cudaStreamDestroy(h->st[r]);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
+    wd_comm_local_destroy(h->cpu, nranks);
     free(ranks[0]);
     free(h);
 }

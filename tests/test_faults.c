@@ -19,7 +19,6 @@ static void *count_alloc(size_t n, void *u) {
 static void count_free(void *p, void *u) { (void)u; free(p); }
 static const wd_allocator HOOK = {count_alloc, count_free, NULL};
 
-static int exists(const char *p) { return access(p, F_OK) == 0; }
 
 typedef wd_status (*path_fn)(void);
 // Runs fn once counting allocations, then once per k failing the k-th.
@@ -39,7 +38,7 @@ static long sweep(const char *name, path_fn fn, const char *output) {
         wd_set_allocator(NULL);
         if (st != WD_OK) failed++;
         // a failed run leaves no file under the output name
-        if (st == WD_OK || !output || !exists(output)) clean++;
+        if (st == WD_OK || !output || !file_exists(output)) clean++;
         else printf("  %s: allocation %ld failed (%s) but %s exists\n", name, k, wd_last_error(), output);
     }
     printf("  %-8s %4ld allocations, each failed in turn: %ld ended in an error, %ld succeeded anyway, %ld left output\n", name, total, failed, total - failed, total - clean);

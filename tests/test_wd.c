@@ -66,7 +66,6 @@ static void spit(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (f) { fwrite(p, 1, n, f); fclose(f); }
 }
-static int file_exists(const char *p) { return access(p, F_OK) == 0; }
 static int no_tmp_files(const char *path) {   // no "<path>.tmp-*" left behind
     char pat[600];
     snprintf(pat, sizeof pat, "%s.tmp-%ld", path, (long)getpid());

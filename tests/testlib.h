@@ -21,6 +21,8 @@ static char tl_skip_why[256];
         fflush(stdout); \
     } while (0)
 
+static inline int file_exists(const char *path) { FILE *f = fopen(path, "rb"); if (f) fclose(f); return f != NULL; }
+
 // A whole file in memory (caller frees); NULL if it cannot be read.
 static inline unsigned char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
