@@ -322,7 +322,7 @@ typedef struct wd_convert_report {
     int64_t rows, bad_rows, bytes_in, bytes_out, blocks;
     double seconds;
     int nbad_shown;                 // first bad lines (skip mode)
-    char bad_where[8][160];         // "file:line: reason"
+    char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
 } wd_convert_report;
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
 
@@ -385,7 +385,10 @@ WDDEF double wd_logloss(const float *p, const float *label, const float *weight,
 typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_remainder;
 typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
 // Called on each decoded block, on a loader thread; may change values in
-// place (not the sample count). A non-OK status stops the epoch with it.
+// place (labels, weights, dense values, ids; not the sample count). What it
+// leaves is checked like a decoded block (labels in [0,1], finite weights
+// >= 0, finite dense values, ids inside their buckets). A non-OK status
+// stops the epoch with it.
 typedef wd_status (*wd_map_fn)(void *user, wd_batch *block, int worker);
 
 typedef struct wd_loader wd_loader;
@@ -453,7 +456,16 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
    accumulator of 0.1 (per-sample-gradient habits) would all but freeze them.
    The gradient of a batch is the weighted mean over its samples; ids
    repeated within a batch are merged (summed) before one update per row,
-   and only rows seen in the batch are touched. */
+   and only rows seen in the batch are touched.
+
+   Crosses. Crossed pair c (0-based) of one-hot slots (p, q) with ids a, b
+   lands in row cross_bucket(a, b, c) = mix64((a << 32 | b) ^ ((c + 1) *
+   0x9E3779B97F4A7C15)) % cross_buckets of its wide table, where mix64 is
+   the splitmix64 finalizer: x ^= x >> 30; x *= 0xbf58476d1ce4e5b9;
+   x ^= x >> 27; x *= 0x94d049bb133111eb; x ^= x >> 31 (64-bit, wrapping).
+   Multi-hot slots (pooling). The deep input of a multi-hot slot is the sum
+   (or, with mean pooling, the mean) of its ids' embedding rows, zeros when
+   it has none; its wide term is the sum (mean) of its ids' wide weights. */
 #define WD_MAX_LAYERS 8
 #define WD_MAX_CROSSES 32
 typedef enum wd_optimizer { WD_ADAGRAD = 0, WD_ADAM = 1 } wd_optimizer;
@@ -546,6 +558,11 @@ typedef struct wd_train_desc {
     int64_t checkpoint_every;
     int64_t eval_every;             // steps between validation runs (0: epoch ends only)
     int no_shuffle;
+    // Optional, on loader threads: called on every decoded block of the
+    // training and validation files (a feature transform, or sample weights,
+    // e.g. for negative downsampling); see wd_map_fn.
+    wd_map_fn map;
+    void *map_user;
     void (*progress)(void *user, const wd_progress *p);   // from the training thread
     void *user;
 } wd_train_desc;
@@ -581,6 +598,8 @@ typedef struct wd_eval_desc {
     int batch_size;                 // (0: 4096)
     float *predictions;             // optional, caller-owned: one per sample in file order
     int64_t predictions_cap;
+    wd_map_fn map;                  // optional: called on every decoded block (see wd_map_fn)
+    void *map_user;
 } wd_eval_desc;
 typedef struct wd_metrics { double auc, logloss, mean_pred, ctr; int64_t samples; } wd_metrics;
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
@@ -676,7 +695,8 @@ WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name);
 #define WD__MAX(a, b) ((a) > (b) ? (a) : (b))
 
 // ---- 2. Status ---------------------------------------------------------------
-static WD__TLS char wd__errbuf[512];
+#define WD__ERR_MAX 1024             // bytes of an error message
+static WD__TLS char wd__errbuf[WD__ERR_MAX];
 
 WDDEF const char *wd_status_string(wd_status s) {
     static const char *names[WD_STATUS_COUNT] = {
@@ -699,6 +719,12 @@ static wd_status wd__fail(wd_status s, const char *fmt, ...) {
     va_end(ap);
     memcpy(wd__errbuf, tmp, sizeof tmp);
     return s;
+}
+// The last `keep` bytes of a path, for bounded messages: the file name at its
+// end survives however long the directories before it are.
+static const char *wd__tail(const char *p, size_t keep) {
+    size_t n = strlen(p);
+    return n > keep ? p + (n - keep) : p;
 }
 #define WD__TRY(expr) do { wd_status wd__st = (expr); if (wd__st != WD_OK) return wd__st; } while (0)
 
@@ -1977,7 +2003,7 @@ typedef struct wd__job {
     int64_t seq;
     int state;              // 0 free, 1 queued, 2 running, 3 done
     wd_status status;
-    char err[512];
+    char err[WD__ERR_MAX];
     // input (convert: text lines; gen: a row range)
     wd__buf text;
     int file;
@@ -1987,7 +2013,7 @@ typedef struct wd__job {
     wd_batch batch;
     int64_t rows, bad;
     int nbad_shown;
-    char bad_where[8][160];
+    char bad_where[8][400];
     float *prob;                          // gen: true probabilities (nrows)
     ZSTD_CCtx *cc;
 } wd__job;
@@ -2136,11 +2162,11 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
             j->bad += st == WD_ERR_PARSE;
             if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {   // stop at file:line
                 j->status = st;
-                snprintf(j->err, sizeof j->err, "%.200s:%lld: %.280s", name, (long long)line, wd_last_error());
+                snprintf(j->err, sizeof j->err, "%.600s:%lld: %.380s", wd__tail(name, 600), (long long)line, wd_last_error());
                 return;
             }
             if (st && j->nbad_shown < 8)
-                snprintf(j->bad_where[j->nbad_shown++], 160, "%.40s:%lld: %.90s", name, (long long)line, wd_last_error());
+                snprintf(j->bad_where[j->nbad_shown++], sizeof j->bad_where[0], "%.200s:%lld: %.170s", wd__tail(name, 200), (long long)line, wd_last_error());
             j->rows += !st;
         }
         line++;
@@ -2160,7 +2186,7 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd__blockfile *bf, wd_con
     if (!*st) {
         rep->rows += w->rows;
         rep->bad_rows += w->bad;
-        for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], 160);
+        for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
         if (w->block.len) *st = wd__bf_put(bf, w->block.p, w->block.len);
     }
     wd__pipe_release(p, w);
@@ -2244,7 +2270,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     }
     while (written < submitted) wd__conv_collect(&pipe, written++, &bf, rep, &st);   // drain, also after an error
     wd__buf_free(&rd);
-    char errcopy[512];
+    char errcopy[WD__ERR_MAX];
     snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
     wd__pipe_stop(&pipe);
     if (st) { wd__bf_abort(&bf); return wd__fail(st, "%s", errcopy); }
@@ -2460,7 +2486,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     }
     if (piped) {
         while (written < submitted) { wd__pipe_release(&pipe, wd__pipe_wait(&pipe, written)); written++; }
-        char errcopy[512];
+        char errcopy[WD__ERR_MAX];
         snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
         wd__pipe_stop(&pipe);
         if (st) wd__fail(st, "%s", errcopy);
@@ -2546,14 +2572,14 @@ typedef struct wd__lslot {
     int state;              // 0 empty, 1 decoding, 2 ready, 3 failed
     int corrupt;            // failed because the block is bad (vs. map callback / memory)
     wd_status st;
-    char err[512];
+    char err[WD__ERR_MAX];
     wd_batch b;
 } wd__lslot;
 typedef struct wd__lout {
     int state;              // 0 free, 1 ready, 2 held by the consumer
     int64_t seq;
     wd_status st;
-    char err[512];
+    char err[WD__ERR_MAX];
     wd_batch b;
 } wd__lout;
 typedef struct wd__lworker { wd_loader *l; int index; wd_decoder *dec; wd__buf fetch; } wd__lworker;
@@ -2617,6 +2643,11 @@ static void wd__loader_decode(wd_loader *l, wd__lworker *w, int64_t j) {
         st = l->d.map(l->d.map_user, &s->b, w->index);
         if (st) { wd__fail(st, "%s: block %lld: map callback failed: %s", wd_reader_path(r), (long long)p->block, wd_last_error()); corrupt = 0; }
         if (!st && s->b.n != p->n) { st = wd__fail(WD_ERR_INVALID_ARG, "map callback changed the sample count of block %lld", (long long)p->block); corrupt = 0; }
+        if (!st) {
+            char where[WD__ERR_MAX / 2];
+            snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300), (long long)p->block);
+            if ((st = wd__check_values(&l->schema, &s->b, 0, s->b.n, where)) != WD_OK) corrupt = 0;
+        }
     }
     double t3 = wd__now();
     wd_decode_stats after;
@@ -3734,7 +3765,7 @@ static wd_status wd__train_step(wd_model *m, wd__ws *w, wd_comm *c, const wd_bat
 }
 
 typedef struct wd__trainer wd__trainer;
-typedef struct wd__tworker { wd__trainer *tr; int rank; wd__ws ws; wd_status st; char err[512]; } wd__tworker;
+typedef struct wd__tworker { wd__trainer *tr; int rank; wd__ws ws; wd_status st; char err[WD__ERR_MAX]; } wd__tworker;
 struct wd__trainer {
     wd_model *m;
     const wd_train_desc *d;
@@ -3769,6 +3800,7 @@ static wd_status wd__validate(wd__trainer *tr, double *auc, double *ll) {
     wd_eval_desc e;
     memset(&e, 0, sizeof e);
     e.files = tr->d->valid_files; e.nfiles = tr->d->nvalid; e.threads = tr->T;
+    e.map = tr->d->map; e.map_user = tr->d->map_user;
     wd_metrics mt;
     WD__TRY(wd_evaluate(tr->m, &e, &mt));
     *auc = mt.auc; *ll = mt.logloss;
@@ -3865,6 +3897,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     ld.shuffle = !d->no_shuffle;
     ld.seed = m->d.seed;
     ld.remainder = WD_REMAINDER_PAD;
+    ld.map = d->map; ld.map_user = d->map_user;
     wd_status st = wd_loader_open(&ld, &tr->loader);
     if (!st && !wd_schema_equal(wd_loader_schema(tr->loader), &m->schema))
         st = wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's (dense columns, slots, buckets or kinds)", d->files[0]);
@@ -3910,7 +3943,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
         rep->wide_s = w0->t_wide; rep->comm_s = w0->t_comm; rep->optimizer_s = w0->t_opt;
         for (int r = 0; r < tr->T; r++) wd__ws_free(&tr->workers[r].ws);
     }
-    char err[512];
+    char err[WD__ERR_MAX];
     snprintf(err, sizeof err, "%s", wd_last_error());
     wd__free(tr->workers);
     if (comm_made) wd_comm_local_destroy(tr->comm, tr->T);
@@ -3931,8 +3964,10 @@ typedef struct wd__evalctx {
     int64_t nblocks;
     float *pred, *label, *weight;
     int T, chunk;
+    wd_map_fn map;
+    void *map_user;
     wd_status st[256];
-    char err[256][256];
+    char err[256][WD__ERR_MAX];
 } wd__evalctx;
 typedef struct wd__evalarg { wd__evalctx *c; int rank; } wd__evalarg;
 
@@ -3957,6 +3992,14 @@ static void *wd__eval_thread(void *arg) {
         if (!st) st = wd_reader_fetch(r, blk, buf.p, buf.cap);
         b.n = 0;
         if (!st) st = wd_decode_block(dec, r, blk, buf.p, n, &b);
+        if (!st && c->map) {
+            int n0 = b.n;
+            st = c->map(c->map_user, &b, a->rank);
+            char where[WD__ERR_MAX / 2];
+            snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300), (long long)blk);
+            if (!st && b.n != n0) st = wd__fail(WD_ERR_INVALID_ARG, "%s: the sample count changed", where);
+            if (!st) st = wd__check_values(&c->m->schema, &b, 0, b.n, where);
+        }
         for (int at = 0; !st && at < b.n; at += c->chunk) {
             int k = WD__MIN(c->chunk, b.n - at);
             wd__forward(c->m, &w, &b, at, k);
@@ -3966,7 +4009,7 @@ static void *wd__eval_thread(void *arg) {
             memcpy(c->weight + o, b.weight + at, sizeof(float) * (size_t)k);
         }
     }
-    if (st) snprintf(c->err[a->rank], sizeof c->err[a->rank], "%.250s", wd_last_error());
+    if (st) snprintf(c->err[a->rank], sizeof c->err[a->rank], "%s", wd_last_error());
     c->st[a->rank] = st;
     if (w.cap) wd__ws_free(&w);
     wd_batch_free(&b);
@@ -3984,6 +4027,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     c->nfiles = d->nfiles;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->chunk = d->batch_size > 0 ? d->batch_size : 4096;
+    c->map = d->map; c->map_user = d->map_user;
     c->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
     c->file_first = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)(d->nfiles + 1));
     wd_status st = (c->readers && c->file_first) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
