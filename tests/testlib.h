@@ -12,6 +12,11 @@ static char tl_skip_why[256];
 
 #define CHECK(cond) do { if (!(cond)) { tl_fails++; printf("  check failed: %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
 #define CHECK_OK(expr) do { wd_status tl_st = (expr); if (tl_st != WD_OK) { tl_fails++; printf("  check failed: %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, wd_status_string(tl_st), wd_last_error()); } } while (0)
+// REQUIRE: a check that ends the test at once when it fails (setup, or a
+// value every later check depends on): the test then reports FAIL, never a
+// PASS that checked nothing.
+#define REQUIRE(cond) do { if (!(cond)) { tl_fails++; printf("  required check failed: %s:%d: %s\n", __FILE__, __LINE__, #cond); return; } } while (0)
+#define REQUIRE_OK(expr) do { wd_status tl_st = (expr); if (tl_st != WD_OK) { tl_fails++; printf("  required check failed: %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, wd_status_string(tl_st), wd_last_error()); return; } } while (0)
 #define SKIP(...) do { tl_skipped = 1; snprintf(tl_skip_why, sizeof tl_skip_why, __VA_ARGS__); } while (0)
 #define RUN(fn) do { \
         tl_fails = 0; tl_skipped = 0; fflush(stdout); fn(); \
