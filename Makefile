@@ -72,24 +72,16 @@ $(B)/wd: tools/wd.c $(HDR) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -o $@ tools/wd.c $(LDLIBS) $(BLASL)
 
 # test binaries carry ASan + UBSan
-$(B)/test_wd: tests/test_wd.c tests/testlib.h $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_wd.c $(LDLIBS)
-
-$(B)/test_loader: tests/test_loader.c tests/testlib.h $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_loader.c $(LDLIBS)
-
-$(B)/test_faults: tests/test_faults.c tests/testlib.h $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_faults.c $(LDLIBS)
-
-$(B)/test_train: tests/test_train.c tests/testlib.h $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/test_train.c $(LDLIBS)
+TESTS := test_wd test_loader test_train test_faults test_ref test_golden
+$(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(LDLIBS)
 
 # the threaded tests (loader, communicator, trainer) again under ThreadSanitizer
 TSAN_CC := $(shell command -v clang >/dev/null && echo clang || echo $(CC))
 $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
 
-$(B)/test_cpp: tests/test_cpp.cpp $(HDR) | $(B)
+$(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) -o $@ tests/test_cpp.cpp $(LDLIBS)
 
 # examples (built and run by the tests)
@@ -106,29 +98,40 @@ demo: deps
 HAVE_FUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' | clang -x c -fsanitize=fuzzer - -o /dev/null >/dev/null 2>&1 && echo 1)
 TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 
+# Everything `make test` runs. -k: a binary that does not build (or whose
+# source does not exist yet) still lets every other test run; tests/run.sh then
+# reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
+TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS)) \
+	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 test: deps
-	@$(MAKE) --no-print-directory $(TEST_FUZZ) $(CUDA_BINS) $(B)/wd $(B)/test_wd $(B)/test_cpp $(B)/test_loader $(B)/test_train $(B)/test_faults \
-		$(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
-	bash tests/run.sh $(B) $(DATA)
+	@$(MAKE) --no-print-directory -k $(TEST_BINS); WD_BUILD_RC=$$? bash tests/run.sh $(B) $(DATA)
 
 # libFuzzer harnesses (clang): `make fuzz FUZZ_SECONDS=N` runs each for N seconds
-# from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c);
-# crashes land in build/fuzz/ and make the target fail. A crash input, once
-# fixed, joins tests/fuzz/corpus/<name>: every run (and make test) replays it.
+# from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c)
+# and the regression inputs in tests/fuzz/regress/<name>; a crash input lands in
+# build/fuzz-crashes/ and fails the target. Once fixed, copy it into
+# tests/fuzz/regress/<name>/: every `make test` replays those folders through
+# build/replay_<name> (the harness built with $(CC), ASan + UBSan and
+# tests/fuzz/replay_main.c), with or without libFuzzer.
 FUZZ_SECONDS ?= 10
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
 	$(FUZZ_CC) -o $@ $< $(LDLIBS)
+$(B)/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) -fno-sanitize-recover=all $(WARN) -o $@ $< tests/fuzz/replay_main.c $(LDLIBS)
 $(B)/make_seeds: tests/fuzz/make_seeds.c $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(WARN) -o $@ $< $(LDLIBS)
 fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))
-	@mkdir -p $(B)/fuzz
+	@mkdir -p $(B)/fuzz $(B)/fuzz-crashes
 	@for f in $(FUZZERS); do \
 	    mkdir -p $(B)/fuzz/corpus-$$f; \
-	    $(B)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=$(B)/fuzz/$$f- -print_final_stats=1 \
-	        $(B)/fuzz/corpus-$$f tests/fuzz/corpus/$$f > $(B)/fuzz/$$f.log 2>&1; rc=$$?; \
+	    $(B)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=25 -artifact_prefix=$(B)/fuzz-crashes/$$f- -print_final_stats=1 \
+	        $(B)/fuzz/corpus-$$f tests/fuzz/corpus/$$f tests/fuzz/regress/$$f > $(B)/fuzz/$$f.log 2>&1; rc=$$?; \
 	    echo "fuzz_$$f: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $(B)/fuzz/$$f.log | sed -E 's/[[:space:]]+rss.*//') (exit $$rc)"; \
-	    if [ $$rc != 0 ]; then grep -E 'ERROR|SUMMARY' $(B)/fuzz/$$f.log | head -5; exit 1; fi; \
+	    if [ $$rc != 0 ]; then grep -E 'ERROR|SUMMARY' $(B)/fuzz/$$f.log | head -5; \
+	        for a in $$(sed -n 's/.*Test unit written to \(.*\)$$/\1/p' $(B)/fuzz/$$f.log); do \
+	            echo "input saved as $$a: reproduce with $(B)/replay_$$f $$a; once fixed, cp $$a tests/fuzz/regress/$$f/ (make test replays it)"; done; \
+	        exit 1; fi; \
 	done
 
 clean:

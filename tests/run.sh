@@ -1,73 +1,191 @@
 #!/usr/bin/env bash
-# The whole test suite: compile checks, unit tests (ASan+UBSan), the C++
-# build, CLI end-to-end tests. Ends with "N passed, N failed, N skipped".
+# The whole test suite: compile checks, unit tests (ASan+UBSan), the same
+# threaded tests under TSan, the C++ build, CLI end-to-end tests, the
+# examples, fuzz regression replay and a short fuzzing pass. Ends with
+# "N passed, N failed, N skipped"; exits non-zero on any failure.
 # Usage: tests/run.sh BUILD_DIR DATA_DIR
+#
+# What counts as a failure, besides a FAIL line:
+# - a test binary that prints fewer (or more) results than it has tests, or no
+#   summary line: the count is the number of RUN( calls in main() of its source
+#   (tests/cli.sh: CLI_TESTS below), so a test that silently disappears or a
+#   binary that dies half-way fails;
+# - a binary that exits non-zero, or runs past TEST_TIMEOUT seconds (300;
+#   WD_TEST_TIMEOUT=N to change);
+# - a binary missing from BUILD_DIR (one that did not build, or whose source is
+#   not there yet), and a failed build (WD_BUILD_RC, set by `make test`);
+# - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
+#   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
+CLI_TESTS=53                        # the tests in tests/cli.sh
+TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
+FUZZ_SECONDS=${FUZZ_SECONDS:-8}
+FUZZERS="wdr criteo libsvm csv wdm"
 T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 log=$B/test.log
 : > "$log"
-# A binary that exits non-zero counts as a failure even if it printed no FAIL
-# line (a crash or a sanitizer abort).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}   # LeakSanitizer: a leak fails the binary
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-run() {
-    "$@" > "$T/run.out" 2>&1; local rc=$?
-    cat "$T/run.out" | tee -a "$log"
-    if [ $rc != 0 ] && ! grep -q '^FAIL' "$T/run.out"; then echo "FAIL $(basename "$1"): exited with status $rc" | tee -a "$log"; fi
+start=$SECONDS
+
+# Sanitizer settings the suite depends on come last, after whatever the caller
+# exported (later settings win), so an inherited ASAN_OPTIONS/LSAN_OPTIONS/
+# UBSAN_OPTIONS/TSAN_OPTIONS cannot turn leak checks, halting or the failing
+# exit status off, nor suppress reports.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:leak_check_at_exit=1:halt_on_error=1:abort_on_error=0:exitcode=1:suppressions="
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=1:exitcode=1:suppressions="
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1:exitcode=1:suppressions="
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=1:exitcode=66:suppressions="
+
+# In CI a skip is a failure, except where allowed (the GPU tests: CI has no GPU).
+ci_policy() {  # ci_policy POLICY [NAME]: filters result lines (of program NAME) from stdin to stdout
+    if [ "${CI:-}" = true ] && [ "$1" != allow-skip ]; then
+        sed -E "s/^SKIP ([^:]*)(.*)\$/FAIL \\1\\2 [${2:+in $2: }skipped, and a skip fails under CI=true: CI must have what this test needs]/"
+    else cat; fi
 }
+say() { printf '%s\n' "$*" | ci_policy "" | tee -a "$log"; }
+
+# timed NAME CMD...: runs CMD under the time limit with its output in $T/run.out,
+# shows the output (with the CI policy) and sets $rc; 1 if it timed out.
+timed() {
+    local name=$1 policy=$2 t0=$SECONDS; shift 2
+    timeout -k 10 "$TEST_TIMEOUT" "$@" > "$T/run.out" 2>&1; rc=$?
+    ci_policy "$policy" "$name" < "$T/run.out" | tee -a "$log"
+    echo "# $name: exit $rc after $((SECONDS - t0)) s" >> "$log"
+    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $TEST_TIMEOUT s"; return 1; fi
+}
+
+# check NAME WANT SUMMARY POLICY CMD...: runs a test program that prints one
+# PASS/FAIL/SKIP line per test; it must print exactly WANT of them and end
+# with "# SUMMARY: P passed, F failed, S skipped" agreeing with them; a
+# non-zero exit with no FAIL line (a crash, a sanitizer report, a leak at
+# exit) fails too. POLICY allow-skip (test_gpu) also accepts a single
+# "SKIP NAME: why" for the whole program.
+check() {
+    local name=$1 want=$2 summary=$3 policy=$4; shift 4
+    timed "$name" "$policy" "$@" || return
+    local out=$T/run.out
+    local p f s n
+    p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out"); n=$((p + f + s))
+    if [ "$policy" = allow-skip ] && [ $n = 1 ] && [ $s = 1 ] && grep -q "^SKIP $name:" "$out"; then want=1; fi
+    if ! grep -qx "# $summary: $p passed, $f failed, $s skipped" "$out"; then
+        if grep -q "^# $summary: " "$out"; then say "FAIL $name: its summary line disagrees with its $p PASS, $f FAIL, $s SKIP lines"
+        else say "FAIL $name: no '# $summary: ...' summary line: it ended (exit $rc) before its last test"; fi
+    elif [ $n != "$want" ]; then say "FAIL $name: $n test results, expected $want (a test did not run or did not report)"
+    fi
+    if [ $rc != 0 ] && [ $f = 0 ]; then say "FAIL $name: exited with status $rc"; fi
+}
+
+built() {  # built NAME BIN: BIN exists, or a FAIL line for NAME
+    [ -x "$2" ] || { say "FAIL $1: $2 is missing (it did not build, or its source does not exist)"; return 1; }
+}
+
+# unit BIN SRC [ALLOW_SKIP] ARGS...: a test binary built from SRC with
+# tests/testlib.h; it runs one test per RUN( call in main() of SRC.
+runs_in_main() {
+    awk '/^[a-z ]*int[[:space:]]+main[[:space:]]*\(/ { m = 1 }
+         m { sub(/\/\/.*/, ""); n += gsub(/(^|[^A-Za-z0-9_])RUN\(/, "&") }
+         END { print n + 0 }' "$1"
+}
+unit() {
+    local bin=$1 src=$2 policy=; shift 2
+    [ "$1" = allow-skip ] && { policy=$1; shift; }
+    local name src_name want
+    name=$(basename "$bin"); src_name=$(basename "${src%.*}")
+    if [ ! -f "$src" ]; then say "FAIL $name: its source $src does not exist"; return; fi
+    want=$(runs_in_main "$src")
+    if [ "$want" = 0 ]; then say "FAIL $name: no RUN( calls in main() of $src"; return; fi
+    built "$name" "$bin" || return
+    check "$name" "$want" "$src_name" "$policy" "$bin" "$@"
+}
+
+if [ -n "${WD_BUILD_RC:-}" ] && [ "$WD_BUILD_RC" != 0 ]; then
+    say "FAIL build: make exited with status $WD_BUILD_RC: a test binary did not build (the errors are above)"
+fi
 
 # The header alone compiles warning-free as C11 and C++17 with gcc and clang.
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do
     name="compile_$(echo "$cc" | cut -d' ' -f1 | tr + p)"
-    if ! command -v "${cc%% *}" >/dev/null; then echo "SKIP $name: ${cc%% *} not installed" | tee -a "$log"; continue; fi
-    if printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' | $cc -Wall -Wextra -Werror -I. -c - -o "$T/c.o" 2>"$T/cc.err"; then
-        echo "PASS $name" | tee -a "$log"
-    else echo "FAIL $name: $(head -c 2000 "$T/cc.err")" | tee -a "$log"; fi
+    if ! command -v "${cc%% *}" >/dev/null; then say "SKIP $name: ${cc%% *} not installed"; continue; fi
+    if printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' | timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c - -o "$T/c.o" 2>"$T/cc.err"; then
+        say "PASS $name"
+    else say "FAIL $name: $(head -c 2000 "$T/cc.err")"; fi
 done
-# the CUDA backend compiles (nvcc present) and its tests skip without a GPU
-if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ]; then
-    echo "PASS compile_cuda: widedeep_cuda.cu, tests/test_gpu.cu and wd-cuda built with nvcc" | tee -a "$log"
-    run "$B/test_gpu" "$T"
-    if "$B/wd-cuda" train --train /dev/null --device cuda >/dev/null 2>&1; then echo "FAIL wd_cuda_no_gpu: succeeded without data" | tee -a "$log"; else echo "PASS wd_cuda_reports_error" | tee -a "$log"; fi
-elif command -v nvcc >/dev/null; then echo "FAIL compile_cuda: nvcc present but the CUDA build is missing" | tee -a "$log"
-else echo "SKIP compile_cuda: nvcc not installed" | tee -a "$log"; fi
-run "$B/test_wd" "$T" "$DATA"
-run "$B/test_cpp" "$T"
-run "$B/test_loader" "$T"
-run "$B/test_train" "$T"
-run "$B/test_faults" "$T"
+# the CUDA backend compiles (nvcc present); its tests skip without a GPU
+if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; then
+    say "PASS compile_cuda: widedeep_cuda.cu, tests/test_gpu.cu and wd-cuda built with nvcc"
+    unit "$B/test_gpu" tests/test_gpu.cu allow-skip "$T"
+    # wd-cuda trains a step on a GPU, and without one fails saying so
+    if "$B/wd" gen -o "$T/cuda.wdr" --rows 2000 --seed 1 --max-card 100 >/dev/null 2>&1 &&
+       timeout "$TEST_TIMEOUT" "$B/wd-cuda" train --train "$T/cuda.wdr" --device cuda --hidden 8 --max-steps 1 > "$T/cuda.out" 2>&1; then
+        if grep -q '^trained steps=1 ' "$T/cuda.out"; then say "PASS wd_cuda_trains"; else say "FAIL wd_cuda_trains: $(tail -2 "$T/cuda.out")"; fi
+    elif grep -q 'no CUDA device' "$T/cuda.out" 2>/dev/null; then say "PASS wd_cuda_reports_no_device"
+    else say "FAIL wd_cuda: neither trained nor reported a missing GPU: $(tail -2 "$T/cuda.out" 2>/dev/null)"; fi
+elif command -v nvcc >/dev/null; then say "FAIL compile_cuda: nvcc present but the CUDA build is missing"
+else say "SKIP compile_cuda: nvcc not installed"; fi
+
+unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
+unit "$B/test_cpp" tests/test_cpp.cpp "$T"
+unit "$B/test_loader" tests/test_loader.c "$T"
+unit "$B/test_train" tests/test_train.c "$T"
+unit "$B/test_ref" tests/test_ref.c "$T"
+unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
+unit "$B/test_faults" tests/test_faults.c "$T"
 echo "# under ThreadSanitizer:" | tee -a "$log"
-run "$B/test_loader_tsan" "$T"
-run "$B/test_train_tsan" "$T"
-run bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
+unit "$B/test_loader_tsan" tests/test_loader.c "$T"
+unit "$B/test_train_tsan" tests/test_train.c "$T"
+built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 
 # the examples: train from C on the Criteo sample, then serve from C++
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
     mkdir -p "$T/ex"
-    if "$B/train_criteo" "$DATA/criteo_kaggle_head8000_train.tsv" "$DATA/criteo_kaggle_head8000_test.tsv" "$T/ex" > "$T/ex.out" 2>&1 && grep -q 'test AUC 0\.[6-9]' "$T/ex.out"; then
-        echo "PASS example_train_criteo: $(tail -1 "$T/ex.out")" | tee -a "$log"
-    else echo "FAIL example_train_criteo: $(tail -3 "$T/ex.out")" | tee -a "$log"; fi
-    if "$B/predict_cpp" "$T/ex/criteo.wdm" "$T/ex/test.wdr" > "$T/ex2.out" 2>&1 && grep -q 'hand-built sample: p = 0' "$T/ex2.out"; then
-        echo "PASS example_predict_cpp" | tee -a "$log"
-    else echo "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")" | tee -a "$log"; fi
-else echo "SKIP examples: no data in $DATA" | tee -a "$log"; fi
+    if timeout "$TEST_TIMEOUT" "$B/train_criteo" "$DATA/criteo_kaggle_head8000_train.tsv" "$DATA/criteo_kaggle_head8000_test.tsv" "$T/ex" > "$T/ex.out" 2>&1 && grep -q 'test AUC 0\.[6-9]' "$T/ex.out"; then
+        say "PASS example_train_criteo: $(tail -1 "$T/ex.out")"
+    else say "FAIL example_train_criteo: $(tail -3 "$T/ex.out")"; fi
+    if timeout "$TEST_TIMEOUT" "$B/predict_cpp" "$T/ex/criteo.wdm" "$T/ex/test.wdr" > "$T/ex2.out" 2>&1 && grep -q 'hand-built sample: p = 0' "$T/ex2.out"; then
+        say "PASS example_predict_cpp"
+    else say "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")"; fi
+else say "SKIP examples: no data in $DATA"; fi
 
-# a short fuzzing pass of every harness (clang's libFuzzer; skipped without it)
-FUZZ_SECONDS=${FUZZ_SECONDS:-8}
-for f in wdr criteo libsvm csv wdm; do
-    if [ ! -x "$B/fuzz_$f" ]; then echo "SKIP fuzz_$f: clang with libFuzzer not available" | tee -a "$log"; continue; fi
-    mkdir -p "$T/fuzz-$f"
-    if "$B/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -artifact_prefix="$T/fuzz-$f-" "$T/fuzz-$f" tests/fuzz/corpus/$f > "$T/fuzz.log" 2>&1; then
-        echo "PASS fuzz_$f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$T/fuzz.log" | sed -E 's/[[:space:]]+rss.*//; s/[[:space:]]+/ /g') in ${FUZZ_SECONDS}s" | tee -a "$log"
+# every regression input (tests/fuzz/regress/<name>/) and seed replayed through
+# its harness, built with gcc + ASan + UBSan (build/replay_<name>): no libFuzzer needed
+for f in $FUZZERS; do
+    name=fuzz_replay_$f
+    if [ ! -x "$B/replay_$f" ]; then say "FAIL $name: $B/replay_$f is missing (it did not build)"; continue; fi
+    nreg=$(find "tests/fuzz/regress/$f" -type f ! -name '.*' 2>/dev/null | wc -l)
+    nseed=$(find "tests/fuzz/corpus/$f" -type f ! -name '.*' 2>/dev/null | wc -l)
+    timeout "$TEST_TIMEOUT" "$B/replay_$f" "tests/fuzz/regress/$f" "tests/fuzz/corpus/$f" > "$T/replay.out" 2>&1; rc=$?
+    if [ $rc = 0 ] && grep -qx "replayed $((nreg + nseed)) inputs, 0 unreadable" "$T/replay.out"; then
+        say "PASS $name: $nreg regression inputs, $nseed seeds"
     else
-        echo "FAIL fuzz_$f: $(grep -E 'ERROR|SUMMARY' "$T/fuzz.log" | head -3)" | tee -a "$log"
-        mkdir -p "$B/fuzz-crashes"; cp "$T"/fuzz-$f-crash-* "$B/fuzz-crashes/" 2>/dev/null
+        say "FAIL $name: exit $rc; last input: $(grep '^replaying ' "$T/replay.out" | tail -1 | cut -d' ' -f2); $(grep -E 'ERROR|SUMMARY|runtime error' "$T/replay.out" | head -3 | tr '\n' ' ')"
+        sed 's/^/    /' "$T/replay.out" >> "$log"
+    fi
+done
+
+# a short fuzzing pass of every harness (clang's libFuzzer); an input that
+# crashes is saved in $B/fuzz-crashes/ for the regression folder
+for f in $FUZZERS; do
+    if [ ! -x "$B/fuzz_$f" ]; then say "SKIP fuzz_$f: clang with libFuzzer not available"; continue; fi
+    mkdir -p "$T/fuzz-$f" "$B/fuzz-crashes"
+    timeout "$TEST_TIMEOUT" "$B/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=25 -artifact_prefix="$B/fuzz-crashes/$f-" \
+        "$T/fuzz-$f" "tests/fuzz/corpus/$f" "tests/fuzz/regress/$f" > "$T/fuzz.log" 2>&1; rc=$?
+    if [ $rc = 0 ]; then
+        say "PASS fuzz_$f: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$T/fuzz.log" | sed -E 's/[[:space:]]+rss.*//; s/[[:space:]]+/ /g') in ${FUZZ_SECONDS}s"
+    else
+        saved=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$T/fuzz.log" | head -1)
+        if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL fuzz_$f: timed out after $TEST_TIMEOUT s"
+        else say "FAIL fuzz_$f: exit $rc: $(grep -E 'ERROR|SUMMARY' "$T/fuzz.log" | head -3 | tr '\n' ' ')"; fi
+        if [ -n "$saved" ]; then
+            say "  the input is saved as $saved; reproduce: $B/replay_$f $saved"
+            say "  once fixed, add it to the regression inputs: cp $saved tests/fuzz/regress/$f/ (and commit it; every make test replays it)"
+        else say "  no input was saved (see $log)"; fi
+        sed 's/^/    /' "$T/fuzz.log" >> "$log"
     fi
 done
 
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
 echo
 grep '^FAIL' "$log"
+echo "# tests/run.sh took $((SECONDS - start)) s"
 echo "$p passed, $f failed, $s skipped"
 [ "$f" = 0 ] && [ "$p" -gt 0 ]

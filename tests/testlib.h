@@ -1,13 +1,21 @@
 // A tiny test harness: RUN(fn) runs a test function; CHECK records failures
 // with file:line; each test ends in one "PASS name", "FAIL name" or
 // "SKIP name: why" line, which tests/run.sh counts.
+// tests/run.sh expects exactly one result line per RUN( written in main() of
+// the test's source, then test_summary()'s "# name: ..." line: write each
+// RUN(test) once, directly in main (not in a loop or under an if; a test that
+// cannot run says SKIP), and end main with `return test_summary("name");`,
+// name being the source file's name without .c. A binary that prints fewer
+// results or no summary (it crashed, or a test vanished) fails.
+// A CHECK that fails in main outside any RUN (setup) makes test_summary
+// return 1, so the binary fails even when every test passed.
 #ifndef WD_TESTLIB_H
 #define WD_TESTLIB_H
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int tl_fails, tl_skipped, tl_passed, tl_failed, tl_skips;
+static int tl_fails, tl_skipped, tl_passed, tl_failed, tl_skips, tl_outside;
 static char tl_skip_why[256];
 
 #define CHECK(cond) do { if (!(cond)) { tl_fails++; printf("  check failed: %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
@@ -18,12 +26,14 @@ static char tl_skip_why[256];
 #define REQUIRE(cond) do { if (!(cond)) { tl_fails++; printf("  required check failed: %s:%d: %s\n", __FILE__, __LINE__, #cond); return; } } while (0)
 #define REQUIRE_OK(expr) do { wd_status tl_st = (expr); if (tl_st != WD_OK) { tl_fails++; printf("  required check failed: %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, wd_status_string(tl_st), wd_last_error()); return; } } while (0)
 #define SKIP(...) do { tl_skipped = 1; snprintf(tl_skip_why, sizeof tl_skip_why, __VA_ARGS__); } while (0)
+// checks that failed since the last test ended: in main, outside any RUN
+#define TL_OUTSIDE() do { if (tl_fails) { printf("  %d check(s) failed in main, outside any test\n", tl_fails); tl_outside += tl_fails; tl_fails = 0; } } while (0)
 #define RUN(fn) do { \
-        tl_fails = 0; tl_skipped = 0; fflush(stdout); fn(); \
+        TL_OUTSIDE(); tl_skipped = 0; fflush(stdout); fn(); \
         if (tl_fails) { printf("FAIL %s (%d checks)\n", #fn, tl_fails); tl_failed++; } \
         else if (tl_skipped) { printf("SKIP %s: %s\n", #fn, tl_skip_why); tl_skips++; } \
         else { printf("PASS %s\n", #fn); tl_passed++; } \
-        fflush(stdout); \
+        tl_fails = 0; fflush(stdout); \
     } while (0)
 
 static inline int file_exists(const char *path) { FILE *f = fopen(path, "rb"); if (f) fclose(f); return f != NULL; }
@@ -42,7 +52,8 @@ static inline unsigned char *slurp(const char *path, size_t *n) {
 }
 
 static int test_summary(const char *name) {
+    TL_OUTSIDE();
     printf("# %s: %d passed, %d failed, %d skipped\n", name, tl_passed, tl_failed, tl_skips);
-    return tl_failed ? 1 : 0;
+    return tl_failed || tl_outside ? 1 : 0;
 }
 #endif
