@@ -80,6 +80,7 @@
 #if defined(WIDEDEEP_IMPLEMENTATION) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,6 +142,9 @@ typedef struct wd_allocator {
     void *user;
 } wd_allocator;
 WDDEF void wd_set_allocator(const wd_allocator *a);   // NULL restores malloc/free
+// Memory from the hooks (backends and tools allocate through these too).
+WDDEF void *wd_alloc(size_t bytes);
+WDDEF void wd_free(void *p);
 
 // ---- 4. Schema ----------------------------------------------------------------
 typedef enum wd_slot_kind { WD_ONE_HOT = 0, WD_MULTI_HOT = 1 } wd_slot_kind;
@@ -470,6 +474,12 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
 #define WD_MAX_CROSSES 32
 typedef enum wd_optimizer { WD_ADAGRAD = 0, WD_ADAM = 1 } wd_optimizer;
 typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
+// BF16: the MLP's matrix products take bf16 inputs (weights, activations,
+// gradients rounded to nearest even) and accumulate in fp32; parameters,
+// optimizer state and checkpoints stay fp32. The CPU needs AVX512-BF16 or
+// AMX-BF16 and the oneDNN engine; elsewhere training and prediction refuse
+// it with a message naming what is missing. Everything else stays fp32.
+typedef enum wd_precision { WD_PRECISION_FP32 = 0, WD_PRECISION_BF16 = 1 } wd_precision;
 typedef struct wd_model_desc {
     const wd_schema *schema;        // required (copied)
     int embed_dim;                  // E (0: 16)
@@ -487,6 +497,7 @@ typedef struct wd_model_desc {
     uint32_t cross_buckets;         // (0: 1<<20)
     int no_wide, no_deep;           // 1 switches a part off (no_deep: logistic regression)
     uint64_t seed;
+    int precision;                  // wd_precision of the MLP's matrix products (0: fp32)
 } wd_model_desc;
 
 typedef struct wd_model wd_model;
@@ -501,6 +512,62 @@ WDDEF int64_t wd_model_bytes(const wd_model *m);
 // continues from there; it reuses the stored batch size when the train desc
 // gives none, and refuses a different one in the middle of an epoch.
 WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, int64_t *step);
+
+/* The per-coordinate update rules and the id hashes, written once: every
+   backend calls these (nvcc compiles them for the device too), so an
+   optimizer's math lives here and nowhere else. */
+#if defined(__CUDACC__)
+#define WD_HD __host__ __device__
+#else
+#define WD_HD
+#endif
+typedef struct wd_opt {
+    int optimizer;                  // wd_optimizer of the deep part
+    float lr_deep, lr_wide;         // Adagrad / Adam rate; FTRL alpha
+    float beta, l1, l2;             // FTRL
+    float b1, b2, eps;              // Adam
+    float c1, c2;                   // Adam bias corrections 1 - b1^t, 1 - b2^t (wd_opt_at_step)
+} wd_opt;
+static inline WD_HD void wd_opt_at_step(wd_opt *o, int64_t step) {   // before step `step` (from 0)
+    double t = (double)(step + 1);
+    o->c1 = (float)(1.0 - pow((double)o->b1, t));
+    o->c2 = (float)(1.0 - pow((double)o->b2, t));
+}
+static inline WD_HD void wd_opt_adagrad(float *w, float *acc, float g, float lr) {
+    *acc += g * g;
+    *w -= lr * g / (sqrtf(*acc) + 1e-10f);
+}
+static inline WD_HD void wd_opt_adam(float *w, float *mo, float *v, float g, const wd_opt *o) {
+    *mo = o->b1 * *mo + (1.0f - o->b1) * g;
+    *v = o->b2 * *v + (1.0f - o->b2) * g * g;
+    *w -= o->lr_deep * (*mo / o->c1) / (sqrtf(*v / o->c2) + o->eps);
+}
+// FTRL-Proximal with alpha = lr_wide; z and n are its state.
+static inline WD_HD void wd_opt_ftrl(float *w, float *z, float *n, float g, const wd_opt *o) {
+    float nn = *n + g * g;
+    float sigma = (sqrtf(nn) - sqrtf(*n)) / o->lr_wide;
+    *z += g - sigma * *w;
+    *n = nn;
+    float zz = *z;
+    *w = (fabsf(zz) <= o->l1 || nn == 0.0f) ? 0.0f : -(zz - copysignf(o->l1, zz)) / ((o->beta + sqrtf(nn)) / o->lr_wide + o->l2);
+}
+// The deep part's rule (embeddings and MLP): s1, s2 its state arrays.
+static inline WD_HD void wd_opt_deep(const wd_opt *o, float *w, float *s1, float *s2, float g) {
+    if (o->optimizer == WD_ADAM) wd_opt_adam(w, s1, s2, g, o);
+    else wd_opt_adagrad(w, s1, g, o->lr_deep);
+}
+// State arrays per parameter of the deep part's optimizer.
+static inline WD_HD int wd_opt_states(int optimizer) { return optimizer == WD_ADAM ? 2 : 1; }
+// splitmix64's finalizer (section 13's cross rule, and the id hash's mixer).
+static inline WD_HD uint64_t wd_mix64(uint64_t x) {
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32_t buckets) {
+    return (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
+}
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
 /* How data-parallel ranks combine gradients. The CPU trainer's workers use
@@ -518,6 +585,16 @@ typedef struct wd_comm_ops {
     wd_status (*allgather)(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes);
     wd_status (*barrier)(wd_comm *c);
     void (*abort)(wd_comm *c, wd_status st, const char *why);
+    // Device communicators only (NULL for host ones): enqueue on a CUDA
+    // stream (a cudaStream_t) without waiting for the result: an in-place sum
+    // of n floats; every rank's `bytes` bytes of send into recv (rank r's at
+    // r * bytes).
+    wd_status (*stream_allreduce_sum)(wd_comm *c, float *buf, size_t n, void *stream);
+    wd_status (*stream_allgather)(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream);
+    // Device communicators: WD_OK, or the failure of a collective enqueued so
+    // far (another rank aborted, a timeout) as WD_ERR_ABORTED; called while a
+    // rank waits for its step, so that no rank waits forever.
+    wd_status (*poll)(wd_comm *c, double waited_s);
 } wd_comm_ops;
 struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
 
@@ -527,6 +604,18 @@ WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ran
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
 
 // ---- 15. Training, evaluation, prediction ------------------------------------------------------
+/* One training loop drives every device: per rank (one per GPU; the CPU is
+   one rank whose `threads` workers split each batch) it pulls batches from
+   its loader shard, runs the device's step (section 17's wd_backend_ops),
+   and on rank 0 counts samples, reports progress, validates and saves
+   checkpoints. Every option means the same on every device.
+
+   Stopping early: the progress callback returns nonzero to stop at the next
+   step boundary; wd_train then saves the checkpoint (checkpoint_path), sets
+   report.stopped and returns WD_ERR_ABORTED; the model holds the last
+   finished step and its position, so training can resume from it. The
+   library installs no signal handlers: a program turns SIGINT into such a
+   stop (tools/wd.c shows how). */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 typedef struct wd_progress {
@@ -535,26 +624,31 @@ typedef struct wd_progress {
     double samples_per_s, elapsed_s, eta_s;
     double valid_auc, valid_logloss;   // NaN unless this call follows an evaluation
 } wd_progress;
+// Called on rank 0's thread after every step and every validation; return
+// nonzero to stop training at the next step boundary.
+typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
 typedef struct wd_train_desc {
     const char *const *files;
     int nfiles;
     const char *const *valid_files; // optional: evaluated after each epoch (and every eval_every steps)
     int nvalid;
     int epochs;                     // (0: 1)
-    int batch_size;                 // global batch (0: the checkpoint's, else 4096, halved
-                                    // down to 32 until an epoch has >= 100 steps)
-    int threads;                    // CPU workers (0: online cores)
-    int loader_threads;             // (0: 1 on the CPU device)
-    size_t loader_ram;              // (0: loader default)
+    int batch_size;                 // global batch, split over the ranks (0: the checkpoint's,
+                                    // else 4096, halved down to 32 until an epoch has >= 100 steps)
+    int threads;                    // CPU device: worker threads (0: online cores)
+    int loader_threads;             // per rank (0: 1 on the CPU device, cores / ranks on GPUs)
+    size_t loader_ram;              // per rank (0: loader default)
     int device;                     // wd_device
-    int devices;                    // GPUs of this process (0: 1; WD_ALL_GPUS)
+    int devices;                    // GPUs of this process, one rank each (0: 1; WD_ALL_GPUS)
+    const int *device_ids;          // optional: the GPU of each rank (default 0, 1, ...); the
+                                    // same GPU for several ranks simulates them (tests)
     // One process per GPU or per node: the communicator from
     // wd_comm_nccl_init_rank; this process trains rank comm->rank of
     // comm->size on GPU device_index (devices is then ignored).
     wd_comm *comm;
     int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
-    const char *checkpoint_path;    // saved every checkpoint_every steps and at the end
+    const char *checkpoint_path;    // saved every checkpoint_every steps, at the end and on a stop
     int64_t checkpoint_every;
     int64_t eval_every;             // steps between validation runs (0: epoch ends only)
     int no_shuffle;
@@ -563,39 +657,44 @@ typedef struct wd_train_desc {
     // e.g. for negative downsampling); see wd_map_fn.
     wd_map_fn map;
     void *map_user;
-    void (*progress)(void *user, const wd_progress *p);   // from the training thread
+    wd_progress_fn progress;        // optional
     void *user;
 } wd_train_desc;
+// Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
+// the stages add up to train_s.
+typedef enum wd_stage {
+    WD_STAGE_DATA,                  // waiting for the loader's next batch
+    WD_STAGE_H2D,                   // copying the batch to the device (GPU)
+    WD_STAGE_EMBED,                 // embedding gather and pooling
+    WD_STAGE_MLP_FWD,               // MLP forward
+    WD_STAGE_WIDE,                  // wide logit and loss; wide and sparse gradient rows
+    WD_STAGE_MLP_BWD,               // MLP backward
+    WD_STAGE_COMM,                  // combining gradients between workers or ranks
+    WD_STAGE_OPTIMIZER,             // merging sparse rows, applying every update
+    WD_STAGE_OTHER,                 // validation, checkpoints, progress and the rest
+    WD_STAGE_COUNT
+} wd_stage;
+WDDEF const char *wd_stage_name(int stage);
 typedef struct wd_train_report {
-    int64_t steps, samples;
-    double seconds, samples_per_s, last_loss, valid_auc, valid_logloss;
-    // seconds per stage, summed over steps (worker 0's view); on the GPU the
-    // device stages are measured with events when WD_CUDA_TIMING=1
-    double data_s, embed_s, mlp_fwd_s, mlp_bwd_s, wide_s, comm_s, optimizer_s, h2d_s;
+    int64_t steps, samples;         // steps done by this call; samples of weight != 0 in them
+    double seconds;                 // the whole call (device set-up and the final copy included)
+    double train_s;                 // the step loop alone
+    double samples_per_s;           // samples / train_s
+    double last_loss, valid_auc, valid_logloss;
+    int stopped;                    // 1: the progress callback stopped training
+    double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
+                                    // WD_CUDA_TIMING=1, else the device time counts as other)
+    char engine[128];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
-#ifdef WD_HAVE_CUDA
-// In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
-// wd_last_error() like every other call's.
-WDDEF wd_status wd_cuda_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
-WDDEF wd_status wd_cuda_train_simulated(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int ranks);
-WDDEF wd_status wd_cuda_device_count(int *n);
-// NCCL communicators: every GPU of this process, or one rank of a job whose
-// unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
-WDDEF wd_status wd_comm_nccl_create_all(int ndev, wd_comm **ranks);
-WDDEF wd_status wd_comm_nccl_unique_id(void *id, size_t bytes);
-WDDEF wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out);
-WDDEF void wd_comm_nccl_destroy(wd_comm *c);
-// Several ranks on one GPU (tests of the multi-GPU logic on one device).
-WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
-WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
-#endif
 
 typedef struct wd_eval_desc {
     const char *const *files;
     int nfiles;
-    int threads;                    // (0: online cores)
+    int threads;                    // CPU workers (0: online cores)
     int batch_size;                 // (0: 4096)
+    int device;                     // wd_device (GPU: device_index)
+    int device_index;
     float *predictions;             // optional, caller-owned: one per sample in file order
     int64_t predictions_cap;
     wd_map_fn map;                  // optional: called on every decoded block (see wd_map_fn)
@@ -603,7 +702,9 @@ typedef struct wd_eval_desc {
 } wd_eval_desc;
 typedef struct wd_metrics { double auc, logloss, mean_pred, ctr; int64_t samples; } wd_metrics;
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
-// Probabilities for the b->n samples of a batch (any size), on the calling thread.
+// Probabilities for the b->n samples of a batch (any size), on the calling
+// thread. Safe to call from several threads at once on one model (while no
+// wd_train runs on it).
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
 
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
@@ -623,7 +724,14 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 /* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
    its internals: sizes, offsets and the host arrays it uploads from and
    downloads back into (the same layout as the CPU reference, so a model
-   trained anywhere saves and loads everywhere). */
+   trained anywhere saves and loads everywhere).
+   Layout. dense = [MLP | wide dense weights (D) | wide bias]; in the MLP,
+   layer l's weights (out, in) row-major at layer_w[l] (W[o * in + j] takes
+   input j to output o), then its biases at layer_b[l], layers from the
+   input up. State: dense_s1, emb_s1 = the Adagrad accumulator or Adam's m,
+   dense_s2, emb_s2 = Adam's v; for the wide dense weights and bias (FTRL,
+   like the wide tables) dense_s1 = z, dense_s2 = n. Tables: rows of table t
+   (slots, then crosses) from table_off[t]; emb holds the slot tables' rows. */
 typedef struct wd_model_view {
     const wd_model_desc *desc;      // defaults filled in
     const wd_schema *schema;
@@ -641,22 +749,115 @@ typedef struct wd_model_view {
     int64_t *epoch, *batch, *step, *batch_size;   // training position, read and written
 } wd_model_view;
 WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v);
-// The bucket of crossed slot pair c for ids a and b (devices must match it).
+// The bucket of crossed slot pair c for ids a and b (section 13's cross rule).
 WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets);
 
-/* The device plan: every buffer a device backend allocates to train model m
+/* A backend: one rank's arithmetic on one device, behind a table of
+   functions (as wd_comm_ops is for collectives). wd_train's one loop drives
+   every backend the same way; evaluation and validation predict through it.
+   The CPU backend is below; the CUDA backend is in widedeep_cuda.cu. */
+typedef struct wd_backend wd_backend;
+typedef struct wd_backend_desc {
+    wd_model *model;                // parameters come from and go back to this host model
+    int batch;                      // most samples of one step or prediction on this rank
+    int rank, ranks;                // this rank of `ranks` training together
+    int device;                     // GPU index (CUDA)
+    int threads;                    // worker threads (CPU; 0: online cores)
+    wd_comm *comm;                  // between the ranks (NULL: one rank)
+} wd_backend_desc;
+typedef struct wd_step_result {
+    double loss, weight, samples;   // over all ranks: sum of w * loss, sum of w, samples with w != 0
+    int stopped;                    // a rank asked to stop: this step changed nothing anywhere
+} wd_step_result;
+typedef struct wd_backend_ops {
+    const char *name;               // "cpu", "cuda"
+    const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
+    wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
+    void (*destroy)(wd_backend *be);
+    // Starts a training step on this rank's samples b (b may be reused once
+    // it returns); stop = 1 asks every rank to end training, and that step
+    // then changes nothing anywhere. At most two steps are in flight.
+    wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
+    // Waits for the oldest submitted step and gives its results. A failed
+    // step (a non-finite loss, a device error) changed nothing, and neither
+    // does any later step.
+    wd_status (*complete)(wd_backend *be, wd_step_result *out);
+    // Probabilities of b's samples (no step in flight).
+    wd_status (*predict)(wd_backend *be, const wd_batch *b, float *probs);
+    // Parameters, optimizer state and position into the host model (no step in flight).
+    wd_status (*download)(wd_backend *be);
+    // Adds this rank's seconds per wd_stage since create.
+    void (*times)(const wd_backend *be, double *stage_s);
+    // What runs, for reports ("cpu threads=2 gemm=openblas fp32").
+    void (*describe)(const wd_backend *be, char *buf, size_t n);
+    // Devices of this kind present (GPUs; 1 for the CPU).
+    wd_status (*devices)(int *n);
+    // Communicators for `nranks` ranks of this process on GPUs devices[r].
+    wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
+    void (*comm_destroy)(wd_comm **ranks, int nranks);
+} wd_backend_ops;
+WDDEF const wd_backend_ops *wd_backend_cpu(void);
+#ifdef WD_HAVE_CUDA
+// In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
+// wd_last_error() like every other call's.
+WDDEF const wd_backend_ops *wd_backend_cuda(void);
+WDDEF wd_status wd_cuda_device_count(int *n);
+// NCCL communicators: every GPU of this process, or one rank of a job whose
+// unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
+WDDEF wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **ranks);
+WDDEF wd_status wd_comm_nccl_unique_id(void *id, size_t bytes);
+WDDEF wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out);
+WDDEF void wd_comm_nccl_destroy(wd_comm *c);
+// Several ranks on one GPU (tests of the multi-GPU logic on one device).
+WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
+WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
+#endif
+
+/* The device plan: every buffer the CUDA backend allocates to train model m
    with batches of `batch` samples on each of `ranks` devices, in bytes, in
-   allocation order. The CUDA backend allocates exactly these (one cudaMalloc,
+   allocation order. The backend allocates exactly these (one cudaMalloc,
    carved) and refuses to start when the device has less free memory.
-   `wd train --plan` prints it without touching a device. */
-#define WD_PLAN_MAX 48
-typedef struct wd_plan_entry { char name[40]; int64_t bytes, offset; } wd_plan_entry;
+   `wd train --plan` prints it without touching a device. Buffers are named
+   by wd_buf (activations: one entry per layer, index = layer). */
+typedef enum wd_buf {
+    WD_BUF_DENSE, WD_BUF_DENSE_S1, WD_BUF_DENSE_S2,   // (Pd) parameters, optimizer state; Pd: P with
+                                                      // layer 0's rows padded to INp
+    WD_BUF_WIDE, WD_BUF_WIDE_Z, WD_BUF_WIDE_N,       // (wide_rows)
+    WD_BUF_EMB, WD_BUF_EMB_S1, WD_BUF_EMB_S2,        // (emb_rows, E)
+    WD_BUF_BATCH,                   // two input batches laid out like a host wd_batch (index 0, 1)
+    WD_BUF_X,                       // (B, INp) MLP input, INp = IN rounded up to a multiple of 16
+    WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
+    WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
+    WD_BUF_LOGITS,                  // (4, B) probabilities, dlogit, spare
+    WD_BUF_DENSE_GRAD,              // (Pd + 4) dense gradient; loss, weight, samples, stop vote
+    WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
+    WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
+    WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
+    WD_BUF_UKEYS, WD_BUF_RUN_COUNT, WD_BUF_RUN_OFF,  // (N + 1) runs of equal keys
+    WD_BUF_SEG_COUNT, WD_BUF_SEG_FIRST,              // (N + 1) segments of <= 32 rows per run
+    WD_BUF_SEG_RUN,                 // (N + N / 32 + 1) the run of each segment
+    WD_BUF_SEG_ROWS,                // (N + N / 32, R) per-segment sums
+    WD_BUF_ROWS,                    // (N, R) merged rows
+    WD_BUF_EXCHANGE,                // sparse rows sent to every rank and received (several ranks)
+    WD_BUF_SORT_SCRATCH,            // CUB temporary storage (bound; checked against CUB at start)
+    WD_BUF_GEMM_WS,                 // cuBLASLt workspace
+    WD_BUF_STATE,                   // step counter, flags, results (device side)
+    WD_BUF_COUNT
+} wd_buf;
+WDDEF const char *wd_buf_name(int buf);
+// Ids per sample the device plan reserves for each multi-hot slot (a batch
+// with more is refused with a message naming the slot).
+#ifndef WD_PLAN_MULTI_HOT_IDS
+#define WD_PLAN_MULTI_HOT_IDS 8
+#endif
+#define WD_PLAN_MAX (WD_BUF_COUNT + WD_MAX_LAYERS + 4)
+typedef struct wd_plan_entry { int buf, index; int64_t bytes, offset; } wd_plan_entry;
 typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
 // The same from a description alone: nothing is allocated (`wd train --plan`).
 WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out);
-// Offset of the named entry, or -1.
-WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name);
+// Offset of buffer (buf, index); WD_ERR_INTERNAL naming it when the plan has none.
+WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes);
 
 #ifdef __cplusplus
 }
@@ -738,8 +939,10 @@ WDDEF void wd_set_allocator(const wd_allocator *a) {
     else { wd__alloc_hooks.alloc = wd__default_alloc; wd__alloc_hooks.free = wd__default_free; wd__alloc_hooks.user = NULL; }
 }
 static void *wd__malloc(size_t n) { return wd__alloc_hooks.alloc(n ? n : 1, wd__alloc_hooks.user); }
+WDDEF void *wd_alloc(size_t bytes) { return wd__malloc(bytes); }
 static void *wd__calloc(size_t n) { void *p = wd__malloc(n); if (p) memset(p, 0, n ? n : 1); return p; }
 static void wd__free(void *p) { if (p) wd__alloc_hooks.free(p, wd__alloc_hooks.user); }
+WDDEF void wd_free(void *p) { wd__free(p); }
 #define WD__NEW(T) ((T *)wd__calloc(sizeof(T)))
 
 // A growable byte buffer.
@@ -980,22 +1183,16 @@ WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, in
 }
 
 // ---- 6. Hashing ------------------------------------------------------------------------
-static uint64_t wd__mix64(uint64_t x) {
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
 WDDEF uint64_t wd_hash_bytes(const void *data, size_t n, uint64_t seed) {
     const uint8_t *p = (const uint8_t *)data;
-    uint64_t h = wd__mix64(seed ^ 0x9e3779b97f4a7c15ULL) ^ (uint64_t)n * 0xff51afd7ed558ccdULL;
+    uint64_t h = wd_mix64(seed ^ 0x9e3779b97f4a7c15ULL) ^ (uint64_t)n * 0xff51afd7ed558ccdULL;
     while (n >= 8) {
-        h = wd__mix64(h ^ wd__get64(p)) * 0x9e3779b97f4a7c15ULL;
+        h = wd_mix64(h ^ wd__get64(p)) * 0x9e3779b97f4a7c15ULL;
         p += 8; n -= 8;
     }
     uint64_t t = 0;
     for (size_t i = 0; i < n; i++) t |= (uint64_t)p[i] << (8 * i);
-    return wd__mix64(h ^ t ^ 0x5851f42d4c957f2dULL);
+    return wd_mix64(h ^ t ^ 0x5851f42d4c957f2dULL);
 }
 WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets) {
     return (uint32_t)(wd_hash_bytes(s, n, (uint64_t)slot) % buckets);
@@ -2296,7 +2493,7 @@ WDDEF const uint32_t *wd_criteo_cardinalities(void) {
 
 // splitmix64 stream: deterministic per (seed, row).
 typedef struct wd__rng { uint64_t s; } wd__rng;
-static uint64_t wd__rng_next(wd__rng *r) { r->s += 0x9e3779b97f4a7c15ULL; return wd__mix64(r->s); }
+static uint64_t wd__rng_next(wd__rng *r) { r->s += 0x9e3779b97f4a7c15ULL; return wd_mix64(r->s); }
 static double wd__rng_uniform(wd__rng *r) { return (double)(wd__rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 static double wd__rng_normal(wd__rng *r) {
     double u = wd__rng_uniform(r), v = wd__rng_uniform(r);
@@ -2372,7 +2569,7 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
     char line[1024];
     for (int64_t r = 0; r < j->nrows; r++) {
         int64_t row = d->first_row + j->row0 + r;
-        wd__rng rng = {wd__mix64(d->seed * 0x2545F4914F6CDD1DULL + (uint64_t)row)};
+        wd__rng rng = {wd_mix64(d->seed * 0x2545F4914F6CDD1DULL + (uint64_t)row)};
         int i = j->batch.n;
         float *x = j->batch.dense + (size_t)i * 13;
         int64_t cnt[13];
@@ -2389,15 +2586,15 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
         double logit = -1.55;
         for (int k = 0; k < 26; k++) {
             uint32_t rank = wd__zipf_draw(&g->zipf[k], &rng);
-            raw[k] = wd__mix64(((uint64_t)k << 40) ^ rank ^ (d->seed << 48)) & 0xFFFFFFFFull;
-            logit += 0.35 * wd__hash_normal(wd__mix64(d->seed ^ 0x1111) ^ ((uint64_t)k << 32) ^ raw[k]);
+            raw[k] = wd_mix64(((uint64_t)k << 40) ^ rank ^ (d->seed << 48)) & 0xFFFFFFFFull;
+            logit += 0.35 * wd__hash_normal(wd_mix64(d->seed ^ 0x1111) ^ ((uint64_t)k << 32) ^ raw[k]);
         }
         double inter = 0;
         for (int q = 0; q < 8; q++) {
             int a = wd__gen_pairs[q][0], b = wd__gen_pairs[q][1];
             for (int e = 0; e < 4; e++)
-                inter += 0.45 * wd__hash_normal(wd__mix64(d->seed ^ 0x2222 ^ ((uint64_t)(a * 4 + e) << 32)) ^ raw[a]) *
-                         0.45 * wd__hash_normal(wd__mix64(d->seed ^ 0x2222 ^ ((uint64_t)(b * 4 + e) << 32)) ^ raw[b]);
+                inter += 0.45 * wd__hash_normal(wd_mix64(d->seed ^ 0x2222 ^ ((uint64_t)(a * 4 + e) << 32)) ^ raw[a]) *
+                         0.45 * wd__hash_normal(wd_mix64(d->seed ^ 0x2222 ^ ((uint64_t)(b * 4 + e) << 32)) ^ raw[b]);
         }
         logit += 0.6 * inter;
         logit += 0.8 * tanh((double)x[0] * (double)x[4] - 1.0) + 0.4 * sin(1.5 * (double)x[2]) - 0.3 * fmax(0.0, (double)x[6] - 2.0);
@@ -2757,7 +2954,7 @@ static wd_status wd__loader_next_window(wd_loader *l, wd__lworker *w, int *end) 
     }
     if (l->d.shuffle) {
         uint64_t win = (uint64_t)(l->ws / l->K);
-        wd__rng r = {wd__mix64(l->d.seed ^ wd__mix64((uint64_t)l->epoch * 0x9E37u + ((uint64_t)l->d.shard_index << 20) + (win << 40) + 0x51ED))};
+        wd__rng r = {wd_mix64(l->d.seed ^ wd_mix64((uint64_t)l->epoch * 0x9E37u + ((uint64_t)l->d.shard_index << 20) + (win << 40) + 0x51ED))};
         for (int64_t i = q - 1; i > 0; i--) {
             int64_t k = (int64_t)(wd__rng_next(&r) % (uint64_t)(i + 1));
             int32_t ts = l->perm_slot[i]; l->perm_slot[i] = l->perm_slot[k]; l->perm_slot[k] = ts;
@@ -2950,7 +3147,7 @@ WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip) {
     if (!g) return wd__fail(WD_ERR_NOMEM, "out of memory");
     memcpy(g, l->all, sizeof(wd__lplan) * (size_t)l->nall);
     if (l->d.shuffle) {
-        wd__rng r = {wd__mix64(l->d.seed * 0x2545F4914F6CDD1DULL + (uint64_t)epoch + 0xB10C)};
+        wd__rng r = {wd_mix64(l->d.seed * 0x2545F4914F6CDD1DULL + (uint64_t)epoch + 0xB10C)};
         for (int64_t i = l->nall - 1; i > 0; i--) {
             int64_t k = (int64_t)(wd__rng_next(&r) % (uint64_t)(i + 1));
             wd__lplan t = g[i]; g[i] = g[k]; g[k] = t;
@@ -3059,6 +3256,12 @@ struct wd_model {
     float *emb, *emb_s1, *emb_s2;   // (emb_rows, E); s2 only with Adam
     int64_t epoch, batch, step;     // training position
     int64_t batch_size;             // of the run that reached it (0: never trained)
+    // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
+    // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
+    uint16_t *dense_lp;             // (P_mlp)
+    int lp_fresh;
+    pthread_mutex_t lp_mu;
+    int lp_mu_made;
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -3078,6 +3281,8 @@ WDDEF int64_t wd_model_bytes(const wd_model *m) {
 
 static void wd__free_model(wd_model *m) {
     if (!m) return;
+    if (m->lp_mu_made) pthread_mutex_destroy(&m->lp_mu);
+    wd__free(m->dense_lp);
     wd__free(m->dense); wd__free(m->dense_s1); wd__free(m->dense_s2);
     wd__free(m->wide); wd__free(m->wide_z); wd__free(m->wide_n);
     wd__free(m->emb); wd__free(m->emb_s1); wd__free(m->emb_s2);
@@ -3114,6 +3319,7 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
           d->adam_beta1 > 0 && d->adam_beta1 < 1 && d->adam_beta2 > 0 && d->adam_beta2 < 1 && d->adam_eps > 0 && d->emb_init > 0 && isfinite(d->lr_deep) && isfinite(d->lr_wide)))
         return wd__fail(WD_ERR_INVALID_ARG, "model: learning rates, FTRL, Adagrad and Adam settings must be positive and finite");
     if (d->pooling != WD_POOL_SUM && d->pooling != WD_POOL_MEAN) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown pooling %d", d->pooling);
+    if (d->precision != WD_PRECISION_FP32 && d->precision != WD_PRECISION_BF16) return wd__fail(WD_ERR_INVALID_ARG, "model: precision %d is neither WD_PRECISION_FP32 nor WD_PRECISION_BF16", d->precision);
     if (d->no_wide && d->no_deep) return wd__fail(WD_ERR_INVALID_ARG, "model: both parts switched off");
     if (d->ncross < 0 || d->ncross > WD_MAX_CROSSES) return wd__fail(WD_ERR_LIMIT, "model: %d crosses (limit %d)", d->ncross, WD_MAX_CROSSES);
     for (int c = 0; c < d->ncross; c++)
@@ -3173,6 +3379,11 @@ static wd_status wd__model_alloc(wd_model *m) {
         m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
         if (m->d.optimizer == WD_ADAM) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
     }
+    if (!st && m->d.precision == WD_PRECISION_BF16) {
+        m->dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
+        if (!m->dense_lp) st = wd__fail(WD_ERR_NOMEM, "model: out of memory for the bf16 weights");
+    }
+    if (!st) { pthread_mutex_init(&m->lp_mu, NULL); m->lp_mu_made = 1; }
     return st;
 }
 
@@ -3189,7 +3400,7 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
     for (int l = 0; l < m->nlayers; l++) {
         wd__layer *L = &m->layer[l];
         double a = l + 1 < m->nlayers ? sqrt(6.0 / L->in) : sqrt(6.0 / (L->in + 1));
-        wd__rng r = {wd__mix64(seed ^ (0xA11CE000ull + (uint64_t)l))};
+        wd__rng r = {wd_mix64(seed ^ (0xA11CE000ull + (uint64_t)l))};
         for (int64_t i = 0; i < (int64_t)L->in * L->out; i++) m->dense[L->w + i] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * a);
         memset(m->dense + L->b, 0, sizeof(float) * (size_t)L->out);
     }
@@ -3204,7 +3415,7 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
         int E = m->E;
         for (int t = 0; t < m->S; t++)
             for (int64_t row = m->table_off[t]; row < m->table_off[t + 1]; row++) {
-                wd__rng r = {wd__mix64(seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t << 48) ^ (uint64_t)(row - m->table_off[t]))};
+                wd__rng r = {wd_mix64(seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t << 48) ^ (uint64_t)(row - m->table_off[t]))};
                 float *e = m->emb + row * E;
                 for (int j = 0; j < E; j++) e[j] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * m->d.emb_init);
             }
@@ -3217,11 +3428,260 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
 }
 
 // ---- CPU kernels ---------------------------------------------------------------------------
+/* The GEMM engine. The MLP's three products per layer, on each worker's
+   share of a batch:  forward  y (n, out) = x (n, in) W^T + b, ReLU on hidden
+   layers;  weights  gW (out, in) = dz^T a;  inputs  da (n, in) = dz W.
+   Chosen at build time by what is installed (the Makefile's probe):
+   WD_USE_ONEDNN  oneDNN matmul primitives (made once per shape and worker,
+                  dispatching on the CPU's instruction set; bias and ReLU
+                  fused; bf16 inputs with fp32 accumulation for precision
+                  bf16); thread-safe; allocation failures come back as
+                  WD_ERR_NOMEM.
+   WD_USE_CBLAS   cblas_sgemm (OpenBLAS with WD_USE_OPENBLAS): Debian's serial
+                  OpenBLAS is not thread-safe, so calls are serialised by a
+                  mutex (correct, but workers then wait for each other).
+   neither        portable loops (slow; they exist so the header alone works). */
+#ifdef WD_USE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+// libdnnl's OpenMP: one thread per worker while our workers run (they parallelise)
+extern void omp_set_num_threads(int);
+extern int omp_get_max_threads(void);
+#endif
+static const char *wd__gemm_engine_name(void) {
+#if defined(WD_USE_ONEDNN)
+    return "onednn";
+#elif defined(WD_USE_OPENBLAS)
+    return "openblas";
+#elif defined(WD_USE_CBLAS)
+    return "cblas";
+#else
+    return "portable";
+#endif
+}
+enum { WD__MM_FWD, WD__MM_WGRAD, WD__MM_DGRAD };
+#ifdef WD_USE_ONEDNN
+typedef struct wd__prim {
+    int kind, layer, M, lp, relu;
+    dnnl_primitive_t p;
+    dnnl_memory_t src, wei, dst, bias;
+    int64_t used;
+} wd__prim;
+#define WD__PRIMS 48
+#endif
+typedef struct wd__gemm {           // one worker's engine state
+    int made;
+#ifdef WD_USE_ONEDNN
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    wd__prim prim[WD__PRIMS];
+    int nprim;
+    int64_t clock;
+#endif
+} wd__gemm;
+
+#ifdef WD_USE_ONEDNN
+static const char *wd__isa_name(int isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+    }
+}
+static int wd__bf16_ok(void) {
+    int isa = (int)dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+#endif
+// "gemm=onednn isa=avx512_core_bf16 precision=bf16", for reports.
+static void wd__engine_describe(const wd_model *m, char *buf, size_t n) {
+    const char *prec = m->d.precision == WD_PRECISION_BF16 ? "bf16" : "fp32";
+#if defined(WD_USE_ONEDNN)
+    snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd__gemm_engine_name(), wd__isa_name((int)dnnl_get_effective_cpu_isa()), prec);
+#elif defined(WD_USE_OPENBLAS)
+    extern char *openblas_get_corename(void);
+    snprintf(buf, n, "gemm=%s core=%s precision=%s", wd__gemm_engine_name(), openblas_get_corename(), prec);
+#else
+    snprintf(buf, n, "gemm=%s precision=%s", wd__gemm_engine_name(), prec);
+#endif
+}
+// Whether this build and CPU can compute in the model's precision.
+static wd_status wd__precision_check(const wd_model *m) {
+    if (m->d.precision != WD_PRECISION_BF16) return WD_OK;
+#ifndef WD_USE_ONEDNN
+    return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs the oneDNN GEMM engine; this build has %s (install libdnnl-dev: tools/install-deps.sh)", wd__gemm_engine_name());
+#else
+    if (!wd__bf16_ok()) return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs a CPU with AVX512-BF16 or AMX-BF16; this one runs %s", wd__isa_name((int)dnnl_get_effective_cpu_isa()));
+    return WD_OK;
+#endif
+}
+
+// f32 -> bf16, round to nearest even (NaN stays NaN): AVX512-BF16 when the CPU has it.
+static void wd__to_bf16_sw(uint16_t *d, const float *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &s[i], 4);
+        d[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    }
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512bf16"))) static void wd__to_bf16_avx512(uint16_t *d, const float *s, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(s + i));
+        memcpy(d + i, &v, 32);
+    }
+    wd__to_bf16_sw(d + i, s + i, n - i);
+}
+#define WD__HAVE_BF16_AVX512 1
+#elif defined(__x86_64__) && defined(__clang__)
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512bf16"))) static void wd__to_bf16_avx512(uint16_t *d, const float *s, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(s + i));
+        memcpy(d + i, &v, 32);
+    }
+    wd__to_bf16_sw(d + i, s + i, n - i);
+}
+#define WD__HAVE_BF16_AVX512 1
+#endif
+static void wd__to_bf16(uint16_t *d, const float *s, size_t n) {
+#ifdef WD__HAVE_BF16_AVX512
+    static int hw = -1;
+    if (hw < 0) hw = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
+    if (hw) { wd__to_bf16_avx512(d, s, n); return; }
+#endif
+    wd__to_bf16_sw(d, s, n);
+}
+// The bf16 weights, rebuilt when stale (several predicting threads may ask at once).
+static void wd__lp_refresh(wd_model *m) {
+    if (!m->dense_lp || __atomic_load_n(&m->lp_fresh, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&m->lp_mu);
+    if (!m->lp_fresh) { wd__to_bf16(m->dense_lp, m->dense, (size_t)m->P_mlp); __atomic_store_n(&m->lp_fresh, 1, __ATOMIC_RELEASE); }
+    pthread_mutex_unlock(&m->lp_mu);
+}
+
+#ifdef WD_USE_ONEDNN
+static void wd__gemm_free(wd__gemm *g) {
+    if (!g->made) return;
+    for (int i = 0; i < g->nprim; i++) {
+        wd__prim *q = &g->prim[i];
+        dnnl_primitive_destroy(q->p);
+        dnnl_memory_destroy(q->src); dnnl_memory_destroy(q->wei); dnnl_memory_destroy(q->dst);
+        if (q->bias) dnnl_memory_destroy(q->bias);
+    }
+    dnnl_stream_destroy(g->st);
+    dnnl_engine_destroy(g->eng);
+    memset(g, 0, sizeof *g);
+}
+static wd_status wd__dnnl_fail(dnnl_status_t s, const char *what) {
+    return wd__fail(s == dnnl_out_of_memory ? WD_ERR_NOMEM : WD_ERR_INTERNAL, "oneDNN: %s failed (status %d%s)", what, (int)s,
+                    s == dnnl_out_of_memory ? ", out of memory" : "");
+}
+#define WD__DNNL(call, what) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) { st = wd__dnnl_fail(s_, what); goto fail; } } while (0)
+// The primitive for (kind, layer, M): made on first use, then reused (LRU).
+static wd_status wd__prim_get(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, int relu, int bias, wd__prim **out) {
+    wd_status st = WD_OK;
+    if (!g->made) {
+        memset(g, 0, sizeof *g);
+        if (dnnl_engine_create(&g->eng, dnnl_cpu, 0) != dnnl_success) return wd__fail(WD_ERR_INTERNAL, "oneDNN: no CPU engine");
+        if (dnnl_stream_create(&g->st, g->eng, dnnl_stream_default_flags) != dnnl_success) { dnnl_engine_destroy(g->eng); return wd__fail(WD_ERR_INTERNAL, "oneDNN: no stream"); }
+        g->made = 1;
+    }
+    g->clock++;
+    for (int i = 0; i < g->nprim; i++) {
+        wd__prim *q = &g->prim[i];
+        if (q->kind == kind && q->layer == layer && q->M == M && q->lp == lp) { q->used = g->clock; *out = q; return WD_OK; }
+    }
+    wd__prim *q;
+    if (g->nprim < WD__PRIMS) q = &g->prim[g->nprim++];
+    else {   // evict the least recently used
+        q = &g->prim[0];
+        for (int i = 1; i < WD__PRIMS; i++) if (g->prim[i].used < q->used) q = &g->prim[i];
+        dnnl_primitive_destroy(q->p);
+        dnnl_memory_destroy(q->src); dnnl_memory_destroy(q->wei); dnnl_memory_destroy(q->dst);
+        if (q->bias) dnnl_memory_destroy(q->bias);
+    }
+    memset(q, 0, sizeof *q);
+    // C (M, N) = A (M, K) B (K, N); strides per kind (row-major arrays of the MLP)
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, biasd = {1, N};
+    dnnl_dims_t as, bs, cs = {N, 1}, biass = {N, 1};
+    if (kind == WD__MM_FWD) { as[0] = K; as[1] = 1; bs[0] = 1; bs[1] = K; }          // x (M, K); W (N, K) read as W^T
+    else if (kind == WD__MM_WGRAD) { as[0] = 1; as[1] = M; bs[0] = N; bs[1] = 1; }   // dz (K, M) read as dz^T; a (K, N)
+    else { as[0] = K; as[1] = 1; bs[0] = N; bs[1] = 1; }                             // dz (M, K); W (K, N)
+    dnnl_data_type_t in_t = lp ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a, b, c, bi;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    WD__DNNL(dnnl_memory_desc_init_by_strides(&a, 2, ad, in_t, as), "source layout");
+    WD__DNNL(dnnl_memory_desc_init_by_strides(&b, 2, bd, in_t, bs), "weights layout");
+    WD__DNNL(dnnl_memory_desc_init_by_strides(&c, 2, cd, dnnl_f32, cs), "output layout");
+    WD__DNNL(dnnl_memory_desc_init_by_strides(&bi, 2, biasd, dnnl_f32, biass), "bias layout");
+    WD__DNNL(dnnl_matmul_desc_init(&md, &a, &b, bias ? &bi : NULL, &c), "matmul description");
+    WD__DNNL(dnnl_primitive_attr_create(&attr), "attributes");
+    if (relu) {
+        WD__DNNL(dnnl_post_ops_create(&po), "post-ops");
+        WD__DNNL(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f), "ReLU post-op");
+        WD__DNNL(dnnl_primitive_attr_set_post_ops(attr, po), "post-ops");
+    }
+    WD__DNNL(dnnl_primitive_desc_create(&pd, &md, attr, g->eng, NULL), "matmul");
+    WD__DNNL(dnnl_primitive_create(&q->p, pd), "matmul primitive");
+    WD__DNNL(dnnl_memory_create(&q->src, &a, g->eng, DNNL_MEMORY_NONE), "memory");
+    WD__DNNL(dnnl_memory_create(&q->wei, &b, g->eng, DNNL_MEMORY_NONE), "memory");
+    WD__DNNL(dnnl_memory_create(&q->dst, &c, g->eng, DNNL_MEMORY_NONE), "memory");
+    if (bias) WD__DNNL(dnnl_memory_create(&q->bias, &bi, g->eng, DNNL_MEMORY_NONE), "memory");
+    q->kind = kind; q->layer = layer; q->M = M; q->lp = lp; q->relu = relu; q->used = g->clock;
+    *out = q;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (st) {   // forget the half-made entry
+        if (q->p) dnnl_primitive_destroy(q->p);
+        if (q->src) dnnl_memory_destroy(q->src);
+        if (q->wei) dnnl_memory_destroy(q->wei);
+        if (q->dst) dnnl_memory_destroy(q->dst);
+        if (q->bias) dnnl_memory_destroy(q->bias);
+        *q = g->prim[--g->nprim];
+    }
+    return st;
+}
+// C = A B (+ bias, ReLU) through the cached primitive.
+static wd_status wd__mm(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, const void *A, const void *B,
+                        const float *bias, int relu, float *C) {
+    wd__prim *q;
+    WD__TRY(wd__prim_get(g, kind, layer, M, N, K, lp, relu, bias != NULL, &q));
+    dnnl_memory_set_data_handle(q->src, (void *)(uintptr_t)A);
+    dnnl_memory_set_data_handle(q->wei, (void *)(uintptr_t)B);
+    dnnl_memory_set_data_handle(q->dst, C);
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, q->wei}, {DNNL_ARG_DST, q->dst}, {DNNL_ARG_BIAS, q->bias}};
+    if (bias) dnnl_memory_set_data_handle(q->bias, (void *)(uintptr_t)bias);
+    dnnl_status_t s = dnnl_primitive_execute(q->p, g->st, bias ? 4 : 3, args);
+    if (s == dnnl_success) s = dnnl_stream_wait(g->st);
+    return s == dnnl_success ? WD_OK : wd__dnnl_fail(s, "matmul");
+}
+#undef WD__DNNL
+#else
+static void wd__gemm_free(wd__gemm *g) { (void)g; }
+#endif
+
+#ifndef WD_USE_ONEDNN
 // Row-major C (M,N) = alpha * op(A) (M,K) * op(B) (K,N) + beta * C.
 static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc) {
 #ifdef WD_USE_CBLAS
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   // Debian's serial OpenBLAS is not thread-safe
+    pthread_mutex_lock(&mu);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    pthread_mutex_unlock(&mu);
 #else
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc;
@@ -3270,32 +3730,22 @@ static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const fl
 #undef WD__A
 #endif
 }
+#endif
 
-// The scalar optimizer updates (each applied per coordinate).
-static void wd__adagrad(float *w, float *acc, float g, float lr) {
-    *acc += g * g;
-    *w -= lr * g / (sqrtf(*acc) + 1e-10f);
-}
-static void wd__adam(float *w, float *mo, float *v, float g, float lr, float b1, float b2, float eps, float c1, float c2) {
-    // c1 = 1 - b1^t, c2 = 1 - b2^t (bias corrections)
-    *mo = b1 * *mo + (1.0f - b1) * g;
-    *v = b2 * *v + (1.0f - b2) * g * g;
-    *w -= lr * (*mo / c1) / (sqrtf(*v / c2) + eps);
-}
-static void wd__ftrl(float *w, float *z, float *n, float g, float alpha, float beta, float l1, float l2) {
-    float nn = *n + g * g;
-    float sigma = (sqrtf(nn) - sqrtf(*n)) / alpha;
-    *z += g - sigma * *w;
-    *n = nn;
-    float zz = *z;
-    *w = (fabsf(zz) <= l1 || nn == 0.0f) ? 0.0f : -(zz - copysignf(l1, zz)) / ((beta + sqrtf(nn)) / alpha + l2);
+WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) { return wd_cross_hash(a, b, c, buckets); }
+// The update rules with the model's settings, before step `step`.
+static wd_opt wd__opt(const wd_model *m, int64_t step) {
+    const wd_model_desc *d = &m->d;
+    wd_opt o;
+    memset(&o, 0, sizeof o);
+    o.optimizer = d->optimizer; o.lr_deep = d->lr_deep; o.lr_wide = d->lr_wide;
+    o.beta = d->ftrl_beta; o.l1 = d->ftrl_l1; o.l2 = d->ftrl_l2;
+    o.b1 = d->adam_beta1; o.b2 = d->adam_beta2; o.eps = d->adam_eps;
+    wd_opt_at_step(&o, step);
+    return o;
 }
 
-static uint32_t wd__cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) {
-    return (uint32_t)(wd__mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
-}
-WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) { return wd__cross_bucket(a, b, c, buckets); }
-
+#define WD__TAIL 4   // floats after the dense gradient: loss sum, weight sum, samples, stop vote
 // One worker's scratch, for up to `cap` samples at a time.
 typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
 typedef struct wd__ws {
@@ -3304,7 +3754,7 @@ typedef struct wd__ws {
     float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations; last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
-    float *g;                       // (P + 2): dense gradient, loss sum, weight sum
+    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stop vote
     // sparse gradient rows of this worker's samples: key + R floats each
     int64_t nocc, occ_cap;
     int64_t *okey;                  // (occ_cap)
@@ -3312,8 +3762,13 @@ typedef struct wd__ws {
     wd__occ *sort;                  // (sort_cap)
     int64_t sort_cap;
     wd__buf pack;                   // merged rows to exchange: i64 count, i64 keys, f32 rows
-    float *tmp;                     // (R)
+    int64_t nown, own_cap;          // merged rows this worker applies: keys, rows (scaled)
+    int64_t *own_key;               // (own_cap)
+    float *own_row;                 // (own_cap, R)
     double t_embed, t_fwd, t_bwd, t_wide, t_comm, t_opt;
+    wd__gemm mm;                    // the GEMM engine's state (primitives) of this worker
+    uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap, in_l)
+    uint16_t *lp_dz;                // precision bf16: the gradient being propagated (cap, max width)
 } wd__ws;
 
 static void wd__ws_free(wd__ws *w) {
@@ -3322,8 +3777,11 @@ static void wd__ws_free(wd__ws *w) {
     for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->act[l]);
     wd__free(w->da); wd__free(w->db);
     wd__free(w->logit); wd__free(w->wlogit); wd__free(w->dlogit); wd__free(w->prob);
-    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->tmp);
+    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->own_key); wd__free(w->own_row);
     wd__buf_free(&w->pack);
+    wd__gemm_free(&w->mm);
+    for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->lp_in[l]);
+    wd__free(w->lp_dz);
     memset(w, 0, sizeof *w);
 }
 static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
@@ -3340,8 +3798,12 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
     w->wlogit = wd__alloc_floats(cap, "logits", &st);
     w->dlogit = wd__alloc_floats(cap, "logits", &st);
     w->prob = wd__alloc_floats(cap, "logits", &st);
-    w->g = wd__alloc_floats(m->P + 2, "dense gradients", &st);
-    w->tmp = wd__alloc_floats(m->R, "scratch", &st);
+    w->g = wd__alloc_floats(m->P + WD__TAIL, "dense gradients", &st);
+    if (!st && m->d.precision == WD_PRECISION_BF16) {
+        for (int l = 0; !st && l < m->nlayers; l++)
+            if (!(w->lp_in[l] = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)m->layer[l].in))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 activations");
+        if (!st && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
+    }
     if (st) wd__ws_free(w);
     return st;
 }
@@ -3357,6 +3819,17 @@ static wd_status wd__ws_occ_reserve(wd__ws *w, const wd_model *m, int64_t n) {
     w->okey = k; w->orow = r; w->occ_cap = cap;
     return WD_OK;
 }
+static wd_status wd__ws_own_reserve(wd__ws *w, const wd_model *m, int64_t n) {
+    if (n <= w->own_cap) return WD_OK;
+    int64_t cap = WD__MAX(n, w->own_cap * 3 / 2);
+    wd_status st = WD_OK;
+    int64_t *k = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)cap);
+    float *r = wd__alloc_floats(cap * m->R, "merged sparse gradients", &st);
+    if (!k || st) { wd__free(k); wd__free(r); return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for merged sparse gradients"); }
+    wd__free(w->own_key); wd__free(w->own_row);
+    w->own_key = k; w->own_row = r; w->own_cap = cap;
+    return WD_OK;
+}
 static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
     if (n <= w->sort_cap) return WD_OK;
     int64_t cap = WD__MAX(n, w->sort_cap * 3 / 2);
@@ -3368,7 +3841,7 @@ static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
 }
 
 // Forward over samples [i0, i0+n) of b: fills x, activations, logits, probs.
-static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
+static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
     int D = m->D, S = m->S, E = m->E, IN = m->IN;
     double t0 = wd__now();
     if (wd__deep(m)) {
@@ -3394,9 +3867,17 @@ static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0,
     for (int l = 0; l < m->nlayers; l++) {
         const wd__layer *L = &m->layer[l];
         float *o = w->act[l];
+        int relu = l + 1 < m->nlayers;
+#ifdef WD_USE_ONEDNN
+        int lp = m->d.precision == WD_PRECISION_BF16;
+        if (lp) wd__to_bf16(w->lp_in[l], in, (size_t)n * (size_t)L->in);
+        WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, lp, lp ? (const void *)w->lp_in[l] : (const void *)in,
+                       lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), m->dense + L->b, relu, o));
+#else
         for (int i = 0; i < n; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
         wd__sgemm(0, 1, n, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
-        if (l + 1 < m->nlayers) for (size_t q = 0; q < (size_t)n * (size_t)L->out; q++) o[q] = o[q] > 0.0f ? o[q] : 0.0f;
+        if (relu) for (size_t q = 0; q < (size_t)n * (size_t)L->out; q++) o[q] = o[q] > 0.0f ? o[q] : 0.0f;
+#endif
         in = o;
     }
     double t2 = wd__now();
@@ -3416,7 +3897,7 @@ static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0,
             }
             for (int c = 0; c < m->d.ncross; c++) {
                 uint32_t a = b->ids[m->d.cross[c][0]][i0 + i], bb = b->ids[m->d.cross[c][1]][i0 + i];
-                z += m->wide[m->table_off[S + c] + wd__cross_bucket(a, bb, c, m->d.cross_buckets)];
+                z += m->wide[m->table_off[S + c] + wd_cross_hash(a, bb, c, m->d.cross_buckets)];
             }
         }
         w->wlogit[i] = z;
@@ -3427,6 +3908,7 @@ static void wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0,
     w->t_embed += t1 - t0;
     w->t_fwd += t2 - t1;
     w->t_wide += wd__now() - t2;
+    return WD_OK;
 }
 
 // Log loss from the logit, stable for large |logit|.
@@ -3442,7 +3924,7 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
     int D = m->D, S = m->S, E = m->E, IN = m->IN, R = m->R;
     double t0 = wd__now();
     float *g = w->g;
-    memset(g, 0, sizeof(float) * (size_t)(m->P + 2));
+    memset(g, 0, sizeof(float) * (size_t)(m->P + WD__TAIL));
     double loss = 0, wsum = 0;
     for (int i = 0; i < n; i++) {
         float y = b->label[i0 + i], wt = b->weight[i0 + i];
@@ -3458,9 +3940,17 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
     for (int l = m->nlayers - 1; l >= 0; l--) {
         const wd__layer *L = &m->layer[l];
         const float *a_in = l ? w->act[l - 1] : w->x;
+#ifdef WD_USE_ONEDNN
+        int lp = m->d.precision == WD_PRECISION_BF16;
+        if (lp) wd__to_bf16(w->lp_dz, dz, (size_t)n * (size_t)L->out);
+        const void *dzp = lp ? (const void *)w->lp_dz : (const void *)dz;
+        WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp, dzp, lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
+        WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp, dzp, lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), NULL, 0, dn));   // da = dz W
+#else
         wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
-        for (int i = 0; i < n; i++) for (int o = 0; o < L->out; o++) g[L->b + o] += dz[(size_t)i * L->out + o];
         wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
+#endif
+        for (int i = 0; i < n; i++) for (int o = 0; o < L->out; o++) g[L->b + o] += dz[(size_t)i * L->out + o];
         if (l) for (size_t q = 0; q < (size_t)n * (size_t)L->in; q++) dn[q] = a_in[q] > 0.0f ? dn[q] : 0.0f;   // ReLU'
         float *t = dz; dz = dn; dn = t;
     }
@@ -3500,7 +3990,7 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
         }
         for (int c = 0; c < m->d.ncross; c++, q++) {
             uint32_t a = b->ids[m->d.cross[c][0]][i0 + i], bb = b->ids[m->d.cross[c][1]][i0 + i];
-            w->okey[q] = m->table_off[S + c] + wd__cross_bucket(a, bb, c, m->d.cross_buckets);
+            w->okey[q] = m->table_off[S + c] + wd_cross_hash(a, bb, c, m->d.cross_buckets);
             float *r = w->orow + q * R;
             r[0] = dl;
             for (int e = 1; e < R; e++) r[e] = 0.0f;
@@ -3549,38 +4039,38 @@ static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
 
 static int wd__owner(int64_t key, int nranks) { return (int)(((uint64_t)key * 0x9E3779B97F4A7C15ull >> 32) % (uint64_t)nranks); }
 
-// Applies one merged sparse row (already scaled to the batch mean).
-static void wd__sparse_update(wd_model *m, int64_t key, const float *r, float c1, float c2) {
-    const wd_model_desc *d = &m->d;
-    if (wd__wide(m)) wd__ftrl(&m->wide[key], &m->wide_z[key], &m->wide_n[key], r[0], d->lr_wide, d->ftrl_beta, d->ftrl_l1, d->ftrl_l2);
+// Applies one merged sparse row (already scaled to the batch mean); counts
+// parameters the update left non-finite into *bad.
+static void wd__sparse_update(wd_model *m, const wd_opt *o, int64_t key, const float *r, int *bad) {
+    if (wd__wide(m)) {
+        wd_opt_ftrl(&m->wide[key], &m->wide_z[key], &m->wide_n[key], r[0], o);
+        *bad += !isfinite(m->wide[key]);
+    }
     if (m->R > 1 && key < m->emb_rows) {
         int E = m->E;
-        float *e = m->emb + key * E, *s1 = m->emb_s1 + key * E;
-        if (d->optimizer == WD_ADAGRAD) for (int j = 0; j < E; j++) wd__adagrad(&e[j], &s1[j], r[1 + j], d->lr_deep);
-        else { float *s2 = m->emb_s2 + key * E; for (int j = 0; j < E; j++) wd__adam(&e[j], &s1[j], &s2[j], r[1 + j], d->lr_deep, d->adam_beta1, d->adam_beta2, d->adam_eps, c1, c2); }
+        float *e = m->emb + key * E, *s1 = m->emb_s1 + key * E, *s2 = m->emb_s2 ? m->emb_s2 + key * E : NULL;
+        for (int j = 0; j < E; j++) { wd_opt_deep(o, &e[j], &s1[j], s2 ? &s2[j] : NULL, r[1 + j]); *bad += !isfinite(e[j]); }
     }
 }
 
-// Rank r's share of the update: dense range [P*r/n, P*(r+1)/n) and the sparse
-// keys it owns, from every rank's merged rows. g is the summed dense gradient.
-static wd_status wd__apply_updates(wd_model *m, wd__ws *w, const float *g, float inv_w, int rank, int nranks,
-                                   const void *const *views, int nviews) {
-    const wd_model_desc *d = &m->d;
+// The largest gradient a step applies: larger ones (from inputs near 1e25,
+// say) would overflow the optimizer state, so the whole step is refused.
+#define WD__GRAD_MAX 1e15f
+static int wd__grad_bad(float g) { return !(fabsf(g) <= WD__GRAD_MAX); }   // NaN too
+
+// Rank r's share of a step: the dense range [P*r/n, P*(r+1)/n) and the
+// sparse keys it owns, merged in rank order from every rank's rows into
+// w->own_key / w->own_row and scaled to the batch mean (inv_w). *bad counts
+// gradient values that are not finite or exceed WD__GRAD_MAX.
+static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, float inv_w, int rank, int nranks,
+                                  const void *const *views, int nviews, int *bad) {
     int R = m->R;
-    double t = (double)(m->step + 1);
-    float c1 = (float)(1.0 - pow(d->adam_beta1, t)), c2 = (float)(1.0 - pow(d->adam_beta2, t));
     int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
-    for (int64_t i = a; i < e; i++) {
-        float gi = g[i] * inv_w;
-        if (i < m->P_mlp) {
-            if (d->optimizer == WD_ADAGRAD) wd__adagrad(&m->dense[i], &m->dense_s1[i], gi, d->lr_deep);
-            else wd__adam(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, d->lr_deep, d->adam_beta1, d->adam_beta2, d->adam_eps, c1, c2);
-        } else if (wd__wide(m)) wd__ftrl(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, d->lr_wide, d->ftrl_beta, d->ftrl_l1, d->ftrl_l2);
-    }
-    // collect owned rows from every rank (in rank order), merge, update
+    for (int64_t i = a; i < e; i++) *bad += wd__grad_bad(g[i] * inv_w);
     int64_t total = 0;
     for (int q = 0; q < nviews; q++) { int64_t c; memcpy(&c, views[q], 8); total += c; }
     WD__TRY(wd__ws_sort_reserve(w, total));
+    WD__TRY(wd__ws_own_reserve(w, m, total));
     int64_t n = 0;
     for (int q = 0; q < nviews; q++) {
         int64_t c;
@@ -3590,20 +4080,37 @@ static wd_status wd__apply_updates(wd_model *m, wd__ws *w, const float *g, float
             if (nranks == 1 || wd__owner(keys[i], nranks) == rank) { w->sort[n].key = keys[i]; w->sort[n].src = q; w->sort[n].idx = (int32_t)i; n++; }
     }
     if (nviews > 1) qsort(w->sort, (size_t)n, sizeof(wd__occ), wd__occ_cmp);   // one view is sorted already
-    for (int64_t i = 0; i < n;) {
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; u++) {
         int64_t key = w->sort[i].key;
-        for (int j = 0; j < R; j++) w->tmp[j] = 0.0f;
+        float *acc = w->own_row + u * R;
+        for (int j = 0; j < R; j++) acc[j] = 0.0f;
         for (; i < n && w->sort[i].key == key; i++) {
             int64_t c;
             const uint8_t *v = (const uint8_t *)views[w->sort[i].src];
             memcpy(&c, v, 8);
             const float *row = (const float *)(v + 8 + 8 * (size_t)c) + (int64_t)w->sort[i].idx * R;
-            for (int j = 0; j < R; j++) w->tmp[j] += row[j];
+            for (int j = 0; j < R; j++) acc[j] += row[j];
         }
-        for (int j = 0; j < R; j++) w->tmp[j] *= inv_w;
-        wd__sparse_update(m, key, w->tmp, c1, c2);
+        for (int j = 0; j < R; j++) { acc[j] *= inv_w; *bad += wd__grad_bad(acc[j]); }
+        w->own_key[u] = key;
     }
+    w->nown = u;
     return WD_OK;
+}
+// Applies what wd__gather_owned collected with the rules of step `step`;
+// *bad counts parameters left non-finite (the gradient check should make it 0).
+static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad) {
+    wd_opt o = wd__opt(m, step);
+    int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
+    for (int64_t i = a; i < e; i++) {
+        float gi = g[i] * inv_w;
+        if (i < m->P_mlp) wd_opt_deep(&o, &m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi);
+        else if (wd__wide(m)) wd_opt_ftrl(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, &o);
+        *bad += !isfinite(m->dense[i]);
+    }
+    if (m->dense_lp && a < m->P_mlp) wd__to_bf16(m->dense_lp + a, m->dense + a, (size_t)(WD__MIN(e, m->P_mlp) - a));   // the bf16 copy stays current
+    for (int64_t u = 0; u < w->nown; u++) wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
@@ -3697,7 +4204,7 @@ static wd_status wd__comm_allgather(wd_comm *c, const void *mine, size_t bytes, 
     for (int q = 0; q < h->n; q++) { all[q] = h->gptr[q]; if (sizes) sizes[q] = h->gsize[q]; }
     return WD_OK;
 }
-static const wd_comm_ops wd__local_ops = {wd__comm_allreduce, wd__comm_allgather, wd__comm_barrier, wd__comm_abort};
+static const wd_comm_ops wd__local_ops = {wd__comm_allreduce, wd__comm_allgather, wd__comm_barrier, wd__comm_abort, NULL, NULL, NULL};
 
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks) {
     if (nranks < 1 || nranks > 4096 || !ranks) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_local_create: 1..4096 ranks");
@@ -3731,350 +4238,718 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks) {
 }
 
 // ---- 15. Training, evaluation, prediction -----------------------------------------------------
-// One CPU training step on rank `rank`'s shard of the global batch b:
-// forward, backward, allreduce of the dense gradient, exchange of merged
-// sparse rows, this rank's share of the update. All ranks share m.
-static wd_status wd__train_step(wd_model *m, wd__ws *w, wd_comm *c, const wd_batch *b, double *loss_out) {
-    int T = c->size, r = c->rank;
-    int i0 = (int)((int64_t)b->n * r / T), i1 = (int)((int64_t)b->n * (r + 1) / T);
-    wd_status st = WD_OK;
-    if (i1 - i0 > w->cap) st = wd__fail(WD_ERR_INVALID_ARG, "batch of %d is larger than the %d x %d the trainer was sized for", b->n, w->cap, T);
-    else if (i1 > i0) { wd__forward(m, w, b, i0, i1 - i0); st = wd__backward(m, w, b, i0, i1 - i0); }
-    else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + 2)); w->nocc = 0; }
-    if (!st) st = wd__merge_local(m, w);
-    if (st) { c->ops->abort(c, st, wd_last_error()); return st; }
-    double t0 = wd__now();
-    WD__TRY(c->ops->allreduce_sum(c, w->g, (size_t)(m->P + 2)));
-    const void *views[4096];
-    size_t sizes[4096];
-    WD__TRY(c->ops->allgather(c, w->pack.p, w->pack.len, views, sizes));
-    double t1 = wd__now();
-    float loss = w->g[m->P], wsum = w->g[m->P + 1];
-    *loss_out = wsum > 0 ? (double)loss / (double)wsum : 0.0;
-    if (!isfinite(loss)) {
-        st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)m->step);
-        c->ops->barrier(c);
-        return st;
-    }
-    if (wsum > 0) st = wd__apply_updates(m, w, w->g, 1.0f / wsum, r, T, views, T);
-    if (st) { c->ops->abort(c, st, wd_last_error()); return st; }
-    double t2 = wd__now();
-    w->t_comm += t1 - t0;
-    w->t_opt += t2 - t1;
-    return c->ops->barrier(c);   // updates finished before anyone reads the model again
+WDDEF const char *wd_stage_name(int stage) {
+    static const char *names[WD_STAGE_COUNT] = {"data wait", "h2d copy", "embedding", "mlp forward", "wide+loss",
+                                                "mlp backward", "comm", "optimizer", "other"};
+    return stage >= 0 && stage < WD_STAGE_COUNT ? names[stage] : "?";
 }
 
-typedef struct wd__trainer wd__trainer;
-typedef struct wd__tworker { wd__trainer *tr; int rank; wd__ws ws; wd_status st; char err[WD__ERR_MAX]; } wd__tworker;
-struct wd__trainer {
+// ---- a team: persistent worker threads running one function per round ----
+typedef struct wd__team wd__team;
+typedef struct wd__member { wd__team *team; int index; } wd__member;
+struct wd__team {
+    int n;                          // workers, the calling thread being worker 0
+    int started;                    // threads running (workers 1..started)
+    pthread_t th[256];
+    wd__member member[256];
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int64_t round;                  // a new value starts a round
+    int pending;                    // workers of this round still running
+    int quit;
+    void (*fn)(void *ctx, int worker);
+    void *ctx;
+};
+static void *wd__team_thread(void *arg) {
+    wd__member *me = (wd__member *)arg;
+    wd__team *t = me->team;
+#ifdef WD_USE_ONEDNN
+    omp_set_num_threads(1);   // this thread is one worker: the engine's products run on it alone
+#endif
+    int64_t seen = 0;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (t->round == seen && !t->quit) pthread_cond_wait(&t->go, &t->mu);
+        if (t->quit) break;
+        seen = t->round;
+        pthread_mutex_unlock(&t->mu);
+        t->fn(t->ctx, me->index);
+        pthread_mutex_lock(&t->mu);
+        if (--t->pending == 0) pthread_cond_signal(&t->done);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+static void wd__team_stop(wd__team *t) {
+    pthread_mutex_lock(&t->mu);
+    t->quit = 1;
+    pthread_cond_broadcast(&t->go);
+    pthread_mutex_unlock(&t->mu);
+    for (int i = 1; i <= t->started; i++) pthread_join(t->th[i], NULL);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->go);
+    pthread_cond_destroy(&t->done);
+}
+static wd_status wd__team_start(wd__team *t, int n) {
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->go, NULL);
+    pthread_cond_init(&t->done, NULL);
+    for (int i = 1; i < n; i++) {
+        t->member[i].team = t; t->member[i].index = i;
+        if (pthread_create(&t->th[i], NULL, wd__team_thread, &t->member[i]) != 0) {
+            wd__team_stop(t);
+            return wd__fail(WD_ERR_NOMEM, "cannot start worker thread %d of %d", i, n);
+        }
+        t->started = i;
+    }
+    return WD_OK;
+}
+// Runs fn(ctx, w) for every worker w (0 on the calling thread); returns when all are done.
+static void wd__team_run(wd__team *t, void (*fn)(void *, int), void *ctx) {
+    pthread_mutex_lock(&t->mu);
+    t->fn = fn; t->ctx = ctx;
+    t->pending = t->n - 1;
+    t->round++;
+    pthread_cond_broadcast(&t->go);
+    pthread_mutex_unlock(&t->mu);
+    fn(ctx, 0);
+    pthread_mutex_lock(&t->mu);
+    while (t->pending > 0) pthread_cond_wait(&t->done, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+}
+
+// ---- the CPU backend: `threads` workers split every batch ----------------------------------------
+// Each worker runs forward and backward on its share of the batch; the
+// dense gradient (with a tail of loss sum, weight sum, sample count and the
+// stop vote) is summed by a ring allreduce, merged sparse rows are
+// allgathered, and each worker applies its share of the update.
+typedef struct wd__cpu {
+    wd_model *m;
+    int T, cap;                     // workers; samples per worker and round
+    wd__ws *ws;                     // (T)
+    wd_comm *comm[256];             // between the workers
+    int comm_made;
+    wd__team team;
+    int team_made;
+    // the round in progress
+    const wd_batch *b;
+    int stop;
+    float *probs;
+    wd_status wst[256];             // each worker's status
+    char werr[256][WD__ERR_MAX];
+    int wbad[256];                  // per worker: gradient values too large or not finite
+    int wpost[256];                 // per worker: parameters an update left non-finite
+    // finished steps not yet completed: a queue of two
+    wd_step_result res[2];
+    wd_status res_st[2];
+    char res_err[2][WD__ERR_MAX];
+    int res_head, res_n;
+    wd_status halted;               // sticky: after a failed step nothing changes
+    int64_t step;                   // steps applied (Adam's bias correction)
+} wd__cpu;
+
+static void wd__cpu_worker_fail(wd__cpu *c, int r, wd_status st) {
+    c->wst[r] = st;
+    snprintf(c->werr[r], sizeof c->werr[r], "%s", wd_last_error());
+}
+static void wd__cpu_step_worker(void *ctx, int r) {
+    wd__cpu *c = (wd__cpu *)ctx;
+    wd_model *m = c->m;
+    wd__ws *w = &c->ws[r];
+    wd_comm *cm = c->comm[r];
+    const wd_batch *b = c->b;
+    int T = c->T;
+    int i0 = (int)((int64_t)b->n * r / T), i1 = (int)((int64_t)b->n * (r + 1) / T);
+    wd_status st = WD_OK;
+    c->wst[r] = WD_OK;
+    c->wbad[r] = 0;
+    c->wpost[r] = 0;
+    if (i1 > i0) { st = wd__forward(m, w, b, i0, i1 - i0); if (!st) st = wd__backward(m, w, b, i0, i1 - i0); }
+    else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + WD__TAIL)); w->nocc = 0; }
+    float samples = 0.0f;
+    for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
+    w->g[m->P + 2] = samples;
+    w->g[m->P + 3] = r == 0 && c->stop ? 1.0f : 0.0f;
+    if (!st) st = wd__merge_local(m, w);
+    if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
+    double t0 = wd__now();
+    st = cm->ops->allreduce_sum(cm, w->g, (size_t)(m->P + WD__TAIL));
+    const void *views[256];
+    size_t sizes[256];
+    if (!st) st = cm->ops->allgather(cm, w->pack.p, w->pack.len, views, sizes);
+    double t1 = wd__now();
+    w->t_comm += t1 - t0;
+    if (st) { wd__cpu_worker_fail(c, r, st); return; }
+    float loss = w->g[m->P], wsum = w->g[m->P + 1];
+    int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop vote: every worker skips the update
+    if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; }
+    if (apply) {   // every worker checks its share of the gradient before anyone writes
+        st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, T, &c->wbad[r]);
+        if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
+        if ((st = cm->ops->barrier(cm)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
+        int bad = 0;
+        for (int q = 0; q < T; q++) bad += c->wbad[q];
+        if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX);
+        else wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]);
+    }
+    w->t_opt += wd__now() - t1;
+    if (st) wd__cpu_worker_fail(c, r, st);
+    st = cm->ops->barrier(cm);   // every update done before anyone reads the model again
+    if (st && !c->wst[r]) wd__cpu_worker_fail(c, r, st);
+}
+static void wd__cpu_predict_worker(void *ctx, int r) {
+    wd__cpu *c = (wd__cpu *)ctx;
+    const wd_batch *b = c->b;
+    int i0 = (int)((int64_t)b->n * r / c->T), i1 = (int)((int64_t)b->n * (r + 1) / c->T);
+    wd__ws *w = &c->ws[r];
+    c->wst[r] = WD_OK;
+    for (int at = i0; at < i1; at += w->cap) {
+        int k = WD__MIN(w->cap, i1 - at);
+        wd_status st = wd__forward(c->m, w, b, at, k);
+        if (st) { wd__cpu_worker_fail(c, r, st); return; }
+        memcpy(c->probs + at, w->prob, sizeof(float) * (size_t)k);
+    }
+}
+// The status of the round: the first worker error that is not an abort
+// caused by another worker's failure.
+static wd_status wd__cpu_round_status(wd__cpu *c, char *err, size_t n) {
+    wd_status st = WD_OK;
+    for (int r = 0; r < c->T; r++)
+        if (c->wst[r] && (!st || (st == WD_ERR_ABORTED && c->wst[r] != WD_ERR_ABORTED))) {
+            st = c->wst[r];
+            size_t len = strnlen(c->werr[r], n - 1);
+            memcpy(err, c->werr[r], len);
+            err[len] = 0;
+        }
+    return st;
+}
+
+// A round of the team, with the GEMM engine's own threading off meanwhile.
+static void wd__cpu_round(wd__cpu *c, void (*fn)(void *, int)) {
+#ifdef WD_USE_ONEDNN
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    wd__team_run(&c->team, fn, c);
+    omp_set_num_threads(prev);
+#else
+    wd__team_run(&c->team, fn, c);
+#endif
+}
+static void wd__cpu_destroy(wd_backend *be) {
+    wd__cpu *c = (wd__cpu *)be;
+    if (!c) return;
+    if (c->team_made) wd__team_stop(&c->team);
+    for (int r = 0; c->ws && r < c->T; r++) wd__ws_free(&c->ws[r]);
+    wd__free(c->ws);
+    if (c->comm_made) wd_comm_local_destroy(c->comm, c->T);
+    wd__free(c);
+}
+static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
+    *out = NULL;
+    if (d->ranks > 1 || d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank (its `threads` workers split each batch)");
+    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);
+    WD__TRY(wd__precision_check(d->model));
+    wd__cpu *c = WD__NEW(wd__cpu);
+    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    c->m = d->model;
+    c->step = c->m->step;
+    c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
+    c->T = WD__MIN(c->T, d->batch);   // no idle workers
+    c->cap = (d->batch + c->T - 1) / c->T;
+    c->ws = (wd__ws *)wd__calloc(sizeof(wd__ws) * (size_t)c->T);
+    wd_status st = c->ws ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap);
+    if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
+    if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
+    if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
+    *out = (wd_backend *)c;
+    return WD_OK;
+}
+static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
+    wd__cpu *c = (wd__cpu *)be;
+    if (c->res_n == 2) return wd__fail(WD_ERR_INTERNAL, "cpu backend: a third step submitted before one completed");
+    if (b->n > c->T * c->cap) return wd__fail(WD_ERR_INVALID_ARG, "batch of %d samples; the backend was made for %d", b->n, c->T * c->cap);
+    int q = (c->res_head + c->res_n) % 2;
+    wd_step_result *res = &c->res[q];
+    memset(res, 0, sizeof *res);
+    wd_status st = c->halted;
+    if (st) snprintf(c->res_err[q], sizeof c->res_err[q], "an earlier step failed; nothing more was applied");
+    else {
+        c->b = b; c->stop = stop;
+        wd__lp_refresh(c->m);
+        wd__cpu_round(c, wd__cpu_step_worker);
+        st = wd__cpu_round_status(c, c->res_err[q], sizeof c->res_err[q]);
+        int bad = 0;
+        for (int r = 0; r < c->T; r++) bad += c->wpost[r];
+        const float *g = c->ws[0].g + c->m->P;
+        res->loss = g[0]; res->weight = g[1]; res->samples = g[2]; res->stopped = g[3] > 0.0f;
+        if (!st && bad) {
+            st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step, bad);
+            snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
+        }
+        if (!st && !res->stopped) c->step++;   // the global step, as the loop counts it
+        if (st) c->halted = st;
+    }
+    c->res_st[q] = st;
+    c->res_n++;
+    return WD_OK;
+}
+static wd_status wd__cpu_complete(wd_backend *be, wd_step_result *out) {
+    wd__cpu *c = (wd__cpu *)be;
+    if (c->res_n == 0) return wd__fail(WD_ERR_INTERNAL, "cpu backend: no step in flight");
+    int q = c->res_head;
+    c->res_head = (c->res_head + 1) % 2;
+    c->res_n--;
+    *out = c->res[q];
+    if (c->res_st[q]) return wd__fail(c->res_st[q], "%s", c->res_err[q]);
+    return WD_OK;
+}
+static wd_status wd__cpu_predict(wd_backend *be, const wd_batch *b, float *probs) {
+    wd__cpu *c = (wd__cpu *)be;
+    c->b = b; c->probs = probs;
+    wd__lp_refresh(c->m);
+    wd__cpu_round(c, wd__cpu_predict_worker);
+    char err[WD__ERR_MAX];
+    wd_status st = wd__cpu_round_status(c, err, sizeof err);
+    return st ? wd__fail(st, "%s", err) : WD_OK;
+}
+static wd_status wd__cpu_download(wd_backend *be) { (void)be; return WD_OK; }   // the model is the host's
+static void wd__cpu_times(const wd_backend *be, double *s) {
+    const wd__ws *w = &((const wd__cpu *)be)->ws[0];
+    s[WD_STAGE_EMBED] += w->t_embed; s[WD_STAGE_MLP_FWD] += w->t_fwd; s[WD_STAGE_MLP_BWD] += w->t_bwd;
+    s[WD_STAGE_WIDE] += w->t_wide; s[WD_STAGE_COMM] += w->t_comm; s[WD_STAGE_OPTIMIZER] += w->t_opt;
+}
+static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
+    const wd__cpu *c = (const wd__cpu *)be;
+    char eng[96];
+    wd__engine_describe(c->m, eng, sizeof eng);
+    snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
+}
+static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
+static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_complete,
+                                           wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL};
+WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
+
+// ---- evaluation: predictions through a backend, in file order ---------------------------------
+// The first difference between two schemas, for messages ("slot 3 (C4): ...").
+static void wd__schema_diff(const wd_schema *data, const wd_schema *model, char *buf, size_t n) {
+    if (data->ndense != model->ndense) { snprintf(buf, n, "%d dense columns, the model has %d", data->ndense, model->ndense); return; }
+    if (data->nslots != model->nslots) { snprintf(buf, n, "%d slots, the model has %d", data->nslots, model->nslots); return; }
+    for (int k = 0; k < data->nslots; k++) {
+        const wd_slot *a = &data->slot[k], *b = &model->slot[k];
+        if (strncmp(a->name, b->name, WD_NAME_MAX) != 0) { snprintf(buf, n, "slot %d is '%.31s', the model's is '%.31s'", k, a->name, b->name); return; }
+        if (a->kind != b->kind) { snprintf(buf, n, "slot %d (%.31s) is %s, the model's is %s", k, a->name, a->kind ? "multi-hot" : "one-hot", b->kind ? "multi-hot" : "one-hot"); return; }
+        if (a->buckets != b->buckets) { snprintf(buf, n, "slot %d (%.31s) has %u buckets, the model's has %u", k, a->name, a->buckets, b->buckets); return; }
+    }
+    snprintf(buf, n, "no difference");
+}
+// Opens every file and checks its schema against the model's; *samples gets their total.
+static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples) {
+    if (samples) *samples = 0;
+    for (int f = 0; f < nfiles; f++) {
+        if (!files[f]) return wd__fail(WD_ERR_INVALID_ARG, "%s file %d is NULL", what, f);
+        wd_reader *r;
+        wd_status st = wd_reader_open(files[f], &r);
+        if (st) return wd__fail(st, "%s file: %s", what, wd_last_error());
+        if (!wd_schema_equal(wd_reader_schema(r), &m->schema)) {
+            char why[200];
+            wd__schema_diff(wd_reader_schema(r), &m->schema, why, sizeof why);
+            wd_reader_close(r);
+            return wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's: %s (convert it with --schema-from a training file)", wd__tail(files[f], 400), why);
+        }
+        if (samples) *samples += wd_reader_nsamples(r);
+        wd_reader_close(r);
+    }
+    return WD_OK;
+}
+typedef struct wd__evalio {
+    const char *const *files;
+    int nfiles, batch, loader_threads;
+    wd_map_fn map;
+    void *map_user;
+    float *predictions;             // optional, caller-owned
+    int64_t predictions_cap;
+} wd__evalio;
+// Predicts every sample of the files in order through backend be (no step
+// in flight) and computes the metrics.
+static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
+    memset(out, 0, sizeof *out);
+    int64_t total = 0;
+    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total));
+    if (io->predictions && io->predictions_cap < total)
+        return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
+    wd_loader_desc ld;
+    memset(&ld, 0, sizeof ld);
+    ld.files = io->files; ld.nfiles = io->nfiles; ld.batch_size = io->batch;
+    ld.threads = io->loader_threads > 0 ? io->loader_threads : 1;
+    ld.remainder = WD_REMAINDER_PAD;
+    ld.map = io->map; ld.map_user = io->map_user;
+    ld.batch_alloc = ops->batch_alloc;
+    wd_loader *l = NULL;
+    wd_status st = WD_OK;
+    float *pred = wd__alloc_floats(WD__MAX(total, 1), "predictions", &st);
+    float *label = wd__alloc_floats(WD__MAX(total, 1), "labels", &st);
+    float *weight = wd__alloc_floats(WD__MAX(total, 1), "weights", &st);
+    float *probs = wd__alloc_floats(io->batch, "predictions", &st);
+    if (!st) st = wd_loader_open(&ld, &l);
+    if (!st) st = wd_loader_reset(l, 0, 0);
+    int64_t at = 0;
+    while (!st && at < total) {
+        const wd_batch *b;
+        st = wd_loader_next(l, &b);
+        if (st || !b) break;
+        if (!st) st = ops->predict(be, b, probs);
+        int k = (int)WD__MIN((int64_t)b->n, total - at);   // the last batch may end in padding
+        if (!st) {
+            memcpy(pred + at, probs, sizeof(float) * (size_t)k);
+            memcpy(label + at, b->label, sizeof(float) * (size_t)k);
+            memcpy(weight + at, b->weight, sizeof(float) * (size_t)k);
+            at += k;
+        }
+    }
+    if (!st && at != total) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)total);
+    wd_loader_close(l);
+    if (!st) st = wd_auc(pred, label, weight, total, &out->auc);
+    if (!st) {
+        out->logloss = wd_logloss(pred, label, weight, total);
+        double sp = 0, sy = 0, sw = 0;
+        for (int64_t i = 0; i < total; i++) { sp += weight[i] * pred[i]; sy += weight[i] * label[i]; sw += weight[i]; }
+        out->mean_pred = sw > 0 ? sp / sw : NAN;
+        out->ctr = sw > 0 ? sy / sw : NAN;
+        out->samples = total;
+        if (io->predictions) memcpy(io->predictions, pred, sizeof(float) * (size_t)total);
+    }
+    wd__free(pred); wd__free(label); wd__free(weight); wd__free(probs);
+    return st;
+}
+
+// The backend of a device, or an error naming what is missing.
+static wd_status wd__backend_for(int device, const wd_backend_ops **out) {
+    *out = NULL;
+    if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
+    if (device != WD_DEVICE_CUDA) return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
+#ifdef WD_HAVE_CUDA
+    *out = wd_backend_cuda();
+    return WD_OK;
+#else
+    return wd__fail(WD_ERR_UNSUPPORTED, "this build has no CUDA backend (link widedeep_cuda.o and define WD_HAVE_CUDA)");
+#endif
+}
+
+WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
+    if (!m || !d || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, a desc and an output are required");
+    if (!d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: files and nfiles > 0 are required");
+    if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: batch_size %d is negative", d->batch_size);
+    if (d->threads < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: threads %d is negative", d->threads);
+    const wd_backend_ops *ops;
+    WD__TRY(wd__backend_for(d->device, &ops));
+    wd_backend_desc bd;
+    memset(&bd, 0, sizeof bd);
+    bd.model = m; bd.batch = d->batch_size > 0 ? d->batch_size : 4096; bd.ranks = 1;
+    bd.device = d->device_index; bd.threads = d->threads;
+    wd_backend *be;
+    WD__TRY(ops->create(&bd, &be));
+    wd__evalio io;
+    memset(&io, 0, sizeof io);
+    io.files = d->files; io.nfiles = d->nfiles; io.batch = bd.batch;
+    io.loader_threads = d->device == WD_DEVICE_CPU ? 1 : 0;
+    io.map = d->map; io.map_user = d->map_user;
+    io.predictions = d->predictions; io.predictions_cap = d->predictions_cap;
+    wd_status st = wd__eval_run(m, ops, be, &io, out);
+    ops->destroy(be);
+    return st;
+}
+
+// ---- the training loop: one per rank, the same for every backend ---------------------------------
+typedef struct wd__run {
     wd_model *m;
     const wd_train_desc *d;
     wd_train_report *rep;
-    wd_loader *loader;
-    wd_comm *comm[256];
-    wd__tworker *workers;
-    int T;
-    const wd_batch *batch;          // the current global batch (rank 0 fetches)
-    int stop;                       // set by rank 0: end of epoch or max_steps
+    const wd_backend_ops *ops;
+    int ranks, nlocal, first;       // ranks of the job; of this process; global rank of local rank 0
+    int batch;                      // per rank
+    int device[256];                // GPU of each local rank
+    wd_comm *comm[256];             // the ranks' communicators (NULL with one rank)
     int64_t epochs, total_steps;
     double t0;
-    int64_t samples;
-};
+    int stop;                       // set by local rank 0 when the progress callback asks
+} wd__run;
+typedef struct wd__rank {
+    wd__run *run;
+    int local, rank;                // index in this process; rank in the job
+    wd_backend *be;
+    wd_loader *loader;
+    wd_status st;
+    char err[WD__ERR_MAX];
+    double stage[WD_STAGE_COUNT];
+    double loop_s;
+    int stopped;
+} wd__rank;
 
-static void wd__progress(wd__trainer *tr, double loss, double auc, double ll) {
-    if (!tr->d->progress) return;
+static int wd__call_progress(wd__run *run, double loss, double auc, double ll) {
+    const wd_train_desc *d = run->d;
+    if (!d->progress) return 0;
     wd_progress p;
-    p.step = tr->m->step;
-    p.samples = tr->samples;
-    p.epoch = tr->m->epoch;
-    p.loss = loss;
-    p.elapsed_s = wd__now() - tr->t0;
-    p.samples_per_s = p.elapsed_s > 0 ? (double)tr->samples / p.elapsed_s : 0;
-    p.eta_s = p.step > 0 && tr->total_steps > p.step ? p.elapsed_s / (double)p.step * (double)(tr->total_steps - p.step) : 0;
-    p.valid_auc = auc;
-    p.valid_logloss = ll;
-    tr->d->progress(tr->d->user, &p);
+    memset(&p, 0, sizeof p);
+    p.step = run->m->step; p.epoch = run->m->epoch; p.samples = run->rep->samples; p.loss = loss;
+    p.elapsed_s = wd__now() - run->t0;
+    p.samples_per_s = p.elapsed_s > 0 ? (double)p.samples / p.elapsed_s : 0;
+    int64_t done = run->rep->steps;
+    p.eta_s = done > 0 && run->total_steps > p.step ? p.elapsed_s / (double)done * (double)(run->total_steps - p.step) : 0;
+    p.valid_auc = auc; p.valid_logloss = ll;
+    return d->progress(d->user, &p);
 }
-
-static wd_status wd__validate(wd__trainer *tr, double *auc, double *ll) {
-    wd_eval_desc e;
-    memset(&e, 0, sizeof e);
-    e.files = tr->d->valid_files; e.nfiles = tr->d->nvalid; e.threads = tr->T;
-    e.map = tr->d->map; e.map_user = tr->d->map_user;
+// Validation on this rank's backend (rank 0 of the job; no step in flight).
+static wd_status wd__validate(wd__rank *k) {
+    wd__run *run = k->run;
+    const wd_train_desc *d = run->d;
+    wd__evalio io;
+    memset(&io, 0, sizeof io);
+    io.files = d->valid_files; io.nfiles = d->nvalid; io.batch = run->batch;
+    io.loader_threads = d->loader_threads; io.map = d->map; io.map_user = d->map_user;
     wd_metrics mt;
-    WD__TRY(wd_evaluate(tr->m, &e, &mt));
-    *auc = mt.auc; *ll = mt.logloss;
-    tr->rep->valid_auc = mt.auc; tr->rep->valid_logloss = mt.logloss;
+    wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
+    if (st) return wd__fail(st, "validation: %s", wd_last_error());
+    run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
+    if (wd__call_progress(run, run->rep->last_loss, mt.auc, mt.logloss)) run->stop = 1;
     return WD_OK;
 }
-
-static void *wd__train_thread(void *arg) {
-    wd__tworker *w = (wd__tworker *)arg;
-    wd__trainer *tr = w->tr;
-    wd_model *m = tr->m;
-    wd_comm *c = tr->comm[w->rank];
+// The oldest step in flight finished: count it (every rank), report it (local rank 0).
+static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch) {
+    wd__run *run = k->run;
+    wd_step_result r;
+    wd_status st = run->ops->complete(k->be, &r);
+    if (st) return st;
+    if (r.stopped) { k->stopped = 1; return WD_OK; }
+    (*step)++; (*in_epoch)++;
+    if (k->local != 0) return WD_OK;
+    wd_model *m = run->m;
+    wd_train_report *rep = run->rep;
+    m->step = *step; m->batch = *in_epoch;
+    rep->steps++;
+    rep->samples += (int64_t)r.samples;
+    rep->last_loss = r.weight > 0 ? r.loss / r.weight : 0.0;
+    if (wd__call_progress(run, rep->last_loss, NAN, NAN)) run->stop = 1;
+    return WD_OK;
+}
+// One rank's training: its loader shard through its backend.
+static wd_status wd__rank_train(wd__rank *k) {
+    wd__run *run = k->run;
+    const wd_train_desc *d = run->d;
+    const wd_backend_ops *ops = run->ops;
+    wd_model *m = run->m;
+    int chief = k->rank == 0;       // validates and writes checkpoints
+    wd_backend_desc bd;
+    memset(&bd, 0, sizeof bd);
+    bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
+    bd.device = run->device[k->local]; bd.threads = d->threads; bd.comm = run->comm[k->local];
+    WD__TRY(ops->create(&bd, &k->be));
+    wd_loader_desc ld;
+    memset(&ld, 0, sizeof ld);
+    ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
+    ld.shard_index = k->rank; ld.shard_count = run->ranks;
+    ld.threads = d->loader_threads > 0 ? d->loader_threads : ops == wd_backend_cpu() ? 1 : 0;
+    ld.devices = run->nlocal; ld.ram_bytes = d->loader_ram;
+    ld.shuffle = !d->no_shuffle; ld.seed = m->d.seed;
+    ld.remainder = WD_REMAINDER_PAD;
+    ld.map = d->map; ld.map_user = d->map_user;
+    ld.batch_alloc = ops->batch_alloc;
+    WD__TRY(wd_loader_open(&ld, &k->loader));
+    // every rank keeps its own copy of the position; local rank 0 writes the model's
+    int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
+    int inflight = 0;
     wd_status st = WD_OK;
-    for (;;) {
-        if (w->rank == 0) {
-            double t0 = wd__now();
-            const wd_batch *b = NULL;
-            if (tr->d->max_steps > 0 && m->step >= tr->d->max_steps) b = NULL;
-            else st = wd_loader_next(tr->loader, &b);
-            tr->rep->data_s += wd__now() - t0;
-            if (st) { c->ops->abort(c, st, wd_last_error()); break; }
-            tr->batch = b;
-            tr->stop = b == NULL;
+    double t_loop = wd__now();
+    while (!st && !k->stopped && epoch < run->epochs && !(d->max_steps > 0 && step >= d->max_steps)) {
+        st = wd_loader_reset(k->loader, epoch, in_epoch);
+        if (!st && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
+            run->total_steps = step + (run->epochs - epoch) * wd_loader_batches(k->loader) - in_epoch;
+            if (d->max_steps > 0) run->total_steps = WD__MIN(run->total_steps, d->max_steps);
         }
-        if ((st = c->ops->barrier(c)) != WD_OK) break;
-        if (tr->stop) break;
-        double loss = 0;
-        if ((st = wd__train_step(m, &w->ws, c, tr->batch, &loss)) != WD_OK) break;
-        if (w->rank == 0) {
-            // every other rank now waits in the next barrier: the model is quiet
-            m->step++;
-            m->batch++;
-            int real = 0;
-            for (int i = 0; i < tr->batch->n; i++) real += tr->batch->weight[i] != 0.0f;
-            tr->samples += real;
-            tr->rep->steps++;
-            tr->rep->samples += real;
-            tr->rep->last_loss = loss;
-            double auc = NAN, ll = NAN;
-            if (tr->d->nvalid > 0 && tr->d->eval_every > 0 && m->step % tr->d->eval_every == 0) st = wd__validate(tr, &auc, &ll);
-            if (!st && tr->d->checkpoint_path && tr->d->checkpoint_every > 0 && m->step % tr->d->checkpoint_every == 0)
-                st = wd_model_save(m, tr->d->checkpoint_path);
-            if (st) { c->ops->abort(c, st, wd_last_error()); break; }
-            wd__progress(tr, loss, auc, ll);
+        int epoch_over = 0;
+        int64_t submitted = step;
+        while (!st && !k->stopped) {
+            if (d->max_steps > 0 && submitted >= d->max_steps) break;
+            const wd_batch *b = NULL;
+            double t0 = wd__now();
+            st = wd_loader_next(k->loader, &b);
+            k->stage[WD_STAGE_DATA] += wd__now() - t0;
+            if (st) break;
+            if (!b) { epoch_over = 1; break; }
+            st = ops->submit(k->be, b, k->local == 0 && run->stop);
+            if (st) break;
+            submitted++; inflight++;
+            // validation and checkpoints see exactly the model after their step
+            int sync = (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
+                       (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0);
+            while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; }
+            if (st || k->stopped || !sync) continue;
+            double t1 = wd__now();
+            if (d->nvalid > 0 && d->eval_every > 0 && step % d->eval_every == 0) st = wd__validate(k);
+            if (!st && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
+                st = ops->download(k->be);
+                if (!st) st = wd_model_save(m, d->checkpoint_path);
+            }
+            k->stage[WD_STAGE_OTHER] += wd__now() - t1;
+        }
+        if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+        while (inflight > 0) {   // drain, also after an error (the first error wins)
+            wd_status s2 = wd__rank_complete(k, &step, &in_epoch);
+            inflight--;
+            if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
+        }
+        if (st) wd__fail(st, "%s", k->err);
+        if (st || k->stopped || !epoch_over) break;
+        epoch++;
+        in_epoch = 0;
+        if (k->local == 0) { m->epoch = epoch; m->batch = 0; }
+        if (chief && d->nvalid > 0) {
+            double t1 = wd__now();
+            st = wd__validate(k);
+            k->stage[WD_STAGE_OTHER] += wd__now() - t1;
         }
     }
-    if (st) snprintf(w->err, sizeof w->err, "%s", wd_last_error());
-    w->st = st;
+    k->loop_s = wd__now() - t_loop;
+    if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
+    return st;
+}
+static void *wd__rank_thread(void *arg) {
+    wd__rank *k = (wd__rank *)arg;
+    k->st = wd__rank_train(k);
+    if (k->st) {
+        snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+        wd_comm *c = k->run->comm[k->local];
+        if (c && k->st != WD_ERR_ABORTED) c->ops->abort(c, k->st, k->err);   // nobody waits for us
+    }
     return NULL;
 }
 
+// The batch size of a run: the desc's, the checkpoint's, or 4096 halved
+// until an epoch has >= 100 steps (never below 32); a multiple of ranks.
+static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64_t samples, int ranks, int *out) {
+    int64_t B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? m->batch_size : 4096;
+    if (d->batch_size <= 0 && m->batch_size <= 0) {
+        while (B > 32 && B * 100 > samples) B /= 2;
+        B = WD__MAX(B - B % ranks, ranks);
+    }
+    if (B % ranks) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %lld does not split over %d ranks", (long long)B, ranks);
+    if (m->batch > 0 && m->batch_size > 0 && B != m->batch_size)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %lld", (long long)m->epoch, (long long)m->batch_size, (long long)B);
+    *out = (int)B;
+    return WD_OK;
+}
+// Checks a train desc, one rule per line, each message naming the setting.
+static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
+    if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
+    if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
+    if (!d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 are required");
+    if (d->nvalid < 0 || (d->nvalid > 0 && !d->valid_files)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: nvalid %d without valid_files", d->nvalid);
+    if (d->epochs < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d is negative", d->epochs);
+    if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %d is negative", d->batch_size);
+    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: threads %d is outside 0..256", d->threads);
+    if (d->loader_threads < 0 || d->loader_threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: loader_threads %d is outside 0..256", d->loader_threads);
+    if (d->devices < WD_ALL_GPUS || d->devices > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: devices %d is outside 0..256 (or WD_ALL_GPUS)", d->devices);
+    if (d->max_steps < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: max_steps %lld is negative", (long long)d->max_steps);
+    if (d->checkpoint_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every %lld is negative", (long long)d->checkpoint_every);
+    if (d->checkpoint_every > 0 && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
+    if (d->eval_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: eval_every %lld is negative", (long long)d->eval_every);
+    if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
+    return WD_OK;
+}
+
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
-    if (!m || !d || !d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: a model and training files are required");
     wd_train_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
     rep->valid_auc = rep->valid_logloss = NAN;
-    if (d->device == WD_DEVICE_CUDA) {
-#ifdef WD_HAVE_CUDA
-        return wd_cuda_train(m, d, rep);
-#else
-        return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: this build has no CUDA backend (link widedeep_cuda.o and define WD_HAVE_CUDA)");
-#endif
-    }
-    if (d->device != WD_DEVICE_CPU) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: unknown device %d", d->device);
-#ifdef WD_USE_OPENBLAS
-    openblas_set_num_threads(1);
-#endif
-    wd__trainer *tr = WD__NEW(wd__trainer);
-    if (!tr) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    tr->m = m; tr->d = d; tr->rep = rep;
-    tr->T = d->threads > 0 ? d->threads : wd__online_cores();
-    if (tr->T > 256) tr->T = 256;
-    int B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;
-    if (d->batch_size <= 0 && m->batch_size <= 0) {   // small data: keep at least 100 steps per epoch
-        int64_t total = 0;
-        for (int f = 0; f < d->nfiles; f++) {
-            wd_reader *r;
-            if (wd_reader_open(d->files[f], &r) == WD_OK) { total += wd_reader_nsamples(r); wd_reader_close(r); }
+    WD__TRY(wd__train_check(m, d));
+    double t0 = wd__now();
+    const wd_backend_ops *ops;
+    WD__TRY(wd__backend_for(d->device, &ops));
+    // every file opened and its schema matched before anything starts
+    int64_t samples;
+    WD__TRY(wd__check_files(m, d->files, d->nfiles, "training", &samples));
+    WD__TRY(wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL));
+    wd__run *run = WD__NEW(wd__run);
+    if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0;
+    run->epochs = d->epochs > 0 ? d->epochs : 1;
+    wd_status st = WD_OK;
+    int own_comm = 0;
+    if (d->comm) {   // this process is one rank of a job spanning processes
+        run->ranks = d->comm->size; run->nlocal = 1; run->first = d->comm->rank;
+        run->device[0] = d->device_ids ? d->device_ids[0] : d->device_index;
+        run->comm[0] = run->ranks > 1 ? d->comm : NULL;
+    } else {
+        int n = 1;
+        if (d->device != WD_DEVICE_CPU) {
+            if (d->devices == WD_ALL_GPUS) st = ops->devices(&n);
+            else n = d->devices > 0 ? d->devices : 1;
         }
-        while (B > 32 && (int64_t)B * 100 > total) B /= 2;
-    }
-    if (m->batch > 0 && m->batch_size > 0 && B != m->batch_size) {
-        wd__free(tr);
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %d", (long long)m->epoch, (long long)m->batch_size, B);
-    }
-    m->batch_size = B;
-    tr->epochs = d->epochs > 0 ? d->epochs : 1;
-    wd_loader_desc ld;
-    memset(&ld, 0, sizeof ld);
-    ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = B;
-    ld.threads = d->loader_threads > 0 ? d->loader_threads : 1;
-    ld.ram_bytes = d->loader_ram;
-    ld.shuffle = !d->no_shuffle;
-    ld.seed = m->d.seed;
-    ld.remainder = WD_REMAINDER_PAD;
-    ld.map = d->map; ld.map_user = d->map_user;
-    wd_status st = wd_loader_open(&ld, &tr->loader);
-    if (!st && !wd_schema_equal(wd_loader_schema(tr->loader), &m->schema))
-        st = wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's (dense columns, slots, buckets or kinds)", d->files[0]);
-    if (!st) st = wd_comm_local_create(tr->T, 3600.0, tr->comm);
-    int comm_made = !st;
-    tr->workers = st ? NULL : (wd__tworker *)wd__calloc(sizeof(wd__tworker) * (size_t)tr->T);
-    if (!st && !tr->workers) st = wd__fail(WD_ERR_NOMEM, "out of memory");
-    int shard = (B + tr->T - 1) / tr->T;
-    for (int r = 0; !st && r < tr->T; r++) { tr->workers[r].tr = tr; tr->workers[r].rank = r; st = wd__ws_init(&tr->workers[r].ws, m, WD__MAX(shard, 1)); }
-    tr->t0 = wd__now();
-    while (!st && m->epoch < tr->epochs && !(d->max_steps > 0 && m->step >= d->max_steps)) {
-        st = wd_loader_reset(tr->loader, m->epoch, m->batch);
-        if (!st && tr->total_steps == 0) {   // for the ETA: one shard, so every epoch has as many batches
-            tr->total_steps = m->step + (tr->epochs - m->epoch) * wd_loader_batches(tr->loader) - m->batch;
-            if (d->max_steps > 0) tr->total_steps = WD__MIN(tr->total_steps, d->max_steps);
+        run->ranks = run->nlocal = n;
+        for (int r = 0; r < n; r++) run->device[r] = d->device_ids ? d->device_ids[r] : r;
+        if (!st && n > 1) {
+            if (!ops->comm_create) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
+            else { st = ops->comm_create(n, run->device, run->comm); own_comm = !st; }
         }
+    }
+    int B = 0;
+    if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
+    if (!st) { run->batch = B / run->ranks; m->batch_size = B; }
+    wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
+    if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!st) {
         pthread_t th[256];
         int started = 0;
-        for (int r = 0; !st && r < tr->T; r++) {
-            if (pthread_create(&th[r], NULL, wd__train_thread, &tr->workers[r]) != 0) { st = wd__fail(WD_ERR_NOMEM, "cannot start training thread %d", r); tr->comm[0]->ops->abort(tr->comm[0], st, "thread start failed"); }
-            else started++;
-        }
-        for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
-        for (int r = 0; !st && r < tr->T; r++)
-            if (tr->workers[r].st) st = wd__fail(tr->workers[r].st, "%s", tr->workers[r].err);
-        if (st) break;
-        if (tr->batch == NULL && !(d->max_steps > 0 && m->step >= d->max_steps)) {   // the epoch ended
-            m->epoch++;
-            m->batch = 0;
-            if (d->nvalid > 0) {
-                double auc, ll;
-                st = wd__validate(tr, &auc, &ll);
-                if (!st) wd__progress(tr, rep->last_loss, auc, ll);
+        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i; }
+        if (run->nlocal == 1) wd__rank_thread(&ks[0]);
+        else for (int i = 0; i < run->nlocal; i++) {
+            if (pthread_create(&th[i], NULL, wd__rank_thread, &ks[i]) != 0) {
+                ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
+                snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
+                run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
+                break;
             }
-        } else break;
-    }
-    if (!st && d->checkpoint_path) st = wd_model_save(m, d->checkpoint_path);
-    rep->seconds = wd__now() - tr->t0;
-    rep->samples_per_s = rep->seconds > 0 ? (double)rep->samples / rep->seconds : 0;
-    if (tr->workers) {
-        wd__ws *w0 = &tr->workers[0].ws;
-        rep->embed_s = w0->t_embed; rep->mlp_fwd_s = w0->t_fwd; rep->mlp_bwd_s = w0->t_bwd;
-        rep->wide_s = w0->t_wide; rep->comm_s = w0->t_comm; rep->optimizer_s = w0->t_opt;
-        for (int r = 0; r < tr->T; r++) wd__ws_free(&tr->workers[r].ws);
-    }
-    char err[WD__ERR_MAX];
-    snprintf(err, sizeof err, "%s", wd_last_error());
-    wd__free(tr->workers);
-    if (comm_made) wd_comm_local_destroy(tr->comm, tr->T);
-    wd_loader_close(tr->loader);
-    wd__free(tr);
-    if (st) wd__fail(st, "%s", err);
-    return st;
-}
-
-// Evaluation: T threads take whole blocks (j = rank mod T), decode and
-// predict them; predictions land in file order; AUC over all of them.
-typedef struct wd__evalctx {
-    wd_model *m;
-    wd_reader **readers;
-    int nfiles;
-    int64_t *block_start;           // first sample of each (file, block), flattened
-    int64_t *file_first;            // index of each file's first block in block_start
-    int64_t nblocks;
-    float *pred, *label, *weight;
-    int T, chunk;
-    wd_map_fn map;
-    void *map_user;
-    wd_status st[256];
-    char err[256][WD__ERR_MAX];
-} wd__evalctx;
-typedef struct wd__evalarg { wd__evalctx *c; int rank; } wd__evalarg;
-
-static void *wd__eval_thread(void *arg) {
-    wd__evalarg *a = (wd__evalarg *)arg;
-    wd__evalctx *c = a->c;
-    wd_decoder *dec = NULL;
-    wd__ws w;
-    wd_batch b;
-    memset(&b, 0, sizeof b);
-    wd__buf buf = {0, 0, 0};
-    wd_status st = wd_decoder_create(&dec);
-    if (!st) st = wd__ws_init(&w, c->m, c->chunk);
-    if (!st) st = wd_batch_init(&b, &c->m->schema, 0, 0);
-    for (int64_t g = a->rank; !st && g < c->nblocks; g += c->T) {
-        int f = 0;
-        while (f + 1 < c->nfiles && c->file_first[f + 1] <= g) f++;
-        int64_t blk = g - c->file_first[f];
-        wd_reader *r = c->readers[f];
-        size_t n = wd_reader_block_bytes(r, blk);
-        st = wd__buf_reserve(&buf, n);
-        if (!st) st = wd_reader_fetch(r, blk, buf.p, buf.cap);
-        b.n = 0;
-        if (!st) st = wd_decode_block(dec, r, blk, buf.p, n, &b);
-        if (!st && c->map) {
-            int n0 = b.n;
-            st = c->map(c->map_user, &b, a->rank);
-            char where[WD__ERR_MAX / 2];
-            snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300), (long long)blk);
-            if (!st && b.n != n0) st = wd__fail(WD_ERR_INVALID_ARG, "%s: the sample count changed", where);
-            if (!st) st = wd__check_values(&c->m->schema, &b, 0, b.n, where);
-        }
-        for (int at = 0; !st && at < b.n; at += c->chunk) {
-            int k = WD__MIN(c->chunk, b.n - at);
-            wd__forward(c->m, &w, &b, at, k);
-            int64_t o = c->block_start[g] + at;
-            memcpy(c->pred + o, w.prob, sizeof(float) * (size_t)k);
-            memcpy(c->label + o, b.label + at, sizeof(float) * (size_t)k);
-            memcpy(c->weight + o, b.weight + at, sizeof(float) * (size_t)k);
-        }
-    }
-    if (st) snprintf(c->err[a->rank], sizeof c->err[a->rank], "%s", wd_last_error());
-    c->st[a->rank] = st;
-    if (w.cap) wd__ws_free(&w);
-    wd_batch_free(&b);
-    wd__buf_free(&buf);
-    wd_decoder_destroy(dec);
-    return NULL;
-}
-
-WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
-    if (!m || !d || !out || !d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, files and an output are required");
-    memset(out, 0, sizeof *out);
-    wd__evalctx *c = WD__NEW(wd__evalctx);
-    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    c->m = m;
-    c->nfiles = d->nfiles;
-    c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
-    c->chunk = d->batch_size > 0 ? d->batch_size : 4096;
-    c->map = d->map; c->map_user = d->map_user;
-    c->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
-    c->file_first = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)(d->nfiles + 1));
-    wd_status st = (c->readers && c->file_first) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
-    int64_t total = 0;
-    for (int f = 0; !st && f < d->nfiles; f++) {
-        st = wd_reader_open(d->files[f], &c->readers[f]);
-        if (!st && !wd_schema_equal(wd_reader_schema(c->readers[f]), &m->schema))
-            st = wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's (dense columns, slots, buckets or kinds)", d->files[f]);
-        if (!st) { c->file_first[f] = c->nblocks; c->nblocks += wd_reader_nblocks(c->readers[f]); total += wd_reader_nsamples(c->readers[f]); }
-    }
-    if (!st && d->predictions && d->predictions_cap < total) st = wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: predictions holds %lld, the files have %lld samples", (long long)d->predictions_cap, (long long)total);
-    if (!st) {
-        c->block_start = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)WD__MAX(c->nblocks, 1));
-        c->pred = wd__alloc_floats(WD__MAX(total, 1), "predictions", &st);
-        c->label = wd__alloc_floats(WD__MAX(total, 1), "labels", &st);
-        c->weight = wd__alloc_floats(WD__MAX(total, 1), "weights", &st);
-        if (!st && !c->block_start) st = wd__fail(WD_ERR_NOMEM, "out of memory");
-    }
-    if (!st) {
-        int64_t g = 0, s = 0;
-        for (int f = 0; f < d->nfiles; f++)
-            for (int64_t i = 0; i < wd_reader_nblocks(c->readers[f]); i++) { c->block_start[g++] = s; s += wd_reader_block_samples(c->readers[f], i); }
-        pthread_t th[256];
-        wd__evalarg args[256];
-        int started = 0;
-        for (int r = 0; r < c->T; r++) {
-            args[r].c = c; args[r].rank = r;
-            if (pthread_create(&th[r], NULL, wd__eval_thread, &args[r]) != 0) { st = wd__fail(WD_ERR_NOMEM, "cannot start evaluation thread"); break; }
             started++;
         }
-        for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
-        for (int r = 0; !st && r < started; r++) if (c->st[r]) st = wd__fail(c->st[r], "%s", c->err[r]);
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        char err[WD__ERR_MAX] = "";
+        for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
+            if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; snprintf(err, sizeof err, "%s", ks[i].err); }
+        if (st) wd__fail(st, "%s", err);
+        wd__rank *k0 = &ks[0];
+        rep->stopped = k0->stopped;
+        rep->train_s = k0->loop_s;
+        for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
+        if (k0->be) { ops->times(k0->be, rep->stage_s); ops->describe(k0->be, rep->engine, sizeof rep->engine); }
+        double known = 0;
+        for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
+        rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
+        for (int i = 0; i < run->nlocal; i++) { if (ks[i].be) ops->destroy(ks[i].be); wd_loader_close(ks[i].loader); }
     }
-    if (!st) {
-        st = wd_auc(c->pred, c->label, c->weight, total, &out->auc);
-        out->logloss = wd_logloss(c->pred, c->label, c->weight, total);
-        double sp = 0, sy = 0, sw = 0;
-        for (int64_t i = 0; i < total; i++) { sp += c->weight[i] * c->pred[i]; sy += c->weight[i] * c->label[i]; sw += c->weight[i]; }
-        out->mean_pred = sw > 0 ? sp / sw : NAN;
-        out->ctr = sw > 0 ? sy / sw : NAN;
-        out->samples = total;
-        if (d->predictions) memcpy(d->predictions, c->pred, sizeof(float) * (size_t)total);
+    // rank 0 writes the checkpoint: at the end, and when stopped early
+    if ((!st || rep->stopped) && d->checkpoint_path && run->first == 0) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wd_status s2 = wd_model_save(m, d->checkpoint_path);
+        if (s2) st = s2;
+        else if (st) wd__fail(st, "%s", err);
     }
-    for (int f = 0; c->readers && f < d->nfiles; f++) wd_reader_close(c->readers[f]);
-    wd__free(c->readers); wd__free(c->file_first); wd__free(c->block_start);
-    wd__free(c->pred); wd__free(c->label); wd__free(c->weight);
-    wd__free(c);
+    if (!st && rep->stopped)
+        st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
+                      d->checkpoint_path ? "; checkpoint saved to " : "", d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+    if (own_comm) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        ops->comm_destroy(run->comm, run->nlocal);
+        if (st) wd__fail(st, "%s", err);
+    }
+    rep->seconds = wd__now() - t0;
+    rep->samples_per_s = rep->train_s > 0 ? (double)rep->samples / rep->train_s : 0;
+    wd__free(ks);
+    wd__free(run);
     return st;
 }
 
@@ -4092,16 +4967,19 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
             for (int j = 0; j < c; j++)
                 if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: sample %d: slot %s id %u is outside its %u buckets", i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
         }
+    WD__TRY(wd__precision_check(m));
+    wd__lp_refresh(m);
     wd__ws w;
     int chunk = WD__MIN(WD__MAX(b->n, 1), 4096);
     WD__TRY(wd__ws_init(&w, m, chunk));
-    for (int at = 0; at < b->n; at += chunk) {
+    wd_status st = WD_OK;
+    for (int at = 0; !st && at < b->n; at += chunk) {
         int k = WD__MIN(chunk, b->n - at);
-        wd__forward(m, &w, b, at, k);
-        memcpy(probs + at, w.prob, sizeof(float) * (size_t)k);
+        st = wd__forward(m, &w, b, at, k);
+        if (!st) memcpy(probs + at, w.prob, sizeof(float) * (size_t)k);
     }
     wd__ws_free(&w);
-    return WD_OK;
+    return st;
 }
 
 // ---- 16. Checkpoints -------------------------------------------------------------------------
@@ -4121,7 +4999,7 @@ static size_t wd__desc_encode(const wd_model *m, uint8_t *p) {
     wd__putf(p + 8, d->lr_deep); wd__putf(p + 12, d->lr_wide); wd__putf(p + 16, d->ftrl_beta); wd__putf(p + 20, d->ftrl_l1);
     wd__putf(p + 24, d->ftrl_l2); wd__putf(p + 28, d->adagrad_init); wd__putf(p + 32, d->adam_beta1); wd__putf(p + 36, d->adam_beta2);
     wd__putf(p + 40, d->adam_eps); wd__putf(p + 44, d->emb_init); wd__put32(p + 48, (uint32_t)d->pooling); wd__put32(p + 52, (uint32_t)d->ncross);
-    wd__put32(p + 56, d->cross_buckets); wd__put32(p + 60, (uint32_t)(d->no_wide | d->no_deep << 1));
+    wd__put32(p + 56, d->cross_buckets); wd__put32(p + 60, (uint32_t)(d->no_wide | d->no_deep << 1 | d->precision << 2));
     wd__put64(p + 64, d->seed);
     wd__put32(p + 72, (uint32_t)m->schema.ndense); wd__put32(p + 76, (uint32_t)m->schema.nslots);
     uint8_t *q = p + 80;
@@ -4142,7 +5020,7 @@ static void wd__desc_decode(const uint8_t *p, wd_model_desc *d, wd_schema *s) {
     d->adam_eps = wd__getf(p + 40); d->emb_init = wd__getf(p + 44); d->pooling = (int)wd__get32(p + 48); d->ncross = (int)wd__get32(p + 52);
     d->cross_buckets = wd__get32(p + 56);
     uint32_t fl = wd__get32(p + 60);
-    d->no_wide = fl & 1; d->no_deep = (fl >> 1) & 1;
+    d->no_wide = fl & 1; d->no_deep = (fl >> 1) & 1; d->precision = (int)(fl >> 2);   // version-1 files: fp32
     d->seed = wd__get64(p + 64);
     s->ndense = (int)wd__get32(p + 72); s->nslots = (int)wd__get32(p + 76);
     if (s->nslots < 0 || s->nslots > WD_MAX_SLOTS) s->nslots = -1;   // wd_schema_check rejects it
@@ -4316,6 +5194,7 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
 // ---- 17. Device interface ----------------------------------------------------------------------
 WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {
     memset(v, 0, sizeof *v);
+    __atomic_store_n(&m->lp_fresh, 0, __ATOMIC_RELEASE);   // the holder may write parameters
     v->desc = &m->d; v->schema = &m->schema;
     v->E = m->E; v->D = m->D; v->S = m->S; v->IN = m->IN; v->R = m->R; v->nlayers = m->nlayers;
     for (int l = 0; l < m->nlayers; l++) {
@@ -4330,67 +5209,85 @@ WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {
     v->epoch = &m->epoch; v->batch = &m->batch; v->step = &m->step; v->batch_size = &m->batch_size;
 }
 
-static void wd__plan_add(wd_plan *p, const char *name, int64_t bytes) {
-    if (p->n >= WD_PLAN_MAX) return;
+WDDEF const char *wd_buf_name(int buf) {
+    static const char *names[WD_BUF_COUNT] = {
+        "dense params", "dense state 1", "dense state 2", "wide weights", "wide ftrl z", "wide ftrl n",
+        "embeddings", "embedding state 1", "embedding state 2", "input batch", "mlp input x", "activations",
+        "gradient", "logits, probabilities", "dense gradient", "column-sum partials", "sparse keys",
+        "sparse keys (alt)", "sparse occurrences", "sparse occurrences (alt)", "sparse unique keys",
+        "sparse run counts", "sparse run offsets", "segment counts", "segment firsts", "segment runs",
+        "segment rows", "merged rows", "sparse exchange", "sort scratch", "cublasLt workspace", "device state"};
+    return buf >= 0 && buf < WD_BUF_COUNT ? names[buf] : "?";
+}
+static wd_status wd__plan_add(wd_plan *p, int buf, int index, int64_t bytes) {
+    if (p->n >= WD_PLAN_MAX) return wd__fail(WD_ERR_INTERNAL, "device plan: more than %d buffers", WD_PLAN_MAX);
+    if (bytes < 0) return wd__fail(WD_ERR_LIMIT, "device plan: %s too large", wd_buf_name(buf));
     wd_plan_entry *e = &p->e[p->n++];
-    snprintf(e->name, sizeof e->name, "%s", name);
+    e->buf = buf; e->index = index;
     e->bytes = (bytes + 255) & ~(int64_t)255;   // every buffer 256-byte aligned
     e->offset = p->total;
     p->total += e->bytes;
+    return WD_OK;
 }
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out) {
-    if (!m || !out || batch <= 0 || ranks <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: bad arguments");
+    if (!m || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: NULL argument");
+    if (batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: batch %d must be positive", batch);
+    if (ranks <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_plan_make: ranks %d must be positive", ranks);
     memset(out, 0, sizeof *out);
-    int64_t B = batch, ne = wd__deep(m) ? m->emb_rows * m->E : 0, occ = B * (m->S + m->d.ncross);
-    int widest = m->IN;
-    for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
-    // parameters and optimizer state
-    wd__plan_add(out, "dense params", 4 * m->P);
-    wd__plan_add(out, "dense state 1", 4 * m->P);
-    wd__plan_add(out, "dense state 2", 4 * m->P);
-    wd__plan_add(out, "wide weights", 4 * m->wide_rows);
-    wd__plan_add(out, "wide ftrl z", 4 * m->wide_rows);
-    wd__plan_add(out, "wide ftrl n", 4 * m->wide_rows);
-    wd__plan_add(out, "embeddings", 4 * ne);
-    wd__plan_add(out, "embedding state 1", 4 * ne);
-    wd__plan_add(out, "embedding state 2", m->d.optimizer == WD_ADAM ? 4 * ne : 0);
-    // two input batches (copy of one overlaps compute on the other), laid out like a host wd_batch
-    wd_batch shape;
+    int64_t B = batch, ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+    int64_t INp = (m->IN + 15) / 16 * 16, H0 = m->nlayers ? m->layer[0].out : 0;
+    int64_t Pd = m->P + (INp - m->IN) * H0;
+    int64_t rows = 0;   // sparse rows of one rank's step
+    for (int k = 0; k < m->S; k++) rows += m->schema.slot[k].kind == WD_MULTI_HOT ? B * WD_PLAN_MULTI_HOT_IDS : B;
+    rows += B * m->d.ncross;
+    int64_t N = rows * ranks, NS = N + N / 32 + 1;
+    int64_t widest = INp, colw = m->D + 1;
+    for (int l = 0; l < m->nlayers; l++) { widest = WD__MAX(widest, (int64_t)m->layer[l].out); colw = WD__MAX(colw, (int64_t)m->layer[l].out); }
+    wd_batch shape;   // input batches as the loader lays them out
     memset(&shape, 0, sizeof shape);
     shape.ndense = m->D; shape.nslots = m->S;
     for (int k = 0; k < m->S; k++) shape.kind[k] = m->schema.slot[k].kind;
-    int64_t bb = (int64_t)wd__batch_carve(&shape, NULL, batch, 0);
-    wd__plan_add(out, "input batch 0", bb);
-    wd__plan_add(out, "input batch 1", bb);
-    // activations and gradients
-    wd__plan_add(out, "mlp input x", 4 * B * m->IN);
-    for (int l = 0; l < m->nlayers; l++) {
-        char name[40];
-        snprintf(name, sizeof name, "activations layer %d", l);
-        wd__plan_add(out, name, 4 * B * m->layer[l].out);
-    }
-    wd__plan_add(out, "gradient ping", 4 * B * widest);
-    wd__plan_add(out, "gradient pong", 4 * B * widest);
-    wd__plan_add(out, "logits, probabilities", 4 * 4 * B);
-    wd__plan_add(out, "dense gradient", 4 * (m->P + 2));
-    // sparse rows: keys and occurrence indexes (sorted and not), runs, merged
-    // rows; with several ranks every list may hold all ranks' rows
-    int64_t occr = occ * ranks;
-    wd__plan_add(out, "sparse keys", 8 * occr);
-    wd__plan_add(out, "sparse keys sorted", 8 * occr);
-    wd__plan_add(out, "sparse occurrences", 4 * occr);
-    wd__plan_add(out, "sparse occurrences sorted", 4 * occr);
-    wd__plan_add(out, "sparse unique keys", 8 * occr);
-    wd__plan_add(out, "sparse run counts", 4 * (occr + 1));
-    wd__plan_add(out, "sparse run offsets", 4 * (occr + 1));
-    wd__plan_add(out, "sparse merged rows", 4 * occr * m->R);
-    wd__plan_add(out, "sparse send", ranks > 1 ? (8 + 4 * (int64_t)m->R) * occ : 0);
-    wd__plan_add(out, "sparse gathered keys", ranks > 1 ? 8 * occr : 0);
-    wd__plan_add(out, "sparse gathered rows", ranks > 1 ? 4 * occr * m->R : 0);
-    // CUB radix sort + run-length encode scratch: the backend checks its real
-    // need against this bound (keys+values again plus 1 MiB) and fails cleanly
-    wd__plan_add(out, "sort scratch", 12 * occr + (1 << 20));
-    wd__plan_add(out, "cublasLt workspace", 32 << 20);
+    int64_t bb = (int64_t)wd__batch_carve(&shape, NULL, batch, B * WD_PLAN_MULTI_HOT_IDS);
+    struct { int buf, index; int64_t bytes; } want[WD_PLAN_MAX];
+    int n = 0;
+#define WD__P(b_, i_, bytes_) do { want[n].buf = (b_); want[n].index = (i_); want[n].bytes = (bytes_); n++; } while (0)
+    WD__P(WD_BUF_DENSE, 0, 4 * Pd);
+    WD__P(WD_BUF_DENSE_S1, 0, 4 * Pd);
+    WD__P(WD_BUF_DENSE_S2, 0, 4 * Pd);
+    WD__P(WD_BUF_WIDE, 0, 4 * m->wide_rows);
+    WD__P(WD_BUF_WIDE_Z, 0, 4 * m->wide_rows);
+    WD__P(WD_BUF_WIDE_N, 0, 4 * m->wide_rows);
+    WD__P(WD_BUF_EMB, 0, 4 * ne);
+    WD__P(WD_BUF_EMB_S1, 0, 4 * ne);
+    WD__P(WD_BUF_EMB_S2, 0, wd_opt_states(m->d.optimizer) > 1 ? 4 * ne : 0);
+    WD__P(WD_BUF_BATCH, 0, bb);
+    WD__P(WD_BUF_BATCH, 1, bb);
+    WD__P(WD_BUF_X, 0, 4 * B * INp);
+    for (int l = 0; l < m->nlayers; l++) WD__P(WD_BUF_ACT, l, 4 * B * m->layer[l].out);
+    WD__P(WD_BUF_GRAD, 0, 4 * B * widest);
+    WD__P(WD_BUF_GRAD, 1, 4 * B * widest);
+    WD__P(WD_BUF_LOGITS, 0, 4 * 4 * B);
+    WD__P(WD_BUF_DENSE_GRAD, 0, 4 * (Pd + WD__TAIL));
+    WD__P(WD_BUF_PARTIAL, 0, 4 * (B / 256 + 1) * colw);
+    WD__P(WD_BUF_KEYS, 0, 8 * N);
+    WD__P(WD_BUF_KEYS_ALT, 0, 8 * N);
+    WD__P(WD_BUF_OCC, 0, 4 * N);
+    WD__P(WD_BUF_OCC_ALT, 0, 4 * N);
+    WD__P(WD_BUF_UKEYS, 0, 8 * (N + 1));
+    WD__P(WD_BUF_RUN_COUNT, 0, 4 * (N + 1));
+    WD__P(WD_BUF_RUN_OFF, 0, 4 * (N + 1));
+    WD__P(WD_BUF_SEG_COUNT, 0, 4 * (N + 1));
+    WD__P(WD_BUF_SEG_FIRST, 0, 4 * (N + 1));
+    WD__P(WD_BUF_SEG_RUN, 0, 4 * NS);
+    WD__P(WD_BUF_SEG_ROWS, 0, 4 * NS * m->R);
+    WD__P(WD_BUF_ROWS, 0, 4 * N * m->R);
+    // each rank sends its merged rows (count, keys, rows; at most `rows`) and receives every rank's
+    WD__P(WD_BUF_EXCHANGE, 0, ranks > 1 ? (int64_t)(ranks + 1) * (16 + (8 + 4 * (int64_t)m->R) * rows) : 0);
+    WD__P(WD_BUF_SORT_SCRATCH, 0, 8 * N + (4 << 20));
+    WD__P(WD_BUF_GEMM_WS, 0, 32 << 20);
+    WD__P(WD_BUF_STATE, 0, 4096);
+#undef WD__P
+    for (int i = 0; i < n; i++) WD__TRY(wd__plan_add(out, want[i].buf, want[i].index, want[i].bytes));
     return WD_OK;
 }
 WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out) {
@@ -4401,9 +5298,14 @@ WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, 
     wd__free(m);
     return st;
 }
-WDDEF int64_t wd_plan_offset(const wd_plan *p, const char *name) {
-    for (int i = 0; i < p->n; i++) if (strcmp(p->e[i].name, name) == 0) return p->e[i].offset;
-    return -1;
+WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes) {
+    for (int i = 0; p && i < p->n; i++)
+        if (p->e[i].buf == buf && p->e[i].index == index) {
+            if (offset) *offset = p->e[i].offset;
+            if (bytes) *bytes = p->e[i].bytes;
+            return WD_OK;
+        }
+    return wd__fail(WD_ERR_INTERNAL, "device plan has no buffer '%s' (index %d)", wd_buf_name(buf), index);
 }
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE

@@ -1,7 +1,6 @@
 // widedeep_cuda.cu - the CUDA backend of widedeep.h: the same Wide&Deep model
-// trained on NVIDIA GPUs (cuBLASLt GEMMs, CUB sort-and-merge of sparse rows,
-// fused optimizers), one host thread and one loader per GPU, gradients
-// combined through wd_comm (NCCL across GPUs). MIT licence.
+// on NVIDIA GPUs, behind the header's wd_backend_ops. wd_train's one loop
+// (widedeep.h, section 15) drives it: this file holds arithmetic only. MIT licence.
 //
 // Build: nvcc -O3 -arch=sm_90 -DWD_HAVE_CUDA -c widedeep_cuda.cu, then link the
 // host program (built with -DWD_HAVE_CUDA) against widedeep_cuda.o
@@ -9,22 +8,31 @@
 // declarations only; the host program holds the implementation.
 //
 // Contents
-//   1. Checks        every CUDA / cuBLASLt / NCCL call -> wd_status with call, file, line
-//   2. Kernels       gather+pool, wide logit, loss, bias/ReLU grads, sparse merge+update, dense update
-//   3. GEMMs         cuBLASLt row-major wrappers (bias and bias+ReLU epilogues), TF32
-//   4. Device model  one allocation carved by wd_plan_make(), upload, download
-//   5. Step          forward, backward, exchange, update
-//   6. Communicators NCCL (wd_comm), and several ranks on one GPU (tests)
-//   7. wd_cuda_train the trainer: a host thread and a loader per rank
+//   1. Checks        every CUDA / cuBLASLt / NCCL call -> wd_status with call, file, line, message
+//   2. Kernels       one small launcher each, in step order; the update rules and hashes are
+//                    the header's (wd_opt_*, wd_cross_hash), compiled for the device
+//   3. GEMMs         cuBLASLt: descriptors, layouts and an algorithm made once per shape
+//   4. Device rank   the plan's buffers (wd_plan_find), upload and download of the model
+//   5. Step          forward, backward, exchange, checks, updates; a CUDA graph on one rank
+//   6. Backend       submit / complete / predict / download for wd_train's loop
+//   7. Communicators NCCL (a shared abort flag per process), and several ranks on one GPU
 //
-// Scope of this version: one-hot slots (Criteo, Avazu); multi-hot schemas get
-// WD_ERR_UNSUPPORTED. FP32 storage, TF32 GEMMs (WD_CUDA_FP32=1: FP32). Not built
-// yet: BF16 compute with loss scaling, CUDA graphs, evaluation on the device
-// (wd_evaluate runs on the CPU after training).
-// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs; WD_CUDA_MAX_BYTES caps the device
-// memory the plan may use; WD_COMM_TIMEOUT seconds before a stuck NCCL
-// collective aborts (default 600); WD_CHECK_TABLES=K compares the replicas'
-// table checksums across ranks every K steps; WD_CUDA_TIMING=1 times stages.
+// A step, in order: gather embeddings into x -> MLP forward (cuBLASLt, bias and
+// ReLU epilogues) -> wide logit, loss, dlogit (per-block partials, summed in a
+// fixed order) -> MLP backward (GEMMs; bias gradients as two-level column
+// sums) -> sparse rows: one key per id occurrence, radix sort, runs of equal
+// keys, runs cut into segments of at most WDC_SEG rows (a hot id is summed by
+// many warps, then its segments in order) -> with several ranks: the dense
+// gradient is allreduced and every rank's merged rows allgathered and merged
+// again (rank order) -> checks (loss finite, every gradient finite and below
+// WD__GRAD_MAX's 1e15; a stop vote) -> updates -> results into pinned memory.
+// Every sum has a fixed order, so a step is deterministic.
+//
+// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
+// no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph);
+// WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
+// seconds before a rank waiting on others gives up (default 600);
+// WD_CHECK_TABLES=K compares the replicas' table checksums every K steps.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -44,16 +52,13 @@
 #include <unistd.h>
 
 // ---- 1. Checks --------------------------------------------------------------------------------
-// Messages go to the host implementation's per-thread wd_last_error().
-static thread_local char wdc_err[512];
 static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
-    char tmp[512];   // arguments may point into wd_last_error()'s buffer
+    char tmp[1024];   // arguments may point into wd_last_error()'s buffer
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    memcpy(wdc_err, tmp, sizeof tmp);
-    wd_set_last_error(wdc_err);
+    wd_set_last_error(tmp);
     return st;
 }
 #define WDC_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
@@ -63,653 +68,1258 @@ static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
 #define WDC_NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) \
     return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, ncclGetErrorString(r_)); } while (0)
 #define WDC_TRY(expr) do { wd_status t_ = (expr); if (t_ != WD_OK) return t_; } while (0)
-#define WDC_LAUNCH() WDC_CUDA(cudaGetLastError())
+#define WDC_LAUNCH(name) do { cudaError_t e_ = cudaGetLastError(); if (e_ != cudaSuccess) \
+    return wdc_fail(WD_ERR_DEVICE, "kernel %s failed to launch at %s:%d: %s", name, __FILE__, __LINE__, cudaGetErrorString(e_)); } while (0)
 
 static double wdc_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double wdc_env(const char *name, double dflt) {
+    const char *v = getenv(name);
+    return v && *v ? atof(v) : dflt;
+}
 
 // ---- 2. Kernels ---------------------------------------------------------------------------------
-// Slot id arrays of a device batch, passed by value.
-struct wdc_ids { const uint32_t *ids[WD_MAX_SLOTS]; };
-struct wdc_cross { int a[WD_MAX_CROSSES], b[WD_MAX_CROSSES]; };
+#define WDC_THREADS 256             // threads per block of every kernel over elements; reductions size their shared arrays by it
+#define WDC_WARPS (WDC_THREADS / 32)
+#define WDC_SEG 32                  // most rows of one run a warp sums (hot ids: many warps, then their segments)
+#define WDC_CHUNK 256               // rows per block of a column sum's first level
+#define WDC_GRAD_MAX 1e15f          // the header's WD__GRAD_MAX: a larger gradient refuses the step
+static unsigned wdc_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
 
-// The same mix as the CPU's wd__mix64 / wd_cross_bucket (tested against it).
-__device__ __forceinline__ uint64_t wdc_mix64(uint64_t x) {
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-__device__ __forceinline__ uint32_t wdc_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) {
-    return (uint32_t)(wdc_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
+// Step flags (wdc_state.flags, wdc_result.flags).
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16 };
+#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER)
+
+// What one finished step reports to the host (copied to pinned memory).
+struct wdc_result {
+    float tail[4];                  // loss sum, weight sum, samples, stop votes (over all ranks)
+    int flags, halted;              // this step's flags; failures of this or an earlier step
+    long long step;                 // steps applied after it
+    unsigned long long checksum;    // WD_CHECK_TABLES: this replica's checksum
+};
+// Device-side state of a rank (WD_BUF_STATE).
+struct wdc_state {
+    long long step;                 // steps applied: Adam's t
+    int halted;                     // failure flags of an earlier step: nothing changes any more
+    int flags;                      // this step's
+    float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
+    float c1, c2;                   // Adam's bias corrections for this step
+    int nruns, nsegs;               // runs and segments of the current sort
+    int vote[2];                    // the host's stop vote, per input buffer
+    unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
+    wdc_result res[2];              // per input buffer
+    long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
+};
+
+// A device batch: pointers into one input buffer (same carve as a host wd_batch).
+struct wdc_batch {
+    const float *label, *weight, *dense;
+    const uint32_t *ids[WD_MAX_SLOTS];
+    const uint32_t *offs[WD_MAX_SLOTS];   // multi-hot: (B + 1) CSR offsets
+};
+// Shapes and settings every kernel reads, by value.
+struct wdc_dims {
+    int B, D, S, E, IN, INp, R;
+    int T1, n1;                     // occurrences per sample in the one-hot region: n1 one-hot slots + crosses
+    int onehot[WD_MAX_SLOTS];       // slot of one-hot position t < n1
+    int nmh, mh[WD_MAX_SLOTS];      // multi-hot slots
+    int MH;                         // ids per sample reserved per multi-hot slot
+    int ncross, cross_a[WD_MAX_CROSSES], cross_b[WD_MAX_CROSSES];
+    uint32_t cross_buckets;
+    int kind[WD_MAX_SLOTS];
+    int mean, wide, deep;
+    long long emb_rows, P_mlp, Pd;
+    long long rows;                 // sparse occurrences of one rank's step (N1max)
+    unsigned long long sentinel;    // key of unused occurrences: above every real key
+};
+
+// A sample's ids in slot k.
+__device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc_dims &d, int k, int i, int *count) {
+    if (d.kind[k] == WD_MULTI_HOT) { uint32_t a = b.offs[k][i]; *count = (int)(b.offs[k][i + 1] - a); return b.ids[k] + a; }
+    *count = 1;
+    return b.ids[k] + i;
 }
 
-// x (n, IN) = [dense | emb rows of every slot], all slots in one launch:
-// grid.x over samples, threads over the IN columns.
-__global__ void wdc_gather_pool(float *x, const float *dense, wdc_ids ids, const float *emb, const int64_t *table_off,
-                                int n, int D, int S, int E) {
+// x (n, INp) = [dense | pooled embedding of every slot | zero padding], one block per sample.
+__global__ void wdc_gather_k(float *x, wdc_batch b, const float *emb, const long long *table_off, wdc_dims d, int n) {
     int i = blockIdx.x;
     if (i >= n) return;
-    int IN = D + S * E;
-    for (int c = threadIdx.x; c < IN; c += blockDim.x) {
-        float v;
-        if (c < D) v = dense[(size_t)i * D + c];
-        else {
-            int k = (c - D) / E, e = (c - D) % E;
-            v = emb[(table_off[k] + ids.ids[k][i]) * E + e];
+    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) {
+        float v = 0.0f;
+        if (c < d.D) v = b.dense[(size_t)i * d.D + c];
+        else if (c < d.IN) {
+            int k = (c - d.D) / d.E, e = (c - d.D) % d.E, cnt;
+            const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
+            for (int j = 0; j < cnt; j++) v += emb[(table_off[k] + ids[j]) * d.E + e];
+            if (d.mean && cnt > 1) v /= (float)cnt;
         }
-        x[(size_t)i * IN + c] = v;
+        x[(size_t)i * d.INp + c] = v;
     }
 }
+static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch &b, const float *emb, const long long *toff, const wdc_dims &d, int n) {
+    wdc_gather_k<<<n, 128, 0, st>>>(x, b, emb, toff, d, n);
+    WDC_LAUNCH("gather");
+    return WD_OK;
+}
 
-// wide logit, probability, loss and dlogit per sample; loss and weight sums
-// are added into acc[0], acc[1] (the two floats after the dense gradient).
-__global__ void wdc_wide_loss(float *prob, float *dlogit, float *acc, const float *deep_out, const float *dense,
-                              const float *label, const float *weight, wdc_ids ids, const float *wide,
-                              const float *wide_dense, const int64_t *table_off, wdc_cross cr, int ncross,
-                              uint32_t cross_buckets, int n, int D, int S, int has_wide) {
-    __shared__ float sl[256], sw[256];
+// The wide logit of sample i (section 13's wide part; multi-hot mean-pooled like the deep part).
+__device__ __forceinline__ float wdc_wide_logit(int i, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
+                                                const long long *table_off) {
+    float z = wdense[d.D];
+    for (int j = 0; j < d.D; j++) z += wdense[j] * b.dense[(size_t)i * d.D + j];
+    for (int k = 0; k < d.S; k++) {
+        int cnt;
+        const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
+        float s = 0.0f;
+        for (int j = 0; j < cnt; j++) s += wide[table_off[k] + ids[j]];
+        z += (d.mean && cnt > 1) ? s / (float)cnt : s;
+    }
+    for (int c = 0; c < d.ncross; c++)
+        z += wide[table_off[d.S + c] + wd_cross_hash(b.ids[d.cross_a[c]][i], b.ids[d.cross_b[c]][i], c, d.cross_buckets)];
+    return z;
+}
+// Per sample: probability, dlogit = w (p - y); per block: partial sums of
+// loss, weight, samples (w != 0) and dlogit, summed by wdc_loss_final.
+__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, wdc_batch b, wdc_dims d,
+                           const float *wide, const float *wdense, const long long *table_off, int n) {
+    __shared__ float sh[4][WDC_THREADS];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float l = 0.0f, w = 0.0f;
+    float l = 0.0f, w = 0.0f, cnt = 0.0f, dl = 0.0f;
     if (i < n) {
         float z = deep_out ? deep_out[i] : 0.0f;
-        if (has_wide) {
-            z += wide_dense[D];
-            for (int j = 0; j < D; j++) z += wide_dense[j] * dense[(size_t)i * D + j];
-            for (int k = 0; k < S; k++) z += wide[table_off[k] + ids.ids[k][i]];
-            for (int c = 0; c < ncross; c++)
-                z += wide[table_off[S + c] + wdc_cross_bucket(ids.ids[cr.a[c]][i], ids.ids[cr.b[c]][i], c, cross_buckets)];
-        }
-        float y = label[i];
-        w = weight[i];
+        if (d.wide) z += wdc_wide_logit(i, b, d, wide, wdense, table_off);
+        float y = b.label[i];
+        w = b.weight[i];
         float p = 1.0f / (1.0f + expf(-z));
         prob[i] = p;
-        dlogit[i] = w * (p - y);
+        dl = w * (p - y);
+        dlogit[i] = dl;
         l = w * (fmaxf(z, 0.0f) - z * y + log1pf(expf(-fabsf(z))));
+        cnt = w != 0.0f ? 1.0f : 0.0f;
     }
-    sl[threadIdx.x] = l; sw[threadIdx.x] = w;
+    sh[0][threadIdx.x] = l; sh[1][threadIdx.x] = w; sh[2][threadIdx.x] = cnt; sh[3][threadIdx.x] = dl;
     __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) { sl[threadIdx.x] += sl[threadIdx.x + s]; sw[threadIdx.x] += sw[threadIdx.x + s]; }
+    for (int s = WDC_THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) for (int q = 0; q < 4; q++) sh[q][threadIdx.x] += sh[q][threadIdx.x + s];
         __syncthreads();
     }
-    if (threadIdx.x == 0) { atomicAdd(&acc[0], sl[0]); atomicAdd(&acc[1], sw[0]); }
+    if (threadIdx.x < 4) part[(size_t)blockIdx.x * 4 + threadIdx.x] = sh[threadIdx.x][0];
+}
+// tail[0..2] = loss, weight, samples; tail[3] = this rank's stop vote;
+// the wide bias gradient (sum of dlogit) into *gbias. One thread, fixed order.
+__global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, int nblocks, const wdc_state *s, int slot) {
+    float acc[4] = {0, 0, 0, 0};
+    for (int q = 0; q < nblocks; q++) for (int j = 0; j < 4; j++) acc[j] += part[(size_t)q * 4 + j];
+    tail[0] = acc[0]; tail[1] = acc[1]; tail[2] = acc[2];
+    tail[3] = s->vote[slot] ? 1.0f : 0.0f;
+    if (gbias) *gbias = acc[3];
+}
+static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out,
+                          const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense, const long long *toff,
+                          const wdc_state *s, int slot, int n) {
+    unsigned nb = wdc_blocks(n, WDC_THREADS);
+    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, b, d, wide, wdense, toff, n);
+    WDC_LAUNCH("loss");
+    wdc_loss_final_k<<<1, 1, 0, st>>>(tail, gbias, part, (int)nb, s, slot);
+    WDC_LAUNCH("loss_final");
+    return WD_OK;
+}
+// Probabilities only (evaluation and prediction).
+__global__ void wdc_predict_k(float *prob, const float *deep_out, wdc_batch b, wdc_dims d, const float *wide, const float *wdense,
+                              const long long *table_off, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float z = deep_out ? deep_out[i] : 0.0f;
+    if (d.wide) z += wdc_wide_logit(i, b, d, wide, wdense, table_off);
+    prob[i] = 1.0f / (1.0f + expf(-z));
+}
+static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const wdc_batch &b, const wdc_dims &d,
+                                    const float *wide, const float *wdense, const long long *toff, int n) {
+    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, b, d, wide, wdense, toff, n);
+    WDC_LAUNCH("predict");
+    return WD_OK;
 }
 
-// g[j] = sum_i dz[i][j] (bias gradient) for a (n, m) row-major dz.
-__global__ void wdc_colsum(float *g, const float *dz, int n, int m) {
+// Column sums of a (n, m) row-major matrix (scaled per row by s when given),
+// in two levels with a fixed order: partial[chunk][j] over WDC_CHUNK rows
+// (32 columns x 8 row lanes per block), then out[j] = sum of the chunks.
+__global__ void wdc_colsum_part_k(float *partial, const float *a, int lda, int n, int m, const float *s) {
+    __shared__ float sh[8][33];
+    int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * WDC_CHUNK;
+    float acc = 0.0f;
+    if (j < m)
+        for (int r = r0 + threadIdx.y; r < min(n, r0 + WDC_CHUNK); r += 8) acc += a[(size_t)r * lda + j] * (s ? s[r] : 1.0f);
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < m) {
+        float t = 0.0f;
+        for (int q = 0; q < 8; q++) t += sh[q][threadIdx.x];
+        partial[(size_t)blockIdx.y * m + j] = t;
+    }
+}
+__global__ void wdc_colsum_final_k(float *out, const float *partial, int chunks, int m) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= m) return;
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += dz[(size_t)i * m + j];
-    g[j] = s;
+    float t = 0.0f;
+    for (int c = 0; c < chunks; c++) t += partial[(size_t)c * m + j];
+    out[j] = t;
 }
-// d[q] = a[q] > 0 ? d[q] : 0
-__global__ void wdc_relu_grad(float *d, const float *a, size_t count) {
+static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const float *a, int lda, int n, int m, const float *s) {
+    int chunks = (n + WDC_CHUNK - 1) / WDC_CHUNK;
+    wdc_colsum_part_k<<<dim3(wdc_blocks(m, 32), chunks), dim3(32, 8), 0, st>>>(partial, a, lda, n, m, s);
+    WDC_LAUNCH("colsum_part");
+    wdc_colsum_final_k<<<wdc_blocks(m, WDC_THREADS), WDC_THREADS, 0, st>>>(out, partial, chunks, m);
+    WDC_LAUNCH("colsum_final");
+    return WD_OK;
+}
+// d[q] = a[q] > 0 ? d[q] : 0 (the ReLU's derivative).
+__global__ void wdc_relu_grad_k(float *dd, const float *a, size_t count) {
     size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q < count && !(a[q] > 0.0f)) d[q] = 0.0f;
+    if (q < count && !(a[q] > 0.0f)) dd[q] = 0.0f;
 }
-// wide dense gradient: gw[j] = sum_i dlogit_i x_ij, gw[D] = sum_i dlogit_i
-__global__ void wdc_wide_dense_grad(float *gw, const float *dlogit, const float *dense, int n, int D) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j > D) return;
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += dlogit[i] * (j < D ? dense[(size_t)i * D + j] : 1.0f);
-    gw[j] = s;
+static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, size_t count) {
+    wdc_relu_grad_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(dd, a, count);
+    WDC_LAUNCH("relu_grad");
+    return WD_OK;
 }
-// Sparse keys: occurrence q = i * T + t (T = S + ncross) has key table_off[t] + id.
-__global__ void wdc_sparse_keys(uint64_t *key, uint32_t *occ, wdc_ids ids, const int64_t *table_off, wdc_cross cr,
-                                int ncross, uint32_t cross_buckets, int n, int S) {
-    int T = S + ncross;
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= n * T) return;
-    int i = q / T, t = q % T;
-    uint32_t id = t < S ? ids.ids[t][i] : wdc_cross_bucket(ids.ids[cr.a[t - S]][i], ids.ids[cr.b[t - S]][i], t - S, cross_buckets);
-    key[q] = (uint64_t)(table_off[t] + id);
+
+// Sparse occurrences. The one-hot region holds B x T1 (q = i T1 + t: one-hot
+// slots, then crosses); then each multi-hot slot j owns B x MH positions, of
+// which its batch uses offs[B]. Unused positions get the sentinel key.
+__device__ __forceinline__ int wdc_find_sample(const uint32_t *offs, int n, uint32_t p) {   // largest i with offs[i] <= p
+    int lo = 0, hi = n - 1;
+    while (lo < hi) { int mid = (lo + hi + 1) / 2; if (offs[mid] <= p) lo = mid; else hi = mid - 1; }
+    return lo;
+}
+// Where occurrence q comes from: sample, slot table (or cross), and the pooling scale.
+struct wdc_occ { int i, table, valid; float scale; };
+__device__ __forceinline__ wdc_occ wdc_occ_at(long long q, const wdc_batch &b, const wdc_dims &d) {
+    wdc_occ o;
+    o.valid = 1; o.scale = 1.0f;
+    long long one = (long long)d.B * d.T1;
+    if (q < one) {
+        o.i = (int)(q / d.T1);
+        int t = (int)(q % d.T1);
+        o.table = t < d.n1 ? d.onehot[t] : d.S + (t - d.n1);
+        return o;
+    }
+    long long per = (long long)d.B * d.MH;
+    int j = (int)((q - one) / per);
+    uint32_t p = (uint32_t)((q - one) % per);
+    int k = d.mh[j];
+    const uint32_t *offs = b.offs[k];
+    if (p >= offs[d.B]) { o.valid = 0; o.i = 0; o.table = k; return o; }
+    o.i = wdc_find_sample(offs, d.B, p);
+    o.table = k;
+    int cnt = (int)(offs[o.i + 1] - offs[o.i]);
+    if (d.mean && cnt > 1) o.scale = 1.0f / (float)cnt;
+    return o;
+}
+__global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, wdc_batch b, wdc_dims d, const long long *table_off) {
+    long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= d.rows) return;
+    wdc_occ o = wdc_occ_at(q, b, d);
+    unsigned long long k = d.sentinel;
+    if (o.valid) {
+        long long one = (long long)d.B * d.T1;
+        uint32_t id;
+        if (q >= one) id = b.ids[o.table][(q - one) % ((long long)d.B * d.MH)];
+        else if (o.table < d.S) id = b.ids[o.table][o.i];
+        else { int c = o.table - d.S; id = wd_cross_hash(b.ids[d.cross_a[c]][o.i], b.ids[d.cross_b[c]][o.i], c, d.cross_buckets); }
+        k = (unsigned long long)(table_off[o.table] + id);
+    }
+    key[q] = k;
     occ[q] = (uint32_t)q;
 }
-
-struct wdc_opt {
-    int optimizer;                  // WD_ADAGRAD / WD_ADAM
-    float lr_deep, lr_wide, beta, l1, l2, b1, b2, eps, c1, c2;
-    int has_wide, has_deep;
-};
-__device__ __forceinline__ void wdc_ftrl(float *w, float *z, float *n, float g, const wdc_opt &o) {
-    float nn = *n + g * g;
-    float sigma = (sqrtf(nn) - sqrtf(*n)) / o.lr_wide;
-    *z += g - sigma * *w;
-    *n = nn;
-    float zz = *z;
-    *w = (fabsf(zz) <= o.l1 || nn == 0.0f) ? 0.0f : -(zz - copysignf(o.l1, zz)) / ((o.beta + sqrtf(nn)) / o.lr_wide + o.l2);
+static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch &b, const wdc_dims &d, const long long *toff) {
+    wdc_keys_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(key, occ, b, d, toff);
+    WDC_LAUNCH("keys");
+    return WD_OK;
 }
-__device__ __forceinline__ void wdc_deep(float *w, float *s1, float *s2, float g, const wdc_opt &o) {
-    if (o.optimizer == WD_ADAGRAD) { *s1 += g * g; *w -= o.lr_deep * g / (sqrtf(*s1) + 1e-10f); }
-    else {
-        *s1 = o.b1 * *s1 + (1.0f - o.b1) * g;
-        *s2 = o.b2 * *s2 + (1.0f - o.b2) * g * g;
-        *w -= o.lr_deep * (*s1 / o.c1) / (sqrtf(*s2 / o.c2) + o.eps);
+// Runs cut into segments of at most WDC_SEG rows: counts per run, then the
+// run of every segment (scan in between); nsegs into the state.
+__global__ void wdc_seg_count_k(int *seg_cnt, const int *run_cnt, const unsigned long long *ukey, const wdc_state *s, int n, unsigned long long sentinel) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n) return;
+    seg_cnt[r] = (r < s->nruns && ukey[r] != sentinel) ? (run_cnt[r] + WDC_SEG - 1) / WDC_SEG : 0;
+}
+__global__ void wdc_seg_fill_k(int *seg_run, const int *seg_cnt, const int *seg_first, wdc_state *s, int n) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= n) return;
+    for (int j = 0; j < seg_cnt[r]; j++) seg_run[seg_first[r] + j] = r;
+    if (r == n - 1) s->nsegs = seg_first[r] + seg_cnt[r];
+}
+// One warp per segment: the sum of its occurrences' gradient rows (R floats:
+// wide, then E deep) in sorted (= occurrence) order, from dlogit and dx.
+__global__ void wdc_seg_sum_occ_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off, const int *run_cnt,
+                                  const uint32_t *occ_s, const wdc_state *s, wdc_batch b, wdc_dims d, const float *dlogit, const float *dx) {
+    int seg = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (seg >= s->nsegs) return;
+    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG, j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
+    for (int col = lane; col < d.R; col += 32) {
+        float acc = 0.0f;
+        for (int j = j0; j < j1; j++) {
+            wdc_occ o = wdc_occ_at(occ_s[j], b, d);
+            if (col == 0) acc += d.wide ? dlogit[o.i] * o.scale : 0.0f;
+            else if (o.table < d.S) acc += dx[(size_t)o.i * d.INp + d.D + o.table * d.E + (col - 1)] * o.scale;
+        }
+        seg_rows[(size_t)seg * d.R + col] = acc;
     }
 }
-
-// One warp per run of equal keys (runs from CUB's run-length encode over the
-// sorted occurrences): lane e sums embedding-gradient column e, lane 0 the wide
-// gradient, in occurrence order (deterministic). With apply, the merged row is
-// scaled by 1/sum(weights) and the optimizers update the touched rows; without,
-// the row is written to rows (R floats) for an exchange between ranks.
-// Rows come from dx/dlogit (local occurrences) or from gathered rows.
-__global__ void wdc_merge_rows(float *rows, uint64_t *ukey_out, const uint64_t *ukey, const int *run_off, const int *run_cnt,
-                               const int *nruns, const uint32_t *occ, int T, int S, int D, int E, int R,
-                               const float *dx, const float *dlogit, const float *in_rows,
-                               int apply, const float *acc, float *wide, float *wz, float *wn,
-                               float *emb, float *es1, float *es2, int64_t emb_rows, wdc_opt o) {
-    int run = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (run >= *nruns) return;
-    uint64_t key = ukey[run];
-    int a = run_off[run], c = run_cnt[run];
+// The same from rows gathered from every rank: occurrence q is row q of `in`.
+__global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off, const int *run_cnt,
+                                   const uint32_t *occ_s, const wdc_state *s, const float *in, int R) {
+    int seg = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (seg >= s->nsegs) return;
+    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG, j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
     for (int col = lane; col < R; col += 32) {
-        float s = 0.0f;
-        for (int j = 0; j < c; j++) {
-            uint32_t q = occ[a + j];
-            if (in_rows) s += in_rows[(size_t)q * R + col];
-            else {
-                int i = q / T, t = q % T;
-                if (col == 0) s += o.has_wide ? dlogit[i] : 0.0f;
-                else if (t < S) s += dx[(size_t)i * (D + S * E) + D + t * E + (col - 1)];
-            }
+        float acc = 0.0f;
+        for (int j = j0; j < j1; j++) acc += in[(size_t)occ_s[j] * R + col];
+        seg_rows[(size_t)seg * R + col] = acc;
+    }
+}
+// One warp per run: its segments summed in order into rows[r]; with check,
+// scaled by the batch's 1 / weight sum and checked (a bad value flags the step).
+__global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *seg_first, const int *seg_cnt, const unsigned long long *ukey,
+                                wdc_state *s, int R, unsigned long long sentinel, int check) {
+    int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= s->nruns || ukey[r] == sentinel) return;
+    for (int col = lane; col < R; col += 32) {
+        float acc = 0.0f;
+        for (int q = seg_first[r]; q < seg_first[r] + seg_cnt[r]; q++) acc += seg_rows[(size_t)q * R + col];
+        if (check) {
+            acc *= s->inv_w;
+            if (!(fabsf(acc) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
         }
-        if (!apply) { rows[(size_t)run * R + col] = s; if (col == 0) ukey_out[run] = key; continue; }
-        float g = s / acc[1];   // the batch's weighted mean
-        if (acc[1] <= 0.0f) continue;
-        if (col == 0) { if (o.has_wide) wdc_ftrl(&wide[key], &wz[key], &wn[key], g, o); }
-        else if ((int64_t)key < emb_rows) {
-            size_t at = (size_t)key * E + (col - 1);
-            wdc_deep(&emb[at], &es1[at], es2 ? &es2[at] : es1, g, o);
+        rows[(size_t)r * R + col] = acc;
+    }
+}
+// One warp per run: FTRL on the wide weight (col 0), the deep rule on the
+// embedding row (cols 1..E). Nothing when the step is flagged or halted.
+__global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *ukey, wdc_state *s, wdc_dims d, wd_opt o,
+                                   float *wide, float *wz, float *wn, float *emb, float *es1, float *es2) {
+    int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= s->nruns || ukey[r] == d.sentinel || s->flags || s->halted || s->inv_w == 0.0f) return;
+    long long key = (long long)ukey[r];
+    o.c1 = s->c1; o.c2 = s->c2;
+    for (int col = lane; col < d.R; col += 32) {
+        float g = rows[(size_t)r * d.R + col], *w;
+        if (col == 0) {
+            if (!d.wide) continue;
+            w = &wide[key];
+            wd_opt_ftrl(w, &wz[key], &wn[key], g, &o);
+        } else {
+            if (key >= d.emb_rows) continue;
+            size_t at = (size_t)key * d.E + (col - 1);
+            w = &emb[at];
+            wd_opt_deep(&o, w, &es1[at], es2 ? &es2[at] : NULL, g);
         }
+        if (!isfinite(*w)) atomicOr(&s->flags, WDC_BAD_PARAM);
     }
 }
 
-// The fused dense update over the flat buffer: Adagrad/Adam for the MLP,
-// FTRL for the wide dense weights; g is the summed gradient, acc[1] the weight sum.
-__global__ void wdc_dense_update(float *w, float *s1, float *s2, const float *g, const float *acc, int64_t P_mlp, int64_t P, wdc_opt o) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= P || acc[1] <= 0.0f) return;
-    float gi = g[i] / acc[1];
-    if (i < P_mlp) wdc_deep(&w[i], &s1[i], &s2[i], gi, o);
-    else if (o.has_wide) wdc_ftrl(&w[i], &s1[i], &s2[i], gi, o);
+// Before the checks: 1 / weight sum, the stop vote, a finite loss, Adam's corrections.
+__global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, float b2) {
+    int f = 0;
+    if (tail[3] > 0.0f) f |= WDC_STOP;
+    else if (!isfinite(tail[0])) f |= WDC_BAD_LOSS;
+    s->flags = f;
+    s->inv_w = tail[1] > 0.0f ? 1.0f / tail[1] : 0.0f;
+    wd_opt o;
+    o.b1 = b1; o.b2 = b2;
+    wd_opt_at_step(&o, s->step);
+    s->c1 = o.c1; s->c2 = o.c2;
 }
-__global__ void wdc_add(float *dst, const float *src, size_t count) {
-    size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q < count) dst[q] += src[q];
+// Every dense gradient value of the step, scaled, finite and below the limit.
+__global__ void wdc_dense_check_k(wdc_state *s, const float *g, long long P) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P || s->flags || s->inv_w == 0.0f) return;
+    if (!(fabsf(g[i] * s->inv_w) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
 }
-// A position-weighted sum of an array (for comparing replicas): acc[0] +=.
-__global__ void wdc_checksum(double *acc, const float *x, int64_t n) {
-    __shared__ double part[256];
-    double s = 0;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        s += (double)x[i] * (double)((i % 1021) + 1);
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int k = blockDim.x / 2; k > 0; k >>= 1) { if ((int)threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k]; __syncthreads(); }
-    if (threadIdx.x == 0) atomicAdd(acc, part[0]);
+// The dense update over the flat device buffer: the deep rule for the MLP,
+// FTRL for the wide dense weights and bias.
+__global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp, long long P, int wide, wd_opt o) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= P || s->flags || s->halted || s->inv_w == 0.0f) return;
+    float gi = g[i] * s->inv_w;
+    o.c1 = s->c1; o.c2 = s->c2;
+    if (i < P_mlp) wd_opt_deep(&o, &w[i], &s1[i], &s2[i], gi);
+    else if (wide) wd_opt_ftrl(&w[i], &s1[i], &s2[i], gi, &o);
+    else return;
+    if (!isfinite(w[i])) atomicOr(&s->flags, WDC_BAD_PARAM);
 }
-__global__ void wdc_iota(uint32_t *o, int n) {
-    int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q < n) o[q] = (uint32_t)q;
+// After the updates: the step counts unless it was a stop or failed; a
+// failure halts every later step; the results for the host.
+__global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
+    int was = s->halted;
+    if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
+    if (!(s->flags & (WDC_STOP | WDC_FAILED)) && !was) s->step++;
+    wdc_result *r = &s->res[slot];
+    for (int q = 0; q < 4; q++) r->tail[q] = tail[q];
+    r->flags = s->flags; r->halted = s->halted; r->step = s->step; r->checksum = s->checksum;
+}
+// Several ranks: this rank's merged rows into its send block (count, keys,
+// rows; unused keys the sentinel), and the gathered blocks back into one
+// key list (occurrence q = rank * rows + j).
+__global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long nrows, int R, unsigned long long sentinel) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= nrows) return;
+    unsigned long long *keys = (unsigned long long *)(send + 16);
+    float *out = (float *)(send + 16 + 8 * nrows);
+    int valid = j < s->nruns && ukey[j] != sentinel;
+    keys[j] = valid ? ukey[j] : sentinel;
+    for (int c = 0; c < R; c++) out[(size_t)j * R + c] = valid ? rows[(size_t)j * R + c] : 0.0f;
+}
+__global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long nrows, int ranks, int R) {
+    long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= nrows * ranks) return;
+    long long r = q / nrows, j = q % nrows;
+    size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)nrows;
+    const char *blk = recv + (size_t)r * block;
+    key[q] = ((const unsigned long long *)(blk + 16))[j];
+    occ[q] = (uint32_t)q;
+    const float *in = (const float *)(blk + 16 + 8 * nrows);
+    for (int c = 0; c < R; c++) rows_out[(size_t)q * R + c] = in[(size_t)j * R + c];
+}
+// WD_CHECK_TABLES: an order-independent checksum (integer sums of the bit
+// patterns times a position hash), so identical replicas give equal sums.
+__global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long long n, unsigned long long salt) {
+    unsigned long long s = 0;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint32_t u = __float_as_uint(x[i]);
+        s += (unsigned long long)u * (wd_mix64((unsigned long long)i ^ salt) | 1ull);
+    }
+    atomicAdd(acc, s);
+}
+// Gathered checksums (ranks of them) all equal? Flags the step otherwise.
+__global__ void wdc_checksum_cmp_k(wdc_state *s, const unsigned long long *all, int ranks) {
+    for (int q = 1; q < ranks; q++) if (all[q] != all[0]) s->flags |= WDC_TABLES_DIFFER;
+}
+// Sums chunk [a, e) of every rank's buffer in rank order into out (same-GPU ranks).
+struct wdc_ptrs { const float *p[256]; };
+__global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t e) {
+    size_t q = a + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= e) return;
+    float t = 0.0f;
+    for (int r = 0; r < n; r++) t += in.p[r][q];
+    out[q] = t;
 }
 
 // ---- 3. GEMMs -----------------------------------------------------------------------------------
-// Row-major C (m, n) = op(A) (m, k) * op(B) (k, n) [+ bias, ReLU], as the
-// column-major product C^T = op(B)^T op(A)^T that cuBLASLt computes.
-struct wdc_blas { cublasLtHandle_t lt; void *ws; size_t ws_bytes; cublasComputeType_t compute; };
-
-static wd_status wdc_gemm(wdc_blas *bl, cudaStream_t st, int ta, int tb, int m, int n, int k, const float *A, const float *B,
-                          float *C, const float *bias, int relu) {
+// Row-major C (M, N) = op(A) (M, K) * op(B) (K, N) [+ bias per column, ReLU],
+// as the column-major C^T = op(B)^T op(A)^T that cuBLASLt computes. Made once
+// per shape: descriptors, layouts and the heuristic's best algorithm for the
+// workspace we have.
+struct wdc_mm {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
-    // column-major view: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m)
+    cublasLtMatmulAlgo_t algo;
+    int M, N, K;
+};
+static void wdc_mm_free(wdc_mm *p) {
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    memset(p, 0, sizeof *p);
+}
+static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, cublasComputeType_t compute, int ta, int tb, int M, int N, int K,
+                             const float *bias, int relu, size_t ws_bytes) {
+    memset(p, 0, sizeof *p);
+    p->M = M; p->N = N; p->K = K;
     cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    WDC_LT(cublasLtMatmulDescCreate(&desc, bl->compute, CUDA_R_32F));
-    WDC_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
-    WDC_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (bias) {   // bias per row of C^T = per column of row-major C
+    WDC_LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+    WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
+    WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+    if (bias) {
         cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-        WDC_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        WDC_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
-    // row-major B (k, n) [or (n, k) if tb] is column-major (n, k) [(k, n)]
-    WDC_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, tb ? k : n, tb ? n : k, tb ? k : n));
-    WDC_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, ta ? m : k, ta ? k : m, ta ? m : k));
-    WDC_LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, m, n));
-    float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(bl->lt, desc, &one, B, la, A, lb, &zero, C, lc, C, lc, NULL, bl->ws, bl->ws_bytes, st);
-    cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb); cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
-    if (s != CUBLAS_STATUS_SUCCESS) return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d) failed: status %d", m, n, k, (int)s);
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, tb ? K : N, tb ? N : K, tb ? K : N));
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, ta ? M : K, ta ? K : M, ta ? M : K));
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, N, M, N));
+    cublasLtMatmulPreference_t pref;
+    WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
+    cublasStatus_t s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    cublasStatus_t s2 = s1 == CUBLAS_STATUS_SUCCESS ? cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found) : s1;
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s2 != CUBLAS_STATUS_SUCCESS || found < 1)
+        return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (status %d)", M, N, K, (int)s2);
+    p->algo = res.algo;
+    return WD_OK;
+}
+static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, const float *A, const float *B, float *C, void *ws, size_t ws_bytes, cudaStream_t st) {
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo, ws, ws_bytes, st);
+    if (s != CUBLAS_STATUS_SUCCESS) return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d) failed: status %d", p->M, p->N, p->K, (int)s);
     return WD_OK;
 }
 
-// ---- 4. Device model ----------------------------------------------------------------------------
+// ---- 4. Device rank -----------------------------------------------------------------------------
 struct wdc_rank {
-    int rank, device;
+    int rank, ranks, device, B;
+    wd_model *model;
     wd_model_view v;
+    wd_opt opt;                     // the model's rates and constants (c1, c2 come from the device)
+    wdc_dims d;
+    int key_bits;
+    // dense layout on the device: layer 0's rows padded to INp (the rest shifted by pad)
+    long long pad, lw[WD_MAX_LAYERS + 1], lb[WD_MAX_LAYERS + 1];
     wd_plan plan;
-    int B;                          // samples per step on this rank
-    char *slab;                     // the one allocation, carved by the plan
+    char *slab;
     float *dense, *s1, *s2, *wide, *wz, *wn, *emb, *es1, *es2;
     char *batch[2];
-    float *x, *act[WD_MAX_LAYERS + 1], *gp, *gq, *lg;   // lg: prob | dlogit | spare
-    float *g;                       // (P + 2): dense gradient, loss sum, weight sum
-    uint64_t *key, *key_s, *ukey;
-    uint32_t *occ, *occ_s;
-    int *run_cnt, *run_off, *nruns;
-    float *rows, *grows;            // merged rows; gathered rows (several ranks)
-    uint64_t *gkeys;                // gathered keys (several ranks)
-    char *send;                     // this rank's packed keys + rows (several ranks)
-    void *scratch;
-    size_t scratch_bytes;
-    int64_t *table_off;             // device copy (ntables + 1)
-    wdc_blas blas;
+    size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
+    float *x, *act[WD_MAX_LAYERS + 1], *grad[2], *logits, *g, *partial;
+    unsigned long long *keys, *keys_alt, *ukeys;
+    uint32_t *occ, *occ_alt;
+    int *run_cnt, *run_off, *seg_cnt, *seg_first, *seg_run;
+    float *seg_rows, *rows;
+    char *exchange;
+    void *scratch, *gemm_ws;
+    size_t scratch_bytes, gemm_ws_bytes;
+    wdc_state *state;
+    long long *table_off;           // inside state
+    cublasLtHandle_t lt;
+    wdc_mm fwd[WD_MAX_LAYERS + 1], bw[WD_MAX_LAYERS + 1], ba[WD_MAX_LAYERS + 1];
     cudaStream_t compute, copy;
-    cudaEvent_t copied[2], consumed[2];
-    cudaEvent_t mark[6];            // stage boundaries (WD_CUDA_TIMING=1)
-    int timing;
+    cudaEvent_t copied[2], done[2], mark[2][8];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
+    cudaGraphExec_t graph[2];
+    int use_graph, timing;
+    int64_t check_every;
     wd_comm *comm;
-    size_t batch_offs[WD_MAX_SLOTS + 3];   // offsets of label, weight, dense, ids[k] inside a batch
+    wdc_result *res_host;           // pinned (2)
+    int *vote_host;                 // pinned (2)
+    char *staging;                  // pinned, for uploads and downloads
+    size_t staging_bytes;
+    int64_t submitted, completed;
+    double stage[WD_STAGE_COUNT];
 };
 
-static wd_status wdc_rank_free(wdc_rank *r) {
+static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
+static void wdc_pinned_free(void *p, void *u) { (void)u; cudaFreeHost(p); }
+static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL};
+
+static void wdc_rank_free(wdc_rank *r) {
+    if (!r) return;
+    cudaSetDevice(r->device);
+    if (r->compute) cudaStreamSynchronize(r->compute);
+    for (int i = 0; i < 2; i++) if (r->graph[i]) cudaGraphExecDestroy(r->graph[i]);
+    for (int l = 0; l <= WD_MAX_LAYERS; l++) { wdc_mm_free(&r->fwd[l]); wdc_mm_free(&r->bw[l]); wdc_mm_free(&r->ba[l]); }
+    if (r->lt) cublasLtDestroy(r->lt);
     if (r->slab) cudaFree(r->slab);
-    if (r->table_off) cudaFree(r->table_off);
-    if (r->blas.lt) cublasLtDestroy(r->blas.lt);
     if (r->compute) cudaStreamDestroy(r->compute);
     if (r->copy) cudaStreamDestroy(r->copy);
-    for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->consumed[i]) cudaEventDestroy(r->consumed[i]); }
-    for (int i = 0; i < 6; i++) if (r->mark[i]) cudaEventDestroy(r->mark[i]);
-    memset(r, 0, sizeof *r);
+    for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->done[i]) cudaEventDestroy(r->done[i]); }
+    for (int j = 0; j < 2; j++) for (int i = 0; i < 8; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
+    if (r->res_host) cudaFreeHost(r->res_host);
+    if (r->vote_host) cudaFreeHost(r->vote_host);
+    if (r->staging) cudaFreeHost(r->staging);
+    wd_free(r);
+}
+
+// Host <-> device copies of large arrays through the pinned staging buffer,
+// ordered on the compute stream. rows x width bytes, with pitches (1 row: a
+// plain copy of any size).
+static wd_status wdc_h2d(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    size_t per = rows == 1 ? r->staging_bytes : r->staging_bytes / width;
+    if (per == 0) return wdc_fail(WD_ERR_INTERNAL, "upload rows of %zu bytes exceed the staging buffer", width);
+    for (size_t done = 0; done < (rows == 1 ? width : rows);) {
+        size_t n = rows == 1 ? (width - done < per ? width - done : per) : (rows - done < per ? rows - done : per);
+        WDC_CUDA(cudaStreamSynchronize(r->compute));   // the staging buffer is free again
+        if (rows == 1) {
+            memcpy(r->staging, (const char *)src + done, n);
+            WDC_CUDA(cudaMemcpyAsync((char *)dst + done, r->staging, n, cudaMemcpyHostToDevice, r->compute));
+        } else {
+            for (size_t q = 0; q < n; q++) memcpy(r->staging + q * width, (const char *)src + (done + q) * spitch, width);
+            WDC_CUDA(cudaMemcpy2DAsync((char *)dst + done * dpitch, dpitch, r->staging, width, width, n, cudaMemcpyHostToDevice, r->compute));
+        }
+        done += n;
+    }
+    WDC_CUDA(cudaStreamSynchronize(r->compute));
+    return WD_OK;
+}
+static wd_status wdc_d2h(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    size_t per = rows == 1 ? r->staging_bytes : r->staging_bytes / width;
+    if (per == 0) return wdc_fail(WD_ERR_INTERNAL, "download rows of %zu bytes exceed the staging buffer", width);
+    for (size_t done = 0; done < (rows == 1 ? width : rows);) {
+        size_t n = rows == 1 ? (width - done < per ? width - done : per) : (rows - done < per ? rows - done : per);
+        if (rows == 1) WDC_CUDA(cudaMemcpyAsync(r->staging, (const char *)src + done, n, cudaMemcpyDeviceToHost, r->compute));
+        else WDC_CUDA(cudaMemcpy2DAsync(r->staging, width, (const char *)src + done * spitch, spitch, width, n, cudaMemcpyDeviceToHost, r->compute));
+        WDC_CUDA(cudaStreamSynchronize(r->compute));
+        if (rows == 1) memcpy((char *)dst + done, r->staging, n);
+        else for (size_t q = 0; q < n; q++) memcpy((char *)dst + (done + q) * dpitch, r->staging + q * width, width);
+        done += n;
+    }
+    return WD_OK;
+}
+// A dense array (P floats, host layout) to and from the device layout (Pd).
+static wd_status wdc_dense_up(wdc_rank *r, float *dev, const float *host) {
+    const wd_model_view *v = &r->v;
+    if (!v->nlayers || r->pad == 0) return wdc_h2d(r, dev, 0, host, 0, 4 * (size_t)v->P, 1);
+    size_t H0 = (size_t)v->layer_out[0], IN = (size_t)v->IN, INp = (size_t)r->d.INp;
+    WDC_CUDA(cudaMemsetAsync(dev, 0, 4 * H0 * INp, r->compute));
+    WDC_TRY(wdc_h2d(r, dev, 4 * INp, host, 4 * IN, 4 * IN, H0));
+    return wdc_h2d(r, dev + H0 * INp, 0, host + H0 * IN, 0, 4 * ((size_t)v->P - H0 * IN), 1);
+}
+static wd_status wdc_dense_down(wdc_rank *r, float *host, const float *dev) {
+    const wd_model_view *v = &r->v;
+    if (!v->nlayers || r->pad == 0) return wdc_d2h(r, host, 0, dev, 0, 4 * (size_t)v->P, 1);
+    size_t H0 = (size_t)v->layer_out[0], IN = (size_t)v->IN, INp = (size_t)r->d.INp;
+    WDC_TRY(wdc_d2h(r, host, 4 * IN, dev, 4 * INp, 4 * IN, H0));
+    return wdc_d2h(r, host + H0 * IN, 0, dev + H0 * INp, 0, 4 * ((size_t)v->P - H0 * IN), 1);
+}
+static wd_status wdc_upload(wdc_rank *r) {
+    const wd_model_view *v = &r->v;
+    size_t ne = v->emb ? 4 * (size_t)v->emb_rows * (size_t)v->E : 0, nw = 4 * (size_t)v->wide_rows;
+    WDC_TRY(wdc_dense_up(r, r->dense, v->dense));
+    WDC_TRY(wdc_dense_up(r, r->s1, v->dense_s1));
+    WDC_TRY(wdc_dense_up(r, r->s2, v->dense_s2));
+    WDC_TRY(wdc_h2d(r, r->wide, 0, v->wide, 0, nw, 1));
+    WDC_TRY(wdc_h2d(r, r->wz, 0, v->wide_z, 0, nw, 1));
+    WDC_TRY(wdc_h2d(r, r->wn, 0, v->wide_n, 0, nw, 1));
+    if (ne) {
+        WDC_TRY(wdc_h2d(r, r->emb, 0, v->emb, 0, ne, 1));
+        WDC_TRY(wdc_h2d(r, r->es1, 0, v->emb_s1, 0, ne, 1));
+        if (r->es2) WDC_TRY(wdc_h2d(r, r->es2, 0, v->emb_s2, 0, ne, 1));
+    }
+    return WD_OK;
+}
+static wd_status wdc_download_all(wdc_rank *r) {
+    const wd_model_view *v = &r->v;
+    size_t ne = v->emb ? 4 * (size_t)v->emb_rows * (size_t)v->E : 0, nw = 4 * (size_t)v->wide_rows;
+    WDC_CUDA(cudaSetDevice(r->device));
+    WDC_CUDA(cudaStreamSynchronize(r->compute));
+    WDC_TRY(wdc_dense_down(r, v->dense, r->dense));
+    WDC_TRY(wdc_dense_down(r, v->dense_s1, r->s1));
+    WDC_TRY(wdc_dense_down(r, v->dense_s2, r->s2));
+    WDC_TRY(wdc_d2h(r, v->wide, 0, r->wide, 0, nw, 1));
+    WDC_TRY(wdc_d2h(r, v->wide_z, 0, r->wz, 0, nw, 1));
+    WDC_TRY(wdc_d2h(r, v->wide_n, 0, r->wn, 0, nw, 1));
+    if (ne) {
+        WDC_TRY(wdc_d2h(r, v->emb, 0, r->emb, 0, ne, 1));
+        WDC_TRY(wdc_d2h(r, v->emb_s1, 0, r->es1, 0, ne, 1));
+        if (r->es2) WDC_TRY(wdc_d2h(r, v->emb_s2, 0, r->es2, 0, ne, 1));
+    }
     return WD_OK;
 }
 
-static wd_status wdc_rank_init(wdc_rank *r, wd_model *m, int rank, int device, int B, int ranks) {
-    memset(r, 0, sizeof *r);
-    r->rank = rank; r->device = device; r->B = B;
-    wd_model_view_get(m, &r->v);
-    WDC_CUDA(cudaSetDevice(device));
-    wd_status st = wd_plan_make(m, B, ranks, &r->plan);
-    if (st) return wdc_fail(st, "device plan: %s", wd_last_error());
+// Carves the plan's buffers (every lookup checked: a missing one is an error).
+static wd_status wdc_carve(wdc_rank *r) {
+    char *base = r->slab;
+#define WDC_AT(ptr, T, buf, idx) do { int64_t o_; WDC_TRY(wd_plan_find(&r->plan, buf, idx, &o_, NULL)); ptr = (T)(base + o_); } while (0)
+    WDC_AT(r->dense, float *, WD_BUF_DENSE, 0); WDC_AT(r->s1, float *, WD_BUF_DENSE_S1, 0); WDC_AT(r->s2, float *, WD_BUF_DENSE_S2, 0);
+    WDC_AT(r->wide, float *, WD_BUF_WIDE, 0); WDC_AT(r->wz, float *, WD_BUF_WIDE_Z, 0); WDC_AT(r->wn, float *, WD_BUF_WIDE_N, 0);
+    WDC_AT(r->emb, float *, WD_BUF_EMB, 0); WDC_AT(r->es1, float *, WD_BUF_EMB_S1, 0); WDC_AT(r->es2, float *, WD_BUF_EMB_S2, 0);
+    if (!r->v.emb_s2) r->es2 = NULL;
+    WDC_AT(r->batch[0], char *, WD_BUF_BATCH, 0); WDC_AT(r->batch[1], char *, WD_BUF_BATCH, 1);
+    WDC_AT(r->x, float *, WD_BUF_X, 0);
+    for (int l = 0; l < r->v.nlayers; l++) WDC_AT(r->act[l], float *, WD_BUF_ACT, l);
+    WDC_AT(r->grad[0], float *, WD_BUF_GRAD, 0); WDC_AT(r->grad[1], float *, WD_BUF_GRAD, 1);
+    WDC_AT(r->logits, float *, WD_BUF_LOGITS, 0); WDC_AT(r->g, float *, WD_BUF_DENSE_GRAD, 0); WDC_AT(r->partial, float *, WD_BUF_PARTIAL, 0);
+    WDC_AT(r->keys, unsigned long long *, WD_BUF_KEYS, 0); WDC_AT(r->keys_alt, unsigned long long *, WD_BUF_KEYS_ALT, 0);
+    WDC_AT(r->occ, uint32_t *, WD_BUF_OCC, 0); WDC_AT(r->occ_alt, uint32_t *, WD_BUF_OCC_ALT, 0);
+    WDC_AT(r->ukeys, unsigned long long *, WD_BUF_UKEYS, 0); WDC_AT(r->run_cnt, int *, WD_BUF_RUN_COUNT, 0); WDC_AT(r->run_off, int *, WD_BUF_RUN_OFF, 0);
+    WDC_AT(r->seg_cnt, int *, WD_BUF_SEG_COUNT, 0); WDC_AT(r->seg_first, int *, WD_BUF_SEG_FIRST, 0); WDC_AT(r->seg_run, int *, WD_BUF_SEG_RUN, 0);
+    WDC_AT(r->seg_rows, float *, WD_BUF_SEG_ROWS, 0); WDC_AT(r->rows, float *, WD_BUF_ROWS, 0);
+    WDC_AT(r->exchange, char *, WD_BUF_EXCHANGE, 0);
+    WDC_AT(r->scratch, void *, WD_BUF_SORT_SCRATCH, 0); WDC_AT(r->gemm_ws, void *, WD_BUF_GEMM_WS, 0); WDC_AT(r->state, wdc_state *, WD_BUF_STATE, 0);
+#undef WDC_AT
+    int64_t b1, b2;
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SORT_SCRATCH, 0, NULL, &b1));
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_GEMM_WS, 0, NULL, &b2));
+    r->scratch_bytes = (size_t)b1; r->gemm_ws_bytes = (size_t)b2;
+    if (sizeof(wdc_state) > 4096) return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry", sizeof(wdc_state));
+    r->table_off = r->state->table_off;
+    return WD_OK;
+}
+
+// The device batch layout: the carve of a host wd_batch of B samples with
+// MH ids per multi-hot slot and sample (found through the public API).
+static wd_status wdc_batch_layout(wdc_rank *r) {
+    wd_batch b;
+    WDC_TRY(wd_batch_init(&b, r->v.schema, r->B, (int64_t)r->B * r->d.MH));
+    const char *m0 = (const char *)b.mem;
+    r->off_label = (size_t)((const char *)b.label - m0);
+    r->off_weight = (size_t)((const char *)b.weight - m0);
+    r->off_dense = (size_t)((const char *)b.dense - m0);
+    for (int k = 0; k < r->v.S; k++) {
+        r->off_ids[k] = (size_t)((const char *)b.ids[k] - m0);
+        r->off_offs[k] = b.offs[k] ? (size_t)((const char *)b.offs[k] - m0) : 0;
+    }
+    r->bytes_batch = b.mem_bytes;
+    wd_batch_free(&b);
+    int64_t planned;
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_BATCH, 0, NULL, &planned));
+    if ((int64_t)r->bytes_batch > planned) return wdc_fail(WD_ERR_INTERNAL, "a batch of %zu bytes exceeds its plan entry (%lld)", r->bytes_batch, (long long)planned);
+    return WD_OK;
+}
+static wdc_batch wdc_batch_at(const wdc_rank *r, int slot) {
+    wdc_batch b;
+    memset(&b, 0, sizeof b);
+    const char *base = r->batch[slot];
+    b.label = (const float *)(base + r->off_label);
+    b.weight = (const float *)(base + r->off_weight);
+    b.dense = (const float *)(base + r->off_dense);
+    for (int k = 0; k < r->v.S; k++) {
+        b.ids[k] = (const uint32_t *)(base + r->off_ids[k]);
+        b.offs[k] = r->v.schema->slot[k].kind == WD_MULTI_HOT ? (const uint32_t *)(base + r->off_offs[k]) : NULL;
+    }
+    return b;
+}
+// Copies a host batch into input buffer `slot` on the copy stream: one copy
+// when its layout is the device's, else array by array (multi-hot batches
+// whose id capacity grew); refuses ids past the plan's reserve.
+static wd_status wdc_batch_copy(wdc_rank *r, const wd_batch *b, int slot) {
+    const wd_schema *s = r->v.schema;
+    char *dst = r->batch[slot];
+    cudaStream_t st = r->copy;
+    int same = b->cap == r->B && b->mem_bytes >= r->bytes_batch;
+    for (int k = 0; k < s->nslots && same; k++) same = s->slot[k].kind != WD_MULTI_HOT || b->nnz_cap == (int64_t)r->B * r->d.MH;
+    if (same && (size_t)((const char *)b->label - (const char *)b->mem) == r->off_label) {
+        WDC_CUDA(cudaMemcpyAsync(dst, b->mem, r->bytes_batch, cudaMemcpyHostToDevice, st));
+        return WD_OK;
+    }
+    size_t n = (size_t)b->n;
+    WDC_CUDA(cudaMemcpyAsync(dst + r->off_label, b->label, 4 * n, cudaMemcpyHostToDevice, st));
+    WDC_CUDA(cudaMemcpyAsync(dst + r->off_weight, b->weight, 4 * n, cudaMemcpyHostToDevice, st));
+    WDC_CUDA(cudaMemcpyAsync(dst + r->off_dense, b->dense, 4 * n * (size_t)r->v.D, cudaMemcpyHostToDevice, st));
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].kind == WD_MULTI_HOT) {
+            size_t nnz = b->offs[k][n];
+            if (nnz > (size_t)r->B * (size_t)r->d.MH)
+                return wdc_fail(WD_ERR_LIMIT, "slot %s: a batch of %zu samples holds %zu ids; the device reserves %d per sample (WD_PLAN_MULTI_HOT_IDS)", s->slot[k].name, n, nnz, r->d.MH);
+            WDC_CUDA(cudaMemcpyAsync(dst + r->off_offs[k], b->offs[k], 4 * (n + 1), cudaMemcpyHostToDevice, st));
+            WDC_CUDA(cudaMemcpyAsync(dst + r->off_ids[k], b->ids[k], 4 * nnz, cudaMemcpyHostToDevice, st));
+        } else WDC_CUDA(cudaMemcpyAsync(dst + r->off_ids[k], b->ids[k], 4 * n, cudaMemcpyHostToDevice, st));
+    }
+    return WD_OK;
+}
+
+// The plan, the buffers, the GEMM plans, the CUB check and the upload.
+static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
+    r->rank = bd->rank; r->ranks = bd->ranks; r->device = bd->device; r->B = bd->batch;
+    r->model = bd->model; r->comm = bd->comm;
+    wd_model_view_get(r->model, &r->v);
+    const wd_model_view *v = &r->v;
+    const wd_model_desc *md = v->desc;
+    WDC_CUDA(cudaSetDevice(r->device));
+    // shapes
+    wdc_dims *d = &r->d;
+    memset(d, 0, sizeof *d);
+    d->B = r->B; d->D = v->D; d->S = v->S; d->E = v->E; d->IN = v->IN; d->INp = (v->IN + 15) / 16 * 16; d->R = v->R;
+    d->MH = WD_PLAN_MULTI_HOT_IDS;
+    for (int k = 0; k < v->S; k++) {
+        d->kind[k] = v->schema->slot[k].kind;
+        if (d->kind[k] == WD_MULTI_HOT) d->mh[d->nmh++] = k;
+        else d->onehot[d->n1++] = k;
+    }
+    d->ncross = md->ncross;
+    for (int c = 0; c < md->ncross; c++) { d->cross_a[c] = md->cross[c][0]; d->cross_b[c] = md->cross[c][1]; }
+    d->T1 = d->n1 + d->ncross;
+    d->cross_buckets = md->cross_buckets;
+    d->mean = md->pooling == WD_POOL_MEAN; d->wide = !md->no_wide; d->deep = !md->no_deep;
+    d->emb_rows = v->emb_rows;
+    r->pad = v->nlayers ? (long long)(d->INp - d->IN) * v->layer_out[0] : 0;
+    d->P_mlp = v->P_mlp + r->pad; d->Pd = v->P + r->pad;
+    for (int l = 0; l < v->nlayers; l++) { r->lw[l] = v->layer_w[l] + (l ? r->pad : 0); r->lb[l] = v->layer_b[l] + r->pad; }
+    d->rows = (long long)d->B * d->T1 + (long long)d->nmh * d->B * d->MH;
+    r->key_bits = 1;
+    while (r->key_bits < 63 && ((unsigned long long)1 << r->key_bits) <= (unsigned long long)v->wide_rows) r->key_bits++;
+    d->sentinel = ((unsigned long long)1 << r->key_bits) - 1;
+    r->opt.optimizer = md->optimizer; r->opt.lr_deep = md->lr_deep; r->opt.lr_wide = md->lr_wide;
+    r->opt.beta = md->ftrl_beta; r->opt.l1 = md->ftrl_l1; r->opt.l2 = md->ftrl_l2;
+    r->opt.b1 = md->adam_beta1; r->opt.b2 = md->adam_beta2; r->opt.eps = md->adam_eps;
+    // memory
+    WDC_TRY(wd_plan_make(r->model, r->B, r->ranks, &r->plan));
     size_t free_b = 0, total_b = 0;
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    const char *cap = getenv("WD_CUDA_MAX_BYTES");   // tests: pretend a smaller device
-    if (cap && strtoull(cap, NULL, 10) < free_b) free_b = (size_t)strtoull(cap, NULL, 10);
+    double cap = wdc_env("WD_CUDA_MAX_BYTES", 0);   // tests: pretend a smaller device
+    if (cap > 0 && cap < (double)free_b) free_b = (size_t)cap;
     if ((size_t)r->plan.total > free_b)
-        return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
+        return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
-#define WDC_AT(T, name) ((T)(r->slab + wd_plan_offset(&r->plan, name)))
-    r->dense = WDC_AT(float *, "dense params"); r->s1 = WDC_AT(float *, "dense state 1"); r->s2 = WDC_AT(float *, "dense state 2");
-    r->wide = WDC_AT(float *, "wide weights"); r->wz = WDC_AT(float *, "wide ftrl z"); r->wn = WDC_AT(float *, "wide ftrl n");
-    r->emb = WDC_AT(float *, "embeddings"); r->es1 = WDC_AT(float *, "embedding state 1");
-    r->es2 = r->v.emb_s2 ? WDC_AT(float *, "embedding state 2") : NULL;
-    r->batch[0] = WDC_AT(char *, "input batch 0"); r->batch[1] = WDC_AT(char *, "input batch 1");
-    r->x = WDC_AT(float *, "mlp input x");
-    for (int l = 0; l < r->v.nlayers; l++) {
-        char name[40];
-        snprintf(name, sizeof name, "activations layer %d", l);
-        r->act[l] = WDC_AT(float *, name);
-    }
-    r->gp = WDC_AT(float *, "gradient ping"); r->gq = WDC_AT(float *, "gradient pong");
-    r->lg = WDC_AT(float *, "logits, probabilities"); r->g = WDC_AT(float *, "dense gradient");
-    r->key = WDC_AT(uint64_t *, "sparse keys"); r->key_s = WDC_AT(uint64_t *, "sparse keys sorted");
-    r->occ = WDC_AT(uint32_t *, "sparse occurrences"); r->occ_s = WDC_AT(uint32_t *, "sparse occurrences sorted");
-    r->ukey = WDC_AT(uint64_t *, "sparse unique keys"); r->run_cnt = WDC_AT(int *, "sparse run counts");
-    r->run_off = WDC_AT(int *, "sparse run offsets"); r->rows = WDC_AT(float *, "sparse merged rows");
-    r->grows = WDC_AT(float *, "sparse gathered rows");
-    r->gkeys = WDC_AT(uint64_t *, "sparse gathered keys");
-    r->send = WDC_AT(char *, "sparse send");
-    r->scratch = WDC_AT(void *, "sort scratch");
-    r->blas.ws = WDC_AT(void *, "cublasLt workspace");
-#undef WDC_AT
-    for (int i = 0; i < r->plan.n; i++) if (!strcmp(r->plan.e[i].name, "sort scratch")) r->scratch_bytes = (size_t)r->plan.e[i].bytes;
-    r->blas.ws_bytes = 32 << 20;
-    // TF32 by default; WD_CUDA_FP32=1 for full FP32 (the comparison tests use it)
-    r->blas.compute = getenv("WD_CUDA_FP32") ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    r->nruns = r->run_cnt + (size_t)B * (r->v.S + r->v.desc->ncross) * ranks;   // the run counts' extra last slot
-    WDC_LT(cublasLtCreate(&r->blas.lt));
+    WDC_TRY(wdc_carve(r));
+    WDC_TRY(wdc_batch_layout(r));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking));
     for (int i = 0; i < 2; i++) {
         WDC_CUDA(cudaEventCreateWithFlags(&r->copied[i], cudaEventDisableTiming));
-        WDC_CUDA(cudaEventCreateWithFlags(&r->consumed[i], cudaEventDisableTiming));
-        WDC_CUDA(cudaEventRecord(r->consumed[i], r->compute));
+        WDC_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
     }
-    r->timing = getenv("WD_CUDA_TIMING") != NULL;
-    for (int i = 0; r->timing && i < 6; i++) WDC_CUDA(cudaEventCreate(&r->mark[i]));
-    // the table offsets (a few hundred bytes) get an allocation of their own
-    WDC_CUDA(cudaMalloc((void **)&r->table_off, sizeof(int64_t) * (size_t)(r->v.ntables + 1)));
-    WDC_CUDA(cudaMemcpy(r->table_off, r->v.table_off, sizeof(int64_t) * (size_t)(r->v.ntables + 1), cudaMemcpyHostToDevice));
-    // upload parameters and optimizer state
-    int64_t ne = r->v.emb ? r->v.emb_rows * r->v.E : 0;
-    WDC_CUDA(cudaMemcpy(r->dense, r->v.dense, 4 * (size_t)r->v.P, cudaMemcpyHostToDevice));
-    WDC_CUDA(cudaMemcpy(r->s1, r->v.dense_s1, 4 * (size_t)r->v.P, cudaMemcpyHostToDevice));
-    WDC_CUDA(cudaMemcpy(r->s2, r->v.dense_s2, 4 * (size_t)r->v.P, cudaMemcpyHostToDevice));
-    WDC_CUDA(cudaMemcpy(r->wide, r->v.wide, 4 * (size_t)r->v.wide_rows, cudaMemcpyHostToDevice));
-    WDC_CUDA(cudaMemcpy(r->wz, r->v.wide_z, 4 * (size_t)r->v.wide_rows, cudaMemcpyHostToDevice));
-    WDC_CUDA(cudaMemcpy(r->wn, r->v.wide_n, 4 * (size_t)r->v.wide_rows, cudaMemcpyHostToDevice));
-    if (ne) {
-        WDC_CUDA(cudaMemcpy(r->emb, r->v.emb, 4 * (size_t)ne, cudaMemcpyHostToDevice));
-        WDC_CUDA(cudaMemcpy(r->es1, r->v.emb_s1, 4 * (size_t)ne, cudaMemcpyHostToDevice));
-        if (r->es2) WDC_CUDA(cudaMemcpy(r->es2, r->v.emb_s2, 4 * (size_t)ne, cudaMemcpyHostToDevice));
+    r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
+    for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < 8; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
+    r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
+    r->use_graph = r->ranks == 1 && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
+    WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
+    WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof(int), cudaHostAllocPortable));
+    r->staging_bytes = 16 << 20;
+    WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
+    // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W
+    WDC_LT(cublasLtCreate(&r->lt));
+    cublasComputeType_t compute = wdc_env("WD_CUDA_FP32", 0) != 0 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    for (int l = 0; l < v->nlayers; l++) {
+        int K = l ? v->layer_in[l] : d->INp, out = v->layer_out[l], last = l + 1 == v->nlayers;
+        WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, compute, 0, 1, r->B, out, K, r->dense + r->lb[l], !last, r->gemm_ws_bytes));
+        WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, compute, 1, 0, out, K, r->B, NULL, 0, r->gemm_ws_bytes));
+        WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, compute, 0, 0, r->B, K, out, NULL, 0, r->gemm_ws_bytes));
     }
-    return WD_OK;
-}
-
-static wd_status wdc_download(wdc_rank *r) {
-    WDC_CUDA(cudaSetDevice(r->device));
+    // CUB's scratch for the largest sort, run-length encode and scans we run
+    {
+        int N = (int)(d->rows * (r->ranks > 1 ? r->ranks : 1));
+        size_t need[3] = {0, 0, 0};
+        cub::DoubleBuffer<unsigned long long> kb(r->keys, r->keys_alt);
+        cub::DoubleBuffer<uint32_t> vb(r->occ, r->occ_alt);
+        WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need[0], kb, vb, N, 0, r->key_bits, r->compute));
+        WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need[1], r->keys, r->ukeys, r->run_cnt, &r->state->nruns, N, r->compute));
+        WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need[2], r->run_cnt, r->run_off, N, r->compute));
+        for (int i = 0; i < 3; i++)
+            if (need[i] > r->scratch_bytes) return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch for %d keys, the plan has %zu", need[i], N, r->scratch_bytes);
+    }
+    // state and parameters
+    wdc_state init;
+    memset(&init, 0, sizeof init);
+    init.step = *v->step;
+    for (int t = 0; t <= v->ntables; t++) init.table_off[t] = v->table_off[t];
+    WDC_CUDA(cudaMemcpyAsync(r->state, &init, sizeof init, cudaMemcpyHostToDevice, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
-    int64_t ne = r->v.emb ? r->v.emb_rows * r->v.E : 0;
-    WDC_CUDA(cudaMemcpy(r->v.dense, r->dense, 4 * (size_t)r->v.P, cudaMemcpyDeviceToHost));
-    WDC_CUDA(cudaMemcpy(r->v.dense_s1, r->s1, 4 * (size_t)r->v.P, cudaMemcpyDeviceToHost));
-    WDC_CUDA(cudaMemcpy(r->v.dense_s2, r->s2, 4 * (size_t)r->v.P, cudaMemcpyDeviceToHost));
-    WDC_CUDA(cudaMemcpy(r->v.wide, r->wide, 4 * (size_t)r->v.wide_rows, cudaMemcpyDeviceToHost));
-    WDC_CUDA(cudaMemcpy(r->v.wide_z, r->wz, 4 * (size_t)r->v.wide_rows, cudaMemcpyDeviceToHost));
-    WDC_CUDA(cudaMemcpy(r->v.wide_n, r->wn, 4 * (size_t)r->v.wide_rows, cudaMemcpyDeviceToHost));
-    if (ne) {
-        WDC_CUDA(cudaMemcpy(r->v.emb, r->emb, 4 * (size_t)ne, cudaMemcpyDeviceToHost));
-        WDC_CUDA(cudaMemcpy(r->v.emb_s1, r->es1, 4 * (size_t)ne, cudaMemcpyDeviceToHost));
-        if (r->es2) WDC_CUDA(cudaMemcpy(r->v.emb_s2, r->es2, 4 * (size_t)ne, cudaMemcpyDeviceToHost));
-    }
-    return WD_OK;
+    WDC_CUDA(cudaMemsetAsync(r->x, 0, 4 * (size_t)r->B * d->INp, r->compute));   // the padding columns stay 0
+    return wdc_upload(r);
 }
 
 // ---- 5. Step ------------------------------------------------------------------------------------
-// step: this rank's count of steps done (every rank counts the same; only
-// rank 0 writes it back into the model)
-static wdc_opt wdc_options(const wd_model_view *v, int64_t step) {
-    const wd_model_desc *d = v->desc;
-    wdc_opt o;
-    o.optimizer = d->optimizer; o.lr_deep = d->lr_deep; o.lr_wide = d->lr_wide;
-    o.beta = d->ftrl_beta; o.l1 = d->ftrl_l1; o.l2 = d->ftrl_l2;
-    o.b1 = d->adam_beta1; o.b2 = d->adam_beta2; o.eps = d->adam_eps;
-    double t = (double)(step + 1);
-    o.c1 = (float)(1.0 - pow(d->adam_beta1, t)); o.c2 = (float)(1.0 - pow(d->adam_beta2, t));
-    o.has_wide = !d->no_wide; o.has_deep = !d->no_deep;
-    return o;
-}
-
-// Device pointers of the batch now in buffer `which` (same carve as the host batch).
-static void wdc_batch_ptrs(const wdc_rank *r, int which, const float **label, const float **weight, const float **dense, wdc_ids *ids) {
-    const char *base = r->batch[which];
-    *label = (const float *)(base + r->batch_offs[0]);
-    *weight = (const float *)(base + r->batch_offs[1]);
-    *dense = (const float *)(base + r->batch_offs[2]);
-    for (int k = 0; k < r->v.S; k++) ids->ids[k] = (const uint32_t *)(base + r->batch_offs[3 + k]);
-}
-
-// Sorts n keys with their occurrence indexes (r->occ) into key_s/occ_s, then
-// finds the runs of equal keys: ukey (one per run), run_cnt, run_off and the
-// run count in *nruns. Stable, so a run lists its occurrences in order.
-static wd_status wdc_runs(wdc_rank *r, const uint64_t *keys, int n, cudaStream_t st) {
-    int bits = 1;
-    while (bits < 63 && ((uint64_t)1 << bits) < (uint64_t)r->v.wide_rows) bits++;
-    size_t need[3] = {0, 0, 0};
-    WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need[0], keys, r->key_s, r->occ, r->occ_s, n, 0, bits, st));
-    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need[1], r->key_s, r->ukey, r->run_cnt, r->nruns, n, st));
-    WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need[2], r->run_cnt, r->run_off, n, st));
-    for (int i = 0; i < 3; i++)
-        if (need[i] > r->scratch_bytes) return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch, the plan has %zu", need[i], r->scratch_bytes);
-    WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, need[0], keys, r->key_s, r->occ, r->occ_s, n, 0, bits, st));
-    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, need[1], r->key_s, r->ukey, r->run_cnt, r->nruns, n, st));
-    WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, need[2], r->run_cnt, r->run_off, n, st));
+// Sorts n keys (with their occurrences) and finds runs and segments. Returns
+// the buffers holding the sorted keys and occurrences.
+static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32_t **occ_s) {
+    cub::DoubleBuffer<unsigned long long> kb(r->keys, r->keys_alt);
+    cub::DoubleBuffer<uint32_t> vb(r->occ, r->occ_alt);
+    size_t bytes = r->scratch_bytes;
+    WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, bytes, kb, vb, n, 0, r->key_bits, st));
+    WDC_CUDA(cudaMemsetAsync(r->run_cnt, 0, 4 * (size_t)(n + 1), st));
+    bytes = r->scratch_bytes;
+    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, bytes, kb.Current(), r->ukeys, r->run_cnt, &r->state->nruns, n, st));
+    bytes = r->scratch_bytes;
+    WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->run_cnt, r->run_off, n, st));
+    wdc_seg_count_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n, r->d.sentinel);
+    WDC_LAUNCH("seg_count");
+    bytes = r->scratch_bytes;
+    WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->seg_cnt, r->seg_first, n, st));
+    wdc_seg_fill_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_run, r->seg_cnt, r->seg_first, r->state, n);
+    WDC_LAUNCH("seg_fill");
+    *occ_s = vb.Current();
     return WD_OK;
 }
-
-// One training step on rank r for the n samples in device batch `which`.
-static wd_status wdc_step(wdc_rank *r, int which, int n, int64_t step, double *stage_s) {
-    const wd_model_view *v = &r->v;
-    const wd_model_desc *d = v->desc;
+// Stage boundary i of the step in input buffer `slot` (slot -1: not timed).
+static wd_status wdc_mark(wdc_rank *r, int slot, int i) {
+    if (r->timing && slot >= 0) WDC_CUDA(cudaEventRecord(r->mark[slot][i], r->compute));
+    return WD_OK;
+}
+// The forward pass on batch b (n samples); the deep logit in the last activation.
+static wd_status wdc_forward(wdc_rank *r, const wdc_batch &b, int n, int slot) {
     cudaStream_t st = r->compute;
-    int S = v->S, D = v->D, E = v->E, T = S + d->ncross;
-    const float *label, *weight, *dense;
-    wdc_ids ids;
-    wdc_batch_ptrs(r, which, &label, &weight, &dense, &ids);
-    wdc_cross cr;
-    for (int c = 0; c < d->ncross; c++) { cr.a[c] = d->cross[c][0]; cr.b[c] = d->cross[c][1]; }
-    float *prob = r->lg, *dlogit = r->lg + r->B;
-#define WDC_MARK(i) do { if (r->timing) WDC_CUDA(cudaEventRecord(r->mark[i], st)); } while (0)
-    WDC_MARK(0);
-    WDC_CUDA(cudaMemsetAsync(r->g, 0, sizeof(float) * (size_t)(v->P + 2), st));
-    // forward
-    const float *deep_out = NULL;
-    if (v->nlayers) {
-        wdc_gather_pool<<<n, 256, 0, st>>>(r->x, dense, ids, r->emb, r->table_off, n, D, S, E);
-        WDC_LAUNCH();
-        WDC_MARK(1);
-        const float *in = r->x;
-        for (int l = 0; l < v->nlayers; l++) {
-            int last = l + 1 == v->nlayers;
-            WDC_TRY(wdc_gemm(&r->blas, st, 0, 1, n, v->layer_out[l], v->layer_in[l], in, r->dense + v->layer_w[l], r->act[l], r->dense + v->layer_b[l], !last));
-            in = r->act[l];
-        }
-        deep_out = r->act[v->nlayers - 1];
-    } else WDC_MARK(1);
-    WDC_MARK(2);
-    wdc_wide_loss<<<(n + 255) / 256, 256, 0, st>>>(prob, dlogit, r->g + v->P, deep_out, dense, label, weight, ids, r->wide,
-                                                    r->dense + v->P_mlp, r->table_off, cr, d->ncross, d->cross_buckets, n, D, S, !d->no_wide);
-    WDC_LAUNCH();
-    WDC_MARK(3);
-    // backward through the MLP: dz in gp, the next in gq
-    float *dz = r->gp, *dn = r->gq;
-    if (v->nlayers) {
-        WDC_CUDA(cudaMemcpyAsync(dz, dlogit, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, st));
-        for (int l = v->nlayers - 1; l >= 0; l--) {
-            int in_w = v->layer_in[l], out_w = v->layer_out[l];
-            const float *a_in = l ? r->act[l - 1] : r->x;
-            WDC_TRY(wdc_gemm(&r->blas, st, 1, 0, out_w, in_w, n, dz, a_in, r->g + v->layer_w[l], NULL, 0));   // dW = dz^T a
-            wdc_colsum<<<(out_w + 255) / 256, 256, 0, st>>>(r->g + v->layer_b[l], dz, n, out_w);
-            WDC_LAUNCH();
-            WDC_TRY(wdc_gemm(&r->blas, st, 0, 0, n, in_w, out_w, dz, r->dense + v->layer_w[l], dn, NULL, 0));   // da = dz W
-            if (l) {
-                size_t cnt = (size_t)n * in_w;
-                wdc_relu_grad<<<(unsigned)((cnt + 255) / 256), 256, 0, st>>>(dn, a_in, cnt);
-                WDC_LAUNCH();
-            }
-            float *t = dz; dz = dn; dn = t;
-        }
-    }
-    WDC_MARK(4);
-    if (!d->no_wide) {
-        wdc_wide_dense_grad<<<(D + 1 + 127) / 128, 128, 0, st>>>(r->g + v->P_mlp, dlogit, dense, n, D);
-        WDC_LAUNCH();
-    }
-    // sparse rows: keys, sort, runs
-    int N = n * T;
-    wdc_sparse_keys<<<(N + 255) / 256, 256, 0, st>>>(r->key, r->occ, ids, r->table_off, cr, d->ncross, d->cross_buckets, n, S);
-    WDC_LAUNCH();
-    WDC_TRY(wdc_runs(r, r->key, N, st));
-    const float *dx = dz;   // (n, IN) after the loop
-    wdc_opt o = wdc_options(v, step);
-    int warps = 8, blocks = (N + warps - 1) / warps;
-    wd_comm *c = r->comm;
-    if (!c || c->size == 1) {
-        // one rank: merge and update in the same pass
-        wdc_merge_rows<<<blocks, 32 * warps, 0, st>>>(NULL, NULL, r->ukey, r->run_off, r->run_cnt, r->nruns, r->occ_s, T, S, D, E, v->R,
-                                                       dx, dlogit, NULL, 1, r->g + v->P, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2, v->emb_rows, o);
-        WDC_LAUNCH();
-    } else {
-        // several ranks: the dense gradient is summed; every rank's merged rows
-        // are gathered, merged again by key (rank order) and applied on every
-        // replica, so tables stay identical
-        wdc_merge_rows<<<blocks, 32 * warps, 0, st>>>(r->rows, r->key, r->ukey, r->run_off, r->run_cnt, r->nruns, r->occ_s, T, S, D, E, v->R,
-                                                       dx, dlogit, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, o);
-        WDC_LAUNCH();
-        int nr = 0;
-        WDC_CUDA(cudaMemcpyAsync(&nr, r->nruns, sizeof(int), cudaMemcpyDeviceToHost, st));
-        WDC_CUDA(cudaStreamSynchronize(st));
-        double t0 = wdc_now();
-        WDC_TRY(c->ops->allreduce_sum(c, r->g, (size_t)(v->P + 2)));
-        size_t R = (size_t)v->R, bytes = (8 + 4 * R) * (size_t)nr;
-        WDC_CUDA(cudaMemcpyAsync(r->send, r->key, 8 * (size_t)nr, cudaMemcpyDeviceToDevice, st));
-        WDC_CUDA(cudaMemcpyAsync(r->send + 8 * (size_t)nr, r->rows, 4 * R * nr, cudaMemcpyDeviceToDevice, st));
-        WDC_CUDA(cudaStreamSynchronize(st));
-        const void *views[256];
-        size_t sizes[256];
-        WDC_TRY(c->ops->allgather(c, r->send, bytes, views, sizes));
-        size_t total = 0;
-        for (int q = 0; q < c->size; q++) {
-            size_t cnt = sizes[q] / (8 + 4 * R);
-            WDC_CUDA(cudaMemcpyAsync(r->gkeys + total, views[q], 8 * cnt, cudaMemcpyDefault, st));
-            WDC_CUDA(cudaMemcpyAsync(r->grows + total * R, (const char *)views[q] + 8 * cnt, 4 * cnt * R, cudaMemcpyDefault, st));
-            total += cnt;
-        }
-        WDC_CUDA(cudaStreamSynchronize(st));   // the views are only valid until the next collective
-        stage_s[7] += wdc_now() - t0;
-        int M = (int)total;
-        wdc_iota<<<(M + 255) / 256, 256, 0, st>>>(r->occ, M);
-        WDC_LAUNCH();
-        WDC_TRY(wdc_runs(r, r->gkeys, M, st));
-        wdc_merge_rows<<<(M + warps - 1) / warps, 32 * warps, 0, st>>>(NULL, NULL, r->ukey, r->run_off, r->run_cnt, r->nruns, r->occ_s, T, S, D, E, v->R,
-                                                                       NULL, NULL, r->grows, 1, r->g + v->P, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2, v->emb_rows, o);
-        WDC_LAUNCH();
-    }
-    int64_t P = v->P;
-    wdc_dense_update<<<(unsigned)((P + 255) / 256), 256, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->g + P, v->P_mlp, P, o);
-    WDC_LAUNCH();
-    WDC_MARK(5);
-#undef WDC_MARK
-    if (r->timing) {   // stage seconds: embedding gather, MLP forward, wide+loss, MLP backward, sparse+dense update
-        WDC_CUDA(cudaEventSynchronize(r->mark[5]));
-        for (int i = 0; i < 5; i++) {
-            float ms = 0;
-            WDC_CUDA(cudaEventElapsedTime(&ms, r->mark[i], r->mark[i + 1]));
-            stage_s[2 + i] += ms * 1e-3;
-        }
+    if (!r->v.nlayers) return wdc_mark(r, slot, 1);
+    WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, r->d, n));
+    WDC_TRY(wdc_mark(r, slot, 1));
+    const float *in = r->x;
+    for (int l = 0; l < r->v.nlayers; l++) {
+        WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, in, r->dense + r->lw[l], r->act[l], r->gemm_ws, r->gemm_ws_bytes, st));
+        in = r->act[l];
     }
     return WD_OK;
 }
+// Enqueues a whole training step on the batch in input buffer `slot`.
+static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
+    const wd_model_view *v = &r->v;
+    const wdc_dims &d = r->d;
+    cudaStream_t st = r->compute;
+    int n = r->B, L = v->nlayers;
+    wdc_batch b = wdc_batch_at(r, slot);
+    float *prob = r->logits, *dlogit = r->logits + n, *tail = r->g + d.Pd;
+    WDC_TRY(wdc_mark(r, slot, 0));
+    WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + 4), st));
+    WDC_TRY(wdc_forward(r, b, n, slot));
+    WDC_TRY(wdc_mark(r, slot, 2));
+    const float *deep_out = L ? r->act[L - 1] : NULL;
+    float *wdense = r->dense + d.P_mlp;
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->partial, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, b, d, r->wide, wdense,
+                     r->table_off, r->state, slot, n));
+    if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
+    WDC_TRY(wdc_mark(r, slot, 3));
+    // MLP backward: dz (n, out_l) in grad[] ping-pong; the last layer's dz is dlogit
+    const float *dz = dlogit;
+    float *dx = NULL;
+    for (int l = L - 1; l >= 0; l--) {
+        float *dn = r->grad[l % 2];
+        const float *a_in = l ? r->act[l - 1] : r->x;
+        int K = l ? v->layer_in[l] : d.INp, out = v->layer_out[l];
+        WDC_TRY(wdc_mm_run(&r->bw[l], r->lt, dz, a_in, r->g + r->lw[l], r->gemm_ws, r->gemm_ws_bytes, st));
+        WDC_TRY(wdc_colsum(st, r->g + r->lb[l], r->partial, dz, out, n, out, NULL));
+        WDC_TRY(wdc_mm_run(&r->ba[l], r->lt, dz, r->dense + r->lw[l], dn, r->gemm_ws, r->gemm_ws_bytes, st));
+        if (l) WDC_TRY(wdc_relu_grad(st, dn, a_in, (size_t)n * (size_t)K));
+        else dx = dn;
+        dz = dn;
+    }
+    WDC_TRY(wdc_mark(r, slot, 4));
+    // sparse rows: keys, sort, runs, segments, per-segment sums
+    WDC_TRY(wdc_keys(st, r->keys, r->occ, b, d, r->table_off));
+    const uint32_t *occ_s;
+    WDC_TRY(wdc_sort_runs(r, st, (int)d.rows, &occ_s));
+    unsigned segblocks = wdc_blocks(d.rows + d.rows / WDC_SEG + 1, WDC_WARPS), runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
+    wdc_seg_sum_occ_k<<<segblocks, WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, b, d, dlogit, dx);
+    WDC_LAUNCH("seg_sum_occ");
+    wd_comm *c = r->comm;
+    if (c && c->size > 1) {
+        // this rank's merged rows, unscaled; then every rank's dense gradient summed
+        // and merged rows gathered (on the compute stream: no host wait inside the step)
+        wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 0);
+        WDC_LAUNCH("run_merge");
+        size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)d.rows;
+        wdc_pack_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, d.rows, d.R, d.sentinel);
+        WDC_LAUNCH("pack");
+        WDC_TRY(wdc_mark(r, slot, 5));
+        WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + 4), (void *)st));
+        WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
+        WDC_TRY(wdc_mark(r, slot, 6));
+        int M = (int)(d.rows * r->ranks);
+        wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, d.rows, r->ranks, d.R);
+        WDC_LAUNCH("unpack");
+        WDC_TRY(wdc_sort_runs(r, st, M, &occ_s));
+        wdc_seg_sum_rows_k<<<wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
+        WDC_LAUNCH("seg_sum_rows");
+    } else { WDC_TRY(wdc_mark(r, slot, 5)); WDC_TRY(wdc_mark(r, slot, 6)); }
+    // checks before any update, then the updates
+    wdc_step_begin_k<<<1, 1, 0, st>>>(r->state, tail, r->opt.b1, r->opt.b2);
+    WDC_LAUNCH("step_begin");
+    wdc_dense_check_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->state, r->g, d.Pd);
+    WDC_LAUNCH("dense_check");
+    wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
+    WDC_LAUNCH("run_merge");
+    wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt);
+    WDC_LAUNCH("dense_update");
+    wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, d, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
+    WDC_LAUNCH("sparse_apply");
+    if (r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0) {
+        unsigned long long *sum = &r->state->checksum, *all = r->state->checksums;
+        WDC_CUDA(cudaMemsetAsync(sum, 0, sizeof *sum, st));
+        const float *parts[3] = {r->dense, r->wide, r->emb};
+        long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
+        for (int i = 0; i < 3; i++) if (lens[i]) { wdc_checksum_k<<<256, WDC_THREADS, 0, st>>>(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
+        WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
+        wdc_checksum_cmp_k<<<1, 1, 0, st>>>(r->state, all, r->ranks);
+        WDC_LAUNCH("checksum_cmp");
+    }
+    wdc_step_end_k<<<1, 1, 0, st>>>(r->state, tail, slot);
+    WDC_LAUNCH("step_end");
+    WDC_TRY(wdc_mark(r, slot, 7));
+    WDC_CUDA(cudaMemcpyAsync(&r->res_host[slot], &r->state->res[slot], sizeof(wdc_result), cudaMemcpyDeviceToHost, st));
+    return WD_OK;
+}
 
-// ---- 6. Communicators ------------------------------------------------------------------------------
-// Waits for stream work of a collective, polling NCCL's asynchronous errors,
-// and aborts the communicator after `timeout` seconds: never a silent hang.
+// ---- 6. Backend ---------------------------------------------------------------------------------
+static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
+    *out = NULL;
+    if (bd->batch <= 0) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: batch %d", bd->batch);
+    if (bd->ranks > 1 && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
+        return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
+    int ndev = 0;
+    WDC_TRY(wd_cuda_device_count(&ndev));
+    if (bd->device < 0 || bd->device >= ndev) return wdc_fail(WD_ERR_INVALID_ARG, "GPU %d does not exist (%d present)", bd->device, ndev);
+    wdc_rank *r = (wdc_rank *)wd_alloc(sizeof(wdc_rank));
+    if (!r) return wdc_fail(WD_ERR_NOMEM, "out of memory");
+    memset(r, 0, sizeof *r);
+    r->device = bd->device;
+    wd_status st = wdc_rank_init(r, bd);
+    if (st) {
+        char err[1024];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wdc_rank_free(r);
+        return wdc_fail(st, "GPU %d: %s", bd->device, err);
+    }
+    *out = (wd_backend *)r;
+    return WD_OK;
+}
+static void wdc_destroy(wd_backend *be) { wdc_rank_free((wdc_rank *)be); }
+
+// Waits for an event, polling the communicator so that a failed or vanished
+// rank ends this one's wait with an error instead of a hang.
+static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
+    double t0 = wdc_now();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess) return WD_OK;
+        if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: waiting for %s: %s", r->rank, what, cudaGetErrorString(e));
+        if (r->comm && r->comm->size > 1) WDC_TRY(r->comm->ops->poll(r->comm, wdc_now() - t0));
+        usleep(20);
+    }
+}
+static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) {
+    wdc_rank *r = (wdc_rank *)be;
+    if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
+    if (b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
+    WDC_CUDA(cudaSetDevice(r->device));
+    int slot = (int)(r->submitted % 2);
+    double t0 = wdc_now();
+    r->vote_host[slot] = stop;
+    WDC_TRY(wdc_batch_copy(r, b, slot));
+    WDC_CUDA(cudaMemcpyAsync(&r->state->vote[slot], &r->vote_host[slot], sizeof(int), cudaMemcpyHostToDevice, r->copy));
+    WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
+    WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
+    if (r->use_graph) {
+        if (!r->graph[slot]) {   // captured once per input buffer, replayed every step
+            cudaGraph_t g;
+            WDC_CUDA(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
+            wd_status st = wdc_step_enqueue(r, slot);
+            cudaError_t e = cudaStreamEndCapture(r->compute, &g);
+            if (st) { if (e == cudaSuccess) cudaGraphDestroy(g); return st; }
+            WDC_CUDA(e);
+            e = cudaGraphInstantiate(&r->graph[slot], g, 0);
+            cudaGraphDestroy(g);
+            WDC_CUDA(e);
+        }
+        WDC_CUDA(cudaGraphLaunch(r->graph[slot], r->compute));
+    } else WDC_TRY(wdc_step_enqueue(r, slot));
+    WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
+    // the host batch is the loader's again once it is on the device
+    WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
+    r->stage[WD_STAGE_H2D] += wdc_now() - t0;
+    r->submitted++;
+    return WD_OK;
+}
+static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
+    wdc_rank *r = (wdc_rank *)be;
+    if (r->completed == r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: no step in flight");
+    WDC_CUDA(cudaSetDevice(r->device));
+    int slot = (int)(r->completed % 2);
+    double t0 = wdc_now();
+    wd_status st = wdc_wait(r, r->done[slot], "a training step");
+    r->completed++;
+    if (st) return st;
+    if (r->timing) {   // the stage between each pair of events of this step
+        static const int stage_of[7] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD, WD_STAGE_OPTIMIZER, WD_STAGE_COMM, WD_STAGE_OPTIMIZER};
+        for (int i = 0; i < 7; i++) {
+            float ms = 0;
+            WDC_CUDA(cudaEventElapsedTime(&ms, r->mark[slot][i], r->mark[slot][i + 1]));
+            r->stage[stage_of[i]] += ms * 1e-3;
+        }
+    } else r->stage[WD_STAGE_OTHER] += wdc_now() - t0;   // waiting for the device
+    const wdc_result *res = &r->res_host[slot];
+    out->loss = res->tail[0]; out->weight = res->tail[1]; out->samples = res->tail[2];
+    out->stopped = (res->flags & WDC_STOP) != 0;
+    int bad = res->flags & WDC_FAILED;
+    if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
+    if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step);
+    if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step);
+    if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step, (double)WDC_GRAD_MAX);
+    if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step);
+    return WD_OK;
+}
+static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
+    wdc_rank *r = (wdc_rank *)be;
+    if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: predict with a step in flight");
+    if (b->n > r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d", b->n, r->B);
+    WDC_CUDA(cudaSetDevice(r->device));
+    WDC_TRY(wdc_batch_copy(r, b, 0));
+    WDC_CUDA(cudaEventRecord(r->copied[0], r->copy));
+    WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[0], 0));
+    wdc_batch db = wdc_batch_at(r, 0);
+    WDC_TRY(wdc_forward(r, db, b->n, -1));
+    const float *deep_out = r->v.nlayers ? r->act[r->v.nlayers - 1] : NULL;
+    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, db, r->d, r->wide, r->dense + r->d.P_mlp, r->table_off, b->n));
+    WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
+    WDC_CUDA(cudaStreamSynchronize(r->compute));
+    return WD_OK;
+}
+static wd_status wdc_download(wd_backend *be) {
+    wdc_rank *r = (wdc_rank *)be;
+    if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: download with a step in flight");
+    return wdc_download_all(r);
+}
+static void wdc_times(const wd_backend *be, double *s) {
+    const wdc_rank *r = (const wdc_rank *)be;
+    for (int i = 0; i < WD_STAGE_COUNT; i++) s[i] += r->stage[i];
+}
+static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
+    const wdc_rank *r = (const wdc_rank *)be;
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt %s graph=%s", p.name, p.major, p.minor, r->ranks,
+             wdc_env("WD_CUDA_FP32", 0) != 0 ? "fp32" : "tf32", r->use_graph ? "on" : "off");
+}
+extern "C" wd_status wd_cuda_device_count(int *n) {
+    *n = 0;
+    cudaError_t e = cudaGetDeviceCount(n);
+    if (e != cudaSuccess) { *n = 0; return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: %s", cudaGetErrorString(e)); }
+    if (*n == 0) return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device");
+    return WD_OK;
+}
+static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks);
+static void wdc_comm_destroy(wd_comm **ranks, int nranks);
+static const wd_backend_ops wdc_ops = {"cuda", &wdc_pinned, wdc_create, wdc_destroy, wdc_submit, wdc_complete, wdc_predict,
+                                       wdc_download, wdc_times, wdc_describe, wd_cuda_device_count, wdc_comm_create, wdc_comm_destroy};
+extern "C" const wd_backend_ops *wd_backend_cuda(void) { return &wdc_ops; }
+
+// ---- 7. Communicators ------------------------------------------------------------------------------
+// Ranks of one process share a group: an abort anywhere is seen by every
+// rank's next poll (NCCL's own abort reaches only one communicator).
+struct wdc_group {
+    pthread_mutex_t mu;
+    int aborted, users;
+    char why[400];
+};
+static void wdc_group_abort(wdc_group *g, int rank, wd_status st, const char *why) {
+    pthread_mutex_lock(&g->mu);
+    if (!g->aborted) { g->aborted = 1; snprintf(g->why, sizeof g->why, "rank %d: %s: %.300s", rank, wd_status_string(st), why ? why : ""); }
+    pthread_mutex_unlock(&g->mu);
+}
+static wdc_group *wdc_group_new(int users) {
+    wdc_group *g = (wdc_group *)wd_alloc(sizeof(wdc_group));
+    if (!g) return NULL;
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->mu, NULL);
+    g->users = users;
+    return g;
+}
+static void wdc_group_release(wdc_group *g) {
+    pthread_mutex_lock(&g->mu);
+    int left = --g->users;
+    pthread_mutex_unlock(&g->mu);
+    if (left == 0) { pthread_mutex_destroy(&g->mu); wd_free(g); }
+}
+
+// NCCL: collectives enqueued on the caller's stream; the host-side ops wait
+// on their own stream with the same poll.
 struct wdc_nccl {
     ncclComm_t comm;
     cudaStream_t st;
     int device, aborted;
     double timeout;
-    uint64_t *cnt;                  // (2 + size) device: send slot, pad, gathered sizes
+    wdc_group *group;
+    uint64_t *cnt;                  // (1 + size) device: a size to gather, and the gathered sizes
     char *sendpad, *gbuf;
     size_t sendpad_cap, gbuf_cap;
     float *one;
-    char why[300];
 };
-static wd_status wdc_nccl_wait(wd_comm *c, const char *op) {
+static wd_status wdc_nccl_poll(wd_comm *c, double waited) {
+    wdc_nccl *n = (wdc_nccl *)c->impl;
+    if (n->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: the communicator was aborted: %s", c->rank, n->group->why);
+    if (n->group->aborted) {
+        ncclCommAbort(n->comm);
+        n->aborted = 1;
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, n->group->why);
+    }
+    ncclResult_t ar = ncclSuccess;
+    ncclCommGetAsyncError(n->comm, &ar);
+    if (ar != ncclSuccess && ar != ncclInProgress) {
+        wdc_group_abort(n->group, c->rank, WD_ERR_DEVICE, ncclGetErrorString(ar));
+        ncclCommAbort(n->comm);
+        n->aborted = 1;
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: a collective failed in NCCL: %s (communicator aborted)", c->rank, ncclGetErrorString(ar));
+    }
+    if (waited > n->timeout) {
+        wdc_group_abort(n->group, c->rank, WD_ERR_ABORTED, "timeout");
+        ncclCommAbort(n->comm);
+        n->aborted = 1;
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: waited %.0f s for the other ranks (WD_COMM_TIMEOUT): one failed or stopped (communicator aborted)", c->rank, waited);
+    }
+    return WD_OK;
+}
+static wd_status wdc_nccl_wait(wd_comm *c) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     double t0 = wdc_now();
     for (;;) {
         cudaError_t e = cudaStreamQuery(n->st);
         if (e == cudaSuccess) return WD_OK;
-        if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: %s: %s", c->rank, op, cudaGetErrorString(e));
-        ncclResult_t ar = ncclSuccess;
-        ncclCommGetAsyncError(n->comm, &ar);
-        if (ar != ncclSuccess && ar != ncclInProgress) {
-            ncclCommAbort(n->comm);
-            n->aborted = 1;
-            return wdc_fail(WD_ERR_ABORTED, "rank %d: %s failed in NCCL: %s (communicator aborted)", c->rank, op, ncclGetErrorString(ar));
-        }
-        if (wdc_now() - t0 > n->timeout) {
-            ncclCommAbort(n->comm);
-            n->aborted = 1;
-            return wdc_fail(WD_ERR_ABORTED, "rank %d: %s did not finish in %.0f s: another rank failed or stopped (communicator aborted)", c->rank, op, n->timeout);
-        }
-        usleep(50);
+        if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: a collective failed: %s", c->rank, cudaGetErrorString(e));
+        WDC_TRY(wdc_nccl_poll(c, wdc_now() - t0));
+        usleep(20);
     }
+}
+static wd_status wdc_nccl_stream_allreduce(wd_comm *c, float *buf, size_t count, void *stream) {
+    wdc_nccl *n = (wdc_nccl *)c->impl;
+    WDC_TRY(wdc_nccl_poll(c, 0));
+    WDC_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, (cudaStream_t)stream));
+    return WD_OK;
+}
+static wd_status wdc_nccl_stream_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
+    wdc_nccl *n = (wdc_nccl *)c->impl;
+    WDC_TRY(wdc_nccl_poll(c, 0));
+    WDC_NCCL(ncclAllGather(send, recv, bytes, ncclUint8, n->comm, (cudaStream_t)stream));
+    return WD_OK;
 }
 static wd_status wdc_nccl_allreduce(wd_comm *c, float *buf, size_t count) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
-    if (n->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: communicator was aborted: %s", c->rank, n->why);
     WDC_CUDA(cudaSetDevice(n->device));
-    WDC_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, n->st));
-    return wdc_nccl_wait(c, "allreduce");
+    WDC_TRY(wdc_nccl_stream_allreduce(c, buf, count, (void *)n->st));
+    return wdc_nccl_wait(c);
 }
+// Host-side allgather of device buffers of any size per rank (sizes first).
 static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
-    if (n->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: communicator was aborted: %s", c->rank, n->why);
     WDC_CUDA(cudaSetDevice(n->device));
     uint64_t b = bytes, got[256];
     WDC_CUDA(cudaMemcpyAsync(n->cnt, &b, 8, cudaMemcpyHostToDevice, n->st));
-    WDC_NCCL(ncclAllGather(n->cnt, n->cnt + 2, 1, ncclUint64, n->comm, n->st));
-    WDC_TRY(wdc_nccl_wait(c, "allgather of sizes"));
-    WDC_CUDA(cudaMemcpy(got, n->cnt + 2, 8 * (size_t)c->size, cudaMemcpyDeviceToHost));
+    WDC_TRY(wdc_nccl_stream_allgather(c, n->cnt, n->cnt + 1, 8, (void *)n->st));
+    WDC_TRY(wdc_nccl_wait(c));
+    WDC_CUDA(cudaMemcpy(got, n->cnt + 1, 8 * (size_t)c->size, cudaMemcpyDeviceToHost));
     size_t most = 1;
     for (int q = 0; q < c->size; q++) most = got[q] > most ? got[q] : most;
     if (most > n->sendpad_cap) {
         cudaFree(n->sendpad);
-        n->sendpad = NULL;
+        n->sendpad = NULL; n->sendpad_cap = 0;
         WDC_CUDA(cudaMalloc((void **)&n->sendpad, most));
         n->sendpad_cap = most;
     }
     if (most * c->size > n->gbuf_cap) {
         cudaFree(n->gbuf);
-        n->gbuf = NULL;
+        n->gbuf = NULL; n->gbuf_cap = 0;
         WDC_CUDA(cudaMalloc((void **)&n->gbuf, most * c->size));
         n->gbuf_cap = most * c->size;
     }
     if (bytes) WDC_CUDA(cudaMemcpyAsync(n->sendpad, mine, bytes, cudaMemcpyDefault, n->st));
-    WDC_NCCL(ncclAllGather(n->sendpad, n->gbuf, most, ncclUint8, n->comm, n->st));
-    WDC_TRY(wdc_nccl_wait(c, "allgather"));
+    WDC_TRY(wdc_nccl_stream_allgather(c, n->sendpad, n->gbuf, most, (void *)n->st));
+    WDC_TRY(wdc_nccl_wait(c));
     for (int q = 0; q < c->size; q++) { all[q] = n->gbuf + most * q; if (sizes) sizes[q] = got[q]; }
     return WD_OK;
 }
-static wd_status wdc_nccl_barrier(wd_comm *c) {
-    wdc_nccl *n = (wdc_nccl *)c->impl;
-    return wdc_nccl_allreduce(c, n->one, 1);
-}
+static wd_status wdc_nccl_barrier(wd_comm *c) { return wdc_nccl_allreduce(c, ((wdc_nccl *)c->impl)->one, 1); }
 static void wdc_nccl_abort(wd_comm *c, wd_status st, const char *why) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
+    wdc_group_abort(n->group, c->rank, st, why);
     if (n->aborted) return;
-    snprintf(n->why, sizeof n->why, "rank %d: %s: %s", c->rank, wd_status_string(st), why ? why : "");
     ncclCommAbort(n->comm);
     n->aborted = 1;
 }
-static const wd_comm_ops wdc_nccl_ops = {wdc_nccl_allreduce, wdc_nccl_allgather, wdc_nccl_barrier, wdc_nccl_abort};
+static const wd_comm_ops wdc_nccl_ops = {wdc_nccl_allreduce, wdc_nccl_allgather, wdc_nccl_barrier, wdc_nccl_abort,
+                                         wdc_nccl_stream_allreduce, wdc_nccl_stream_allgather, wdc_nccl_poll};
 
-static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, wd_comm **out) {
+static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, wdc_group *g, wd_comm **out) {
     *out = NULL;
-    wd_comm *c = (wd_comm *)calloc(1, sizeof(wd_comm));
-    wdc_nccl *n = (wdc_nccl *)calloc(1, sizeof(wdc_nccl));
-    if (!c || !n) { free(c); free(n); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
-    n->comm = comm; n->device = device; n->timeout = 600;
-    const char *to = getenv("WD_COMM_TIMEOUT");
-    if (to && atof(to) > 0) n->timeout = atof(to);
-    WDC_CUDA(cudaSetDevice(device));
-    WDC_CUDA(cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking));
-    WDC_CUDA(cudaMalloc((void **)&n->cnt, 8 * (size_t)(2 + size)));
-    WDC_CUDA(cudaMalloc((void **)&n->one, sizeof(float)));
+    wd_comm *c = (wd_comm *)wd_alloc(sizeof(wd_comm));
+    wdc_nccl *n = (wdc_nccl *)wd_alloc(sizeof(wdc_nccl));
+    if (!c || !n) { wd_free(c); wd_free(n); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
+    memset(c, 0, sizeof *c);
+    memset(n, 0, sizeof *n);
+    n->comm = comm; n->device = device; n->group = g;
+    n->timeout = wdc_env("WD_COMM_TIMEOUT", 600);
     c->ops = &wdc_nccl_ops; c->rank = rank; c->size = size; c->impl = n;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&n->cnt, 8 * (size_t)(1 + size));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&n->one, sizeof(float));
+    if (e != cudaSuccess) {
+        if (n->st) cudaStreamDestroy(n->st);
+        cudaFree(n->cnt);
+        wd_free(n); wd_free(c);
+        return wdc_fail(WD_ERR_DEVICE, "NCCL communicator set-up on GPU %d: %s", device, cudaGetErrorString(e));
+    }
     *out = c;
     return WD_OK;
-}
-extern "C" wd_status wd_comm_nccl_create_all(int ndev, wd_comm **ranks) {
-    if (ndev < 1 || ndev > 256) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
-    ncclComm_t comms[256];
-    int devs[256] = {0};
-    for (int i = 0; i < ndev; i++) devs[i] = i;
-    WDC_NCCL(ncclCommInitAll(comms, ndev, devs));
-    for (int i = 0; i < ndev; i++) WDC_TRY(wdc_nccl_wrap(comms[i], i, ndev, i, &ranks[i]));
-    return WD_OK;
-}
-extern "C" wd_status wd_comm_nccl_unique_id(void *id, size_t bytes) {
-    if (bytes < sizeof(ncclUniqueId)) return wdc_fail(WD_ERR_INVALID_ARG, "unique id buffer of %zu bytes, NCCL needs %zu", bytes, sizeof(ncclUniqueId));
-    WDC_NCCL(ncclGetUniqueId((ncclUniqueId *)id));
-    return WD_OK;
-}
-extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out) {
-    ncclUniqueId uid;
-    memcpy(&uid, id, sizeof uid);
-    WDC_CUDA(cudaSetDevice(device));
-    ncclComm_t comm;
-    WDC_NCCL(ncclCommInitRank(&comm, nranks, uid, rank));
-    return wdc_nccl_wrap(comm, rank, nranks, device, out);
 }
 extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (!c) return;
@@ -718,46 +1328,99 @@ extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (!n->aborted) ncclCommDestroy(n->comm);
     cudaFree(n->cnt); cudaFree(n->one); cudaFree(n->sendpad); cudaFree(n->gbuf);
     cudaStreamDestroy(n->st);
-    free(n); free(c);
+    wdc_group_release(n->group);
+    wd_free(n); wd_free(c);
+}
+extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **ranks) {
+    if (ndev < 1 || ndev > 256) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
+    ncclComm_t comms[256];
+    int devs[256];
+    for (int i = 0; i < ndev; i++) devs[i] = devices ? devices[i] : i;
+    WDC_NCCL(ncclCommInitAll(comms, ndev, devs));
+    wdc_group *g = wdc_group_new(ndev);
+    wd_status st = g ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
+    int made = 0;
+    for (int i = 0; !st && i < ndev; i++) { st = wdc_nccl_wrap(comms[i], i, ndev, devs[i], g, &ranks[i]); made += !st; }
+    if (st) {
+        for (int i = 0; i < made; i++) wd_comm_nccl_destroy(ranks[i]);
+        for (int i = made; i < ndev; i++) { ncclCommDestroy(comms[i]); if (g) wdc_group_release(g); }
+    }
+    return st;
+}
+extern "C" wd_status wd_comm_nccl_unique_id(void *id, size_t bytes) {
+    if (!id || bytes < sizeof(ncclUniqueId)) return wdc_fail(WD_ERR_INVALID_ARG, "unique id buffer of %zu bytes, NCCL needs %zu", bytes, sizeof(ncclUniqueId));
+    WDC_NCCL(ncclGetUniqueId((ncclUniqueId *)id));
+    return WD_OK;
+}
+extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out) {
+    if (!id || !out || nranks < 1 || rank < 0 || rank >= nranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_init_rank: rank %d of %d", rank, nranks);
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
+    WDC_CUDA(cudaSetDevice(device));
+    ncclComm_t comm;
+    WDC_NCCL(ncclCommInitRank(&comm, nranks, uid, rank));
+    wdc_group *g = wdc_group_new(1);
+    if (!g) { ncclCommDestroy(comm); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
+    wd_status st = wdc_nccl_wrap(comm, rank, nranks, device, g, out);
+    if (st) { ncclCommDestroy(comm); wdc_group_release(g); }
+    return st;
 }
 
-// Several ranks on one GPU (tests): device buffers of every rank are visible
-// to each other; the host-side ordering (barrier, abort, timeout) is the
-// in-process CPU communicator's.
+// Several ranks on one GPU (tests of the multi-GPU logic on one device): the
+// host-side ordering (barrier, abort, timeout) is the in-process CPU
+// communicator's; device collectives run as kernels in rank order, waiting on
+// the host (this communicator is for tests, not for speed).
 struct wdc_hub {
     int n, device;
-    wd_comm *cpu[256];              // wd_comm_local_create: barrier and abort
-    float *bufs[256];
+    wd_comm *cpu[256];              // wd_comm_local_create: barrier, abort, timeout
+    const float *bufs[256];
     const void *g[256];
     size_t gs[256];
     cudaStream_t st[256];
+    wdc_group *group;
 };
 static wd_status wdc_hub_barrier(wd_comm *c) {
-    wd_comm *cpu = ((wdc_hub *)c->impl)->cpu[c->rank];
+    wdc_hub *h = (wdc_hub *)c->impl;
+    wd_comm *cpu = h->cpu[c->rank];
     wd_status st = cpu->ops->barrier(cpu);
-    return st ? wdc_fail(st, "%s", wd_last_error()) : WD_OK;
+    if (st) { char err[1024]; snprintf(err, sizeof err, "%s", wd_last_error()); wdc_group_abort(h->group, c->rank, st, err); return wdc_fail(st, "%s", err); }
+    return WD_OK;
 }
-static wd_status wdc_hub_allreduce(wd_comm *c, float *buf, size_t count) {
+static wd_status wdc_hub_stream_allreduce(wd_comm *c, float *buf, size_t count, void *stream) {
     wdc_hub *h = (wdc_hub *)c->impl;
     int r = c->rank, n = h->n;
-    cudaStream_t st = h->st[r];
+    cudaStream_t st = (cudaStream_t)stream;
+    WDC_CUDA(cudaStreamSynchronize(st));   // this rank's buffer is final
     h->bufs[r] = buf;
-    WDC_CUDA(cudaDeviceSynchronize());   // every rank's buffer is final
     WDC_TRY(wdc_hub_barrier(c));
-    size_t a = count * r / n, e = count * (r + 1) / n;
-    for (int q = 1; q < n && e > a; q++) {   // sum my chunk from the others, in rank order from r+1
-        wdc_add<<<(unsigned)((e - a + 255) / 256), 256, 0, st>>>(buf + a, h->bufs[(r + q) % n] + a, e - a);
-        WDC_LAUNCH();
-    }
+    size_t a = count * (size_t)r / (size_t)n, e = count * (size_t)(r + 1) / (size_t)n;
+    wdc_ptrs in;
+    for (int q = 0; q < n; q++) in.p[q] = h->bufs[q];
+    if (e > a) { wdc_sum_ranks_k<<<wdc_blocks((int64_t)(e - a), WDC_THREADS), WDC_THREADS, 0, st>>>(buf, in, n, a, e); WDC_LAUNCH("sum_ranks"); }
     WDC_CUDA(cudaStreamSynchronize(st));
     WDC_TRY(wdc_hub_barrier(c));
     for (int q = 0; q < n; q++) {
         if (q == r) continue;
-        size_t qa = count * q / n, qe = count * (q + 1) / n;
+        size_t qa = count * (size_t)q / (size_t)n, qe = count * (size_t)(q + 1) / (size_t)n;
         if (qe > qa) WDC_CUDA(cudaMemcpyAsync(buf + qa, h->bufs[q] + qa, 4 * (qe - qa), cudaMemcpyDeviceToDevice, st));
     }
     WDC_CUDA(cudaStreamSynchronize(st));
     return wdc_hub_barrier(c);
+}
+static wd_status wdc_hub_stream_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
+    wdc_hub *h = (wdc_hub *)c->impl;
+    cudaStream_t st = (cudaStream_t)stream;
+    WDC_CUDA(cudaStreamSynchronize(st));
+    h->g[c->rank] = send;
+    WDC_TRY(wdc_hub_barrier(c));
+    for (int q = 0; q < h->n; q++) if (bytes) WDC_CUDA(cudaMemcpyAsync((char *)recv + bytes * (size_t)q, h->g[q], bytes, cudaMemcpyDeviceToDevice, st));
+    WDC_CUDA(cudaStreamSynchronize(st));
+    return wdc_hub_barrier(c);
+}
+static wd_status wdc_hub_allreduce(wd_comm *c, float *buf, size_t count) {
+    wdc_hub *h = (wdc_hub *)c->impl;
+    WDC_CUDA(cudaSetDevice(h->device));
+    return wdc_hub_stream_allreduce(c, buf, count, (void *)h->st[c->rank]);
 }
 static wd_status wdc_hub_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wdc_hub *h = (wdc_hub *)c->impl;
@@ -767,259 +1430,63 @@ static wd_status wdc_hub_allgather(wd_comm *c, const void *mine, size_t bytes, c
     for (int q = 0; q < h->n; q++) { all[q] = h->g[q]; if (sizes) sizes[q] = h->gs[q]; }
     return WD_OK;
 }
-static void wdc_hub_abort(wd_comm *c, wd_status st, const char *why) {
-    wd_comm *cpu = ((wdc_hub *)c->impl)->cpu[c->rank];
-    cpu->ops->abort(cpu, st, why);
-}
-static const wd_comm_ops wdc_hub_ops = {wdc_hub_allreduce, wdc_hub_allgather, wdc_hub_barrier, wdc_hub_abort};
-
-extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks) {
-    if (nranks < 1 || nranks > 256) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_cuda_local_create: 1..256 ranks");
-    wdc_hub *h = (wdc_hub *)calloc(1, sizeof(wdc_hub));
-    wd_comm *cs = (wd_comm *)calloc((size_t)nranks, sizeof(wd_comm));
-    if (!h || !cs) { free(h); free(cs); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
-    h->n = nranks; h->device = device;
-    wd_status st = wd_comm_local_create(nranks, 0, h->cpu);
-    if (st) { free(h); free(cs); return wdc_fail(st, "%s", wd_last_error()); }
-    WDC_CUDA(cudaSetDevice(device));
-    for (int r = 0; r < nranks; r++) {
-        WDC_CUDA(cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking));
-        cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h;
-        ranks[r] = &cs[r];
-    }
+static wd_status wdc_hub_poll(wd_comm *c, double waited) {
+    (void)waited;   // the hub's collectives wait on the host (with the CPU communicator's timeout)
+    wdc_hub *h = (wdc_hub *)c->impl;
+    if (h->group->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, h->group->why);
     return WD_OK;
 }
+static void wdc_hub_abort(wd_comm *c, wd_status st, const char *why) {
+    wdc_hub *h = (wdc_hub *)c->impl;
+    wdc_group_abort(h->group, c->rank, st, why);
+    h->cpu[c->rank]->ops->abort(h->cpu[c->rank], st, why);
+}
+static const wd_comm_ops wdc_hub_ops = {wdc_hub_allreduce, wdc_hub_allgather, wdc_hub_barrier, wdc_hub_abort,
+                                        wdc_hub_stream_allreduce, wdc_hub_stream_allgather, wdc_hub_poll};
+
 extern "C" void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks) {
     if (!ranks || !ranks[0]) return;
     wdc_hub *h = (wdc_hub *)ranks[0]->impl;
-    for (int r = 0; r < nranks; r++) cudaStreamDestroy(h->st[r]);
-    wd_comm_local_destroy(h->cpu, nranks);
-    free(ranks[0]);
-    free(h);
+    cudaSetDevice(h->device);
+    for (int r = 0; r < nranks; r++) if (h->st[r]) cudaStreamDestroy(h->st[r]);
+    if (h->cpu[0]) wd_comm_local_destroy(h->cpu, nranks);
+    if (h->group) wdc_group_release(h->group);
+    wd_free(ranks[0]);
+    wd_free(h);
+    for (int r = 0; r < nranks; r++) ranks[r] = NULL;
 }
-
-// Debug mode (WD_CHECK_TABLES=K): every K steps all ranks compare checksums of
-// their replicas (dense, wide and embedding tables); any difference stops
-// training with an error naming the step and the ranks.
-static wd_status wdc_check_tables(wdc_rank *r, int64_t step) {
-    wd_comm *c = r->comm;
-    if (!c || c->size < 2) return WD_OK;
-    double *d;
-    WDC_CUDA(cudaMalloc((void **)&d, sizeof(double) * 2));
-    WDC_CUDA(cudaMemsetAsync(d, 0, sizeof(double) * 2, r->compute));
-    const float *parts[3] = {r->dense, r->wide, r->emb};
-    int64_t lens[3] = {r->v.P, r->v.wide_rows, r->v.emb ? r->v.emb_rows * r->v.E : 0};
-    for (int i = 0; i < 3; i++) if (lens[i]) wdc_checksum<<<256, 256, 0, r->compute>>>(d, parts[i], lens[i]);
-    WDC_LAUNCH();
-    double mine = 0;
-    WDC_CUDA(cudaMemcpyAsync(&mine, d, sizeof mine, cudaMemcpyDeviceToHost, r->compute));
-    WDC_CUDA(cudaStreamSynchronize(r->compute));
-    WDC_CUDA(cudaMemcpy(d, &mine, sizeof mine, cudaMemcpyHostToDevice));
-    const void *views[256];
-    size_t sizes[256];
-    wd_status st = c->ops->allgather(c, d, sizeof(double), views, sizes);
-    for (int q = 0; !st && q < c->size; q++) {
-        double other = 0;
-        if (cudaMemcpy(&other, views[q], sizeof other, cudaMemcpyDefault) != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "checksum copy failed");
-        else if (other != mine) st = wdc_fail(WD_ERR_INTERNAL, "step %lld: the tables of rank %d and rank %d differ (checksums %.17g vs %.17g)", (long long)step, c->rank, q, mine, other);
-    }
-    wd_status bst = c->ops->barrier(c);   // views may point at other ranks' buffers: free after all read
-    if (!st) st = bst;
-    cudaFree(d);
-    return st;
-}
-
-// ---- 7. wd_cuda_train -----------------------------------------------------------------------------
-static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
-static void wdc_pinned_free(void *p, void *u) { (void)u; cudaFreeHost(p); }
-static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL};
-
-extern "C" wd_status wd_cuda_device_count(int *n) {
-    *n = 0;
-    cudaError_t e = cudaGetDeviceCount(n);
-    if (e != cudaSuccess) { *n = 0; return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: %s", cudaGetErrorString(e)); }
-    if (*n == 0) return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device");
+extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks) {
+    if (nranks < 1 || nranks > 256 || !ranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_cuda_local_create: 1..256 ranks");
+    wdc_hub *h = (wdc_hub *)wd_alloc(sizeof(wdc_hub));
+    wd_comm *cs = (wd_comm *)wd_alloc(sizeof(wd_comm) * (size_t)nranks);
+    if (!h || !cs) { wd_free(h); wd_free(cs); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
+    memset(h, 0, sizeof *h);
+    memset(cs, 0, sizeof(wd_comm) * (size_t)nranks);
+    h->n = nranks; h->device = device;
+    for (int r = 0; r < nranks; r++) { cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h; ranks[r] = &cs[r]; }
+    h->group = wdc_group_new(1);
+    wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
+    if (!st) st = wd_comm_local_create(nranks, wdc_env("WD_COMM_TIMEOUT", 600), h->cpu);
+    cudaError_t e = cudaSuccess;
+    if (!st) e = cudaSetDevice(device);
+    for (int r = 0; !st && e == cudaSuccess && r < nranks; r++) e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
+    if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "same-GPU communicator on GPU %d: %s", device, cudaGetErrorString(e));
+    if (st) { char err[1024]; snprintf(err, sizeof err, "%s", wd_last_error()); wd_comm_cuda_local_destroy(ranks, nranks); return wdc_fail(st, "%s", err); }
     return WD_OK;
 }
 
-struct wdc_trainer;
-struct wdc_worker { wdc_trainer *tr; int rank, device; wdc_rank dev; wd_status st; char err[512]; double stage[8]; };
-struct wdc_trainer {
-    wd_model *m;
-    const wd_train_desc *d;
-    wd_train_report *rep;
-    int ranks, B;                   // B per rank
-    wd_comm *comm[256];
-    int64_t start_step, epochs;
-    double t0;
-};
-
-static wd_status wdc_run_rank(wdc_worker *w) {
-    wdc_trainer *tr = w->tr;
-    const wd_train_desc *d = tr->d;
-    wdc_rank *r = &w->dev;
-    WDC_TRY(wdc_rank_init(r, tr->m, w->rank, w->device, tr->B, tr->ranks));
-    r->comm = tr->ranks > 1 ? tr->comm[w->rank] : NULL;
-    wd_loader_desc ld;
-    memset(&ld, 0, sizeof ld);
-    ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = tr->B;
-    ld.shard_index = w->rank; ld.shard_count = tr->ranks;
-    ld.threads = d->loader_threads; ld.devices = tr->ranks; ld.ram_bytes = d->loader_ram;
-    ld.shuffle = !d->no_shuffle; ld.seed = tr->m ? wd_model_description(tr->m)->seed : 0;
-    ld.remainder = WD_REMAINDER_PAD;
-    ld.batch_alloc = &wdc_pinned;
-    wd_loader *l = NULL;
-    wd_status st = wd_loader_open(&ld, &l);
-    if (st) return wdc_fail(st, "%s", wd_last_error());
-    const wd_model_view *v = &r->v;
-    int64_t *epoch = v->epoch, *batch = v->batch, *step = v->step;
-    int64_t my_epoch = *epoch, my_batch = *batch, my_step = *step;   // every rank counts the same steps
-    int buf = 0;
-    float host_acc[2] = {0, 0};
-    const char *ce = getenv("WD_CHECK_TABLES");
-    int64_t check_every = ce ? atoll(ce) : 0;
-    while (!st && my_epoch < tr->epochs && !(d->max_steps > 0 && my_step >= d->max_steps)) {
-        st = wd_loader_reset(l, my_epoch, my_batch);
-        if (st) { st = wdc_fail(st, "%s", wd_last_error()); break; }
-        for (;;) {
-            if (d->max_steps > 0 && my_step >= d->max_steps) break;
-            double t0 = wdc_now();
-            const wd_batch *b = NULL;
-            st = wd_loader_next(l, &b);
-            if (st) { st = wdc_fail(st, "%s", wd_last_error()); break; }
-            if (!b) break;
-            if (r->batch_offs[1] == 0) {   // the carve of a pinned batch, once
-                r->batch_offs[0] = (size_t)((const char *)b->label - (const char *)b->mem);
-                r->batch_offs[1] = (size_t)((const char *)b->weight - (const char *)b->mem);
-                r->batch_offs[2] = (size_t)((const char *)b->dense - (const char *)b->mem);
-                for (int k = 0; k < v->S; k++) r->batch_offs[3 + k] = (size_t)((const char *)b->ids[k] - (const char *)b->mem);
-            }
-            // the device buffer we copy into must be free of the step two back
-            if (cudaEventSynchronize(r->consumed[buf]) != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "event wait failed"); break; }
-            w->stage[0] += wdc_now() - t0;   // data wait (loader + buffer reuse)
-            double t1 = wdc_now();
-            cudaError_t e = cudaMemcpyAsync(r->batch[buf], b->mem, b->mem_bytes, cudaMemcpyHostToDevice, r->copy);
-            if (e == cudaSuccess) e = cudaEventRecord(r->copied[buf], r->copy);
-            if (e == cudaSuccess) e = cudaStreamWaitEvent(r->compute, r->copied[buf], 0);
-            // the loader reuses the pinned batch after the next wd_loader_next: wait for the copy first
-            if (e == cudaSuccess) e = cudaEventSynchronize(r->copied[buf]);
-            if (e != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "H2D copy: %s", cudaGetErrorString(e)); break; }
-            w->stage[1] += wdc_now() - t1;
-            st = wdc_step(r, buf, b->n, my_step, w->stage);
-            if (!st && check_every > 0 && (my_step + 1) % check_every == 0) st = wdc_check_tables(r, my_step + 1);
-            if (st) break;
-            if (cudaEventRecord(r->consumed[buf], r->compute) != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "event record failed"); break; }
-            buf ^= 1;
-            my_step++; my_batch++;
-            if (w->rank == 0) {
-                *step = my_step; *batch = my_batch;
-                int64_t every = d->checkpoint_every, pe = 50;
-                int need_loss = d->progress && (my_step % pe == 0);
-                if (need_loss || (d->checkpoint_path && every > 0 && my_step % every == 0)) {
-                    if (cudaMemcpy(host_acc, r->g + v->P, sizeof host_acc, cudaMemcpyDeviceToHost) != cudaSuccess) { st = wdc_fail(WD_ERR_DEVICE, "loss copy failed"); break; }
-                    if (!isfinite(host_acc[0])) { st = wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite", (long long)my_step); break; }
-                    tr->rep->last_loss = host_acc[1] > 0 ? host_acc[0] / host_acc[1] : 0;
-                }
-                tr->rep->steps++;
-                tr->rep->samples += b->n;   // padding included; exact only without padding
-                if (d->checkpoint_path && every > 0 && my_step % every == 0) {
-                    if ((st = wdc_download(r)) != WD_OK) break;
-                    if ((st = wd_model_save(tr->m, d->checkpoint_path)) != WD_OK) { st = wdc_fail(st, "%s", wd_last_error()); break; }
-                }
-                if (need_loss) {
-                    wd_progress p;
-                    memset(&p, 0, sizeof p);
-                    p.step = my_step; p.samples = tr->rep->samples; p.epoch = my_epoch; p.loss = tr->rep->last_loss;
-                    p.elapsed_s = wdc_now() - tr->t0; p.samples_per_s = p.elapsed_s > 0 ? p.samples / p.elapsed_s : 0;
-                    p.valid_auc = p.valid_logloss = NAN;
-                    d->progress(d->user, &p);
-                }
-            }
-        }
-        if (st || (d->max_steps > 0 && my_step >= d->max_steps)) break;
-        my_epoch++;
-        my_batch = 0;
-        if (w->rank == 0) { *epoch = my_epoch; *batch = 0; }
-    }
-    if (!st && cudaStreamSynchronize(r->compute) != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "final synchronize failed");
-    if (!st && w->rank == 0) st = wdc_download(r);
-    if (r->comm && st && st != WD_ERR_ABORTED) r->comm->ops->abort(r->comm, st, wdc_err);
-    wd_loader_close(l);
-    return st;
+// The ranks of wd_train on this process's GPUs: NCCL across distinct GPUs,
+// the same-GPU communicator when every rank shares one (tests).
+static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks) {
+    int same = 1, distinct = 1;
+    for (int a = 0; a < nranks; a++)
+        for (int b = 0; b < a; b++) { same &= devices[a] == devices[b]; distinct &= devices[a] != devices[b]; }
+    if (same) return wd_comm_cuda_local_create(nranks, devices[0], ranks);
+    if (distinct) return wd_comm_nccl_create_all(nranks, devices, ranks);
+    return wdc_fail(WD_ERR_INVALID_ARG, "device_ids: every rank on its own GPU, or all on one (simulation); not a mix");
 }
-static void *wdc_thread(void *arg) {
-    wdc_worker *w = (wdc_worker *)arg;
-    w->st = wdc_run_rank(w);
-    if (w->st) snprintf(w->err, sizeof w->err, "%s", wdc_err);
-    wdc_rank_free(&w->dev);
-    return NULL;
-}
-
-// Trains on `ranks` ranks: devices 0..ranks-1 with NCCL, or (simulate) all on
-// device 0 with the in-process device communicator.
-static wd_status wdc_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int ranks, int simulate) {
-    wd_train_report local;
-    if (!rep) rep = &local;
-    memset(rep, 0, sizeof *rep);
-    rep->valid_auc = rep->valid_logloss = NAN;
-    int ndev = 0;
-    WDC_TRY(wd_cuda_device_count(&ndev));
-    wd_comm *external = d->comm;   // one rank of a job spanning processes
-    if (external) ranks = external->size;
-    if (!simulate && !external && ranks > ndev) return wdc_fail(WD_ERR_INVALID_ARG, "%d GPUs asked for, %d present", ranks, ndev);
-    if (external && (d->device_index < 0 || d->device_index >= ndev)) return wdc_fail(WD_ERR_INVALID_ARG, "device_index %d: %d GPUs present", d->device_index, ndev);
-    const wd_schema *s = wd_model_schema(m);
-    for (int k = 0; k < s->nslots; k++)
-        if (s->slot[k].kind != WD_ONE_HOT) return wdc_fail(WD_ERR_UNSUPPORTED, "the CUDA backend takes one-hot slots; slot %s is multi-hot", s->slot[k].name);
-    wd_model_view v;
-    wd_model_view_get(m, &v);
-    int64_t B = d->batch_size > 0 ? d->batch_size : (*v.batch_size > 0 ? *v.batch_size : 16384LL * ranks);
-    if (B % ranks) return wdc_fail(WD_ERR_INVALID_ARG, "batch %lld does not split over %d ranks", (long long)B, ranks);
-    if (*v.batch > 0 && *v.batch_size > 0 && B != *v.batch_size)
-        return wdc_fail(WD_ERR_INVALID_ARG, "resuming mid-epoch needs the checkpoint's batch size %lld", (long long)*v.batch_size);
-    *v.batch_size = B;
-    wdc_trainer tr;
-    memset(&tr, 0, sizeof tr);
-    tr.m = m; tr.d = d; tr.rep = rep; tr.ranks = ranks; tr.B = (int)(B / ranks);
-    tr.epochs = d->epochs > 0 ? d->epochs : 1;
-    tr.t0 = wdc_now();
-    if (external) tr.comm[external->rank] = external;
-    else if (ranks > 1) WDC_TRY(simulate ? wd_comm_cuda_local_create(ranks, 0, tr.comm) : wd_comm_nccl_create_all(ranks, tr.comm));
-    // the ranks this process runs: all of them, or its one rank of an external job
-    int first = external ? external->rank : 0, nlocal = external ? 1 : ranks;
-    wdc_worker *w = (wdc_worker *)calloc((size_t)nlocal, sizeof(wdc_worker));
-    pthread_t th[256];
-    int started = 0;
-    for (int i = 0; i < nlocal; i++) {
-        int r = first + i;
-        w[i].tr = &tr; w[i].rank = r; w[i].device = external ? d->device_index : simulate ? 0 : r;
-        if (pthread_create(&th[i], NULL, wdc_thread, &w[i]) != 0) { w[i].st = wdc_fail(WD_ERR_NOMEM, "cannot start rank %d", r); if (ranks > 1) tr.comm[r]->ops->abort(tr.comm[r], WD_ERR_NOMEM, "thread start"); break; }
-        started++;
-    }
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    wd_status st = WD_OK;
-    for (int i = 0; i < nlocal && !st; i++) if (w[i].st) st = wdc_fail(w[i].st, "%s", w[i].err);
-    rep->seconds = wdc_now() - tr.t0;
-    rep->samples_per_s = rep->seconds > 0 ? rep->samples * (double)ranks / rep->seconds : 0;
-    rep->samples *= ranks;
-    // worker 0's view: data wait, H2D copy, and (WD_CUDA_TIMING=1) device stages
-    rep->data_s = w[0].stage[0]; rep->optimizer_s = w[0].stage[6]; rep->comm_s = w[0].stage[7];
-    rep->embed_s = w[0].stage[2]; rep->mlp_fwd_s = w[0].stage[3]; rep->wide_s = w[0].stage[4]; rep->mlp_bwd_s = w[0].stage[5];
-    rep->h2d_s = w[0].stage[1];
-    free(w);
-    if (!external && ranks > 1) { if (simulate) wd_comm_cuda_local_destroy(tr.comm, ranks); else for (int r = 0; r < ranks; r++) wd_comm_nccl_destroy(tr.comm[r]); }
-    // rank 0 alone writes checkpoints (its replica was downloaded into m)
-    if (!st && d->checkpoint_path && first == 0) { st = wd_model_save(m, d->checkpoint_path); if (st) st = wdc_fail(st, "%s", wd_last_error()); }
-    return st;
-}
-
-extern "C" wd_status wd_cuda_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
-    int ndev = 0;
-    WDC_TRY(wd_cuda_device_count(&ndev));
-    int ranks = d->devices == WD_ALL_GPUS ? ndev : (d->devices > 0 ? d->devices : 1);
-    return wdc_train(m, d, rep, ranks, 0);
-}
-// Test entry: `ranks` simulated ranks sharing GPU 0.
-extern "C" wd_status wd_cuda_train_simulated(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int ranks) {
-    return wdc_train(m, d, rep, ranks, 1);
+static void wdc_comm_destroy(wd_comm **ranks, int nranks) {
+    if (!ranks || !ranks[0]) return;
+    if (ranks[0]->ops == &wdc_hub_ops) wd_comm_cuda_local_destroy(ranks, nranks);
+    else for (int r = 0; r < nranks; r++) { wd_comm_nccl_destroy(ranks[r]); ranks[r] = NULL; }
 }

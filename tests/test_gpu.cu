@@ -127,7 +127,10 @@ static void test_simulated_ranks(void) {
     setenv("WD_CHECK_TABLES", "3", 1);   // the replicas must stay identical
     for (int n = 2; n <= 4; n *= 2) {
         wd_model *m = make_model(TRAIN, WD_ADAGRAD, 1);
-        CHECK_OK(wd_cuda_train_simulated(m, &td, NULL, n));
+        static const int same_gpu[4] = {0, 0, 0, 0};
+        wd_train_desc tn = td;
+        tn.devices = n; tn.device_ids = same_gpu;
+        CHECK_OK(wd_train(m, &tn, NULL));
         char what[64];
         snprintf(what, sizeof what, "%d simulated ranks vs 1, 10 steps", n);
         CHECK(compare(one, m, 1e-3, 1e-2, what));
@@ -139,7 +142,7 @@ static void test_simulated_ranks(void) {
 
 static void test_nccl_one_rank(void) {
     wd_comm *c[1];
-    CHECK_OK(wd_comm_nccl_create_all(1, c));
+    CHECK_OK(wd_comm_nccl_create_all(1, NULL, c));
     float h[1000], *d;
     for (int i = 0; i < 1000; i++) h[i] = (float)i;
     cudaMalloc((void **)&d, sizeof h);

@@ -277,6 +277,12 @@ static int split_list(const char *s, const char **out, int max, char **mem) {
     for (char *p = strtok(*mem, ","); p && n < max; p = strtok(NULL, ",")) out[n++] = p;
     return n;
 }
+// "activations 2" for per-layer buffers, the plain name otherwise.
+static const char *wd__plan_label(const wd_plan_entry *e) {
+    static char buf[64];
+    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD) { snprintf(buf, sizeof buf, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
+    return wd_buf_name(e->buf);
+}
 static int slot_index(const wd_schema *s, const char *name) {
     for (int k = 0; k < s->nslots; k++) if (strcmp(s->slot[k].name, name) == 0) return k;
     char *end;
@@ -285,7 +291,7 @@ static int slot_index(const wd_schema *s, const char *name) {
 }
 
 typedef struct train_ui { FILE *log; int tty; int64_t last_print_step; double last_print; } train_ui;
-static void train_progress(void *user, const wd_progress *p) {
+static int train_progress(void *user, const wd_progress *p) {
     train_ui *u = (train_ui *)user;
     if (u->log) {
         fprintf(u->log, "%lld,%lld,%lld,%.6f,%.1f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
@@ -299,6 +305,7 @@ static void train_progress(void *user, const wd_progress *p) {
         u->last_print = now;
         fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step, (long long)p->epoch, p->loss, p->samples_per_s, p->eta_s);
     }
+    return 0;
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -350,6 +357,11 @@ static int cmd_train(int argc, char **argv) {
             if (strcmp(val, "adagrad") == 0) md.optimizer = WD_ADAGRAD;
             else if (strcmp(val, "adam") == 0) md.optimizer = WD_ADAM;
             else return usage_error("--optimizer: '%s' is not adagrad or adam", val);
+            model_flags++;
+        } else if (strcmp(a, "--precision") == 0) {
+            if (strcmp(val, "fp32") == 0) md.precision = WD_PRECISION_FP32;
+            else if (strcmp(val, "bf16") == 0) md.precision = WD_PRECISION_BF16;
+            else return usage_error("--precision: '%s' is not fp32 or bf16", val);
             model_flags++;
         } else if (strcmp(a, "--pooling") == 0) {
             if (strcmp(val, "sum") == 0) md.pooling = WD_POOL_SUM;
@@ -404,13 +416,13 @@ static int cmd_train(int argc, char **argv) {
         }
         if (plan) {   // sizes only: nothing is allocated
             int ranks = td.devices > 0 ? (int)td.devices : 1;
-            int batch = td.batch_size > 0 ? (int)(td.batch_size / ranks) : 16384;
+            int batch = (int)((td.batch_size > 0 ? td.batch_size : 4096) / ranks);
             wd_plan p;
             st = wd_plan_from_desc(&md, batch, ranks, &p);
             free(fmem); free(vmem);
             if (st) return fail(st);
             printf("device plan: %d rank(s), batch %d per rank\n", ranks, batch);
-            for (int i = 0; i < p.n; i++) if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", p.e[i].name, (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
+            for (int i = 0; i < p.n; i++) if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", wd__plan_label(&p.e[i]), (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
             printf("  %-28s %14lld bytes  %9.2f GiB per GPU\n", "total", (long long)p.total, p.total / 1073741824.0);
             return 0;
         }
@@ -436,14 +448,11 @@ static int cmd_train(int argc, char **argv) {
         printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds, rep.samples_per_s, rep.last_loss);
         if (rep.valid_auc == rep.valid_auc) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
         printf("\n");
-        double tot = rep.embed_s + rep.mlp_fwd_s + rep.mlp_bwd_s + rep.wide_s + rep.comm_s + rep.optimizer_s + rep.data_s;
-        if (td.device == WD_DEVICE_CUDA && rep.steps > 0)
-            printf("per step (rank 0, ms): data wait %.3f  h2d %.3f  embed fwd %.3f  mlp fwd %.3f  wide+loss %.3f  mlp bwd %.3f  sparse+dense update %.3f  comm %.3f\n",
-                   1e3 * rep.data_s / rep.steps, 1e3 * rep.h2d_s / rep.steps, 1e3 * rep.embed_s / rep.steps, 1e3 * rep.mlp_fwd_s / rep.steps,
-                   1e3 * rep.wide_s / rep.steps, 1e3 * rep.mlp_bwd_s / rep.steps, 1e3 * rep.optimizer_s / rep.steps, 1e3 * rep.comm_s / rep.steps);
-        else if (tot > 0)
-            printf("time (worker 0): embed %.1f%% mlp-fwd %.1f%% mlp-bwd %.1f%% wide+sparse %.1f%% comm %.1f%% optimizer %.1f%% data %.1f%%\n",
-                   100 * rep.embed_s / tot, 100 * rep.mlp_fwd_s / tot, 100 * rep.mlp_bwd_s / tot, 100 * rep.wide_s / tot, 100 * rep.comm_s / tot, 100 * rep.optimizer_s / tot, 100 * rep.data_s / tot);
+        if (rep.steps > 0 && rep.train_s > 0) {   // where the step loop's time went
+            printf("time per step (rank 0, ms):");
+            for (int s = 0; s < WD_STAGE_COUNT; s++) printf(" %s %.3f", wd_stage_name(s), 1e3 * rep.stage_s[s] / (double)rep.steps);
+            printf(" | %s\n", rep.engine);
+        }
     }
     wd_model_destroy(m);
     free(fmem); free(vmem);
