@@ -10,17 +10,29 @@ DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
 FUZZERS := wdr criteo libsvm csv wdm
-# OpenBLAS for the MLP's GEMMs when installed (tools/install-deps.sh adds it);
-# the header's portable loops otherwise. `make BLAS=0` forces the fallback.
-# Debian's serial OpenBLAS: our workers parallelise, and the threaded build
-# starts a thread pool at load time that spins when memory is capped.
+# The GEMM engine of the MLP (widedeep.h, "The GEMM engine"): oneDNN when it is
+# installed (tools/install-deps.sh installs it), else Debian's serial OpenBLAS,
+# else the header's portable loops. `make GEMM=openblas` or `GEMM=portable`
+# chooses one (the build directory is per engine only if you make it so: run
+# `make clean` between engines).
 OBDIR   := /usr/lib/x86_64-linux-gnu/openblas-serial
 OBINC   := /usr/include/x86_64-linux-gnu/openblas-serial
-BLAS    ?= $(shell printf '\043include <cblas.h>\nint main(void){openblas_set_num_threads(1);return 0;}\n' | $(CC) -I$(OBINC) -x c - -o /dev/null -L$(OBDIR) -lopenblas >/dev/null 2>&1 && test -d $(OBDIR) && echo 1 || echo 0)
-ifeq ($(BLAS),1)
-BLASF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS -I$(OBINC)
-BLASL   := -L$(OBDIR) -Wl,-rpath,$(OBDIR) -lopenblas
+HAVE_ONEDNN   := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_get_effective_cpu_isa()==0;}\n' | $(CC) -x c - -o /dev/null -ldnnl >/dev/null 2>&1 && echo 1)
+HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){openblas_set_num_threads(1);return 0;}\n' | $(CC) -I$(OBINC) -x c - -o /dev/null -L$(OBDIR) -lopenblas >/dev/null 2>&1 && test -d $(OBDIR) && echo 1)
+GEMM    ?= $(if $(HAVE_ONEDNN),onednn,$(if $(HAVE_OPENBLAS),openblas,portable))
+ifeq ($(GEMM),onednn)
+GEMMF   := -DWD_USE_ONEDNN
+GEMML   := -ldnnl -lgomp
+else ifeq ($(GEMM),openblas)
+GEMMF   := -DWD_USE_CBLAS -DWD_USE_OPENBLAS -I$(OBINC)
+GEMML   := -L$(OBDIR) -Wl,-rpath,$(OBDIR) -lopenblas
+else ifneq ($(GEMM),portable)
+$(error GEMM=$(GEMM): choose onednn, openblas or portable)
 endif
+# a change of engine rebuilds everything that links one
+ENGINE  := $(B)/engine-$(GEMM).stamp
+$(ENGINE): | $(B)
+	@rm -f $(B)/engine-*.stamp; touch $@
 
 .PHONY: all deps demo test test-gpu fuzz clean
 
@@ -40,15 +52,15 @@ all: $(B)/wd $(CUDA_BINS)
 $(B)/widedeep_cuda.o: widedeep_cuda.cu $(HDR) | $(B)
 	$(NVCC) $(NVFLAGS) -c -o $@ widedeep_cuda.cu
 # the wd tool with the CUDA backend (--device cuda)
-$(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o | $(B)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -DWD_HAVE_CUDA -c -o $(B)/wd-cuda.o tools/wd.c
-	$(CXX) -o $@ $(B)/wd-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(BLASL)
-$(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o | $(B)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $(B)/multi_gpu.o examples/multi_gpu.c
-	$(CXX) -o $@ $(B)/multi_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
-$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h $(HDR) $(B)/widedeep_cuda.o | $(B)
-	$(NVCC) $(NVFLAGS) -c -o $(B)/test_gpu.o tests/test_gpu.cu
-	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
+$(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_HAVE_CUDA -c -o $(B)/wd-cuda.o tools/wd.c
+	$(CXX) -o $@ $(B)/wd-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
+$(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_HAVE_CUDA -c -o $(B)/multi_gpu.o examples/multi_gpu.c
+	$(CXX) -o $@ $(B)/multi_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
+$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+	$(NVCC) $(NVFLAGS) $(GEMMF) -c -o $(B)/test_gpu.o tests/test_gpu.cu
+	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
 
 # on a machine with an NVIDIA GPU: the GPU tests, then compute-sanitizer's
 # memcheck and racecheck over the same binary
@@ -68,27 +80,32 @@ deps:
 $(B):
 	@mkdir -p $(B)
 
-$(B)/wd: tools/wd.c $(HDR) | $(B)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) $(BLASF) -o $@ tools/wd.c $(LDLIBS) $(BLASL)
+$(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ tools/wd.c $(LDLIBS) $(GEMML)
 
-# test binaries carry ASan + UBSan
+# test binaries carry ASan + UBSan and the build's GEMM engine; the quick
+# numeric ones again with the portable loops (the fallback stays right)
 TESTS := test_wd test_loader test_train test_faults test_ref test_golden
-$(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
+PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable
+$(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
+$(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(LDLIBS)
 
 # the threaded tests (loader, communicator, trainer) again under ThreadSanitizer
+# (portable GEMMs: libgomp, under oneDNN, is not instrumented for TSan)
 TSAN_CC := $(shell command -v clang >/dev/null && echo clang || echo $(CC))
 $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
 
-$(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) | $(B)
-	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) -o $@ tests/test_cpp.cpp $(LDLIBS)
+$(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
+	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
 
 # examples (built and run by the tests)
-$(B)/train_criteo: examples/train_criteo.c $(HDR) | $(B)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ examples/train_criteo.c $(LDLIBS)
-$(B)/predict_cpp: examples/predict.cpp $(HDR) | $(B)
-	$(CXX) -std=c++17 $(CFLAGS) $(WARN) -o $@ examples/predict.cpp $(LDLIBS)
+$(B)/train_criteo: examples/train_criteo.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ examples/train_criteo.c $(LDLIBS) $(GEMML)
+$(B)/predict_cpp: examples/predict.cpp $(HDR) $(ENGINE) | $(B)
+	$(CXX) -std=c++17 $(CFLAGS) $(WARN) $(GEMMF) -o $@ examples/predict.cpp $(LDLIBS) $(GEMML)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd
@@ -101,7 +118,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # Everything `make test` runs. -k: a binary that does not build (or whose
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
-TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS)) \
+TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
 	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/train_criteo $(B)/predict_cpp
 test: deps
 	@$(MAKE) --no-print-directory -k $(TEST_BINS); WD_BUILD_RC=$$? bash tests/run.sh $(B) $(DATA)
@@ -115,10 +132,10 @@ test: deps
 # tests/fuzz/replay_main.c), with or without libFuzzer.
 FUZZ_SECONDS ?= 10
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
-$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
-	$(FUZZ_CC) -o $@ $< $(LDLIBS)
-$(B)/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz_common.h $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) -fno-sanitize-recover=all $(WARN) -o $@ $< tests/fuzz/replay_main.c $(LDLIBS)
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) $(ENGINE) | $(B)
+	$(FUZZ_CC) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
+$(B)/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz_common.h $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) -fno-sanitize-recover=all $(WARN) $(GEMMF) -o $@ $< tests/fuzz/replay_main.c $(LDLIBS) $(GEMML)
 $(B)/make_seeds: tests/fuzz/make_seeds.c $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(WARN) -o $@ $< $(LDLIBS)
 fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))

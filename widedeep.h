@@ -51,10 +51,12 @@
    wd_hash_bytes(s, len, k) % buckets[k]. An empty field (missing) hashes
    like the empty string: all missing values of a slot share one bucket.
 
-   BLAS. The MLP's matrix products use a portable C loop nest by default.
-   Define WD_USE_CBLAS (and link a CBLAS, e.g. -lopenblas) to use cblas_sgemm;
-   with OpenBLAS also define WD_USE_OPENBLAS so that training pins it to one
-   thread per worker. The Makefile does both when libopenblas-dev is present.
+   GEMM ENGINE. The MLP's matrix products use a portable C loop nest by
+   default. Define WD_USE_ONEDNN (link -ldnnl -lgomp) for oneDNN, which
+   dispatches on the CPU's instruction set and computes BF16; or
+   WD_USE_CBLAS (link a CBLAS; with OpenBLAS also WD_USE_OPENBLAS). The
+   Makefile picks oneDNN when libdnnl-dev is installed, else OpenBLAS, else
+   the loops; reports name the engine, instruction set and precision.
 
    RESOURCE LIMITS. Nothing recurses. Every size read from a file (block
    counts, sample counts, byte counts, slot counts, bucket counts, model
@@ -3235,9 +3237,6 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s) {
 #ifdef WD_USE_CBLAS
 #include <cblas.h>
 #endif
-#ifdef WD_USE_OPENBLAS
-extern void openblas_set_num_threads(int);   // our workers parallelise; BLAS runs one thread each
-#endif
 
 typedef struct wd__layer { int in, out; int64_t w, b; } wd__layer;   // offsets into the dense buffer
 
@@ -3441,11 +3440,20 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
                   OpenBLAS is not thread-safe, so calls are serialised by a
                   mutex (correct, but workers then wait for each other).
    neither        portable loops (slow; they exist so the header alone works). */
+#ifdef __cplusplus
+extern "C" {
+#endif
 #ifdef WD_USE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 // libdnnl's OpenMP: one thread per worker while our workers run (they parallelise)
 extern void omp_set_num_threads(int);
 extern int omp_get_max_threads(void);
+#endif
+#ifdef WD_USE_OPENBLAS
+extern char *openblas_get_corename(void);
+#endif
+#ifdef __cplusplus
+}
 #endif
 static const char *wd__gemm_engine_name(void) {
 #if defined(WD_USE_ONEDNN)
@@ -3503,7 +3511,6 @@ static void wd__engine_describe(const wd_model *m, char *buf, size_t n) {
 #if defined(WD_USE_ONEDNN)
     snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd__gemm_engine_name(), wd__isa_name((int)dnnl_get_effective_cpu_isa()), prec);
 #elif defined(WD_USE_OPENBLAS)
-    extern char *openblas_get_corename(void);
     snprintf(buf, n, "gemm=%s core=%s precision=%s", wd__gemm_engine_name(), openblas_get_corename(), prec);
 #else
     snprintf(buf, n, "gemm=%s precision=%s", wd__gemm_engine_name(), prec);

@@ -6,10 +6,11 @@
 #include "../widedeep.h"
 #include <stdio.h>
 
-static void on_progress(void *user, const wd_progress *p) {
+static int on_progress(void *user, const wd_progress *p) {
     (void)user;
     if (p->valid_auc == p->valid_auc)
         printf("epoch %lld: step %lld, loss %.4f, valid AUC %.4f\n", (long long)p->epoch, (long long)p->step, p->loss, p->valid_auc);
+    return 0;   // nonzero would stop training at the next step
 }
 
 static int check(wd_status st) {

@@ -211,31 +211,42 @@ static void test_one_step_by_finite_differences(void) {
 static void test_optimizers_by_hand(void) {
     // Adagrad: acc 0 -> 0.25, w = 1 - 0.1 * 0.5 / 0.5 = 0.9; then acc 0.5, w = 0.9 - 0.05/sqrt(0.5)
     float w = 1, acc = 0;
-    wd__adagrad(&w, &acc, 0.5f, 0.1f);
+    wd_opt_adagrad(&w, &acc, 0.5f, 0.1f);
     CHECK(fabsf(acc - 0.25f) < 1e-7f && fabsf(w - 0.9f) < 1e-6f);
-    wd__adagrad(&w, &acc, 0.5f, 0.1f);
+    wd_opt_adagrad(&w, &acc, 0.5f, 0.1f);
     CHECK(fabsf(w - 0.8292893f) < 1e-6f);
     // Adam step 1: m = 0.05, v = 0.00025, mhat = 0.5, vhat = 0.25 -> w = 1 - 0.1 * 0.5 / 0.5 = 0.9
     float wa = 1, mo = 0, v = 0;
-    wd__adam(&wa, &mo, &v, 0.5f, 0.1f, 0.9f, 0.999f, 1e-8f, 1.0f - 0.9f, 1.0f - 0.999f);
+    wd_opt ao;
+    memset(&ao, 0, sizeof ao);
+    ao.optimizer = WD_ADAM; ao.lr_deep = 0.1f; ao.b1 = 0.9f; ao.b2 = 0.999f; ao.eps = 1e-8f;
+    wd_opt_at_step(&ao, 0);   // step 1: c1 = 1 - 0.9, c2 = 1 - 0.999
+    CHECK(fabsf(ao.c1 - 0.1f) < 1e-6f && fabsf(ao.c2 - 0.001f) < 1e-7f);
+    wd_opt_adam(&wa, &mo, &v, 0.5f, &ao);
     CHECK(fabsf(mo - 0.05f) < 1e-7f && fabsf(v - 0.00025f) < 1e-7f * 0.00025f * 1e3f && fabsf(wa - 0.9f) < 1e-6f);
     // Adam step 2 with g = -0.5: m = 0.045 - 0.05 = -0.005, v = 0.00049975
-    wd__adam(&wa, &mo, &v, -0.5f, 0.1f, 0.9f, 0.999f, 1e-8f, 1.0f - 0.81f, 1.0f - 0.998001f);
+    wd_opt_at_step(&ao, 1);   // step 2
+    wd_opt_adam(&wa, &mo, &v, -0.5f, &ao);
     double mh = -0.005 / 0.19, vh = 0.00049975 / (1 - 0.998001);
     CHECK(fabsf(mo + 0.005f) < 1e-7f && fabs(wa - (0.9 - 0.1 * mh / (sqrt(vh) + 1e-8))) < 1e-5);
     // FTRL (alpha .1, beta 1, l1 .01, l2 .1): g = .5 -> n .25, sigma 5, z .5, w = -.49/15.1
     float fw = 0, z = 0, n = 0;
-    wd__ftrl(&fw, &z, &n, 0.5f, 0.1f, 1.0f, 0.01f, 0.1f);
+    wd_opt fo;
+    memset(&fo, 0, sizeof fo);
+    fo.lr_wide = 0.1f; fo.beta = 1.0f; fo.l1 = 0.01f; fo.l2 = 0.1f;
+    wd_opt_ftrl(&fw, &z, &n, 0.5f, &fo);
     CHECK(fabsf(z - 0.5f) < 1e-7f && fabsf(n - 0.25f) < 1e-7f && fabsf(fw + 0.0324503f) < 1e-6f);
     // g = -.2 -> n .29, sigma = (sqrt(.29) - .5)/.1, z = .3 - sigma * w
-    wd__ftrl(&fw, &z, &n, -0.2f, 0.1f, 1.0f, 0.01f, 0.1f);
+    wd_opt_ftrl(&fw, &z, &n, -0.2f, &fo);
     CHECK(fabsf(z - 0.3124989f) < 1e-5f && fabsf(fw + 0.0195348f) < 1e-5f);
     // |z| <= l1 gives exactly 0 (from w = 0: z = g); n = 0 gives 0, not 0/0
     float w3 = 0, z3 = 0, n3 = 0;
-    wd__ftrl(&w3, &z3, &n3, 0.005f, 0.1f, 1.0f, 0.01f, 0.0f);
+    fo.l2 = 0.0f;
+    wd_opt_ftrl(&w3, &z3, &n3, 0.005f, &fo);
     CHECK(w3 == 0.0f);
     float w4 = 0, z4 = 0, n4 = 0;
-    wd__ftrl(&w4, &z4, &n4, 0.0f, 0.1f, 0.0f, 0.0f, 0.0f);
+    fo.beta = 0.0f; fo.l1 = 0.0f;
+    wd_opt_ftrl(&w4, &z4, &n4, 0.0f, &fo);
     CHECK(w4 == 0.0f);
 }
 
@@ -394,11 +405,12 @@ static int64_t file_predictions(wd_model *m, const char *path, int weighted, flo
 }
 
 typedef struct progress_log { int calls, evals; double loss[64], auc[8], ll[8]; int64_t step[64]; } progress_log;
-static void log_progress(void *user, const wd_progress *p) {
+static int log_progress(void *user, const wd_progress *p) {
     progress_log *g = (progress_log *)user;
     if (g->calls < 64) { g->loss[g->calls] = p->loss; g->step[g->calls] = p->step; }
     g->calls++;
     if (!isnan(p->valid_auc)) { if (g->evals < 8) { g->auc[g->evals] = p->valid_auc; g->ll[g->evals] = p->valid_logloss; } g->evals++; }
+    return 0;
 }
 
 static void test_learns_and_evaluates(void) {
@@ -791,8 +803,11 @@ static void test_device_plan(void) {
         sum += a.e[i].bytes;
     }
     CHECK(sum == a.total);
-    CHECK(a.e[6].bytes >= 4 * m->emb_rows * m->E && strcmp(a.e[6].name, "embeddings") == 0);
-    CHECK(wd_plan_offset(&a, "embedding state 2") > 0 && wd_plan_offset(&a, "no such buffer") == -1);
+    CHECK(a.e[6].bytes >= 4 * m->emb_rows * m->E && a.e[6].buf == WD_BUF_EMB && strcmp(wd_buf_name(a.e[6].buf), "embeddings") == 0);
+    int64_t off = -1, bytes = -1;
+    CHECK(wd_plan_find(&a, WD_BUF_EMB_S2, 0, &off, &bytes) == WD_OK && off > 0 && bytes >= 4 * m->emb_rows * m->E);
+    CHECK(wd_plan_find(&a, WD_BUF_ACT, m->nlayers, &off, NULL) == WD_ERR_INTERNAL && strstr(wd_last_error(), "activations"));
+    for (int q = 0; q < WD_BUF_COUNT; q++) CHECK(strcmp(wd_buf_name(q), "?") != 0);
     // the cross bucket depends on both ids and on the cross index (its pinned
     // values are in tests/test_golden.c): neighbours rarely share a bucket
     int same_a = 0, same_b = 0, same_c = 0;
