@@ -246,6 +246,8 @@ WDDEF int64_t wd_reader_nblocks(const wd_reader *r);
 WDDEF int64_t wd_reader_nsamples(const wd_reader *r);
 WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
 WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
+// The file's vocabulary (see wd_vocab; valid while r is open), or NULL.
+WDDEF const struct wd_vocab *wd_reader_vocab(const wd_reader *r);
 // Block i into a caller-owned batch (grown as needed; n is overwritten).
 WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst);
 // Block i into a library-owned batch, valid until the next call on r.
@@ -288,12 +290,38 @@ typedef struct wd_text_spec {
     int col_index[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; // dense column or slot number
     char header[4096];              // header line to skip when a file repeats it
     int dense_raw;                  // CSV: 1 = dense values as-is (finite floats), 0 = count rule
+    char delimiter;                 // CSV: field separator (',' unless set)
+    int id_col;                     // CSV: column written to wd_convert_desc.ids_output (-1: none)
+    int nderived;                   // CSV: derived slots (wd_csv_desc.derive), the schema's last ones
+    struct { int col, from, to, weekday; } derived[WD_MAX_SLOTS];
+    const struct wd_vocab *vocab;   // optional: categorical values -> dense ids (wd_text_spec_vocab)
 } wd_text_spec;
 
-// Criteo TSV: label, 13 integers, 26 categorical; `buckets` per slot.
+/* CSV per RFC 4180: fields may be quoted ("a,b"; "" inside quotes is one
+   quote); a UTF-8 byte-order mark before the first header is ignored; lines
+   end in LF or CRLF (a quoted field cannot hold a line break). */
+typedef struct wd_csv_desc {
+    const char *header;             // column names, separated by the delimiter (a file's first line)
+    char delimiter;                 // (0: ',')
+    const char *label;              // the 0/1 label column (required)
+    const char *dense, *cat;        // comma-separated lists of column names (either may be NULL)
+    const char *id;                 // optional: a column copied to wd_convert_desc.ids_output
+    // Derived categorical slots, comma-separated: "NAME=COL[a:b]" takes bytes
+    // a..b-1 of column COL (e.g. the hour of day of Avazu's YYMMDDHH:
+    // "hour_of_day=hour[6:8]"); "NAME=weekday(COL[a:b])" the day of the week
+    // (0 = Monday .. 6) of the YYMMDD or YYYYMMDD date in those bytes.
+    const char *derive;
+    uint32_t buckets;               // per slot (0: sized from the data by wd_convert)
+    int dense_raw;                  // 1: dense values are finite floats taken as they are
+} wd_csv_desc;
+WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d);
+
+// Criteo TSV: label, 13 integers, 26 categorical; `buckets` per slot (0:
+// sized from the data by wd_convert).
 WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets);
-// CSV: names of label, dense and categorical columns in `header` (a
-// comma-separated line); `dense`/`cat` are comma-separated lists.
+// CSV (comma-separated, the simple form of wd_text_spec_csv_desc): names of
+// label, dense and categorical columns in `header`; `dense`/`cat` are
+// comma-separated lists.
 WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label,
                                  const char *dense, const char *cat, uint32_t buckets);
 // LibSVM: "name=lo-hi,..." slot ranges, optional "lo-hi" dense range.
@@ -305,27 +333,51 @@ WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
 // a test set converts into the same id space); slots must match by name.
 WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
 
+/* Vocabularies. wd_convert with min_count K gives each categorical value
+   seen at least K times in the inputs an id of its own (1, 2, ... by
+   falling frequency) and every other value the slot's out-of-vocabulary id
+   0; the slot's table is then exactly (distinct values kept + 1) rows. The
+   vocabulary is stored in the .wdr file (format version 2) so that
+   validation and test files convert with the same ids: wd_reader_vocab,
+   then wd_text_spec_vocab (the CLI's --schema-from does both). Values are
+   kept as their 64-bit wd_hash_bytes(value, len, slot). */
+typedef struct wd_vocab wd_vocab;
+WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id of their own
+// Uses v (owned by the caller, e.g. a wd_reader, until conversion ends) for
+// every slot it covers: ids from it, buckets = size + 1. Slots must match.
+WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
+
 // Parses one line (no newline; a trailing '\r' is ignored) and appends the
 // sample to b. On failure returns WD_ERR_PARSE with a reason in
 // wd_last_error() and leaves b unchanged.
 WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
 
 // ---- 9. Convert ----------------------------------------------------------------------
+/* Inputs are text files, gzip- or zstd-compressed text (told by their first
+   bytes), or "-" for standard input. Slots with 0 buckets are sized from
+   the data: a first pass counts each slot's distinct values d and gives it
+   min(max(16 d, 16), WD_DEFAULT_BUCKETS) buckets (about 3% of values then
+   share a bucket); min_count does the same with a vocabulary. Both need a
+   first pass, so standard input then needs explicit buckets. */
 typedef struct wd_convert_desc {
     const wd_text_spec *spec;
-    const char *const *inputs;      // text files
+    const char *const *inputs;      // text files ("-": standard input)
     int ninputs;
-    const char *output;             // .wdr path
+    const char *output;             // .wdr path (never one of the inputs)
     int threads;                    // parser threads (0: 1)
     int block_samples;              // (0: 4096)
     int level;                      // zstd level (0: 3)
     int skip_bad_lines;             // 0: stop at the first bad line, no output file
-    // progress: called from the calling thread, about 10 times a second at most
-    void (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
+    int min_count;                  // > 0: build a vocabulary (see wd_vocab) of values seen this often
+    const char *ids_output;         // optional: the spec's id column, one line per converted row
+    // progress: called from the calling thread, about 10 times a second at
+    // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
+    int (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
     void *user;
 } wd_convert_desc;
 typedef struct wd_convert_report {
-    int64_t rows, bad_rows, bytes_in, bytes_out, blocks;
+    int64_t rows, bad_rows, bytes_in, bytes_out, blocks;   // bytes_in: text read (decompressed)
+    uint32_t buckets[WD_MAX_SLOTS]; // each slot's bucket count in the output
     double seconds;
     int nbad_shown;                 // first bad lines (skip mode)
     char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
@@ -514,6 +566,12 @@ WDDEF int64_t wd_model_bytes(const wd_model *m);
 // continues from there; it reuses the stored batch size when the train desc
 // gives none, and refuses a different one in the middle of an epoch.
 WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, int64_t *step);
+// Warm start: keeps the weights, optimizer state and step count, and starts a
+// new pass over new data (epoch 0, batch 0, any batch size). wd_train
+// refuses to resume a checkpoint over other files than it was written for
+// (it would train nothing, or the wrong part); call this first to continue
+// training on new data (the CLI's --init-from).
+WDDEF void wd_model_new_run(wd_model *m);
 
 /* The per-coordinate update rules and the id hashes, written once: every
    backend calls these (nvcc compiles them for the device too), so an
@@ -653,6 +711,11 @@ typedef struct wd_train_desc {
     const char *checkpoint_path;    // saved every checkpoint_every steps, at the end and on a stop
     int64_t checkpoint_every;
     int64_t eval_every;             // steps between validation runs (0: epoch ends only)
+    // With validation files: stop after this many validations in a row
+    // without a better AUC (0: never); keep_best: checkpoint_path holds the
+    // model of the best validation AUC (saved when it improves, not at the end).
+    int early_stop;
+    int keep_best;
     int no_shuffle;
     // Optional, on loader threads: called on every decoded block of the
     // training and validation files (a feature transform, or sample weights,
@@ -683,7 +746,9 @@ typedef struct wd_train_report {
     double train_s;                 // the step loop alone
     double samples_per_s;           // samples / train_s
     double last_loss, valid_auc, valid_logloss;
-    int stopped;                    // 1: the progress callback stopped training
+    int stopped;                    // 1: the progress callback stopped training; 2: early stop
+    double best_auc;                // the best validation AUC (NaN without validation)
+    int64_t best_step;              // and the step it came at
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
     char engine[128];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
@@ -710,15 +775,19 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
 
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
-/* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version, then sections, each
-   {u32 tag, u32 0, u64 bytes, payload, u32 crc32c(payload), u32 0}:
-   'DESC' model description + schema, 'POS ' training position (epoch,
-   batch in epoch, global step, batch size),
-   'DENS' dense parameters and their optimizer state, 'WIDE' wide tables
-   (w, z, n), 'EMBD' embedding tables and their optimizer state, 'END '.
+/* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version (2; version 1 files load),
+   then sections, each {u32 tag, u32 0, u64 bytes, payload, u32
+   crc32c(payload), u32 0}: 'DESC' model description + schema (flags: bit 0
+   no_wide, bit 1 no_deep, bits 2.. precision), 'POS ' training position
+   (u64 epoch, batch in epoch, global step, batch size; version 2 adds the
+   training files' fingerprint and a reserved u64), 'DENS' dense parameters
+   and their optimizer state, 'WIDE' wide tables (w, z, n), 'EMBD'
+   embedding tables and their optimizer state, 'END '.
    Written to a temporary file, fsynced and renamed: a crash leaves the
    previous file intact. Every length is checked against the description
-   before anything is allocated. */
+   before anything is allocated; a loaded model holds no NaN, no Inf and no
+   negative accumulator (save refuses such a model too), and its counters
+   are at most 2^53. */
 WDDEF wd_status wd_model_save(const wd_model *m, const char *path);
 WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 
@@ -2462,7 +2531,10 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             wd__pipe_submit(&pipe, j, submitted++);
             if (d->progress) {
                 double now = wd__now();
-                if (now - last_progress > 0.1) { last_progress = now; d->progress(d->user, done_bytes, total, rep->rows); }
+                if (now - last_progress > 0.1) {
+                    last_progress = now;
+                    if (d->progress(d->user, done_bytes, total, rep->rows)) st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
+                }
             }
         }
         close(fd);
@@ -3255,6 +3327,7 @@ struct wd_model {
     float *emb, *emb_s1, *emb_s2;   // (emb_rows, E); s2 only with Adam
     int64_t epoch, batch, step;     // training position
     int64_t batch_size;             // of the run that reached it (0: never trained)
+    uint64_t data_fp;               // the training files of that run (wd__files_fingerprint; 0: none)
     // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
@@ -3272,6 +3345,10 @@ WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, 
     if (epoch) *epoch = m->epoch;
     if (batch) *batch = m->batch;
     if (step) *step = m->step;
+}
+WDDEF void wd_model_new_run(wd_model *m) {
+    if (!m) return;
+    m->epoch = 0; m->batch = 0; m->batch_size = 0; m->data_fp = 0;
 }
 WDDEF int64_t wd_model_bytes(const wd_model *m) {
     int64_t f = 3 * m->P + 3 * m->wide_rows + (m->emb ? (m->emb_s2 ? 3 : 2) * m->emb_rows * m->E : 0);
@@ -4552,9 +4629,12 @@ static void wd__schema_diff(const wd_schema *data, const wd_schema *model, char 
     }
     snprintf(buf, n, "no difference");
 }
-// Opens every file and checks its schema against the model's; *samples gets their total.
-static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples) {
+// Opens every file and checks its schema against the model's; *samples gets
+// their total, *fp a fingerprint of the list (each file's samples, blocks and
+// bytes, in order: what a resumed run must see again).
+static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp) {
     if (samples) *samples = 0;
+    if (fp) *fp = wd_mix64(0x5EEDF11E5ull + (uint64_t)nfiles);
     for (int f = 0; f < nfiles; f++) {
         if (!files[f]) return wd__fail(WD_ERR_INVALID_ARG, "%s file %d is NULL", what, f);
         wd_reader *r;
@@ -4567,6 +4647,7 @@ static wd_status wd__check_files(const wd_model *m, const char *const *files, in
             return wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's: %s (convert it with --schema-from a training file)", wd__tail(files[f], 400), why);
         }
         if (samples) *samples += wd_reader_nsamples(r);
+        if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull ^ (uint64_t)wd_reader_nblocks(r) << 40 ^ (uint64_t)wd_reader_file_bytes(r)));
         wd_reader_close(r);
     }
     return WD_OK;
@@ -4584,7 +4665,7 @@ typedef struct wd__evalio {
 static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
     memset(out, 0, sizeof *out);
     int64_t total = 0;
-    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total));
+    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL));
     if (io->predictions && io->predictions_cap < total)
         return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
     wd_loader_desc ld;
@@ -4681,7 +4762,11 @@ typedef struct wd__run {
     wd_comm *comm[256];             // the ranks' communicators (NULL with one rank)
     int64_t epochs, total_steps;
     double t0;
-    int stop;                       // set by local rank 0 when the progress callback asks
+    int stop;                       // set by local rank 0: 1 the progress callback asked, 2 early stop
+    double best_auc;                // validation (rank 0): the best AUC so far, its step,
+    int64_t best_step;              //   validations since it improved
+    int stale;
+    int64_t last_eval;              // the step of the last validation (-1: none)
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -4717,10 +4802,21 @@ static wd_status wd__validate(wd__rank *k) {
     io.files = d->valid_files; io.nfiles = d->nvalid; io.batch = run->batch;
     io.loader_threads = d->loader_threads; io.map = d->map; io.map_user = d->map_user;
     wd_metrics mt;
+    if (run->last_eval == run->m->step) return WD_OK;   // this model was validated already
+    run->last_eval = run->m->step;
     wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
     if (st) return wd__fail(st, "validation: %s", wd_last_error());
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
-    if (wd__call_progress(run, run->rep->last_loss, mt.auc, mt.logloss)) run->stop = 1;
+    if (mt.auc > run->best_auc || (isnan(run->best_auc) && !isnan(mt.auc))) {   // NaN never improves
+        run->best_auc = mt.auc; run->best_step = run->m->step; run->stale = 0;
+        run->rep->best_auc = mt.auc; run->rep->best_step = run->m->step;
+        if (d->keep_best) {   // checkpoint_path holds the best model
+            st = run->ops->download(k->be);
+            if (!st) st = wd_model_save(run->m, d->checkpoint_path);
+            if (st) return st;
+        }
+    } else if (d->early_stop > 0 && ++run->stale >= d->early_stop && !run->stop) run->stop = 2;
+    if (wd__call_progress(run, run->rep->last_loss, mt.auc, mt.logloss) && !run->stop) run->stop = 1;
     return WD_OK;
 }
 // The oldest step in flight finished: count it (every rank), report it (local rank 0).
@@ -4862,6 +4958,11 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (d->checkpoint_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every %lld is negative", (long long)d->checkpoint_every);
     if (d->checkpoint_every > 0 && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
     if (d->eval_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: eval_every %lld is negative", (long long)d->eval_every);
+    if (d->early_stop < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop %d is negative", d->early_stop);
+    if (d->early_stop > 0 && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop needs validation files (valid_files)");
+    if (d->keep_best && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs validation files (valid_files)");
+    if (d->keep_best && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs checkpoint_path (where the best model goes)");
+    if (d->keep_best && d->checkpoint_every) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best and checkpoint_every would both write checkpoint_path; choose one");
     if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
     return WD_OK;
 }
@@ -4870,18 +4971,27 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     wd_train_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
-    rep->valid_auc = rep->valid_logloss = NAN;
+    rep->valid_auc = rep->valid_logloss = rep->best_auc = NAN;
+    rep->best_step = -1;
     WD__TRY(wd__train_check(m, d));
     double t0 = wd__now();
     const wd_backend_ops *ops;
     WD__TRY(wd__backend_for(d->device, &ops));
     // every file opened and its schema matched before anything starts
     int64_t samples;
-    WD__TRY(wd__check_files(m, d->files, d->nfiles, "training", &samples));
-    WD__TRY(wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL));
+    uint64_t fp;
+    WD__TRY(wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp));
+    WD__TRY(wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL));
+    if (samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
+    if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
+                        "resuming continues a run on the same files; to train on new data from this model, start a new run "
+                        "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch, (long long)m->batch);
     wd__run *run = WD__NEW(wd__run);
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
     run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0;
+    run->best_auc = NAN; run->best_step = -1; run->last_eval = -1;
+    rep->best_auc = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
     wd_status st = WD_OK;
     int own_comm = 0;
@@ -4904,7 +5014,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     }
     int B = 0;
     if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
-    if (!st) { run->batch = B / run->ranks; m->batch_size = B; }
+    if (!st) { run->batch = B / run->ranks; m->batch_size = B; m->data_fp = fp; }
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
     if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (!st) {
@@ -4927,7 +5037,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
             if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; snprintf(err, sizeof err, "%s", ks[i].err); }
         if (st) wd__fail(st, "%s", err);
         wd__rank *k0 = &ks[0];
-        rep->stopped = k0->stopped;
+        rep->stopped = k0->stopped ? (run->stop == 2 ? 2 : 1) : 0;
         rep->train_s = k0->loop_s;
         for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
         if (k0->be) { ops->times(k0->be, rep->stage_s); ops->describe(k0->be, rep->engine, sizeof rep->engine); }
@@ -4936,15 +5046,16 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
         rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
         for (int i = 0; i < run->nlocal; i++) { if (ks[i].be) ops->destroy(ks[i].be); wd_loader_close(ks[i].loader); }
     }
-    // rank 0 writes the checkpoint: at the end, and when stopped early
-    if ((!st || rep->stopped) && d->checkpoint_path && run->first == 0) {
+    // rank 0 writes the checkpoint: at the end, and when stopped early (with
+    // keep_best the best one was written already, unless none was validated)
+    if ((!st || rep->stopped) && d->checkpoint_path && run->first == 0 && !(d->keep_best && run->best_step >= 0)) {
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", wd_last_error());
         wd_status s2 = wd_model_save(m, d->checkpoint_path);
         if (s2) st = s2;
         else if (st) wd__fail(st, "%s", err);
     }
-    if (!st && rep->stopped)
+    if (!st && rep->stopped == 1)
         st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
                       d->checkpoint_path ? "; checkpoint saved to " : "", d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
     if (own_comm) {
@@ -4991,7 +5102,7 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
 
 // ---- 16. Checkpoints -------------------------------------------------------------------------
 #define WD__WDM_MAGIC "\x89WDM\r\n\x1a\n"
-#define WD__WDM_VERSION 1u
+#define WD__WDM_VERSION 2u   // reads 1 and 2
 #define WD__TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define WD__DESC_BYTES (64 + 16 + 4 * WD_MAX_LAYERS + 8 * WD_MAX_CROSSES + 40 * WD_MAX_SLOTS)
 
@@ -5064,8 +5175,34 @@ static wd_status wd__write_section(wd__outfile *o, uint32_t tag, const wd__span 
     return wd__out_write(o, t, 8);
 }
 
+// The first non-finite parameter or state value, or a negative accumulator,
+// named in *what; 0 when the model is sound.
+static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
+    int64_t ne = m->emb ? m->emb_rows * m->E : 0;
+    struct { const float *p; int64_t n; int nonneg; const char *name; } arr[9] = {
+        {m->dense, m->P, 0, "dense parameters"}, {m->dense_s1, m->P, 0, "dense optimizer state"}, {m->dense_s2, m->P, 0, "dense optimizer state"},
+        {m->wide, m->wide_rows, 0, "wide weights"}, {m->wide_z, m->wide_rows, 0, "FTRL z"}, {m->wide_n, m->wide_rows, 1, "FTRL n"},
+        {m->emb, ne, 0, "embeddings"}, {m->emb_s1, ne, m->d.optimizer == WD_ADAGRAD, "embedding optimizer state"}, {m->emb_s2, m->emb_s2 ? ne : 0, 1, "embedding Adam v"}};
+    for (int a = 0; a < 9; a++) {
+        uint32_t bad = 0;   // branch-free scan; locate only on failure
+        for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4); bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
+        for (int64_t i = 0; bad && i < arr[a].n; i++)
+            if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g", arr[a].name, (long long)i, (double)arr[a].p[i]); return 1; }
+    }
+    // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
+    for (int64_t i = 0; i < m->P; i++) {
+        int acc = i < m->P_mlp ? m->d.optimizer == WD_ADAGRAD : 0;
+        if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && m->d.optimizer == WD_ADAM && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
+            snprintf(what, n, "dense optimizer state %lld is negative", (long long)i);
+            return 1;
+        }
+    }
+    return 0;
+}
 WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_save: NULL argument");
+    char why[200];
+    if (wd__model_unsound(m, why, sizeof why)) return wd__fail(WD_ERR_NUMERIC, "%s: not saved: %s (it could not be loaded)", wd__tail(path, 400), why);
     wd__outfile o;
     WD__TRY(wd__out_open(&o, path));
     uint8_t head[12];
@@ -5073,10 +5210,12 @@ WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     wd__put32(head + 8, WD__WDM_VERSION);
     float descbuf[WD__DESC_BYTES / 4];
     wd__desc_encode(m, (uint8_t *)descbuf);
-    float pos[8];
+    float pos[12];
+    memset(pos, 0, sizeof pos);
     wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch);
     wd__put64((uint8_t *)pos + 16, (uint64_t)m->step); wd__put64((uint8_t *)pos + 24, (uint64_t)m->batch_size);
-    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 8}};
+    wd__put64((uint8_t *)pos + 32, m->data_fp);
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}};
     wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
     wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
     int64_t ne = m->emb ? m->emb_rows * m->E : 0;
@@ -5139,7 +5278,9 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     if (fsize < 12) st = wd__fail(fsize == 0 ? WD_ERR_FORMAT : WD_ERR_CORRUPT, "%s: %s", path, fsize == 0 ? "empty file, not a .wdm model" : "truncated model header");
     if (!st) st = wd__pread_all(fd, head, 12, 0, path);
     if (!st && memcmp(head, WD__WDM_MAGIC, 8) != 0) st = wd__fail(WD_ERR_FORMAT, "%s: not a .wdm model (bad magic)", path);
-    if (!st && wd__get32(head + 8) != WD__WDM_VERSION) st = wd__fail(WD_ERR_FORMAT, "%s: .wdm version %u, this build reads version %u", path, wd__get32(head + 8), WD__WDM_VERSION);
+    uint32_t version = st ? 0 : wd__get32(head + 8);
+    if (!st && (version < 1 || version > WD__WDM_VERSION)) st = wd__fail(WD_ERR_FORMAT, "%s: .wdm version %u, this build reads versions 1 to %u", path, version, WD__WDM_VERSION);
+    int npos = version >= 2 ? 12 : 8;   // version 2 adds the training files' fingerprint
     int64_t off = 12;
     float descbuf[WD__DESC_BYTES / 4];
     wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}};
@@ -5159,17 +5300,21 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) {   // the file must hold what the description implies before we allocate it
         int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
-        int64_t need = off + 8 * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
+        int64_t need = off + npos * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
         if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
     }
     if (!st) st = wd__model_alloc(m);
-    float pos[8];
-    wd__span sp[1] = {{pos, 8}};
+    float pos[12];
+    memset(pos, 0, sizeof pos);
+    wd__span sp[1] = {{pos, npos}};
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('P', 'O', 'S', ' '), sp, 1);
     if (!st) {
         m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8);
         m->step = (int64_t)wd__get64((uint8_t *)pos + 16); m->batch_size = (int64_t)wd__get64((uint8_t *)pos + 24);
-        if (m->epoch < 0 || m->batch < 0 || m->step < 0 || m->batch_size < 0 || m->batch_size > (1 << 30)) st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position", path);
+        m->data_fp = wd__get64((uint8_t *)pos + 32);
+        const int64_t lim = (int64_t)1 << 53;   // counters stay far from overflow
+        if (m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim || m->batch_size < 0 || m->batch_size > (1 << 30))
+            st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path, (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
     }
     if (!st) {
         wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
@@ -5186,11 +5331,11 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
     if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
-    // a finite model only: NaN/Inf anywhere means the file is not one we wrote
+    // a sound model only: NaN/Inf anywhere (or a negative accumulator) means
+    // the file is not one we wrote; it would predict plausible garbage
     if (!st) {
-        uint32_t bad = 0;
-        for (int64_t i = 0; i < m->P; i++) { uint32_t u; memcpy(&u, &m->dense[i], 4); bad |= (u & 0x7f800000u) == 0x7f800000u; }
-        if (bad) st = wd__fail(WD_ERR_CORRUPT, "%s: non-finite dense parameters", path);
+        char why[200];
+        if (wd__model_unsound(m, why, sizeof why)) st = wd__fail(WD_ERR_CORRUPT, "%s: %s", path, why);
     }
     close(fd);
     if (st) { wd__free_model(m); return st; }

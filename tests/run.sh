@@ -127,6 +127,7 @@ unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 unit "$B/test_loader" tests/test_loader.c "$T"
 unit "$B/test_train" tests/test_train.c "$T"
+unit "$B/test_loop" tests/test_loop.c "$T"
 unit "$B/test_ref" tests/test_ref.c "$T"
 unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
 unit "$B/test_faults" tests/test_faults.c "$T"
