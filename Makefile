@@ -4,7 +4,7 @@ CC      ?= cc
 CXX     ?= c++
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra
-LDLIBS  := -lzstd -lpthread -lm
+LDLIBS  := -lzstd -lz -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
 DATA    ?= ../shared/data
 B       := build
@@ -85,7 +85,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_loader test_train test_loop test_faults test_ref test_golden
+TESTS := test_wd test_convert test_loader test_train test_loop test_faults test_ref test_golden
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)

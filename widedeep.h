@@ -4,7 +4,8 @@
    Do this:
        #define WIDEDEEP_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the
-   implementation. Link with -lzstd -lpthread -lm.
+   implementation. Link with -lzstd -lz -lpthread -lm (and the GEMM engine:
+   see GEMM ENGINE below; WD_NO_ZLIB drops -lz and gzip input).
 
    ---------------------------------------------------------------------------
    TABLE OF CONTENTS (search for the "// ---- N." rules)
@@ -1274,7 +1275,7 @@ WDDEF float wd_count_feature(int64_t x) {
 
 // ---- 7. Records --------------------------------------------------------------------------
 #define WD__MAGIC "\x89WDR\r\n\x1a\n"
-#define WD__VERSION 1u
+#define WD__VERSION 2u   // the newest version read; files without a vocabulary are written as 1
 #define WD__HDR_FIXED 96u
 #define WD__SLOT_BYTES 48u
 #define WD__BLK_HDR 32u
@@ -1499,21 +1500,76 @@ static wd_status wd__out_commit(wd__outfile *o) {
     return WD_OK;
 }
 
-static size_t wd__header_bytes(int nslots) { return WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)nslots + 4; }
-static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created) {
-    size_t n = wd__header_bytes(s->nslots);
+// A vocabulary (see wd_vocab): stored in a version-2 file header, after the
+// slot entries: per slot an i64 count n (-1: the slot hashes) then n u64
+// value hashes in id order.
+struct wd_vocab {
+    int nslots;
+    int64_t n[WD_MAX_SLOTS];        // values with an id of their own (-1: the slot hashes)
+    uint64_t *hash[WD_MAX_SLOTS];   // (n) their hashes in id order: hash[i] has id i + 1
+    uint64_t *key[WD_MAX_SLOTS];    // lookup, open addressing: key[j] has id val[j] (val 0: empty)
+    uint32_t *val[WD_MAX_SLOTS];
+    uint64_t mask[WD_MAX_SLOTS];
+};
+static void wd__vocab_free(wd_vocab *v) {
+    if (!v) return;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) { wd__free(v->hash[k]); wd__free(v->key[k]); wd__free(v->val[k]); }
+    wd__free(v);
+}
+// The lookup tables of every slot with a vocabulary (hash[] filled).
+static wd_status wd__vocab_index(wd_vocab *v) {
+    for (int k = 0; k < v->nslots; k++) {
+        if (v->n[k] < 0) continue;
+        uint64_t cap = 16;
+        while (cap < 2 * (uint64_t)v->n[k] + 2) cap *= 2;
+        v->key[k] = (uint64_t *)wd__calloc(sizeof(uint64_t) * cap);
+        v->val[k] = (uint32_t *)wd__calloc(sizeof(uint32_t) * cap);
+        if (!v->key[k] || !v->val[k]) return wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary of %lld values", (long long)v->n[k]);
+        v->mask[k] = cap - 1;
+        for (int64_t i = 0; i < v->n[k]; i++) {
+            uint64_t j = wd_mix64(v->hash[k][i]) & v->mask[k];
+            while (v->val[k][j]) {
+                if (v->key[k][j] == v->hash[k][i]) return wd__fail(WD_ERR_CORRUPT, "vocabulary of slot %d lists a value twice", k);
+                j = (j + 1) & v->mask[k];
+            }
+            v->key[k][j] = v->hash[k][i];
+            v->val[k][j] = (uint32_t)(i + 1);
+        }
+    }
+    return WD_OK;
+}
+static uint32_t wd__vocab_id(const wd_vocab *v, int k, uint64_t h) {
+    uint64_t j = wd_mix64(h) & v->mask[k];
+    while (v->val[k][j]) { if (v->key[k][j] == h) return v->val[k][j]; j = (j + 1) & v->mask[k]; }
+    return 0;   // out of vocabulary
+}
+static uint64_t wd__vocab_bytes(const wd_vocab *v) {
+    if (!v) return 0;
+    uint64_t b = 8 * (uint64_t)v->nslots;
+    for (int k = 0; k < v->nslots; k++) if (v->n[k] > 0) b += 8 * (uint64_t)v->n[k];
+    return b;
+}
+static uint64_t wd__header_bytes(int nslots, const wd_vocab *v) { return WD__HDR_FIXED + WD__SLOT_BYTES * (uint64_t)nslots + wd__vocab_bytes(v) + 4; }
+static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created, const wd_vocab *v) {
+    size_t n = (size_t)wd__header_bytes(s->nslots, v);
     memset(h, 0, n);
     memcpy(h, WD__MAGIC, 8);
-    wd__put32(h + 8, WD__VERSION);
+    wd__put32(h + 8, v ? 2u : 1u);   // version 2 only when the header holds a vocabulary
     wd__put32(h + 12, (uint32_t)n);
     wd__put32(h + 16, (uint32_t)s->ndense);
     wd__put32(h + 20, (uint32_t)s->nslots);
+    wd__put32(h + 24, v ? 1u : 0u);  // flags: bit 0, a vocabulary follows the slots
     snprintf((char *)h + 32, 64, "%s", created ? created : "widedeep");
     for (int k = 0; k < s->nslots; k++) {
         uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)k;
         memcpy(e, s->slot[k].name, WD_NAME_MAX);
         wd__put32(e + 32, s->slot[k].buckets);
         wd__put32(e + 36, (uint32_t)s->slot[k].kind);
+    }
+    uint8_t *q = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)s->nslots;
+    for (int k = 0; v && k < s->nslots; k++) {
+        wd__put64(q, (uint64_t)v->n[k]); q += 8;
+        for (int64_t i = 0; i < v->n[k]; i++, q += 8) wd__put64(q, v->hash[k][i]);
     }
     wd__put32(h + n - 4, wd__crc32c(h, n - 4));
 }
@@ -1549,16 +1605,19 @@ typedef struct wd__blockfile {
     int64_t nblocks, index_cap, nsamples;
 } wd__blockfile;
 
-static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created) {
+static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created, const wd_vocab *v) {
     memset(f, 0, sizeof *f);
     f->out.fd = -1;
     WD__TRY(wd_schema_check(s));
     f->schema = *s;
-    uint8_t hdr[WD__HDR_FIXED + WD__SLOT_BYTES * WD_MAX_SLOTS + 4];
-    wd__header_encode(hdr, s, created);
-    WD__TRY(wd__out_open(&f->out, path));
-    wd_status st = wd__out_write(&f->out, hdr, wd__header_bytes(s->nslots));
-    if (st) wd__out_abort(&f->out);
+    uint64_t hb = wd__header_bytes(s->nslots, v);
+    if (hb > 0xFFFFFFF0u) return wd__fail(WD_ERR_LIMIT, "%s: a vocabulary of %llu bytes does not fit a file header", path, (unsigned long long)hb);
+    uint8_t *hdr = (uint8_t *)wd__malloc((size_t)hb);
+    if (!hdr) return wd__fail(WD_ERR_NOMEM, "out of memory for a file header of %llu bytes", (unsigned long long)hb);
+    wd__header_encode(hdr, s, created, v);
+    wd_status st = wd__out_open(&f->out, path);
+    if (!st) { st = wd__out_write(&f->out, hdr, (size_t)hb); if (st) wd__out_abort(&f->out); }
+    wd__free(hdr);
     return st;
 }
 static wd_status wd__bf_put(wd__blockfile *f, const uint8_t *block, size_t len) {
@@ -1613,7 +1672,7 @@ WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s, const wd_wr
     if (st) { wd__free(w); return st; }
     w->cc = ZSTD_createCCtx();
     if (!w->cc) { wd_batch_free(&w->pending); wd__free(w); return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context"); }
-    st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING);
+    st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING, NULL);
     if (st) { ZSTD_freeCCtx(w->cc); wd_batch_free(&w->pending); wd__free(w); return st; }
     *out = w;
     return WD_OK;
@@ -1678,6 +1737,7 @@ struct wd_reader {
     wd_decoder *dec;        // for the single-threaded convenience calls
     wd__buf fetch;
     wd_batch own;
+    wd_vocab *vocab;        // version 2 files may hold one
 };
 struct wd_decoder { ZSTD_DCtx *dc; wd__buf raw; wd_decode_stats st; };
 WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out) { *out = d->st; }
@@ -1706,9 +1766,51 @@ WDDEF void wd_reader_close(wd_reader *r) {
     wd_batch_free(&r->own);
     wd__free(r->index);
     wd__free(r->path);
+    wd__vocab_free(r->vocab);
     wd__free(r);
 }
+WDDEF const wd_vocab *wd_reader_vocab(const wd_reader *r) { return r ? r->vocab : NULL; }
 
+// The schema, created string and vocabulary of a checksummed header.
+static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbytes, uint32_t ndense, uint32_t nslots, int has_vocab) {
+    const char *path = r->path;
+    memset(&r->schema, 0, sizeof r->schema);
+    r->schema.ndense = (int)ndense;
+    r->schema.nslots = (int)nslots;
+    memcpy(r->created, h + 32, 63);
+    r->created[63] = 0;
+    for (uint32_t k = 0; k < nslots; k++) {
+        const uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * k;
+        memcpy(r->schema.slot[k].name, e, WD_NAME_MAX);
+        r->schema.slot[k].buckets = wd__get32(e + 32);
+        r->schema.slot[k].kind = (int)wd__get32(e + 36);
+    }
+    if (wd_schema_check(&r->schema)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: %s", path, wd_last_error());
+    if (!has_vocab) return WD_OK;
+    wd_vocab *v = WD__NEW(wd_vocab);
+    if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    v->nslots = (int)nslots;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) v->n[k] = -1;
+    const uint8_t *q = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)nslots, *end = h + hbytes - 4;
+    wd_status st = WD_OK;
+    for (uint32_t k = 0; !st && k < nslots; k++) {
+        if (end - q < 8) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: the vocabulary ends early", path); break; }
+        int64_t n = (int64_t)wd__get64(q);
+        q += 8;
+        if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: slot %u's vocabulary claims %lld values", path, k, (long long)n); break; }
+        if (n >= 0 && (uint64_t)n + 1 != r->schema.slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: slot %u has %u buckets but a vocabulary of %lld values", path, k, r->schema.slot[k].buckets, (long long)n); break; }
+        v->n[k] = n;
+        if (n > 0) {
+            if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) { st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
+            for (int64_t i = 0; i < n; i++, q += 8) v->hash[k][i] = wd__get64(q);
+        }
+    }
+    if (!st && q != end) st = wd__fail(WD_ERR_CORRUPT, "%s: file header: %lld bytes after the vocabulary", path, (long long)(end - q));
+    if (!st) st = wd__vocab_index(v);
+    if (st) { wd__vocab_free(v); return st == WD_ERR_NOMEM ? st : wd__fail(WD_ERR_CORRUPT, "%s", wd_last_error()); }
+    r->vocab = v;
+    return WD_OK;
+}
 static wd_status wd__reader_load(wd_reader *r) {
     const char *path = r->path;
     struct stat sb;
@@ -1726,28 +1828,22 @@ static wd_status wd__reader_load(wd_reader *r) {
     WD__TRY(wd__pread_all(r->fd, fixed, WD__HDR_FIXED, 0, path));
     if (memcmp(fixed, WD__MAGIC, 8) != 0) return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
     uint32_t ver = wd__get32(fixed + 8), hbytes = wd__get32(fixed + 12);
-    uint32_t ndense = wd__get32(fixed + 16), nslots = wd__get32(fixed + 20);
-    if (ver != WD__VERSION) return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads version %u", path, ver, WD__VERSION);
+    uint32_t ndense = wd__get32(fixed + 16), nslots = wd__get32(fixed + 20), flags = wd__get32(fixed + 24);
+    if (ver < 1 || ver > WD__VERSION) return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads versions 1 to %u", path, ver, WD__VERSION);
     if (nslots > WD_MAX_SLOTS || ndense > WD_MAX_DENSE)
         return wd__fail(WD_ERR_CORRUPT, "%s: file header: %u slots / %u dense columns exceed the limits (%d/%d)", path, nslots, ndense, WD_MAX_SLOTS, WD_MAX_DENSE);
-    if (hbytes != wd__header_bytes((int)nslots)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: size %u does not match %u slots", path, hbytes, nslots);
+    int has_vocab = ver >= 2 && (flags & 1);
+    if (flags & ~1u || (ver == 1 && flags)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: unknown flags %#x", path, flags);
+    if (has_vocab ? hbytes < wd__header_bytes((int)nslots, NULL) + 8 * (uint64_t)nslots : hbytes != wd__header_bytes((int)nslots, NULL))
+        return wd__fail(WD_ERR_CORRUPT, "%s: file header: size %u does not match %u slots", path, hbytes, nslots);
     if ((int64_t)hbytes + (int64_t)WD__TRAILER > r->file_bytes) return wd__fail(WD_ERR_CORRUPT, "%s: truncated (%lld bytes, header alone needs %u)", path, (long long)r->file_bytes, hbytes);
-    uint8_t h[WD__HDR_FIXED + WD__SLOT_BYTES * WD_MAX_SLOTS + 4];
-    WD__TRY(wd__pread_all(r->fd, h, hbytes, 0, path));
-    if (wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4)) return wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
-    memset(&r->schema, 0, sizeof r->schema);
-    r->schema.ndense = (int)ndense;
-    r->schema.nslots = (int)nslots;
-    memcpy(r->created, h + 32, 63);
-    r->created[63] = 0;
-    for (uint32_t k = 0; k < nslots; k++) {
-        const uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * k;
-        memcpy(r->schema.slot[k].name, e, WD_NAME_MAX);
-        r->schema.slot[k].buckets = wd__get32(e + 32);
-        r->schema.slot[k].kind = (int)wd__get32(e + 36);
-    }
-    wd_status st = wd_schema_check(&r->schema);
-    if (st) return wd__fail(WD_ERR_CORRUPT, "%s: file header: %s", path, wd_last_error());
+    uint8_t *h = (uint8_t *)wd__malloc(hbytes);
+    if (!h) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for a file header of %u bytes", path, hbytes);
+    wd_status st = wd__pread_all(r->fd, h, hbytes, 0, path);
+    if (!st && wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4)) st = wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
+    if (!st) st = wd__header_decode(r, h, hbytes, ndense, nslots, has_vocab);
+    wd__free(h);
+    if (st) return st;
     // trailer and footer
     uint8_t t[WD__TRAILER];
     WD__TRY(wd__pread_all(r->fd, t, WD__TRAILER, r->file_bytes - WD__TRAILER, path));
@@ -1934,32 +2030,40 @@ WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block) {
 }
 
 // ---- 8. Text parsers -------------------------------------------------------------------
-// Parses a decimal integer in [s, e); rejects empty, non-digits and overflow.
+// Parses a decimal integer in [s, e): an optional sign, then digits;
+// rejects empty fields, other characters and values outside int64
+// (INT64_MIN included).
 static int wd__parse_i64(const char *s, const char *e, int64_t *out) {
     int neg = 0;
     if (s < e && (*s == '-' || *s == '+')) { neg = *s == '-'; s++; }
     if (s == e) return -1;
-    uint64_t v = 0;
+    uint64_t v = 0, lim = neg ? UINT64_C(9223372036854775808) : UINT64_C(9223372036854775807);
     for (; s < e; s++) {
         unsigned c = (unsigned)(*s - '0');
         if (c > 9) return -1;
-        if (v > (UINT64_C(9223372036854775807) - c) / 10) return -2;
+        if (v > (lim - c) / 10) return -2;
         v = v * 10 + c;
     }
-    *out = neg ? -(int64_t)v : (int64_t)v;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return 0;
 }
-// Parses a finite float in [s, e) (strtod on a bounded copy).
+// Parses a finite decimal number in [s, e) that fits a float: blanks around
+// it are ignored; hexadecimal, "inf" and "nan" are refused; values below the
+// smallest normal float become 0 or a subnormal, not an error.
 static int wd__parse_f64(const char *s, const char *e, double *out) {
+    while (s < e && (*s == ' ' || *s == '\t')) s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
     char tmp[64];
     size_t n = (size_t)(e - s);
     if (n == 0 || n >= sizeof tmp) return -1;
+    for (size_t i = 0; i < n; i++)   // decimal only: digits, sign, point, exponent
+        if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '+' || s[i] == '.' || s[i] == 'e' || s[i] == 'E')) return -1;
     memcpy(tmp, s, n);
     tmp[n] = 0;
     char *end;
     errno = 0;
     double v = strtod(tmp, &end);
-    if (end != tmp + n || !isfinite(v) || errno == ERANGE) return -1;
+    if (end != tmp + n || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0) || fabs(v) > 3.4028234663852886e38) return -1;
     *out = v;
     return 0;
 }
@@ -1967,8 +2071,10 @@ static int wd__parse_f64(const char *s, const char *e, double *out) {
 WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets) {
     memset(t, 0, sizeof *t);
     t->format = WD_FMT_CRITEO;
-    wd_schema_criteo(&t->schema, buckets);
+    wd_schema_criteo(&t->schema, 1);
+    for (int k = 0; k < 26; k++) t->schema.slot[k].buckets = buckets;   // 0: sized by wd_convert
     t->dense_lo = t->dense_hi = -1;
+    t->id_col = -1;
 }
 
 // Calls fn(name, len, user) for each comma-separated item of list.
@@ -1985,62 +2091,151 @@ static wd_status wd__each_item(const char *list, wd_status (*fn)(const char *, s
     return WD_OK;
 }
 
-typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; size_t lens[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; int role; } wd__csv_ctx;
+#define WD__CSV_MAXCOLS (WD_MAX_SLOTS + WD_MAX_DENSE + 64)
+// Splits one CSV line (RFC 4180) into at most max fields: spans into the
+// line, or into *scratch (caller frees) for quoted fields holding "" escapes.
+// Returns the field count, or -1 (too many fields) / -2 (a stray quote).
+static int wd__csv_split(const char *line, size_t len, char delim, const char **fs, size_t *fl, int max, char **scratch) {
+    const char *p = line, *end = line + len;
+    char *out = NULL;
+    size_t used = 0;
+    int n = 0;
+    for (;;) {
+        if (n == max) return -1;
+        if (p < end && *p == '"') {   // quoted: up to the closing quote, "" is a quote
+            const char *q = p + 1, *start = q;
+            int esc = 0;
+            for (;; q++) {
+                if (q >= end) return -2;
+                if (*q == '"') { if (q + 1 < end && q[1] == '"') { esc = 1; q++; continue; } break; }
+            }
+            if (!esc) { fs[n] = start; fl[n] = (size_t)(q - start); }
+            else {
+                if (!out && !(out = (char *)wd__malloc(len + 1))) return -3;
+                char *o = out + used;
+                for (const char *c = start; c < q; c++) { *o++ = *c; if (*c == '"') c++; }
+                fs[n] = out + used; fl[n] = (size_t)(o - (out + used)); used = (size_t)(o - out);
+            }
+            n++;
+            p = q + 1;
+            if (p == end) break;
+            if (*p != delim) return -2;
+            p++;
+            continue;
+        }
+        const char *c = (const char *)memchr(p, delim, (size_t)(end - p));
+        const char *fe = c ? c : end;
+        if (memchr(p, '"', (size_t)(fe - p))) return -2;
+        fs[n] = p; fl[n] = (size_t)(fe - p); n++;
+        if (!c) break;
+        p = c + 1;
+    }
+    *scratch = out;
+    return n;
+}
+// The header's column names ("\xEF\xBB\xBF" before the first ignored).
+typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD__CSV_MAXCOLS]; size_t lens[WD__CSV_MAXCOLS]; int role; } wd__csv_ctx;
+static int wd__csv_col(const wd__csv_ctx *c, const char *name, size_t n) {
+    for (int i = 0; i < c->t->ncols; i++) if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) return i;
+    return -1;
+}
+static wd_status wd__csv_add_slot(wd_text_spec *t, const char *name, size_t n, int *k) {
+    if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical slots (limit %d)", WD_MAX_SLOTS);
+    for (int q = 0; q < t->schema.nslots; q++)
+        if (strlen(t->schema.slot[q].name) == WD__MIN(n, (size_t)WD_NAME_MAX - 1) && memcmp(t->schema.slot[q].name, name, strlen(t->schema.slot[q].name)) == 0)
+            return wd__fail(WD_ERR_INVALID_ARG, "csv: slot '%.*s' is named twice", (int)n, name);
+    wd_slot *sl = &t->schema.slot[t->schema.nslots];
+    snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN(n, WD_NAME_MAX - 1), name);
+    sl->kind = WD_ONE_HOT;
+    *k = t->schema.nslots++;
+    return WD_OK;
+}
 static wd_status wd__csv_assign(const char *name, size_t n, void *u) {
     wd__csv_ctx *c = (wd__csv_ctx *)u;
     wd_text_spec *t = c->t;
-    for (int i = 0; i < t->ncols; i++) {
-        if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) {
-            if (t->col_role[i]) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is named twice", (int)n, name);
-            t->col_role[i] = c->role;
-            if (c->role == 1) t->label_col = i;
-            else if (c->role == 2) {
-                if (t->schema.ndense >= WD_MAX_DENSE) return wd__fail(WD_ERR_LIMIT, "csv: too many dense columns");
-                t->col_index[i] = t->schema.ndense++;
-            } else {
-                if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical columns (limit %d)", WD_MAX_SLOTS);
-                wd_slot *sl = &t->schema.slot[t->schema.nslots];
-                snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN(n, WD_NAME_MAX - 1), name);
-                sl->kind = WD_ONE_HOT;
-                t->col_index[i] = t->schema.nslots++;
-            }
-            return WD_OK;
-        }
-    }
-    return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is not in the header", (int)n, name);
+    int i = wd__csv_col(c, name, n);
+    if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is not in the header", (int)n, name);
+    if (c->role == 4) { t->id_col = i; return WD_OK; }
+    if (t->col_role[i]) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is named twice", (int)n, name);
+    t->col_role[i] = c->role;
+    if (c->role == 1) t->label_col = i;
+    else if (c->role == 2) {
+        if (t->schema.ndense >= WD_MAX_DENSE) return wd__fail(WD_ERR_LIMIT, "csv: too many dense columns");
+        t->col_index[i] = t->schema.ndense++;
+    } else return wd__csv_add_slot(t, name, n, &t->col_index[i]);
+    return WD_OK;
 }
-
-WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label, const char *dense, const char *cat, uint32_t buckets) {
-    if (!t || !header || !label) return wd__fail(WD_ERR_INVALID_ARG, "csv: a header and a label column are required");
+// "NAME=COL[a:b]" or "NAME=weekday(COL[a:b])": a derived slot.
+static wd_status wd__csv_derive(const char *item, size_t n, void *u) {
+    wd__csv_ctx *c = (wd__csv_ctx *)u;
+    wd_text_spec *t = c->t;
+    char tmp[256];
+    if (n >= sizeof tmp) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.40s...' is too long", item);
+    memcpy(tmp, item, n); tmp[n] = 0;
+    char *eq = strchr(tmp, '=');
+    if (!eq || eq == tmp) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s' is not NAME=COL[a:b] or NAME=weekday(COL[a:b])", tmp);
+    *eq = 0;
+    char *expr = eq + 1, *col = expr;
+    int weekday = 0;
+    size_t el = strlen(expr);
+    if (strncmp(expr, "weekday(", 8) == 0 && el > 9 && expr[el - 1] == ')') { weekday = 1; col = expr + 8; expr[el - 1] = 0; }
+    char *br = strchr(col, '['), *colon = br ? strchr(br, ':') : NULL, *close = colon ? strchr(colon, ']') : NULL;
+    int64_t from, to;
+    if (!br || !colon || !close || close[1] || wd__parse_i64(br + 1, colon, &from) || wd__parse_i64(colon + 1, close, &to) || from < 0 || to <= from || to > 4096)
+        return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b", (int)n, item, col);
+    int i = wd__csv_col(c, col, (size_t)(br - col));
+    if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp, (int)(br - col), col);
+    if (weekday && to - from != 6 && to - from != 8) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': weekday() takes 6 (YYMMDD) or 8 (YYYYMMDD) bytes", tmp);
+    int k;
+    WD__TRY(wd__csv_add_slot(t, tmp, strlen(tmp), &k));
+    t->derived[t->nderived].col = i; t->derived[t->nderived].from = (int)from; t->derived[t->nderived].to = (int)to;
+    t->derived[t->nderived].weekday = weekday;
+    t->nderived++;
+    return WD_OK;
+}
+WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
+    if (!t || !d) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_csv_desc: NULL argument");
+    if (!d->header) return wd__fail(WD_ERR_INVALID_ARG, "csv: a header (the column names) is required");
+    if (!d->label) return wd__fail(WD_ERR_INVALID_ARG, "csv: a label column is required");
+    char delim = d->delimiter ? d->delimiter : ',';
+    if (delim == '"' || delim == '\n' || delim == '\r') return wd__fail(WD_ERR_INVALID_ARG, "csv: delimiter %d cannot separate fields", delim);
     memset(t, 0, sizeof *t);
     t->format = WD_FMT_CSV;
     t->dense_lo = t->dense_hi = -1;
-    size_t hl = strcspn(header, "\r\n");
-    if (hl >= sizeof t->header) return wd__fail(WD_ERR_LIMIT, "csv: header line longer than %zu bytes", sizeof t->header - 1);
-    memcpy(t->header, header, hl);
+    t->delimiter = delim;
+    t->id_col = -1;
+    t->dense_raw = d->dense_raw;
+    const char *h = d->header;
+    if ((unsigned char)h[0] == 0xEF && (unsigned char)h[1] == 0xBB && (unsigned char)h[2] == 0xBF) h += 3;   // UTF-8 byte-order mark
+    size_t hl = strcspn(h, "\r\n");
+    if (hl >= sizeof t->header) return wd__fail(WD_ERR_LIMIT, "csv: header line of %zu bytes, longer than %zu", hl, sizeof t->header - 1);
+    memcpy(t->header, h, hl);
     t->header[hl] = 0;
     wd__csv_ctx *c = (wd__csv_ctx *)wd__calloc(sizeof *c);
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->t = t;
-    const char *p = t->header;
-    int maxc = (int)(sizeof t->col_role / sizeof t->col_role[0]);
-    for (;;) {
-        const char *e = strchr(p, ',');
-        if (t->ncols >= maxc) { wd__free(c); return wd__fail(WD_ERR_LIMIT, "csv: more than %d columns", maxc); }
-        c->cols[t->ncols] = p;
-        c->lens[t->ncols] = e ? (size_t)(e - p) : strlen(p);
-        t->ncols++;
-        if (!e) break;
-        p = e + 1;
-    }
+    char *scratch = NULL;
+    int nc = wd__csv_split(t->header, hl, delim, c->cols, c->lens, WD__CSV_MAXCOLS, &scratch);
     wd_status st = WD_OK;
-    c->role = 1; st = wd__csv_assign(label, strlen(label), c);
-    if (!st) { c->role = 2; st = wd__each_item(dense, wd__csv_assign, c); }
-    if (!st) { c->role = 3; st = wd__each_item(cat, wd__csv_assign, c); }
+    if (nc == -1) st = wd__fail(WD_ERR_LIMIT, "csv: more than %d columns", WD__CSV_MAXCOLS);
+    else if (nc < 0) st = wd__fail(WD_ERR_INVALID_ARG, "csv: the header is not valid CSV (a stray quote)");
+    else t->ncols = nc;
+    if (!st) { c->role = 1; st = wd__csv_assign(d->label, strlen(d->label), c); }
+    if (!st) { c->role = 2; st = wd__each_item(d->dense, wd__csv_assign, c); }
+    if (!st) { c->role = 3; st = wd__each_item(d->cat, wd__csv_assign, c); }
+    if (!st && d->id) { c->role = 4; st = wd__csv_assign(d->id, strlen(d->id), c); }
+    if (!st) st = wd__each_item(d->derive, wd__csv_derive, c);
+    wd__free(scratch);
     wd__free(c);
     if (st) return st;
-    for (int k = 0; k < t->schema.nslots; k++) t->schema.slot[k].buckets = buckets ? buckets : WD_DEFAULT_BUCKETS;
-    return wd_schema_check(&t->schema);
+    for (int k = 0; k < t->schema.nslots; k++) t->schema.slot[k].buckets = d->buckets;
+    return WD_OK;
+}
+WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label, const char *dense, const char *cat, uint32_t buckets) {
+    wd_csv_desc d;
+    memset(&d, 0, sizeof d);
+    d.header = header; d.label = label; d.dense = dense; d.cat = cat; d.buckets = buckets;
+    return wd_text_spec_csv_desc(t, &d);
 }
 
 static int wd__parse_range(const char *s, size_t n, uint64_t *lo, uint64_t *hi) {
@@ -2077,8 +2272,10 @@ static wd_status wd__libsvm_slot(const char *item, size_t n, void *u) {
 }
 WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense, uint32_t buckets) {
     (void)buckets;
+    if (!t) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_libsvm: NULL spec");
     memset(t, 0, sizeof *t);
     t->format = WD_FMT_LIBSVM;
+    t->id_col = -1;
     t->dense_lo = t->dense_hi = -1;
     WD__TRY(wd__each_item(slots, wd__libsvm_slot, t));
     if (dense && *dense) {
@@ -2123,6 +2320,144 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
     return WD_OK;
 }
 
+WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot) { return (v && slot >= 0 && slot < v->nslots) ? v->n[slot] : -1; }
+WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
+    if (!t || !v) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_vocab: NULL argument");
+    if (v->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "the vocabulary covers %d slots, the text format has %d", v->nslots, t->schema.nslots);
+    if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "libsvm slots hold indexes, not values: no vocabulary");
+    for (int k = 0; k < v->nslots; k++) if (v->n[k] >= 0) t->schema.slot[k].buckets = (uint32_t)(v->n[k] + 1);
+    t->vocab = v;
+    return WD_OK;
+}
+
+// The first pass of wd_convert watches every categorical value (by hash):
+// exact counts (for a vocabulary) or a distinct-count estimate (HyperLogLog,
+// 2^14 registers: about 1% error) per slot.
+#define WD__HLL_BITS 14
+typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap; } wd__cmap;   // cnt 0: empty
+typedef struct wd__sink {
+    int counting;
+    int nslots;
+    wd__cmap map[WD_MAX_SLOTS];
+    uint8_t *hll[WD_MAX_SLOTS];
+    wd_status failed;
+} wd__sink;
+static WD__TLS wd__sink *wd__cat_sink;   // set on a thread running the first pass
+static WD__TLS wd__buf *wd__id_sink;     // set on a thread collecting id columns
+static void wd__sink_free(wd__sink *s) {
+    if (!s) return;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) { wd__free(s->map[k].key); wd__free(s->map[k].cnt); wd__free(s->hll[k]); }
+    wd__free(s);
+}
+static wd_status wd__cmap_add(wd__cmap *m, uint64_t h, uint32_t c) {
+    if (2 * (m->n + 1) > m->cap) {
+        uint64_t nc = m->cap ? 2 * m->cap : 1024;
+        uint64_t *nk = (uint64_t *)wd__calloc(sizeof(uint64_t) * nc);
+        uint32_t *nv = (uint32_t *)wd__calloc(sizeof(uint32_t) * nc);
+        if (!nk || !nv) { wd__free(nk); wd__free(nv); return wd__fail(WD_ERR_NOMEM, "out of memory counting categorical values (%llu distinct)", (unsigned long long)m->n); }
+        for (uint64_t i = 0; i < m->cap; i++)
+            if (m->cnt[i]) {
+                uint64_t j = wd_mix64(m->key[i]) & (nc - 1);
+                while (nv[j]) j = (j + 1) & (nc - 1);
+                nk[j] = m->key[i]; nv[j] = m->cnt[i];
+            }
+        wd__free(m->key); wd__free(m->cnt);
+        m->key = nk; m->cnt = nv; m->cap = nc;
+    }
+    uint64_t j = wd_mix64(h) & (m->cap - 1);
+    while (m->cnt[j] && m->key[j] != h) j = (j + 1) & (m->cap - 1);
+    if (!m->cnt[j]) { m->key[j] = h; m->n++; }
+    m->cnt[j] = m->cnt[j] > UINT32_MAX - c ? UINT32_MAX : m->cnt[j] + c;   // saturate
+    return WD_OK;
+}
+static void wd__sink_add(wd__sink *s, int k, uint64_t h) {
+    if (s->failed) return;
+    if (s->counting) { s->failed = wd__cmap_add(&s->map[k], h, 1); return; }
+    if (!s->hll[k] && !(s->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) { s->failed = wd__fail(WD_ERR_NOMEM, "out of memory"); return; }
+    uint64_t x = wd_mix64(h);
+    uint32_t j = (uint32_t)(x >> (64 - WD__HLL_BITS));
+    uint64_t w = (x << WD__HLL_BITS) | ((uint64_t)1 << (WD__HLL_BITS - 1));
+    uint8_t rank = (uint8_t)(__builtin_clzll(w) + 1);
+    if (rank > s->hll[k][j]) s->hll[k][j] = rank;
+}
+// Adds sink `from` into `into` (counts summed, registers maxed).
+static wd_status wd__sink_merge(wd__sink *into, const wd__sink *from) {
+    if (from->failed) return from->failed;
+    for (int k = 0; k < from->nslots; k++) {
+        const wd__cmap *m = &from->map[k];
+        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i]) WD__TRY(wd__cmap_add(&into->map[k], m->key[i], m->cnt[i]));
+        if (from->hll[k]) {
+            if (!into->hll[k] && !(into->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) return wd__fail(WD_ERR_NOMEM, "out of memory");
+            for (int j = 0; j < 1 << WD__HLL_BITS; j++) if (from->hll[k][j] > into->hll[k][j]) into->hll[k][j] = from->hll[k][j];
+        }
+    }
+    return WD_OK;
+}
+static double wd__hll_estimate(const uint8_t *r) {
+    if (!r) return 0;
+    const double m = (double)(1 << WD__HLL_BITS), alpha = 0.7213 / (1.0 + 1.079 / m);
+    double sum = 0;
+    int zeros = 0;
+    for (int j = 0; j < 1 << WD__HLL_BITS; j++) { sum += ldexp(1.0, -r[j]); zeros += r[j] == 0; }
+    double e = alpha * m * m / sum;
+    if (e <= 2.5 * m && zeros) e = m * log(m / zeros);   // linear counting for small sets
+    return e;
+}
+typedef struct wd__vc { uint64_t h; uint32_t c; } wd__vc;
+static int wd__vc_cmp(const void *a, const void *b) {   // by falling count, then hash
+    const wd__vc *x = (const wd__vc *)a, *y = (const wd__vc *)b;
+    if (x->c != y->c) return x->c > y->c ? -1 : 1;
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+// The vocabulary of the values counted at least min_count times, per slot.
+static wd_status wd__vocab_from(const wd__sink *s, int min_count, wd_vocab **out) {
+    *out = NULL;
+    wd_vocab *v = WD__NEW(wd_vocab);
+    if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    v->nslots = s->nslots;
+    wd_status st = WD_OK;
+    for (int k = 0; !st && k < s->nslots; k++) {
+        const wd__cmap *m = &s->map[k];
+        uint64_t kept = 0;
+        for (uint64_t i = 0; i < m->cap; i++) kept += m->cnt[i] >= (uint32_t)min_count;
+        if (kept >= 0xFFFFFFFFu) { st = wd__fail(WD_ERR_LIMIT, "slot %d: %llu values seen %d times or more: more than 2^32 - 1", k, (unsigned long long)kept, min_count); break; }
+        wd__vc *e = (wd__vc *)wd__malloc(sizeof(wd__vc) * (size_t)WD__MAX(kept, 1));
+        v->hash[k] = (uint64_t *)wd__malloc(sizeof(uint64_t) * (size_t)WD__MAX(kept, 1));
+        if (!e || !v->hash[k]) { wd__free(e); st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
+        uint64_t q = 0;
+        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
+        qsort(e, (size_t)kept, sizeof *e, wd__vc_cmp);
+        for (uint64_t i = 0; i < kept; i++) v->hash[k][i] = e[i].h;
+        v->n[k] = (int64_t)kept;
+        wd__free(e);
+    }
+    for (int k = s->nslots; k < WD_MAX_SLOTS; k++) v->n[k] = -1;
+    if (!st) st = wd__vocab_index(v);
+    if (st) { wd__vocab_free(v); return st; }
+    *out = v;
+    return WD_OK;
+}
+// The id of categorical value s of slot k (or, in the first pass of
+// wd_convert, a note of it).
+static uint32_t wd__cat_id(const wd_text_spec *t, int k, const char *s, size_t n) {
+    uint64_t h = wd_hash_bytes(s, n, (uint64_t)k);
+    if (wd__cat_sink) { wd__sink_add(wd__cat_sink, k, h); return 0; }
+    if (t->vocab && t->vocab->n[k] >= 0) return wd__vocab_id(t->vocab, k, h);
+    return (uint32_t)(h % t->schema.slot[k].buckets);
+}
+// Day of the week (0 = Monday) of YYMMDD (20YY) or YYYYMMDD; -1 if not a date.
+static int wd__weekday(const char *s, size_t n) {
+    int64_t v;
+    if ((n != 6 && n != 8) || wd__parse_i64(s, s + n, &v) || v < 0) return -1;
+    int y = (int)(v / 10000), m = (int)(v / 100 % 100), d = (int)(v % 100);
+    if (n == 6) y += 2000;
+    if (m < 1 || m > 12 || d < 1 || d > 31) return -1;
+    static const int off[12] = {0, 3, 2, 5, 0, 3, 5, 1, 4, 6, 2, 4};   // Sakamoto's method (0 = Sunday)
+    if (m < 3) y--;
+    int dow = (y + y / 4 - y / 100 + y / 400 + off[m - 1] + d) % 7;
+    return (dow + 6) % 7;
+}
+
 // Appends one sample: its dense row and one-hot ids are filled by the caller
 // through the returned pointers (multi-hot ids are pushed with wd__push_id).
 static wd_status wd__begin_sample(wd_batch *b) {
@@ -2162,49 +2497,66 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
         } else dv[j] = 0.0f;
     }
     for (int k = 0; k < 26; k++)
-        b->ids[k][i] = wd_hash_bucket(f[14 + k], (size_t)(e[14 + k] - f[14 + k]), k, t->schema.slot[k].buckets);
+        b->ids[k][i] = wd__cat_id(t, k, f[14 + k], (size_t)(e[14 + k] - f[14 + k]));
     b->n++;
     return WD_OK;
 }
 
 static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
-    WD__TRY(wd__begin_sample(b));
+    const char *fs[WD__CSV_MAXCOLS];
+    size_t fl[WD__CSV_MAXCOLS];
+    char *scratch = NULL;
+    int nf = wd__csv_split(line, len, t->delimiter ? t->delimiter : ',', fs, fl, t->ncols, &scratch);
+    if (nf == -1) return wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
+    if (nf == -2) return wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
+    if (nf < 0) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    wd_status st = WD_OK;
+    if (nf != t->ncols) st = wd__fail(WD_ERR_PARSE, "%d fields, the header has %d", nf, t->ncols);
+    if (!st) st = wd__begin_sample(b);
     int i = b->n;
-    const char *p = line, *end = line + len;
-    float *dv = b->dense + (size_t)i * (size_t)t->schema.ndense;
-    int col = 0;
-    for (;; col++) {
-        const char *c = (const char *)memchr(p, ',', (size_t)(end - p));
-        const char *fe = c ? c : end;
-        if (col >= t->ncols) return wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
+    float *dv = st ? NULL : b->dense + (size_t)i * (size_t)t->schema.ndense;
+    for (int col = 0; !st && col < nf; col++) {
+        const char *p = fs[col], *fe = fs[col] + fl[col];
         int role = t->col_role[col];
         if (role == 1) {
             double y;
-            if (wd__parse_f64(p, fe, &y) || (y != 0.0 && y != 1.0)) return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(fe - p, 20), p);
-            b->label[i] = (float)y;
+            if (wd__parse_f64(p, fe, &y) || (y != 0.0 && y != 1.0)) st = wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(fe - p, 20), p);
+            else b->label[i] = (float)y;
         } else if (role == 2) {
             float v = 0.0f;
             if (fe != p) {
                 if (t->dense_raw) {
                     double x;
-                    if (wd__parse_f64(p, fe, &x) || fabs(x) > 3.0e38) return wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is not a finite number", col + 1, (int)WD__MIN(fe - p, 30), p);
+                    if (wd__parse_f64(p, fe, &x)) st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is not a finite number", col + 1, (int)WD__MIN(fe - p, 30), p);
                     v = (float)x;
                 } else {
-                    int64_t x;
+                    int64_t x = 0;
                     int rc = wd__parse_i64(p, fe, &x);
-                    if (rc) return wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is %s", col + 1, (int)WD__MIN(fe - p, 30), p, rc == -2 ? "too large for a 64-bit integer" : "not an integer");
+                    if (rc) st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is %s", col + 1, (int)WD__MIN(fe - p, 30), p, rc == -2 ? "too large for a 64-bit integer" : "not an integer");
                     v = wd_count_feature(x);
                 }
             }
-            dv[t->col_index[col]] = v;
+            if (!st) dv[t->col_index[col]] = v;
         } else if (role == 3) {
             int k = t->col_index[col];
-            b->ids[k][i] = wd_hash_bucket(p, (size_t)(fe - p), k, t->schema.slot[k].buckets);
+            b->ids[k][i] = wd__cat_id(t, k, p, (size_t)(fe - p));
         }
-        if (!c) break;
-        p = c + 1;
     }
-    if (col + 1 != t->ncols) return wd__fail(WD_ERR_PARSE, "%d fields, the header has %d", col + 1, t->ncols);
+    int base = t->schema.nslots - t->nderived;
+    for (int q = 0; !st && q < t->nderived; q++) {   // derived slots: part of a column
+        size_t n = fl[t->derived[q].col], a = WD__MIN((size_t)t->derived[q].from, n), e = WD__MIN((size_t)t->derived[q].to, n);
+        const char *p = fs[t->derived[q].col] + a;
+        char day[2];
+        size_t dl = e - a;
+        if (t->derived[q].weekday) { int w = wd__weekday(p, dl); day[0] = (char)('0' + w); p = day; dl = w < 0 ? 0 : 1; }
+        b->ids[base + q][i] = wd__cat_id(t, base + q, p, dl);
+    }
+    if (!st && t->id_col >= 0 && wd__id_sink) {   // the row's id, for wd_convert_desc.ids_output
+        st = wd__buf_put(wd__id_sink, fs[t->id_col], fl[t->id_col]);
+        if (!st) st = wd__buf_put(wd__id_sink, "\n", 1);
+    }
+    wd__free(scratch);
+    if (st) return st;
     b->weight[i] = 1.0f;
     b->n++;
     return WD_OK;
@@ -2237,7 +2589,6 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
         if (!colon || wd__parse_i64(p, colon, &idx) || idx < 0 || wd__parse_f64(colon + 1, fe, &v))
             return wd__fail(WD_ERR_PARSE, "feature '%.*s' is not INDEX:VALUE", (int)WD__MIN(fe - p, 40), p);
         if (t->dense_lo >= 0 && idx >= t->dense_lo && idx <= t->dense_hi) {
-            if (fabs(v) > 3.0e38) return wd__fail(WD_ERR_PARSE, "feature %lld: value out of float range", (long long)idx);
             b->dense[(size_t)i * D + (size_t)(idx - t->dense_lo)] = (float)v;
         } else {
             int r = 0;
@@ -2255,6 +2606,13 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
 }
 
 WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    if (!t || !line || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: %s is NULL", !t ? "the spec" : !line ? "the line" : "the batch");
+    if (b->ndense != t->schema.ndense || b->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "wd_parse_line: the batch has %d dense/%d slots, the text format %d/%d", b->ndense, b->nslots, t->schema.ndense, t->schema.nslots);
+    for (int k = 0; k < t->schema.nslots; k++) {
+        if (b->kind[k] != t->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_parse_line: slot %d is %s in the batch, %s in the text format", k, b->kind[k] ? "multi-hot" : "one-hot", t->schema.slot[k].kind ? "multi-hot" : "one-hot");
+        if (!wd__cat_sink && t->format != WD_FMT_LIBSVM && t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0))
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)", t->schema.slot[k].name);
+    }
     if (len && line[len - 1] == '\r') len--;
     switch (t->format) {
     case WD_FMT_CRITEO: return wd__parse_criteo(t, line, len, b);
@@ -2283,6 +2641,7 @@ typedef struct wd__job {
     int nbad_shown;
     char bad_where[8][400];
     float *prob;                          // gen: true probabilities (nrows)
+    wd__sink *sink;                       // convert's first pass: the values this job saw
     ZSTD_CCtx *cc;
 } wd__job;
 
@@ -2327,6 +2686,7 @@ static void wd__pipe_free_jobs(wd__pipe *p) {
         wd__buf_free(&j->side1); wd__buf_free(&j->side2);
         wd_batch_free(&j->batch);
         wd__free(j->prob);
+        wd__sink_free(j->sink);
         ZSTD_freeCCtx(j->cc);
     }
     wd__free(p->jobs);
@@ -2405,33 +2765,181 @@ static void wd__pipe_release(wd__pipe *p, wd__job *j) {
 }
 
 // ---- 9. Convert --------------------------------------------------------------------------
+#ifndef WD_NO_ZLIB
+#include <zlib.h>
+#endif
+// An input: a text file, gzip or zstd (told by the first bytes), or standard input ("-").
+typedef struct wd__in {
+    const char *path;
+    int fd, own;                    // own: close at the end (not standard input)
+    int kind;                       // 0 text, 1 gzip, 2 zstd
+    uint8_t *cb;                    // bytes read from the file and not yet consumed: cb[cpos, clen)
+    size_t cpos, clen, ccap;
+    int eof;                        // the file is exhausted
+    int64_t raw;                    // bytes read from the file
+#ifndef WD_NO_ZLIB
+    z_stream z;
+    int zopen, zend;                // zend: the current gzip member ended
+#endif
+    ZSTD_DStream *zs;
+    int zframe;                     // 1 inside a zstd frame
+} wd__in;
+static void wd__in_close(wd__in *in) {
+    if (in->own && in->fd >= 0) close(in->fd);
+#ifndef WD_NO_ZLIB
+    if (in->zopen) inflateEnd(&in->z);
+#endif
+    if (in->zs) ZSTD_freeDStream(in->zs);
+    wd__free(in->cb);
+    memset(in, 0, sizeof *in);
+    in->fd = -1;
+}
+// Refills cb (cpos..clen) from the file when it is empty.
+static wd_status wd__in_fill(wd__in *in) {
+    if (in->cpos < in->clen || in->eof) return WD_OK;
+    in->cpos = in->clen = 0;
+    for (;;) {
+        ssize_t got = read(in->fd, in->cb, in->ccap);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return wd__fail(WD_ERR_IO, "%s: read failed: %s", in->path, strerror(errno));
+        if (got == 0) in->eof = 1;
+        in->clen = (size_t)got;
+        in->raw += got;
+        return WD_OK;
+    }
+}
+static wd_status wd__in_open(wd__in *in, const char *path) {
+    memset(in, 0, sizeof *in);
+    in->path = path;
+    in->fd = -1;
+    if (strcmp(path, "-") == 0) { in->fd = 0; in->path = "(standard input)"; }
+    else {
+        in->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (in->fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        in->own = 1;
+    }
+    in->ccap = (size_t)1 << 20;
+    if (!(in->cb = (uint8_t *)wd__malloc(in->ccap))) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    // the first bytes tell the kind (a pipe may give them in pieces)
+    while (!in->eof && in->clen < 4) {
+        ssize_t got = read(in->fd, in->cb + in->clen, in->ccap - in->clen);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: read failed: %s", in->path, strerror(errno)); wd__in_close(in); return st; }
+        if (got == 0) in->eof = 1;
+        in->clen += (size_t)got;
+        in->raw += got;
+    }
+    const uint8_t *m = in->cb;
+    if (in->clen >= 2 && m[0] == 0x1f && m[1] == 0x8b) {
+#ifdef WD_NO_ZLIB
+        wd__in_close(in);
+        return wd__fail(WD_ERR_UNSUPPORTED, "%s: gzip input, but this build has no zlib (built with WD_NO_ZLIB)", path);
+#else
+        in->kind = 1;
+        if (inflateInit2(&in->z, 15 + 32) != Z_OK) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zlib: cannot start a gzip stream"); }
+        in->zopen = 1;
+#endif
+    } else if (in->clen >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) {
+        in->kind = 2;
+        if (!(in->zs = ZSTD_createDStream())) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zstd: cannot start a stream"); }
+        ZSTD_initDStream(in->zs);
+    }
+    return WD_OK;
+}
+// Up to cap bytes of text into buf (*got = 0 at the end of the input).
+static wd_status wd__in_read(wd__in *in, uint8_t *buf, size_t cap, size_t *got) {
+    *got = 0;
+    while (*got == 0) {
+        WD__TRY(wd__in_fill(in));
+        size_t avail = in->clen - in->cpos;
+        if (in->kind == 0) {
+            if (!avail) return WD_OK;
+            size_t n = WD__MIN(avail, cap);
+            memcpy(buf, in->cb + in->cpos, n);
+            in->cpos += n;
+            *got = n;
+            continue;
+        }
+        if (in->kind == 2) {
+            if (!avail) {
+                if (in->zframe) return wd__fail(WD_ERR_CORRUPT, "%s: truncated zstd data (the input ends inside a frame)", in->path);
+                return WD_OK;
+            }
+            ZSTD_inBuffer ib = {in->cb + in->cpos, avail, 0};
+            ZSTD_outBuffer ob = {buf, cap, 0};
+            size_t r = ZSTD_decompressStream(in->zs, &ob, &ib);
+            if (ZSTD_isError(r)) return wd__fail(WD_ERR_CORRUPT, "%s: not valid zstd data near byte %lld: %s", in->path, (long long)(in->raw - (int64_t)(in->clen - in->cpos)), ZSTD_getErrorName(r));
+            in->cpos += ib.pos;
+            in->zframe = r != 0;   // 0: a frame ended (another may follow)
+            *got = ob.pos;
+            continue;
+        }
+#ifndef WD_NO_ZLIB
+        if (!avail) {
+            if (!in->zend) return wd__fail(WD_ERR_CORRUPT, "%s: truncated gzip data (the input ends inside a member)", in->path);
+            return WD_OK;
+        }
+        if (in->zend) { inflateReset(&in->z); in->zend = 0; }   // another member follows (concatenated gzip)
+        in->z.next_in = in->cb + in->cpos;
+        in->z.avail_in = (uInt)WD__MIN(avail, (size_t)UINT32_MAX);
+        in->z.next_out = buf;
+        in->z.avail_out = (uInt)WD__MIN(cap, (size_t)UINT32_MAX);
+        int r = inflate(&in->z, Z_NO_FLUSH);
+        if (r != Z_OK && r != Z_STREAM_END && !(r == Z_BUF_ERROR && in->z.avail_out))
+            return wd__fail(WD_ERR_CORRUPT, "%s: not valid gzip data near byte %lld: %s", in->path, (long long)(in->raw - (int64_t)in->z.avail_in), in->z.msg ? in->z.msg : "inflate failed");
+        in->cpos = in->clen - in->z.avail_in;
+        if (r == Z_STREAM_END) in->zend = 1;
+        *got = (size_t)(in->z.next_out - buf);
+#endif
+    }
+    return WD_OK;
+}
+
 typedef struct wd__conv {
     const wd_convert_desc *d;
+    const wd_text_spec *spec;       // the spec this pass parses with (sizes and vocabulary filled in the second)
     int level;
+    int count_pass;                 // 1: the first pass (watching values), 0: converting
+    int counting;                   // first pass: exact counts (a vocabulary) rather than estimates
+    wd__sink *sink;                 // first pass: every job's values, merged in order
+    wd__blockfile *bf;              // second pass: the output
+    wd__outfile *ids;               // second pass: the ids side file (or NULL)
+    wd_convert_report *rep;
 } wd__conv;
 
+// A job: parse its lines (first pass: note the values; second: encode a block).
 static void wd__conv_run(wd__pipe *p, wd__job *j) {
     wd__conv *c = (wd__conv *)p->ctx;
-    const wd_text_spec *t = c->d->spec;
+    const wd_text_spec *t = c->spec;
     const char *s = (const char *)j->text.p, *end = s + j->text.len;
     j->batch.n = 0;
     j->rows = j->bad = 0;
     j->nbad_shown = 0;
     j->block.len = 0;
+    j->side1.len = 0;
+    if (c->count_pass) {
+        if (!j->sink && !(j->sink = WD__NEW(wd__sink))) { j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); return; }
+        j->sink->counting = c->counting;
+        j->sink->nslots = t->schema.nslots;
+        wd__cat_sink = j->sink;
+    } else wd__id_sink = c->ids ? &j->side1 : NULL;
     int64_t line = j->first_line;
+    size_t hlen = strlen(t->header);
     while (s < end) {
         const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
         const char *le = nl ? nl : end;
         size_t len = (size_t)(le - s);
-        int is_header = t->format == WD_FMT_CSV && t->header[0] && len - (len && s[len - 1] == '\r') == strlen(t->header) && memcmp(s, t->header, strlen(t->header)) == 0;
+        int is_header = t->format == WD_FMT_CSV && hlen && len - (len && s[len - 1] == '\r') == hlen && memcmp(s, t->header, hlen) == 0;
         if (!is_header) {
             const char *name = c->d->inputs[j->file];
+            size_t ids0 = j->side1.len;
             wd_status st = (len == 0 || (len == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(t, s, len, &j->batch);
+            if (st) j->side1.len = ids0;   // no id for a line that was not converted
             j->bad += st == WD_ERR_PARSE;
             if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {   // stop at file:line
                 j->status = st;
-                snprintf(j->err, sizeof j->err, "%.600s:%lld: %.380s", wd__tail(name, 600), (long long)line, wd_last_error());
-                return;
+                snprintf(j->err, sizeof j->err, "%.600s:%lld: %.380s", wd__tail(strcmp(name, "-") ? name : "(standard input)", 600), (long long)line, wd_last_error());
+                break;
             }
             if (st && j->nbad_shown < 8)
                 snprintf(j->bad_where[j->nbad_shown++], sizeof j->bad_where[0], "%.200s:%lld: %.170s", wd__tail(name, 200), (long long)line, wd_last_error());
@@ -2440,118 +2948,211 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
         line++;
         s = le + 1;
     }
-    if (j->batch.n) {
+    wd__cat_sink = NULL;
+    wd__id_sink = NULL;
+    if (!j->status && c->count_pass && j->sink->failed) { j->status = j->sink->failed; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
+    if (!j->status && !c->count_pass && j->batch.n) {
         wd_status st = wd__block_encode(&t->schema, &j->batch, 0, j->batch.n, j->cc, c->level, &j->raw, &j->block);
         if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
     }
 }
 
-// Takes finished job `seq` in order: its counts into rep, its block into bf.
-// After a failure (*st set) jobs are only released, so the workers go idle.
-static void wd__conv_collect(wd__pipe *p, int64_t seq, wd__blockfile *bf, wd_convert_report *rep, wd_status *st) {
+// Takes finished job `seq` in order: the first pass merges what it saw; the
+// second adds its counts to the report, its block to the file, its ids to
+// the side file. After a failure (*st set) jobs are only released.
+static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
+    wd__conv *c = (wd__conv *)p->ctx;
     wd__job *w = wd__pipe_wait(p, seq);
     if (!*st && w->status) *st = wd__fail(w->status, "%s", w->err);
-    if (!*st) {
+    if (!*st && c->count_pass) {
+        *st = wd__sink_merge(c->sink, w->sink);
+        for (int k = 0; k < WD_MAX_SLOTS; k++) {   // the job starts afresh
+            wd__free(w->sink->map[k].key); wd__free(w->sink->map[k].cnt); wd__free(w->sink->hll[k]);
+            memset(&w->sink->map[k], 0, sizeof w->sink->map[k]); w->sink->hll[k] = NULL;
+        }
+    } else if (!*st) {
+        wd_convert_report *rep = c->rep;
         rep->rows += w->rows;
         rep->bad_rows += w->bad;
         for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
-        if (w->block.len) *st = wd__bf_put(bf, w->block.p, w->block.len);
+        if (w->block.len) *st = wd__bf_put(c->bf, w->block.p, w->block.len);
+        if (!*st && c->ids && w->side1.len) *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
     }
     wd__pipe_release(p, w);
 }
 
-WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
-    if (!d || !d->spec || !d->output || d->ninputs <= 0 || !d->inputs) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: spec, inputs and output are required");
-    wd_convert_report local;
-    if (!rep) rep = &local;
-    memset(rep, 0, sizeof *rep);
-    WD__TRY(wd_schema_check(&d->spec->schema));
-    double t0 = wd__now();
-    int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
-    if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
-    int64_t total = 0;
-    for (int i = 0; i < d->ninputs; i++) {
-        struct stat sb;
-        if (stat(d->inputs[i], &sb) != 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
-        total += (int64_t)sb.st_size;
-    }
-    wd__conv c;
-    c.d = d; c.level = d->level ? d->level : 3;
-    wd__blockfile bf;
-    WD__TRY(wd__bf_open(&bf, d->output, &d->spec->schema, "wd convert " WD_VERSION_STRING));
+// One pass over every input: the calling thread reads, cuts chunks of at
+// most m lines (each byte scanned once: a pipe delivering 64 KB at a time
+// costs no more than a file), and the pipeline's workers parse them.
+static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, int64_t *text_bytes) {
+    const wd_convert_desc *d = c->d;
     wd__pipe pipe;
-    wd_status st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &d->spec->schema, wd__conv_run, &c);
-    if (st) { wd__bf_abort(&bf); return st; }
-    // The calling thread reads, cuts chunks of m lines, and writes finished blocks in order.
-    int64_t submitted = 0, written = 0, done_bytes = 0;
+    WD__TRY(wd__pipe_start(&pipe, threads, &c->spec->schema, wd__conv_run, c));
+    int64_t submitted = 0, written = 0, done_raw = 0;
     double last_progress = 0;
     wd__buf rd = {0, 0, 0};
-    size_t rdsz = (size_t)1 << 22;
-    st = wd__buf_reserve(&rd, rdsz);
+    wd_status st = wd__buf_reserve(&rd, (size_t)1 << 22);
+    *text_bytes = 0;
     for (int fi = 0; !st && fi < d->ninputs; fi++) {
-        int fd = open(d->inputs[fi], O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { st = wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[fi], strerror(errno)); break; }
+        wd__in in;
+        if ((st = wd__in_open(&in, d->inputs[fi])) != WD_OK) break;
         int64_t line = 1;
-        size_t have = 0;          // bytes in rd not yet handed out
-        int eof = 0;
+        size_t start = 0, have = 0, scan = 0;   // rd.p[start, have): text not handed out; newlines counted up to scan
+        int64_t nl = 0;
+        int eof = 0, first = 1;
         while (!st) {
-            // cut up to m complete lines (the rest of the file at EOF)
-            size_t pos = 0;
-            int64_t nl = 0;
-            while (nl < m && pos < have) {
-                const uint8_t *q = (const uint8_t *)memchr(rd.p + pos, '\n', have - pos);
-                if (!q) break;
-                pos = (size_t)(q - rd.p) + 1;
+            while (nl < m && scan < have) {
+                const uint8_t *q = (const uint8_t *)memchr(rd.p + scan, '\n', have - scan);
+                if (!q) { scan = have; break; }
+                scan = (size_t)(q - rd.p) + 1;
                 nl++;
             }
-            if (nl < m && !eof) {       // not a full chunk yet: read more, growing a full buffer
-                if (have + rdsz / 2 > rd.cap) { rd.len = have; st = wd__buf_reserve(&rd, WD__MAX(rd.cap * 2, have + rdsz)); if (st) break; }
-                ssize_t got = read(fd, rd.p + have, rd.cap - have);
-                if (got < 0) { if (errno == EINTR) continue; st = wd__fail(WD_ERR_IO, "%s: read failed: %s", d->inputs[fi], strerror(errno)); break; }
-                if (got == 0) eof = 1;
-                have += (size_t)got;
-                done_bytes += got;
+            if (nl < m && !eof) {   // not a full chunk yet: read more
+                if (rd.cap - have < ((size_t)1 << 20)) {   // make room: move the rest down, or grow
+                    if (start > 0) { memmove(rd.p, rd.p + start, have - start); have -= start; scan -= start; start = 0; }
+                    if (rd.cap - have < ((size_t)1 << 20)) { rd.len = have; if ((st = wd__buf_reserve(&rd, rd.cap * 2)) != WD_OK) break; }
+                }
+                size_t got = 0;
+                if ((st = wd__in_read(&in, rd.p + have, rd.cap - have, &got)) != WD_OK) break;
+                if (!got) eof = 1;
+                if (first && have + got >= 3 && rd.p[0] == 0xEF && rd.p[1] == 0xBB && rd.p[2] == 0xBF) { start = scan = 3; }   // a UTF-8 byte-order mark
+                first = first && have + got < 3;
+                have += got;
+                *text_bytes += (int64_t)got;
                 continue;
             }
-            if (have == 0) break;      // end of this file
-            if (nl < m && pos < have) { pos = have; nl++; }   // last line without '\n'
-            // get a free job, writing finished ones in order while none is free
-            wd__job *j = NULL;
-            while (!st && (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs))
-                wd__conv_collect(&pipe, written++, &bf, rep, &st);
+            size_t cut = scan;
+            if (nl < m && cut < have) { cut = have; nl++; }   // at the end: the last line without '\n'
+            if (cut == start) break;   // this input is done
+            wd__job *j = NULL;   // a free job, writing finished ones in order while none is free
+            while (!st && (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs)) wd__conv_collect(&pipe, written++, &st);
             if (st) break;
             j->text.len = 0;
-            st = wd__buf_put(&j->text, rd.p, pos);
-            if (st) break;
+            if ((st = wd__buf_put(&j->text, rd.p + start, cut - start)) != WD_OK) break;
             j->file = fi;
             j->first_line = line;
             line += nl;
-            memmove(rd.p, rd.p + pos, have - pos);
-            have -= pos;
+            start = scan = cut;
+            nl = 0;
             wd__pipe_submit(&pipe, j, submitted++);
             if (d->progress) {
                 double now = wd__now();
                 if (now - last_progress > 0.1) {
                     last_progress = now;
-                    if (d->progress(d->user, done_bytes, total, rep->rows)) st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
+                    if (d->progress(d->user, done_raw + in.raw, total, c->rep->rows)) st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
                 }
             }
         }
-        close(fd);
+        done_raw += in.raw;
+        wd__in_close(&in);
     }
-    while (written < submitted) wd__conv_collect(&pipe, written++, &bf, rep, &st);   // drain, also after an error
+    while (written < submitted) wd__conv_collect(&pipe, written++, &st);   // drain, also after an error
     wd__buf_free(&rd);
     char errcopy[WD__ERR_MAX];
     snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
     wd__pipe_stop(&pipe);
-    if (st) { wd__bf_abort(&bf); return wd__fail(st, "%s", errcopy); }
-    if (bf.nsamples == 0) { wd__bf_abort(&bf); return wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows); }
-    rep->blocks = bf.nblocks;
-    st = wd__bf_close(&bf);
+    return st ? wd__fail(st, "%s", errcopy) : WD_OK;
+}
+
+// The same file under two names (an output must never be an input).
+static int wd__same_file(const char *a, const char *b) {
+    struct stat x, y;
+    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
+    if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: desc is NULL");
+    if (!d->spec) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: spec is NULL");
+    if (!d->output) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: output is NULL");
+    if (!d->inputs || d->ninputs <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: inputs and ninputs > 0 are required");
+    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: threads %d is outside 0..256", d->threads);
+    if (d->min_count < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count %d is negative", d->min_count);
+    if (d->block_samples < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: block_samples %d is negative", d->block_samples);
+    if (d->ids_output && d->spec->id_col < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output needs a spec with an id column (wd_csv_desc.id)");
+    if (d->min_count > 0 && d->spec->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count: libsvm slots hold indexes, not values: no vocabulary");
+    wd_convert_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = wd__now();
+    int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
+    if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
+    const wd_text_spec *t = d->spec;
+    int sized = d->min_count > 0, stdin_used = 0;   // a first pass is needed for a vocabulary or for 0-bucket slots
+    for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0);
+    int64_t total = 0;
+    for (int i = 0; i < d->ninputs; i++) {
+        if (!d->inputs[i]) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: input %d is NULL", i);
+        if (strcmp(d->inputs[i], "-") == 0) { if (stdin_used++) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input (\"-\") is named twice"); continue; }
+        struct stat sb;
+        if (stat(d->inputs[i], &sb) != 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
+        total += (int64_t)sb.st_size;
+        if (wd__same_file(d->inputs[i], d->output) || (d->ids_output && wd__same_file(d->inputs[i], d->ids_output)))
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed", wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
+    }
+    if (d->ids_output && (strcmp(d->ids_output, d->output) == 0 || wd__same_file(d->ids_output, d->output))) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
+    if (sized && stdin_used)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
+    wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
+    if (!spec) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    *spec = *t;
+    wd__conv c;
+    memset(&c, 0, sizeof c);
+    c.d = d; c.spec = spec; c.level = d->level ? d->level : 3; c.rep = rep;
+    int threads = d->threads > 0 ? d->threads : 1;
+    wd_vocab *vocab = NULL;
+    wd_status st = WD_OK;
+    int64_t text = 0;
+    if (sized) {   // first pass: what values each slot holds
+        c.count_pass = 1; c.counting = d->min_count > 0;
+        c.sink = WD__NEW(wd__sink);
+        if (!c.sink) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+        else { c.sink->counting = c.counting; c.sink->nslots = spec->schema.nslots; }
+        if (!st) st = wd__conv_pass(&c, threads, m, total, &text);
+        if (!st && c.counting) {
+            st = wd__vocab_from(c.sink, d->min_count, &vocab);
+            if (!st) st = wd_text_spec_vocab(spec, vocab);
+        } else if (!st) {
+            for (int k = 0; k < spec->schema.nslots; k++) {
+                if (spec->schema.slot[k].buckets) continue;
+                double n = wd__hll_estimate(c.sink->hll[k]) * 16.0;   // ~3% of values then share a bucket
+                spec->schema.slot[k].buckets = (uint32_t)WD__MIN(WD__MAX(ceil(n), 16.0), (double)WD_DEFAULT_BUCKETS);
+            }
+        }
+        wd__sink_free(c.sink);
+        c.sink = NULL;
+        c.count_pass = 0;
+        memset(rep, 0, sizeof *rep);
+    }
+    if (!st) st = wd_schema_check(&spec->schema);
+    wd__blockfile bf;
+    wd__outfile ids;
+    int bf_open = 0, ids_open = 0;
+    if (!st) { st = wd__bf_open(&bf, d->output, &spec->schema, "wd convert " WD_VERSION_STRING, spec->vocab); bf_open = !st; }
+    if (!st && d->ids_output) { st = wd__out_open(&ids, d->ids_output); ids_open = !st; }
+    c.bf = bf_open ? &bf : NULL;
+    c.ids = ids_open ? &ids : NULL;
+    if (!st) st = wd__conv_pass(&c, threads, m, total, &text);   // second pass: the records
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    if (!st && bf.nsamples == 0) st = wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows);
+    else if (st) wd__fail(st, "%s", err);
+    if (!st) {
+        rep->blocks = bf.nblocks;
+        for (int k = 0; k < spec->schema.nslots; k++) rep->buckets[k] = spec->schema.slot[k].buckets;
+        st = wd__bf_close(&bf);
+        bf_open = 0;
+        if (!st && ids_open) { st = wd__out_commit(&ids); ids_open = 0; }
+        if (st) unlink(d->output);   // both files or neither
+    }
+    if (bf_open) wd__bf_abort(&bf);
+    if (ids_open) wd__out_abort(&ids);
+    wd__vocab_free(vocab);
+    wd__free(spec);
     if (st) return st;
     struct stat sb;
     rep->bytes_out = stat(d->output, &sb) == 0 ? (int64_t)sb.st_size : 0;
-    rep->bytes_in = total;
+    rep->bytes_in = text;
     rep->seconds = wd__now() - t0;
     if (d->progress) d->progress(d->user, total, total, rep->rows);
     return WD_OK;
@@ -2727,7 +3328,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     wd__pipe pipe;
     int piped = 0, bfo = 0;
     wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities", (long long)d->rows);
-    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING); bfo = !st; }
+    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL); bfo = !st; }
     if (!st && d->tsv) st = wd__out_open(&tsv, d->tsv);
     if (!st) st = wd__out_open(&prob, probpath);
     if (!st) { st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &g->schema, wd__gen_run, g); piped = !st; }

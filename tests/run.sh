@@ -124,6 +124,7 @@ elif command -v nvcc >/dev/null; then say "FAIL compile_cuda: nvcc present but t
 else say "SKIP compile_cuda: nvcc not installed"; fi
 
 unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
+unit "$B/test_convert" tests/test_convert.c "$T"
 unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 unit "$B/test_loader" tests/test_loader.c "$T"
 unit "$B/test_train" tests/test_train.c "$T"

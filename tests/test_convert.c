@@ -1,0 +1,389 @@
+// wd_convert's inputs and id spaces: gzip/zstd/standard input, long lines
+// through a pipe, CSV per RFC 4180 (quotes, BOM, delimiter), derived slots,
+// id side files, vocabularies (min_count) stored in the file and reused,
+// tables sized from the data, outputs that would destroy inputs, number
+// edges. Usage: test_convert [TMPDIR]
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+#include "testlib.h"
+#include <zlib.h>
+#include <sys/wait.h>
+
+static char TMP[200] = "/tmp";
+static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/cv-%s", TMP, name); }
+static int spit(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(p, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+// Every sample of a .wdr file, as one comparable byte string per block.
+static int same_samples(const char *a, const char *b) {
+    wd_reader *ra = NULL, *rb = NULL;
+    int same = wd_reader_open(a, &ra) == WD_OK && wd_reader_open(b, &rb) == WD_OK && wd_schema_equal(wd_reader_schema(ra), wd_reader_schema(rb)) &&
+               wd_reader_nsamples(ra) == wd_reader_nsamples(rb) && wd_reader_nblocks(ra) == wd_reader_nblocks(rb);
+    for (int64_t i = 0; same && i < wd_reader_nblocks(ra); i++) {
+        wd_batch x, y;
+        memset(&x, 0, sizeof x); memset(&y, 0, sizeof y);
+        same = wd_batch_init(&x, wd_reader_schema(ra), 0, 0) == WD_OK && wd_batch_init(&y, wd_reader_schema(rb), 0, 0) == WD_OK &&
+               wd_reader_read_block(ra, i, &x) == WD_OK && wd_reader_read_block(rb, i, &y) == WD_OK && x.n == y.n &&
+               !memcmp(x.label, y.label, 4 * (size_t)x.n) && !memcmp(x.dense, y.dense, 4 * (size_t)x.n * (size_t)x.ndense);
+        for (int k = 0; same && k < x.nslots; k++) same = !memcmp(x.ids[k], y.ids[k], 4 * (size_t)x.n);
+        wd_batch_free(&x); wd_batch_free(&y);
+    }
+    wd_reader_close(ra); wd_reader_close(rb);
+    return same;
+}
+static wd_status convert(const wd_text_spec *t, const char **in, int nin, const char *out, int threads, wd_convert_report *rep) {
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = t; d.inputs = in; d.ninputs = nin; d.output = out; d.threads = threads; d.block_samples = 500;
+    return wd_convert(&d, rep);
+}
+
+static char TSV[300];
+static unsigned char *tsv_bytes;
+static size_t tsv_len;
+static void test_setup(void) {
+    char g[300];
+    tmp(TSV, sizeof TSV, "data.tsv");
+    tmp(g, sizeof g, "gen.wdr");
+    wd_gen_desc d;
+    memset(&d, 0, sizeof d);
+    d.output = g; d.tsv = TSV; d.rows = 3000; d.seed = 12; d.max_card = 400;
+    REQUIRE_OK(wd_gen(&d, NULL));
+    REQUIRE((tsv_bytes = slurp(TSV, &tsv_len)) != NULL && tsv_len > 100000);
+}
+
+// gzip (also two members back to back) and zstd input give the samples the
+// text gives; bytes_in counts the text; a truncated stream is an error.
+static void test_compressed_inputs(void) {
+    REQUIRE(tsv_bytes);
+    char gz[300], gz2[300], zs[300], cut[300], o1[300], o2[300];
+    tmp(gz, sizeof gz, "data.tsv.gz"); tmp(gz2, sizeof gz2, "data2.tsv.gz"); tmp(zs, sizeof zs, "data.tsv.zst");
+    tmp(cut, sizeof cut, "cut.gz"); tmp(o1, sizeof o1, "plain.wdr"); tmp(o2, sizeof o2, "comp.wdr");
+    gzFile f = gzopen(gz, "wb");
+    REQUIRE(f && gzwrite(f, tsv_bytes, (unsigned)tsv_len) == (int)tsv_len && gzclose(f) == Z_OK);
+    f = gzopen(gz2, "wb");   // the same text as two gzip members
+    REQUIRE(f && gzwrite(f, tsv_bytes, (unsigned)(tsv_len / 2)) > 0 && gzclose(f) == Z_OK);
+    f = gzopen(gz2, "ab");
+    REQUIRE(f && gzwrite(f, tsv_bytes + tsv_len / 2, (unsigned)(tsv_len - tsv_len / 2)) > 0 && gzclose(f) == Z_OK);
+    size_t zc = ZSTD_compressBound(tsv_len);
+    void *z = malloc(zc);
+    zc = ZSTD_compress(z, zc, tsv_bytes, tsv_len, 3);
+    REQUIRE(!ZSTD_isError(zc) && spit(zs, z, zc) == 0);
+    free(z);
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 5000);
+    wd_convert_report rep;
+    const char *in[1] = {TSV};
+    REQUIRE_OK(convert(&t, in, 1, o1, 2, &rep));
+    CHECK(rep.bytes_in == (int64_t)tsv_len && rep.rows == 3000);
+    const char *names[3] = {gz, gz2, zs};
+    for (int i = 0; i < 3; i++) {
+        in[0] = names[i];
+        CHECK_OK(convert(&t, in, 1, o2, 2, &rep));
+        CHECK(rep.rows == 3000 && rep.bytes_in == (int64_t)tsv_len && same_samples(o1, o2));
+    }
+    size_t n;
+    unsigned char *g = slurp(gz, &n);
+    REQUIRE(g && spit(cut, g, n / 2) == 0);
+    free(g);
+    in[0] = cut;
+    unlink(o2);
+    CHECK(convert(&t, in, 1, o2, 2, &rep) == WD_ERR_CORRUPT && strstr(wd_last_error(), "cut.gz") && strstr(wd_last_error(), "truncated gzip") && !file_exists(o2));
+}
+
+// Standard input ("-") through a pipe fed 64 KB at a time, a long line
+// included, gives the samples the file gives; a first pass is refused on it.
+static void feed(int fd, const unsigned char *p, size_t n) {
+    for (size_t at = 0; at < n;) {
+        ssize_t w = write(fd, p + at, n - at < 65536 ? n - at : 65536);
+        if (w <= 0) break;
+        at += (size_t)w;
+    }
+    close(fd);
+}
+static wd_status convert_stdin(const wd_text_spec *t, const unsigned char *text, size_t n, const char *out, wd_convert_report *rep) {
+    int p[2];
+    if (pipe(p) != 0) return WD_ERR_IO;
+    pid_t pid = fork();
+    if (pid == 0) { close(p[0]); feed(p[1], text, n); _exit(0); }
+    close(p[1]);
+    int saved = dup(0);
+    dup2(p[0], 0);
+    close(p[0]);
+    const char *in[1] = {"-"};
+    wd_status st = convert(t, in, 1, out, 2, rep);
+    dup2(saved, 0);
+    close(saved);
+    waitpid(pid, NULL, 0);
+    return st;
+}
+static void test_standard_input(void) {
+    REQUIRE(tsv_bytes);
+    char o1[300], o2[300];
+    tmp(o1, sizeof o1, "file.wdr"); tmp(o2, sizeof o2, "stdin.wdr");
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 5000);
+    wd_convert_report rep;
+    const char *in[1] = {TSV};
+    REQUIRE_OK(convert(&t, in, 1, o1, 2, &rep));
+    CHECK_OK(convert_stdin(&t, tsv_bytes, tsv_len, o2, &rep));
+    CHECK(rep.rows == 3000 && rep.bytes_in == (int64_t)tsv_len && same_samples(o1, o2));
+    // a 24 MB CSV line (one huge categorical value) through the pipe
+    wd_text_spec c;
+    REQUIRE_OK(wd_text_spec_csv(&c, "y,v", "y", NULL, "v", 1000));
+    size_t big = (size_t)24 << 20;
+    unsigned char *line = (unsigned char *)malloc(big + 16);
+    memcpy(line, "1,", 2);
+    memset(line + 2, 'x', big);
+    memcpy(line + 2 + big, "\n0,a\n", 5);
+    double t0 = wd__now();
+    CHECK_OK(convert_stdin(&c, line, big + 7, o2, &rep));
+    printf("  a %zu-byte line through a pipe: %.2f s\n", big, wd__now() - t0);
+    CHECK(rep.rows == 2);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(o2, &r));
+    const wd_batch *b;
+    CHECK_OK(wd_reader_block(r, 0, &b));
+    CHECK(b && b->n == 2 && b->ids[0][0] == wd_hash_bucket((const char *)line + 2, big, 0, 1000));
+    wd_reader_close(r);
+    free(line);
+    wd_text_spec_criteo(&t, 0);   // sized from the data: needs a first pass
+    CHECK(convert_stdin(&t, tsv_bytes, tsv_len, o2, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "standard input"));
+}
+
+// RFC 4180: quoted fields with delimiters and "" inside, a byte-order mark,
+// another delimiter, the id column to a side file, derived slots.
+static void test_csv(void) {
+    char in[300], out[300], ids[300];
+    tmp(in, sizeof in, "q.csv"); tmp(out, sizeof out, "q.wdr"); tmp(ids, sizeof ids, "q.ids");
+    const char *text =
+        "\xEF\xBB\xBFid;click;hour;site;n\n"
+        "a1;1;14102100;\"x;y\";3\n"
+        "\"a\"\"2\";0;14102513;\"say \"\"hi\"\"\";\n"
+        "a3;1;\"14102623\";plain;7\n";
+    REQUIRE(spit(in, text, strlen(text)) == 0);
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.header = "\xEF\xBB\xBFid;click;hour;site;n"; cd.delimiter = ';'; cd.label = "click"; cd.dense = "n"; cd.cat = "site";
+    cd.id = "id"; cd.derive = "hod=hour[6:8],dow=weekday(hour[0:6])"; cd.buckets = 100000;
+    wd_text_spec *t = (wd_text_spec *)calloc(1, sizeof *t);
+    REQUIRE_OK(wd_text_spec_csv_desc(t, &cd));
+    CHECK(t->schema.nslots == 3 && strcmp(t->schema.slot[1].name, "hod") == 0 && strcmp(t->schema.slot[2].name, "dow") == 0 && t->schema.ndense == 1);
+    const char *inputs[1] = {in};
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = t; d.inputs = inputs; d.ninputs = 1; d.output = out; d.ids_output = ids;
+    wd_convert_report rep;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    CHECK(rep.rows == 3 && rep.bad_rows == 0);
+    size_t n;
+    char *got = (char *)slurp(ids, &n);
+    CHECK(got && n == 10 && memcmp(got, "a1\na\"2\na3\n", 10) == 0);
+    free(got);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    const wd_batch *b;
+    REQUIRE_OK(wd_reader_block(r, 0, &b));
+    CHECK(b->n == 3 && b->label[0] == 1 && b->label[1] == 0);
+    CHECK(b->ids[0][0] == wd_hash_bucket("x;y", 3, 0, 100000) && b->ids[0][1] == wd_hash_bucket("say \"hi\"", 8, 0, 100000));
+    CHECK(b->ids[1][0] == wd_hash_bucket("00", 2, 1, 100000) && b->ids[1][1] == wd_hash_bucket("13", 2, 1, 100000) && b->ids[1][2] == wd_hash_bucket("23", 2, 1, 100000));
+    // 2014-10-21 was a Tuesday (1), the 25th a Saturday (5), the 26th a Sunday (6)
+    CHECK(b->ids[2][0] == wd_hash_bucket("1", 1, 2, 100000) && b->ids[2][1] == wd_hash_bucket("5", 1, 2, 100000) && b->ids[2][2] == wd_hash_bucket("6", 1, 2, 100000));
+    CHECK(b->dense[0] == wd_count_feature(3) && b->dense[1] == 0.0f);
+    wd_reader_close(r);
+    // bad quoting names the line; bad derive specs are refused
+    const char *bad = "id;click;hour;site;n\na1;1;14102100;x\"y;3\n";
+    REQUIRE(spit(in, bad, strlen(bad)) == 0);
+    unlink(out); unlink(ids);
+    CHECK(wd_convert(&d, &rep) == WD_ERR_PARSE && strstr(wd_last_error(), "q.csv:2:") && strstr(wd_last_error(), "quote") && !file_exists(out) && !file_exists(ids));
+    cd.derive = "x=nosuch[0:2]";
+    CHECK(wd_text_spec_csv_desc(t, &cd) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "nosuch"));
+    cd.derive = "x=weekday(hour[0:5])";
+    CHECK(wd_text_spec_csv_desc(t, &cd) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "6 (YYMMDD)"));
+    free(t);
+}
+
+// min_count: a vocabulary by frequency, stored in the file (version 2);
+// another file converted with it shares the ids, unseen values get 0.
+static void test_vocabulary(void) {
+    char in[300], in2[300], out[300], out2[300];
+    tmp(in, sizeof in, "v.csv"); tmp(in2, sizeof in2, "v2.csv"); tmp(out, sizeof out, "v.wdr"); tmp(out2, sizeof out2, "v2.wdr");
+    const char *text = "y,a,b\n1,x,p\n0,x,q\n1,y,p\n0,x,r\n1,z,p\n";   // a: x3 y1 z1; b: p3 q1 r1
+    REQUIRE(spit(in, text, strlen(text)) == 0);
+    REQUIRE(spit(in2, "y,a,b\n1,z,p\n0,w,q\n1,x,s\n", 23) == 0);
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_csv(&t, "y,a,b", "y", NULL, "a,b", 0));
+    const char *inputs[1] = {in};
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = &t; d.inputs = inputs; d.ninputs = 1; d.output = out; d.min_count = 1;
+    wd_convert_report rep;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    CHECK(rep.buckets[0] == 4 && rep.buckets[1] == 4);   // 3 values each + the out-of-vocabulary id
+    d.min_count = 2;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    CHECK(rep.buckets[0] == 2 && rep.buckets[1] == 2);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    const wd_vocab *v = wd_reader_vocab(r);
+    REQUIRE(v != NULL);
+    CHECK(wd_vocab_size(v, 0) == 1 && wd_vocab_size(v, 1) == 1 && wd_reader_schema(r)->slot[0].buckets == 2);
+    const wd_batch *b;
+    REQUIRE_OK(wd_reader_block(r, 0, &b));
+    uint32_t wa[5] = {1, 1, 0, 1, 0}, wb[5] = {1, 0, 1, 0, 1};   // x and p kept, the rest out of vocabulary
+    for (int i = 0; i < 5; i++) CHECK(b->ids[0][i] == wa[i] && b->ids[1][i] == wb[i]);
+    // the test file with the training file's vocabulary
+    wd_text_spec t2;
+    REQUIRE_OK(wd_text_spec_csv(&t2, "y,a,b", "y", NULL, "a,b", 0));
+    REQUIRE_OK(wd_text_spec_vocab(&t2, v));
+    inputs[0] = in2;
+    d.spec = &t2; d.output = out2; d.min_count = 0;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    wd_reader *r2;
+    REQUIRE_OK(wd_reader_open(out2, &r2));
+    CHECK(wd_schema_equal(wd_reader_schema(r), wd_reader_schema(r2)) && wd_reader_vocab(r2) != NULL);
+    REQUIRE_OK(wd_reader_block(r2, 0, &b));
+    CHECK(b->ids[0][0] == 0 && b->ids[0][1] == 0 && b->ids[0][2] == 1 && b->ids[1][0] == 1 && b->ids[1][1] == 0 && b->ids[1][2] == 0);
+    wd_reader_close(r2);
+    wd_reader_close(r);
+    // a file without a vocabulary stays version 1
+    wd_text_spec t3;
+    REQUIRE_OK(wd_text_spec_csv(&t3, "y,a,b", "y", NULL, "a,b", 50));
+    inputs[0] = in;
+    d.spec = &t3;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    size_t n;
+    unsigned char *f = slurp(out2, &n);
+    CHECK(f && n > 12 && f[8] == 1);
+    free(f);
+}
+
+// Tables sized from the data: 16 buckets per distinct value (estimated),
+// at least 16, at most WD_DEFAULT_BUCKETS; explicit sizes stay.
+static void test_sized_from_data(void) {
+    REQUIRE(tsv_bytes);
+    char out[300];
+    tmp(out, sizeof out, "sized.wdr");
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 0);
+    REQUIRE_OK(wd_text_spec_buckets(&t, "C2=777"));
+    const char *in[1] = {TSV};
+    wd_convert_report rep;
+    REQUIRE_OK(convert(&t, in, 1, out, 2, &rep));
+    // the distinct values of each slot, counted here exactly
+    int bad = 0;
+    for (int k = 0; k < 26; k++) {
+        uint32_t want = 777;
+        if (k != 1) {
+            int64_t distinct = 0;
+            size_t cap = 1 << 16;
+            uint32_t *seen = (uint32_t *)calloc(cap, 4);
+            const char *p = (const char *)tsv_bytes, *end = p + tsv_len;
+            while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *f = p;
+                for (int c = 0; c < 14 + k; c++) f = memchr(f, '\t', (size_t)(nl - f)) + 1;
+                const char *fe = memchr(f, '\t', (size_t)(nl - f));
+                if (!fe) fe = nl;
+                uint32_t h = (uint32_t)wd_hash_bytes(f, (size_t)(fe - f), 99) | 1;
+                size_t j = h & (cap - 1);
+                while (seen[j] && seen[j] != h) j = (j + 1) & (cap - 1);
+                if (!seen[j]) { seen[j] = h; distinct++; }
+                p = nl + 1;
+            }
+            free(seen);
+            double exact = 16.0 * (double)distinct;
+            if (!(rep.buckets[k] >= 16 && rep.buckets[k] <= WD_DEFAULT_BUCKETS && fabs(rep.buckets[k] - exact) <= 0.05 * exact + 16)) {
+                bad++;
+                printf("  C%d: %lld distinct, %u buckets\n", k + 1, (long long)distinct, rep.buckets[k]);
+            }
+            want = rep.buckets[k];
+        }
+        bad += rep.buckets[k] != want;
+    }
+    CHECK(bad == 0);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    for (int k = 0; k < 26; k++) CHECK(wd_reader_schema(r)->slot[k].buckets == rep.buckets[k]);
+    wd_reader_close(r);
+}
+
+// An output never replaces an input of the same conversion.
+static void test_output_is_input(void) {
+    REQUIRE(tsv_bytes);
+    char copy[300], link[300];
+    tmp(copy, sizeof copy, "self.tsv"); tmp(link, sizeof link, "self-link.tsv");
+    REQUIRE(spit(copy, tsv_bytes, tsv_len) == 0);
+    unlink(link);
+    REQUIRE(symlink(copy, link) == 0);
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 1000);
+    const char *in[1] = {copy};
+    wd_convert_report rep;
+    CHECK(convert(&t, in, 1, copy, 1, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "destroyed"));
+    CHECK(convert(&t, in, 1, link, 1, &rep) == WD_ERR_INVALID_ARG);   // the same file under another name
+    size_t n;
+    unsigned char *after = slurp(copy, &n);
+    CHECK(after && n == tsv_len && memcmp(after, tsv_bytes, n) == 0);
+    free(after);
+}
+
+// Numbers at the edges: blanks around a value, subnormals and FLT_MAX pass;
+// hexadecimal, inf, nan and values beyond a float do not; INT64_MIN is a count.
+static void test_number_edges(void) {
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_csv(&t, "y,v", "y", "v", NULL, 10));
+    t.dense_raw = 1;
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, &t.schema, 0, 0));
+    const char *ok[] = {"1, 5 ", "1,1e-310", "1,3.4e38", "1,-3.4028234e38", "1,+2.5"};
+    float want[] = {5.0f, (float)1e-310, 3.4e38f, -3.4028234e38f, 2.5f};
+    for (int i = 0; i < 5; i++) {
+        int n0 = b.n;
+        CHECK_OK(wd_parse_line(&t, ok[i], strlen(ok[i]), &b));
+        CHECK(b.n == n0 + 1 && b.dense[n0] == want[i]);
+    }
+    const char *no[] = {"1,0x10", "1,0x1p3", "1,inf", "1,nan", "1,3.5e38", "1,1e999", "1,5 5"};
+    for (int i = 0; i < 7; i++) {
+        int n0 = b.n;
+        CHECK(wd_parse_line(&t, no[i], strlen(no[i]), &b) == WD_ERR_PARSE && b.n == n0);
+    }
+    wd_batch_free(&b);
+    wd_text_spec c;
+    wd_text_spec_criteo(&c, 10);
+    REQUIRE_OK(wd_batch_init(&b, &c.schema, 0, 0));
+    char line[600];
+    int n = snprintf(line, sizeof line, "0\t-9223372036854775808");
+    for (int j = 1; j < 13; j++) n += snprintf(line + n, sizeof line - (size_t)n, "\t");
+    for (int k = 0; k < 26; k++) n += snprintf(line + n, sizeof line - (size_t)n, "\tab");
+    CHECK_OK(wd_parse_line(&c, line, (size_t)n, &b));
+    CHECK(b.n == 1 && b.dense[0] == wd_count_feature(INT64_MIN));
+    line[21] = '9';   // -9223372036854775809: outside int64
+    CHECK(wd_parse_line(&c, line, (size_t)n, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "too large"));
+    wd_text_spec_criteo(&c, 0);   // unsized slots cannot map values
+    CHECK(wd_parse_line(&c, line, (size_t)n, &b) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "0 buckets"));
+    wd_batch_free(&b);
+    // a header longer than the spec holds is an error, not a silent cut
+    char *h = (char *)malloc(6000);
+    memset(h, 'c', 5999);
+    h[0] = 'y'; h[1] = ','; h[5999] = 0;
+    CHECK(wd_text_spec_csv(&t, h, "y", NULL, NULL, 10) == WD_ERR_LIMIT && strstr(wd_last_error(), "header"));
+    free(h);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    RUN(test_setup);
+    RUN(test_compressed_inputs);
+    RUN(test_standard_input);
+    RUN(test_csv);
+    RUN(test_vocabulary);
+    RUN(test_sized_from_data);
+    RUN(test_output_is_input);
+    RUN(test_number_edges);
+    free(tsv_bytes);
+    return test_summary("test_convert");
+}
