@@ -37,6 +37,36 @@ err_has() { grep -qF -- "$1" "$T/err"; }
 samples() { "$WD" inspect "$1" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\)$/\1/p'; }
 # near A B TOL: |A - B| <= TOL, both numbers
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !(a != "" && b != "" && a - b <= t && b - a <= t) }'; }
+# no_temps: no temporary file ("NAME.tmp-PID", as the library and wd write) left in $T or below
+no_temps() { [ -z "$(find "$T" -name '*.tmp-*' 2>/dev/null | head -1)" ]; }
+# lines FILE: its line count (0 if absent)
+lines() { if [ -f "$1" ]; then grep -c '' "$1"; else echo 0; fi; }
+# wait_lines FILE N: until FILE has N lines (30 s at most)
+wait_lines() { local i; for i in $(seq 300); do [ "$(lines "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+# wait_file FILE: until FILE exists (30 s at most)
+wait_file() { local i; for i in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+# wait_pid PID SECONDS: waits for PID (a child) to exit and sets $rc; kills it
+# and sets rc=timeout after SECONDS
+wait_pid() { local i; for i in $(seq $(($2 * 20))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+             if kill -0 "$1" 2>/dev/null; then kill -9 "$1"; wait "$1" 2>/dev/null; rc=timeout; return 1; fi; wait "$1"; rc=$?; }
+# wait_pipe_write PID: until PID sleeps in a write to a full pipe (its
+# /proc/PID/wchan; 10 s at most; 2 s where the kernel does not tell)
+wait_pipe_write() { local i w; for i in $(seq 100); do w=$(cat /proc/$1/wchan 2>/dev/null)
+                    case $w in *pipe_write*) return 0 ;; "" | 0) sleep 2; return 0 ;; esac; sleep 0.1; done; return 1; }
+# bg CMD...: starts CMD in the background with SIGINT at its default (a
+# non-interactive shell starts background jobs with SIGINT ignored, and wd
+# keeps an ignored SIGINT ignored), stdout in $T/out, stderr in $T/err; $pid
+bg() { (trap - INT; exec "$@") > "$T/out" 2> "$T/err" & pid=$!; }
+# empty_wdr SRC.wdr: on stdout, a valid .wdr with SRC's header and no blocks
+# (what wd_writer writes when it gets no samples)
+empty_wdr() { perl -e '
+    sub crc { my $c = 0xFFFFFFFF; for my $b (unpack "C*", $_[0]) { $c ^= $b; $c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8; } return $c ^ 0xFFFFFFFF; }
+    open(my $f, "<:raw", $ARGV[0]) or die "$ARGV[0]: $!"; local $/; my $d = <$f>;
+    my $hb = unpack("V", substr($d, 12, 4));
+    my $ft = pack("VVQ<Q<", 0x54464457, 0, 0, 0); $ft .= pack("VV", crc($ft), 0);
+    my $tr = pack("Q<Q<", $hb, length $ft); $tr .= pack("VV", crc($tr), 0x444E4457);
+    binmode STDOUT; print substr($d, 0, $hb), $ft, $tr;' "$1"; }
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 
 # usage errors: exit 2 with a message naming the problem, and no output file
 rm -f "$T/x.wdr"
@@ -138,12 +168,18 @@ ck "names empty.wdr as empty" err_has "empty.wdr: empty file"
 end
 
 # real data: a schema mismatch, size against gzip, CRLF, headerless Avazu CSV
-DATA_TESTS="cli_avazu_setup cli_schema_mismatch cli_criteo_convert cli_criteo_smaller_than_gzip cli_crlf_no_final_newline cli_avazu_csv cli_avazu_rows"
+DATA_TESTS="cli_avazu_setup cli_avazu_preset_slots cli_schema_mismatch cli_criteo_convert cli_criteo_smaller_than_gzip cli_crlf_no_final_newline cli_avazu_csv cli_avazu_rows"
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && [ -f "$DATA/avazu_kaggle_head9000_train.csv" ]; then
     rm -f "$T/av.wdr" "$T/criteo.wdr" "$T/lf.wdr" "$T/crlf.wdr" "$T/av2.wdr"
     expect cli_avazu_setup 0 "$WD" convert --format csv --preset avazu -o "$T/av.wdr" "$DATA/avazu_kaggle_head9000_train.csv"
     ck "av.wdr written" have "$T/av.wdr"
     ck "summary rows=8087 bad_rows=0" grep -q '^converted rows=8087 bad_rows=0 ' "$T/out"
+    end
+    # the preset keeps the hour of day and the day of the week of `hour` (YYMMDDHH)
+    expect cli_avazu_preset_slots 0 "$WD" inspect "$T/av.wdr"
+    ck "23 slots" out_has "schema:   0 dense, 23 slots"
+    ck "hour_of_day: 24 hours" grep -qE '^  slot 21 +hour_of_day +[0-9]+ buckets' "$T/out"
+    ck "day_of_week" grep -qE '^  slot 22 +day_of_week +[0-9]+ buckets' "$T/out"
     end
     # avazu schema for a criteo file
     expect cli_schema_mismatch 1 "$WD" convert --format criteo --schema-from "$T/av.wdr" -o "$T/x.wdr" "$DATA/criteo_kaggle_head8000_dev.tsv"
@@ -340,6 +376,494 @@ total=$(sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p' "$T/out")
 sum=$(awk '/^  / && !/^  total/ { s += $(NF - 3) } END { printf "%d", s }' "$T/out")
 ck "total line has a byte count" [ -n "$total" ]
 ck "total $total is the sum $sum of the buffers" [ "$total" = "$sum" ]
+end
+
+# ---- option parsing: every command's --help, --version, numbers, zeros ------------------------------
+begin cli_command_help
+for c in convert inspect gen train eval predict dump; do
+    for h in --help -h; do
+        run "$WD" $c $h
+        ck "$c $h: exit $rc" [ "$rc" = 0 ]
+        ck "$c $h: its usage on stdout" grep -q "^usage: wd $c " "$T/out"
+        ck "$c $h: nothing on stderr" [ ! -s "$T/err" ]
+    done
+done
+run "$WD" help predict
+ck "wd help predict: exit $rc" [ "$rc" = 0 ]
+ck "wd help predict: predict's usage" grep -q '^usage: wd predict ' "$T/out"
+end
+begin cli_version
+for v in --version version; do
+    run "$WD" $v
+    ck "wd $v: exit $rc" [ "$rc" = 0 ]
+    ck "wd $v prints 'wd <version>'" grep -qE '^wd [0-9]+\.[0-9]+\.[0-9]+' "$T/out"
+done
+end
+# every numeric option of every command (from its table, --list-options): a
+# word is "not a number", and 0 is a usage error naming the option wherever
+# the table's range leaves it out (the library would read it as "default")
+begin cli_not_a_number
+n=0
+for c in convert gen train eval predict; do
+    while IFS=$'\t' read -r name kind meta range example sets group; do
+        case $kind in int|size|float) ;; *) continue ;; esac
+        n=$((n + 1))
+        run "$WD" $c "$name" two
+        ck "$c $name two: exit $rc" [ "$rc" = 2 ]
+        ck "$c $name two: says 'two' is not a number" err_has "$name: 'two' is not a number"
+    done < <("$WD" $c --list-options 2>/dev/null)
+done
+ck "numeric options listed ($n)" [ "$n" -ge 40 ]
+run "$WD" train --train "$T/tr.wdr" --epochs two
+ck "--epochs two: exit $rc" [ "$rc" = 2 ]
+ck "--epochs two: not 'out of range'" eval '! err_has "out of range"'
+end "($n options)"
+begin cli_zero_refused
+refused=
+for c in convert gen train eval predict; do
+    while IFS=$'\t' read -r name kind meta range example sets group; do
+        case $kind in int|size|float) ;; *) continue ;; esac
+        run "$WD" $c "$name" 0
+        case $range in
+            "0.."* | ">= 0"*) ck "$c $name 0 is in its range ($range), yet: $(head -1 "$T/err")" eval '! err_has "out of range"' ;;
+            *) refused="$refused $c$name"
+               ck "$c $name 0: exit $rc" [ "$rc" = 2 ]
+               ck "$c $name 0: names the option" err_has "$name: '0' is out of range" ;;
+        esac
+    done < <("$WD" $c --list-options 2>/dev/null)
+done
+for o in --lr-deep --lr-wide --batch --epochs --embed-dim --gpus --threads --max-steps --checkpoint-every --early-stop; do
+    ck "train $o refuses 0" eval 'case "$refused " in *" train$o "*) ;; *) false ;; esac'
+done
+run "$WD" train --train "$T/tr.wdr" --hidden 8,0
+ck "--hidden 8,0: exit $rc" [ "$rc" = 2 ]
+ck "--hidden 8,0: names the width" err_has "--hidden: '0' is not a width"
+end "($(echo $refused | wc -w) options)"
+# train's options are one table: --help shows each of them
+begin cli_train_options_table
+"$WD" train --help > "$T/help.txt" 2>&1
+n=0
+while IFS=$'\t' read -r name kind meta range example sets group; do
+    n=$((n + 1))
+    ck "train --help shows $name" grep -qE -- "^ +$name( |\$)" "$T/help.txt"
+    ck "$name has a kind ($kind) and says what it sets ($sets)" eval '[ -n "$kind" ] && [ "$sets" != - ]'
+done < <("$WD" train --list-options)
+ck "the table lists $n options, at least 40" [ "$n" -ge 40 ]
+end "($n options)"
+# the error paths of --cross and --hidden name what is wrong (they read freed memory before)
+expect cli_cross_unknown_slot 2 "$WD" train --train "$T/tr.wdr" --cross C1xC2,C1xC99
+ck "names the slot and its pair" err_has "--cross: unknown slot 'C99' in 'C1xC99'"
+end
+expect cli_hidden_bad_width 2 "$WD" train --train "$T/tr.wdr" --hidden 8,x9
+ck "names the width" err_has "--hidden: 'x9' is not a number"
+end
+rm -rf "$T/dumpdir"
+expect cli_dump_creates_dir 0 "$WD" dump "$T/te.wdr" "$T/dumpdir/a/b"
+ck "the four files" have "$T/dumpdir/a/b/labels.f32" "$T/dumpdir/a/b/dense.f32" "$T/dumpdir/a/b/ids.u32" "$T/dumpdir/a/b/meta.txt"
+ck "labels.f32: 1500 floats" [ "$(stat -c %s "$T/dumpdir/a/b/labels.f32" 2>/dev/null)" = 6000 ]
+ck "dense.f32: 1500 x 13 floats" [ "$(stat -c %s "$T/dumpdir/a/b/dense.f32" 2>/dev/null)" = 78000 ]
+ck "ids.u32: 1500 x 26 ids" [ "$(stat -c %s "$T/dumpdir/a/b/ids.u32" 2>/dev/null)" = 156000 ]
+ck "meta.txt: 1500 13 26" [ "$(head -1 "$T/dumpdir/a/b/meta.txt" 2>/dev/null)" = "1500 13 26" ]
+ck "no temporary file" no_temps
+end
+
+# ---- lists and limits ---------------------------------------------------------------------------------
+pairs=$(printf 'C1xC2,%.0s' $(seq 33)); pairs=${pairs%,}
+expect cli_cross_33_pairs 2 "$WD" train --train "$T/tr.wdr" --cross "$pairs"
+ck "says at most 32" err_has "--cross: 33 pairs, at most 32"
+end
+expect cli_train_empty_list 2 "$WD" train --train , --hidden 8
+ck "',' has an empty file name" err_has "--train: ',' has an empty file name"
+run "$WD" train --train "" --hidden 8
+ck "--train '': exit $rc" [ "$rc" = 2 ]
+ck "--train '' has an empty file name" err_has "--train: '' has an empty file name"
+run "$WD" train --train "$T/tr.wdr" --valid "$T/te.wdr,,$T/te.wdr" --hidden 8
+ck "--valid a,,b: exit $rc" [ "$rc" = 2 ]
+end
+# no input is ignored: the 1025th of 1025 files (missing) is read
+begin cli_many_inputs
+files=(); for i in $(seq 1024); do files+=("$T/te.wdr"); done
+run "$WD" eval --model "$T/m.wdm" "${files[@]}" "$T/missing-1025th.wdr"
+ck "eval of 1025 files, the last missing: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "eval names the 1025th file" err_has "missing-1025th.wdr"
+list=$(printf "$T/tr.wdr,%.0s" $(seq 1024))"$T/missing-1025th.wdr"
+run "$WD" train --train "$list" --hidden 8 --max-steps 1
+ck "train --train of 1025 files, the last missing: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "train names the 1025th file" err_has "missing-1025th.wdr"
+end
+
+# ---- outputs never replace inputs; every write is checked --------------------------------------------
+begin cli_convert_output_is_input
+head -100 "$T/g.tsv" > "$T/in.tsv" 2>/dev/null; sum=$(cksum < "$T/in.tsv")
+ck "setup: in.tsv" have "$T/in.tsv"
+run "$WD" convert --format criteo -o "$T/in.tsv" "$T/in.tsv"
+ck "convert -o in.tsv in.tsv: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "says it is the input" err_has "is the input"
+mkdir -p "$T/sub"; ln -f "$T/in.tsv" "$T/sub/hard.tsv"
+run "$WD" convert --format criteo -o "$T/sub/../in.tsv" "$T/sub/hard.tsv"
+ck "a hard link, spelt another way: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "in.tsv intact" [ "$(cksum < "$T/in.tsv")" = "$sum" ]
+end
+begin cli_train_output_is_input
+sums=$(cksum "$T/tr.wdr" "$T/te.wdr" "$T/m.wdm")
+run "$WD" train --train "$T/tr.wdr" --hidden 8 --save "$T/tr.wdr"
+ck "--save onto the training file: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "says it is the training file" err_has "is the training file"
+run "$WD" train --train "$T/tr.wdr" --valid "$T/te.wdr" --hidden 8 --log "$T/./te.wdr"
+ck "--log onto the validation file: exit $rc, wanted 2" [ "$rc" = 2 ]
+run "$WD" train --train "$T/tr.wdr" --resume "$T/m.wdm" --epochs 3 --log "$T/m.wdm"
+ck "--log onto the --resume checkpoint: exit $rc, wanted 2" [ "$rc" = 2 ]
+run "$WD" train --train "$T/te.wdr" --init-from "$T/m.wdm" --save "$T/sub/../m.wdm"
+ck "--save onto the --init-from model: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "tr.wdr, te.wdr and m.wdm intact" [ "$(cksum "$T/tr.wdr" "$T/te.wdr" "$T/m.wdm")" = "$sums" ]
+end
+begin cli_predict_output_is_input
+sums=$(cksum "$T/te.wdr" "$T/m.wdm")
+run "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/m.wdm"
+ck "-o onto the model: exit $rc, wanted 2" [ "$rc" = 2 ]
+run "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/te.wdr"
+ck "-o onto the data: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "says it is the data file" err_has "is the data file"
+ck "te.wdr and m.wdm intact" [ "$(cksum "$T/te.wdr" "$T/m.wdm")" = "$sums" ]
+end
+rm -f "$T/gx.wdr"
+expect cli_gen_outputs_clash 2 "$WD" gen -o "$T/gx.wdr" --rows 10 --tsv "$T/gx.wdr"
+ck "names both options" err_has "-o and --tsv are both"
+run "$WD" gen -o "$T/gx.wdr" --rows 10 --prob "$T/sub/../gx.wdr"
+ck "-o and --prob: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "no gx.wdr" [ ! -e "$T/gx.wdr" ]
+end
+begin cli_dump_write_error
+rm -rf "$T/dfull"
+(ulimit -f 8; trap '' XFSZ; exec "$WD" dump "$T/tr.wdr" "$T/dfull") > "$T/out" 2> "$T/err"; rc=$?
+ck "a dump past an 8 KiB file size limit: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names labels.f32" err_has "labels.f32: write failed"
+ck "no 'dumped'" eval '! out_has dumped'
+ck "no file left" [ -z "$(ls -A "$T/dfull" 2>/dev/null)" ]
+end
+expect cli_log_dev_full 1 "$WD" train --train "$T/tr.wdr" --hidden 8 --log /dev/full
+ck "names /dev/full" err_has "/dev/full: write failed"
+ck "before training: no 'trained' line" eval '! out_has trained'
+end
+rm -f "$T/unw.csv"
+expect cli_save_unwritable 1 "$WD" train --train "$T/tr.wdr" --hidden 8 --epochs 3 --save "$T/nodir/m.wdm" --log "$T/unw.csv"
+ck "names the path" err_has "$T/nodir/m.wdm: cannot write there"
+ck "before training: no step logged" [ "$(lines "$T/unw.csv")" -le 1 ]
+end
+begin cli_predict_write_error
+printf 'old\n' > "$T/pw.txt"
+(ulimit -f 4; trap '' XFSZ; exec "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/pw.txt") > "$T/out" 2> "$T/err"; rc=$?
+ck "predict past a 4 KiB file size limit: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names pw.txt" err_has "pw.txt: write failed"
+ck "the previous pw.txt intact" [ "$(cat "$T/pw.txt")" = old ]
+ck "no temporary file" no_temps
+end
+begin cli_stdout_write_error
+"$WD" eval --model "$T/m.wdm" "$T/te.wdr" > /dev/full 2> "$T/err"; rc=$?
+ck "eval > /dev/full: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "says standard output failed" err_has "standard output: write failed"
+"$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o - > /dev/full 2> "$T/err"; rc=$?
+ck "predict -o - > /dev/full: exit $rc, wanted 1" [ "$rc" = 1 ]
+end
+begin cli_eval_zero_samples
+empty_wdr "$T/te.wdr" > "$T/zero.wdr" 2>/dev/null
+ck "setup: zero.wdr verifies with 0 samples" eval '"$WD" inspect --verify "$T/zero.wdr" >/dev/null 2>&1 && [ "$(samples "$T/zero.wdr")" = 0 ]'
+run "$WD" eval --model "$T/m.wdm" "$T/zero.wdr"
+ck "eval of 0 samples: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names zero.wdr" err_has "zero.wdr"
+ck "no auc=nan" eval '! out_has "auc=nan"'
+end
+# a validation set of one class: the AUC is undefined, the log loss is not
+begin cli_single_class_valid
+awk 'BEGIN { srand(5); for (i = 0; i < 3000; i++) printf "%d %d:1 %d:1 100:%.3f\n", rand() < 0.3, int(rand() * 10), 10 + int(rand() * 10), rand() }' > "$T/mix.svm"
+awk 'BEGIN { srand(6); for (i = 0; i < 300; i++) printf "1 %d:1 %d:1 100:%.3f\n", int(rand() * 10), 10 + int(rand() * 10), rand() }' > "$T/ones.svm"
+run "$WD" convert --format libsvm --slots u=0-9,i=10-19 --dense-range 100-100 -o "$T/mix.wdr" "$T/mix.svm"
+ck "convert mix.svm: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert --format libsvm --slots u=0-9,i=10-19 --dense-range 100-100 -o "$T/ones.wdr" "$T/ones.svm"
+ck "convert ones.svm: exit $rc" [ "$rc" = 0 ]
+run "$WD" train --train "$T/mix.wdr" --valid "$T/ones.wdr" --hidden 4 --epochs 2 --threads 2 --log "$T/one.csv" --save "$T/one.wdm"
+ck "train: exit $rc" [ "$rc" = 0 ]
+ck "the summary keeps valid_logloss" grep -qE '^trained .* valid_auc=nan valid_logloss=[0-9]' "$T/out"
+ck "2 validation rows in the log with a log loss and no AUC" [ "$(grep -cE '^[0-9]+,[0-9]+,[0-9]+,[0-9.]+,[0-9.]+,,[0-9.]+$' "$T/one.csv" 2>/dev/null)" = 2 ]
+end
+
+# ---- the CUDA build accepts every option the CPU build does -------------------------------------------
+# Each train option of the table (each value of a choice) on wd-cuda --device
+# cuda must get as far as the device: without a GPU, exit 1 and "no CUDA
+# device"; with one, training. Never a usage error or "unsupported".
+WDC=$(dirname "$WD")/wd-cuda
+begin cli_cuda_accepts_every_option
+if [ -x "$WDC" ]; then
+    n=0; bad=
+    while IFS=$'\t' read -r name kind meta range example sets group; do
+        [ "$name" = --device ] && continue
+        case $kind in flag) values=- ;; choice) values=${meta//|/ } ;; *) values=$example ;; esac
+        for v in $values; do
+            v=${v//\{data\}/$T/tr.wdr}; v=${v//\{model\}/$T/m.wdm}; v=${v//\{out\}/$T/cu}
+            args=("$name"); [ "$v" != - ] && args+=("$v")
+            run "$WDC" train --device cuda --train "$T/tr.wdr" --valid "$T/te.wdr" --save "$T/cu.wdm" --max-steps 1 "${args[@]}"
+            n=$((n + 1))
+            if [ "$name" = --plan ]; then { [ "$rc" = 0 ] && out_has "device plan:"; } || bad="$bad | ${args[*]}: exit $rc $(head -c 200 "$T/err")"; continue; fi
+            if [ "$rc" = 0 ] && grep -q '^trained steps=' "$T/out"; then continue; fi   # a machine with a GPU
+            if [ "$rc" != 1 ] || ! err_has "no CUDA device"; then bad="$bad | ${args[*]}: exit $rc $(head -c 200 "$T/err" | tr '\n' ' ')"; fi
+        done
+    done < <("$WDC" train --list-options)
+    ck "every option reaches the CUDA device:$bad" [ -z "$bad" ]
+    ck "$n option values run, at least 43" [ "$n" -ge 43 ]
+    end "($n option values)"
+else skip cli_cuda_accepts_every_option "no $WDC (nvcc not installed)"; fi
+
+# ---- interrupts -------------------------------------------------------------------------------------------
+# SIGINT / SIGTERM during train: it stops at the next step, saves --save, exits 128+N
+for sig in INT TERM; do
+    begin cli_sig${sig,,}_train
+    rm -f "$T/sig.wdm" "$T/sig.csv"
+    bg "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 100000 --threads 1 --save "$T/sig.wdm" --log "$T/sig.csv"
+    ck "setup: training logs 20 steps" wait_lines "$T/sig.csv" 20
+    kill -$sig $pid 2>/dev/null; wait_pid $pid 60
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    ck "exit $rc after SIG$sig, wanted $want" [ "$rc" = "$want" ]
+    ck "says it was interrupted by SIG$sig" err_has "interrupted by SIG$sig"
+    ck "says the checkpoint is saved" err_has "checkpoint saved to $T/sig.wdm"
+    ck "sig.wdm written" have "$T/sig.wdm"
+    ck "the log's last line is whole" eval '[ "$(tail -c 1 "$T/sig.csv" | od -An -tx1 | tr -d " ")" = 0a ] && tail -1 "$T/sig.csv" | grep -qE "^[0-9]+,[0-9]+,[0-9]+,[0-9.]+,[0-9.]+,[0-9.]*,[0-9.]*\$"'
+    ck "no temporary file" no_temps
+    run "$WD" eval --model "$T/sig.wdm" "$T/te.wdr"
+    ck "eval of the checkpoint: exit $rc" [ "$rc" = 0 ]
+    ck "eval of the checkpoint: its auc line" eval 'tail -1 "$T/out" | grep -Eq "^auc=0\.[0-9]+ logloss=[0-9.]+ samples=1500$"'
+    end
+done
+# a second SIGINT exits at once: here wd is blocked writing its log to a full pipe
+begin cli_double_sigint_train
+rm -f "$T/fifo.csv" "$T/dbl.wdm"; mkfifo "$T/fifo.csv"
+exec 7<>"$T/fifo.csv"
+timeout 1 cat /dev/zero >&7 2>/dev/null   # fills the pipe: wd's first log write blocks
+bg "$WD" train --train "$T/tr.wdr" --hidden 8 --epochs 100000 --save "$T/dbl.wdm" --log "$T/fifo.csv"
+ck "setup: wd blocks writing its log" wait_pipe_write $pid
+kill -INT $pid 2>/dev/null; sleep 0.5
+ck "still running after the first SIGINT (it waits for a step boundary)" eval 'kill -0 $pid 2>/dev/null'
+ck "says it stops after the current step" err_has "stopping after the current step"
+t0=$(date +%s%N)
+kill -INT $pid 2>/dev/null; wait_pid $pid 20
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+ck "exit $rc after the second SIGINT, wanted 130" [ "$rc" = 130 ]
+ck "exited at once ($ms ms)" [ "$ms" -lt 3000 ]
+ck "no checkpoint and no temporary file" eval '[ ! -e "$T/dbl.wdm" ] && no_temps'
+exec 7>&-; rm -f "$T/fifo.csv"
+end "($ms ms)"
+# SIGINT during convert: it stops at its next chunk, writes nothing, exits 130.
+# The input is a pipe the test feeds, so the signal lands mid-conversion.
+begin cli_sigint_convert
+rm -f "$T/ci.wdr" "$T/cin.tsv"; mkfifo "$T/cin.tsv"
+exec 8<>"$T/cin.tsv"
+bg "$WD" convert --format criteo --buckets 1000 -o "$T/ci.wdr" "$T/cin.tsv"
+timeout 10 head -6000 "$T/g.tsv" >&8   # (the test holds both ends: a write blocks, never fails, once wd is gone)
+ck "setup: the conversion started (ci.wdr.tmp-$pid)" wait_file "$T/ci.wdr.tmp-$pid"
+sleep 0.5
+kill -INT $pid 2>/dev/null; sleep 0.3
+for i in 1 2 3 4 5; do kill -0 $pid 2>/dev/null && timeout 3 head -6000 "$T/g.tsv" >&8; sleep 0.3; done
+exec 8>&-
+wait_pid $pid 30
+ck "exit $rc after SIGINT, wanted 130" [ "$rc" = 130 ]
+ck "says nothing was written" err_has "ci.wdr was not written"
+ck "no output and no temporary file" eval '[ ! -e "$T/ci.wdr" ] && no_temps'
+rm -f "$T/cin.tsv"
+end
+# a second SIGINT exits at once, removing the output's temporary file; here
+# wd waits for more input
+begin cli_double_sigint_convert
+rm -f "$T/cd.wdr" "$T/cdin.tsv"; mkfifo "$T/cdin.tsv"
+exec 8<>"$T/cdin.tsv"
+bg "$WD" convert --format criteo --buckets 1000 -o "$T/cd.wdr" "$T/cdin.tsv"
+timeout 10 head -100 "$T/g.tsv" >&8
+ck "setup: the conversion started (cd.wdr.tmp-$pid)" wait_file "$T/cd.wdr.tmp-$pid"
+kill -INT $pid 2>/dev/null; sleep 0.5
+ck "still running after the first SIGINT" eval 'kill -0 $pid 2>/dev/null'
+kill -INT $pid 2>/dev/null; wait_pid $pid 20
+ck "exit $rc after the second SIGINT, wanted 130" [ "$rc" = 130 ]
+ck "no output and no temporary file" eval '[ ! -e "$T/cd.wdr" ] && no_temps'
+exec 8>&-; rm -f "$T/cdin.tsv"
+end
+
+# ---- training options ---------------------------------------------------------------------------------------
+rm -f "$T/init.wdm"
+expect cli_init_from 0 "$WD" train --train "$T/te.wdr" --init-from "$T/m.wdm" --batch 100 --save "$T/init.wdm"
+ck "summary steps=15 samples=1500 (a new run on te.wdr)" grep -q '^trained steps=15 samples=1500 ' "$T/out"
+ck "init.wdm written, not m.wdm" eval 'have "$T/init.wdm" && ! cmp -s "$T/m.wdm" "$T/init.wdm"'
+run "$WD" train --train "$T/te.wdr" --init-from "$T/m.wdm" --embed-dim 4
+ck "with a model option: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "says --init-from takes the model settings" err_has "--init-from takes the model settings from the checkpoint; drop --embed-dim"
+end
+expect cli_resume_other_files 1 "$WD" train --train "$T/te.wdr" --resume "$T/m.wdm" --epochs 3
+ck "points to --init-from" err_has "--init-from"
+end
+begin cli_needs_valid
+for o in --early-stop=2 --keep-best --eval-every=5; do
+    run "$WD" train --train "$T/tr.wdr" --save "$T/nv.wdm" $o
+    ck "$o without --valid: exit $rc, wanted 2" [ "$rc" = 2 ]
+    ck "$o: says it needs --valid" err_has "needs --valid"
+done
+run "$WD" train --train "$T/tr.wdr" --valid "$T/te.wdr" --keep-best
+ck "--keep-best without --save: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "--keep-best: says it needs --save" err_has "--keep-best needs --save"
+ck "no nv.wdm" [ ! -e "$T/nv.wdm" ]
+end
+rm -f "$T/es.wdm"
+expect cli_early_stop_keep_best 0 "$WD" train --train "$T/tr.wdr" --valid "$T/te.wdr" --hidden 16 --batch 256 --epochs 300 --eval-every 4 --early-stop 2 --keep-best --threads 2 --save "$T/es.wdm"
+ck "stopped early" grep -q '^trained .* early_stop=1' "$T/out"
+steps=$(sed -n 's/^trained steps=\([0-9]*\) .*/\1/p' "$T/out"); best=$(sed -n 's/^trained .* best_auc=\([0-9.]*\) .*/\1/p' "$T/out")
+ck "before the 300 epochs' 7200 steps ($steps)" eval '[ -n "$steps" ] && [ "$steps" -lt 7200 ]'
+ck "says so on stderr" err_has "early stop:"
+run "$WD" eval --model "$T/es.wdm" "$T/te.wdr"
+auc=$(tail -1 "$T/out" | sed -n 's/^auc=\([0-9.]*\) .*/\1/p')
+ck "es.wdm is the best model: eval auc $auc = best_auc $best" near "$auc" "$best" 0.00002
+end
+expect cli_progress_lines 0 "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 4 --threads 1 --progress-every 0.05 --save "$T/pl.wdm"
+ck "progress lines on a stderr that is no terminal" [ "$(grep -cE '^wd: step [0-9]+ epoch [0-9]+ loss [0-9.]+, [0-9]+ samples/s' "$T/err")" -ge 2 ]
+ck "no carriage returns" eval '! grep -q $'"'"'\r'"'"' "$T/err"'
+end
+begin cli_no_save_warning
+run "$WD" train --train "$T/tr.wdr" --hidden 8 --max-steps 2
+ck "without --save: exit $rc" [ "$rc" = 0 ]
+ck "warns that the model is thrown away" err_has "warning: no --save"
+run "$WD" train --train "$T/tr.wdr" --hidden 8 --max-steps 2 --save "$T/ns.wdm"
+ck "with --save: no warning" eval '! err_has "no --save"'
+end
+begin cli_train_engine
+ck "setup: ns.wdm" have "$T/ns.wdm"
+engine=$(sed -n 's/^trained .* engine=\(.*\)$/\1/p' "$T/out")
+ck "the trained line names the engine ($engine)" eval 'echo "$engine" | grep -qE "^cpu threads=[0-9]+ gemm=[a-z]+ .*precision=fp32"'
+slow=; case "$engine" in *gemm=portable* | *core=Prescott* | *core=Core2* | *core=Nehalem* | *core=Atom*) slow=1 ;; esac
+if [ -n "$slow" ]; then ck "warns about the slow engine" err_has "warning: "; else ck "no engine warning" eval '! grep -q "GEMM\|OpenBLAS\|oneDNN" "$T/err"'; fi
+end "($engine)"
+# the portable GEMM loops warn (a copy of wd built without a GEMM library)
+begin cli_portable_engine_warning
+libs=$(sed -n 's/^LDLIBS *:= *//p' "$SRC/Makefile" 2>/dev/null)
+if ${CC:-cc} -std=c11 -O0 -w -o "$T/wd-portable" "$SRC/tools/wd.c" ${libs:--lzstd -lz -lpthread -lm} > "$T/cc.err" 2>&1; then
+    run "$T/wd-portable" train --train "$T/tr.wdr" --hidden 8 --max-steps 2 --save "$T/port.wdm"
+    ck "train: exit $rc" [ "$rc" = 0 ]
+    ck "engine gemm=portable" grep -q '^trained .* engine=cpu .*gemm=portable' "$T/out"
+    ck "warns about it" err_has "warning: the MLP runs on the portable GEMM loops (slow)"
+    end
+else skip cli_portable_engine_warning "cannot build a portable wd: $(head -c 200 "$T/cc.err")"; fi
+
+# ---- inputs: compressed text, standard input, CSV options, vocabularies, ids ------------------------------
+# a CSV with an id column, an hour column to derive from, a rare value (z, once)
+awk 'BEGIN { srand(3); print "id,click,hour,site,app,price"; split("a a a a a b b b c", v, " ")
+             for (i = 0; i < 3000; i++) printf "id%05d,%d,1410%02d%02d,s%d,%s,%d\n", i, rand() < 0.3, 21 + int(rand() * 2), int(rand() * 24), int(rand() * 50), i == 7 ? "z" : v[1 + int(rand() * 9)], int(rand() * 100) }' > "$T/s.csv"
+csv_args=(--format csv --label click --dense price --cat site,app)
+derive='hour_of_day=hour[6:8],day_of_week=weekday(hour[0:6])'
+begin cli_convert_compressed
+gzip -c "$T/g.tsv" > "$T/g.tsv.gz" 2>/dev/null
+run "$WD" convert --format criteo --schema-from "$T/g.wdr" -o "$T/gz.wdr" "$T/g.tsv.gz"
+ck "gzip: exit $rc" [ "$rc" = 0 ]
+ck "gzip: bytes_in is the text's" out_has "bytes_in=$(stat -c %s "$T/g.tsv" 2>/dev/null) "
+ck "gzip: the blocks of the plain text" same_after $hdr "$T/gz.wdr" "$T/gc.wdr"
+gzip -c "$T/s.csv" > "$T/s.csv.gz" 2>/dev/null
+run "$WD" convert "${csv_args[@]}" -o "$T/sgz.wdr" "$T/s.csv.gz"
+ck "gzip csv without --columns: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "gzip csv without --columns: asks for --columns" err_has "give --columns"
+run "$WD" convert "${csv_args[@]}" --columns id,click,hour,site,app,price -o "$T/sgz.wdr" "$T/s.csv.gz"
+ck "gzip csv with --columns: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert "${csv_args[@]}" -o "$T/splain.wdr" "$T/s.csv"
+ck "gzip csv with --columns: the records of the plain file" eval 'have "$T/sgz.wdr" && cmp -s "$T/sgz.wdr" "$T/splain.wdr"'
+kinds=gzip
+if command -v zstd >/dev/null; then
+    kinds="gzip, zstd"
+    zstd -q -f "$T/g.tsv" -o "$T/g.tsv.zst"
+    run "$WD" convert --format criteo --schema-from "$T/g.wdr" -o "$T/zs.wdr" "$T/g.tsv.zst"
+    ck "zstd: exit $rc" [ "$rc" = 0 ]
+    ck "zstd: the blocks of the plain text" same_after $hdr "$T/zs.wdr" "$T/gc.wdr"
+fi
+end "($kinds)"
+begin cli_convert_stdin
+"$WD" convert --format criteo --schema-from "$T/g.wdr" -o "$T/st.wdr" - < "$T/g.tsv" > "$T/out" 2> "$T/err"; rc=$?
+ck "'-' < g.tsv: exit $rc" [ "$rc" = 0 ]
+ck "'-': the blocks of the file" same_after $hdr "$T/st.wdr" "$T/gc.wdr"
+gzip -c "$T/g.tsv" | "$WD" convert --format criteo --buckets 1000 -o "$T/st2.wdr" - > "$T/out" 2> "$T/err"; rc=$?
+ck "gzip | convert -: exit $rc" [ "$rc" = 0 ]
+ck "gzip | convert -: 20000 samples" [ "$(samples "$T/st2.wdr")" = 20000 ]
+"$WD" convert --format criteo -o "$T/st3.wdr" - < "$T/g.tsv" > "$T/out" 2> "$T/err"; rc=$?
+ck "'-' with tables sized from the data: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "'-' with tables sized from the data: asks for --buckets" err_has "give --buckets N"
+run "$WD" convert --format criteo -o "$T/st3.wdr" <(cat "$T/g.tsv")
+ck "a pipe with tables sized from the data: exit $rc, wanted 2" [ "$rc" = 2 ]
+run "$WD" convert --format csv --label click --buckets 100 -o "$T/st3.wdr" <(cat "$T/s.csv")
+ck "csv from a pipe without --columns: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "csv from a pipe without --columns: asks for --columns" err_has "give --columns"
+ck "no st3.wdr" [ ! -e "$T/st3.wdr" ]
+end
+begin cli_buckets_auto
+run "$WD" convert --format criteo -o "$T/auto.wdr" "$T/g.tsv"
+ck "convert without --buckets: exit $rc" [ "$rc" = 0 ]
+"$WD" inspect "$T/auto.wdr" > "$T/out" 2>&1
+ck "slots sized from the data (some under 1048576 buckets)" [ "$(grep -cE '^  slot .* 1048576 buckets' "$T/out")" -lt 26 ]
+ck "26 slots" [ "$(grep -c '^  slot ' "$T/out")" = 26 ]
+run "$WD" convert --format criteo --buckets 1000 -o "$T/b1000.wdr" "$T/g.tsv"
+"$WD" inspect "$T/b1000.wdr" > "$T/out" 2>&1
+ck "--buckets 1000 forces 1000 in every slot" [ "$(grep -cE '^  slot .* 1000 buckets' "$T/out")" = 26 ]
+end
+begin cli_csv_delimiter
+tr , ';' < "$T/s.csv" > "$T/s_semi.csv"; tr , '\t' < "$T/s.csv" > "$T/s_tab.csv"
+run "$WD" convert "${csv_args[@]}" -o "$T/s_comma.wdr" "$T/s.csv"
+ck "comma: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert "${csv_args[@]}" --delimiter ';' -o "$T/s_semi.wdr" "$T/s_semi.csv"
+ck "--delimiter ';': exit $rc" [ "$rc" = 0 ]
+run "$WD" convert "${csv_args[@]}" --delimiter tab -o "$T/s_tab.wdr" "$T/s_tab.csv"
+ck "--delimiter tab: exit $rc" [ "$rc" = 0 ]
+ck "the same records" eval 'have "$T/s_comma.wdr" && cmp -s "$T/s_comma.wdr" "$T/s_semi.wdr" && cmp -s "$T/s_comma.wdr" "$T/s_tab.wdr"'
+run "$WD" convert "${csv_args[@]}" --delimiter ';;' -o "$T/x.wdr" "$T/s_semi.csv"
+ck "--delimiter ';;': exit $rc, wanted 2" [ "$rc" = 2 ]
+end
+begin cli_convert_derive_min_count
+run "$WD" convert "${csv_args[@]}" --derive "$derive" --min-count 2 -o "$T/s.wdr" "$T/s.csv"
+ck "convert: exit $rc" [ "$rc" = 0 ]
+"$WD" inspect "$T/s.wdr" > "$T/out" 2>&1
+ck "vocabulary ids" out_has "(vocabulary ids)"
+ck "app: a, b, c and out-of-vocabulary (z, seen once, is not kept)" grep -qE '^  slot 1 +app +4 buckets' "$T/out"
+ck "hour_of_day: 24 hours + 1" grep -qE '^  slot 2 +hour_of_day +25 buckets' "$T/out"
+ck "day_of_week: Tuesday, Wednesday + 1" grep -qE '^  slot 3 +day_of_week +3 buckets' "$T/out"
+run "$WD" convert "${csv_args[@]}" --min-count 1 -o "$T/s1.wdr" "$T/s.csv"
+"$WD" inspect "$T/s1.wdr" > "$T/out" 2>&1
+ck "--min-count 1 keeps z" grep -qE '^  slot 1 +app +5 buckets' "$T/out"
+end
+begin cli_schema_from_vocab
+run "$WD" convert "${csv_args[@]}" --derive "$derive" --schema-from "$T/s.wdr" -o "$T/sv.wdr" "$T/s.csv"
+ck "convert --schema-from s.wdr: exit $rc" [ "$rc" = 0 ]
+ck "its vocabulary: the same records" eval 'have "$T/sv.wdr" && cmp -s "$T/s.wdr" "$T/sv.wdr"'
+end
+begin cli_convert_id_column
+rm -f "$T/s.wdr.ids"
+run "$WD" convert "${csv_args[@]}" --derive "$derive" --min-count 2 --id-column id -o "$T/s.wdr" "$T/s.csv"
+ck "convert --id-column id: exit $rc" [ "$rc" = 0 ]
+ck "names s.wdr.ids" out_has "ids -> $T/s.wdr.ids"
+ck "s.wdr.ids: the id column, a line per row" eval 'tail -n +2 "$T/s.csv" | cut -d, -f1 | cmp -s - "$T/s.wdr.ids"'
+cp "$T/s.wdr.ids" "$T/keep.ids" 2>/dev/null
+run "$WD" convert "${csv_args[@]}" -o "$T/s.wdr" "$T/s.csv"
+ck "reconverting without --id-column removes the stale s.wdr.ids" eval '[ "$rc" = 0 ] && [ ! -e "$T/s.wdr.ids" ] && err_has "removed $T/s.wdr.ids"'
+run "$WD" convert "${csv_args[@]}" --derive "$derive" --min-count 2 --id-column id -o "$T/s.wdr" "$T/s.csv"
+ck "setup: s.wdr.ids again" have "$T/s.wdr.ids"
+end
+begin cli_predict_ids
+run "$WD" train --train "$T/s.wdr" --hidden 4 --epochs 1 --threads 2 --save "$T/s.wdm"
+ck "train on s.wdr: exit $rc" [ "$rc" = 0 ]
+run "$WD" predict --model "$T/s.wdm" "$T/s.wdr" -o "$T/sp.txt"
+ck "predict: exit $rc" [ "$rc" = 0 ]
+ck "3000 lines of id<TAB>probability" [ "$(grep -cE '^id[0-9]{5}	[0-9.e-]+$' "$T/sp.txt" 2>/dev/null)" = 3000 ]
+ck "the ids in input order" eval 'cut -f1 "$T/sp.txt" | cmp -s - "$T/s.wdr.ids"'
+run "$WD" predict --model "$T/s.wdm" "$T/s.wdr" --no-ids -o "$T/sp2.txt"
+ck "--no-ids: probabilities only" eval '[ "$rc" = 0 ] && [ "$(grep -cE "^[0-9.e-]+\$" "$T/sp2.txt")" = 3000 ] && cut -f2 "$T/sp.txt" | cmp -s - "$T/sp2.txt"'
+cp "$T/s.wdr" "$T/t.wdr"; rm -f "$T/t.wdr.ids"
+run "$WD" predict --model "$T/s.wdm" "$T/t.wdr" --ids "$T/keep.ids" -o "$T/sp3.txt"
+ck "--ids FILE: exit $rc" [ "$rc" = 0 ]
+ck "--ids FILE: the same lines" eval 'cmp -s "$T/sp.txt" "$T/sp3.txt"'
+run "$WD" predict --model "$T/s.wdm" "$T/s.wdr" "$T/t.wdr" -o "$T/sp4.txt"
+ck "ids for one file of two: exit $rc, wanted 2" [ "$rc" = 2 ]
+head -5 "$T/keep.ids" > "$T/short.ids" 2>/dev/null
+run "$WD" predict --model "$T/s.wdm" "$T/t.wdr" --ids "$T/short.ids" -o "$T/sp5.txt"
+ck "5 ids for 3000 samples: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names short.ids" err_has "short.ids: 5 ids for the 3000 samples"
+ck "no sp5.txt" [ ! -e "$T/sp5.txt" ]
 end
 
 echo "# cli: $npass passed, $nfail failed, $nskip skipped"

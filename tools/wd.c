@@ -1,75 +1,808 @@
 // wd - the widedeep command-line tool.
-//   wd convert   text (Criteo TSV, LibSVM, CSV) -> .wdr records
+//   wd convert   text (Criteo TSV, LibSVM, CSV; plain, gzip or zstd; or stdin) -> .wdr records
 //   wd inspect   schema, blocks, samples of a .wdr file; --verify checks every block
 //   wd gen       synthetic Criteo-shaped data from a planted model
 //   wd train     train a Wide&Deep model from .wdr files
 //   wd eval      AUC and log loss of a model on .wdr files
-//   wd predict   one probability per line, in input order
+//   wd predict   one probability per line (id<TAB>probability with ids), in input order
 //   wd dump      raw arrays (labels, dense, ids) for other tools and peers
-// Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+// Exit status: 0 success, 1 failure (message on stderr), 2 usage error,
+// 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).
+//
+// Every command's options are one table (opt below) that drives parsing,
+// `wd COMMAND --help` and `wd COMMAND --list-options` (tab-separated, for
+// completion scripts and tests/cli.sh). Numbers are checked against the
+// table's range: the library reads 0 as "default", so a 0 the user typed is
+// refused where it means nothing rather than passed on.
+//
+// Signals: the library installs no handlers; this tool does. During `wd
+// train` and `wd convert` the first SIGINT/SIGTERM/SIGHUP makes the progress
+// callback return nonzero: training stops at the next step boundary (wd_train
+// saves --save and returns WD_ERR_ABORTED), a conversion stops without output;
+// wd then exits 128+N. A second signal exits at once (_exit), after unlinking
+// the temporary files ("<path>.tmp-<pid>") the library or wd may be writing.
+// Other commands exit at once on the first signal, the same way. A SIGINT or
+// SIGHUP that was ignored when wd started (nohup, a background job) stays ignored.
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "wd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(run 'wd help' for usage)\n");
+#if defined(__GNUC__) || defined(__clang__)
+#define WD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define WD_PRINTF(a, b)
+#endif
+
+// ---- messages -----------------------------------------------------------------------------------
+static const char *g_cmd = "";   // the command being run, for the usage hint
+
+WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (*g_cmd) fprintf(stderr, "\n(run 'wd %s --help' for usage)\n", g_cmd);
+    else fputs("\n(run 'wd help' for usage)\n", stderr);
     return 2;
 }
 static int fail(wd_status st) {
     fprintf(stderr, "wd: error: %s: %s\n", wd_status_string(st), wd_last_error());
     return 1;
 }
+WD_PRINTF(1, 2) static int fail_msg(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wd: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+WD_PRINTF(1, 2) static void warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wd: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
 
-static const char *USAGE =
-    "usage: wd COMMAND [options]\n"
-    "\n"
-    "  wd convert --format criteo|libsvm|csv [options] -o OUT.wdr IN...\n"
-    "      --threads T          parser threads (default 1); output bytes do not depend on T\n"
-    "      --block M            samples per block (default 4096)\n"
-    "      --level L            zstd level (default 3)\n"
-    "      --buckets N          hash buckets per categorical slot (default 1048576)\n"
-    "      --slot-buckets A=N,.. per-slot bucket counts\n"
-    "      --schema-from F.wdr  take the slot bucket counts from an existing file\n"
-    "      --bad-lines error|skip  stop at the first bad line (default) or skip and count\n"
-    "    csv:    --label COL --dense COLS --cat COLS [--columns NAMES] [--dense-raw]\n"
-    "            --preset avazu   the Avazu layout (click label, 21 categorical columns)\n"
-    "            without --columns the first line of the first file is the header; a line\n"
-    "            equal to the header is skipped in every file\n"
-    "    libsvm: --slots NAME=LO-HI,...  [--dense-range LO-HI]\n"
-    "\n"
-    "  wd inspect [--verify] FILE.wdr\n"
-    "\n"
-    "  wd gen -o OUT.wdr --rows N [--seed S] [--first-row R] [--tsv OUT.tsv] [--prob OUT.prob]\n"
-    "         [--buckets N] [--max-card C] [--zipf A] [--threads T] [--block M]\n"
-    "      --seed fixes the planted model; --first-row R starts at row R of its stream,\n"
-    "      so a second call with R = the first call's rows gives held-out data\n"
-    "\n"
-    "  wd train --train A.wdr[,B.wdr...] [--valid V.wdr[,...]] [options]\n"
-    "      --epochs N (1)  --batch B (4096; smaller on small data: >= 100 steps per epoch)\n"
-    "      --threads T (cores)  --seed S (0)\n"
-    "      --embed-dim E (16)  --hidden 1024,512,256  --optimizer adagrad|adam\n"
-    "      --lr-deep X (0.01 adagrad, 0.001 adam)  --lr-wide Y (FTRL alpha, 0.05)\n"
-    "      --ftrl-l1 X  --ftrl-l2 X  --ftrl-beta X (all 0)  --pooling sum|mean\n"
-    "      --cross AxB,...     crossed slot pairs (slot names or 0-based indexes)\n"
-    "      --no-wide | --no-deep   train one part only\n"
-    "      --save M.wdm  --resume M.wdm  --checkpoint-every STEPS  --max-steps N\n"
-    "      --eval-every STEPS  --log metrics.csv  --no-shuffle\n"
-    "      --loader-threads N (1)  --loader-ram BYTES  --device cpu|cuda  --gpus N\n"
-    "      --plan   print every device buffer's bytes for these settings and exit\n"
-    "\n"
-    "  wd eval --model M.wdm [--threads T] DATA.wdr...\n"
-    "      ends with: auc=<x> logloss=<y> samples=<n>\n"
-    "  wd predict --model M.wdm [--threads T] DATA.wdr... -o PRED.txt\n"
-    "\n"
-    "  wd dump DATA.wdr OUTDIR   (one-hot schemas) writes OUTDIR/labels.f32 (N),\n"
-    "      dense.f32 (N x D), ids.u32 (N x S), little-endian, row-major, and meta.txt\n";
+// ---- signals ------------------------------------------------------------------------------------
+#define MAX_TEMPS 8
+#define TEMP_MAX (PATH_MAX + 48)
+static volatile sig_atomic_t g_signal;     // the first signal caught (0: none)
+static volatile sig_atomic_t g_graceful;   // 1: the first signal asks the command to stop
+static volatile sig_atomic_t g_ntemps;
+static char g_temps[MAX_TEMPS][TEMP_MAX];  // unlinked on a hard exit
+static const char *g_stop_msg = "";
+static size_t g_stop_len;
 
+static void on_signal(int sig) {
+    if (g_graceful && !g_signal) {
+        g_signal = sig;
+        ssize_t w = write(2, g_stop_msg, g_stop_len);
+        (void)w;
+        return;
+    }
+    for (int i = 0; i < g_ntemps; i++) unlink(g_temps[i]);
+    static const char bye[] = "\nwd: interrupted: exiting now\n";
+    ssize_t w = write(2, bye, sizeof bye - 1);
+    (void)w;
+    _exit(128 + sig);
+}
+// The temporary name the library (and wd) write `path` under until it is complete.
+static void temp_name(char *buf, size_t n, const char *path) {
+    char suffix[32];
+    size_t k = (size_t)snprintf(suffix, sizeof suffix, ".tmp-%ld", (long)getpid()), pl = strlen(path);
+    if (pl + k + 1 > n) pl = n - k - 1;   // longer than any usable path: cut
+    memcpy(buf, path, pl);
+    memcpy(buf + pl, suffix, k + 1);
+}
+// Registers path's temporary file for removal on a hard exit (before install_signals).
+static void add_temp(const char *path) {
+    if (!path || strcmp(path, "-") == 0 || g_ntemps >= MAX_TEMPS) return;
+    temp_name(g_temps[g_ntemps], TEMP_MAX, path);
+    g_ntemps++;
+}
+static void install_signals(int graceful, const char *stop_msg) {
+    g_graceful = graceful;
+    g_stop_msg = stop_msg;
+    g_stop_len = strlen(stop_msg);
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old, sa;
+        if (sigs[i] != SIGTERM && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+static const char *signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+// ---- small utilities ----------------------------------------------------------------------------
+// A growing array of strings; `mem` (optional) owns the characters.
+typedef struct strvec { const char **v; int n, cap; char *mem; } strvec;
+static int sv_push(strvec *s, const char *p) {
+    if (s->n == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 16;
+        const char **nv = (const char **)realloc((void *)s->v, sizeof *nv * (size_t)nc);
+        if (!nv) return -1;
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->v[s->n++] = p;
+    return 0;
+}
+static void sv_free(strvec *s) {
+    free((void *)s->v);
+    free(s->mem);
+    memset(s, 0, sizeof *s);
+}
+// Splits a comma-separated list (checked for empty items when parsed) into s.
+static int sv_split(strvec *s, const char *list) {
+    s->mem = strdup(list);
+    if (!s->mem) return -1;
+    for (char *p = s->mem;;) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        if (sv_push(s, p)) return -1;
+        if (!c) return 0;
+        p = c + 1;
+    }
+}
+static int list_has_empty(const char *s) {
+    return !*s || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,") != NULL;
+}
+static int count_items(const char *s) {
+    int n = 1;
+    for (; *s; s++) n += *s == ',';
+    return n;
+}
+static double now_s(void) { return wd__now(); }
+
+// The directory part of path into dir (PATH_MAX bytes); returns the last component.
+static const char *split_dir(const char *path, char *dir) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) { strcpy(dir, "."); return path; }
+    size_t n = (size_t)(slash - path);
+    if (n == 0) n = 1;                // "/name"
+    if (n >= PATH_MAX) n = PATH_MAX - 1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return slash + 1;
+}
+// Whether two paths name one file: the same inode when either exists (links,
+// "./x", "d/../x" all count), else the same name in the same directory (two
+// outputs that do not exist yet). "-" (standard input or output) is no file.
+static int same_file(const char *a, const char *b) {
+    if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb) return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[PATH_MAX], db[PATH_MAX];
+    const char *na = split_dir(a, da), *nb = split_dir(b, db);
+    if (strcmp(na, nb) != 0) return 0;
+    return stat(da, &sa) == 0 && stat(db, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+static int refuse_same(const char *out_opt, const char *out, const char *what, const char *in) {
+    return usage_error("%s '%s' is %s '%s': an output may not replace an input of the same command", out_opt, out, what, in);
+}
+// An output written under its temporary name and renamed when complete: it
+// may not be a directory or a special file (renaming over /dev/null would
+// replace the device), and its directory must let us create the temporary
+// file: both checked before any work starts. Returns 0 or the exit status.
+static int check_output(const char *opt_name, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return usage_error("%s '%s' is %s, not a regular file", opt_name, path, S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
+    char tmp[TEMP_MAX];
+    temp_name(tmp, sizeof tmp, path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return fail_msg("%s: cannot write there: %s", path, strerror(errno));
+    if (fd >= 0) { close(fd); unlink(tmp); }
+    return 0;
+}
+// mkdir -p; 0 or -1 (errno set).
+static int make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) return -1;
+    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
+    return 0;
+}
+
+// ---- option tables ------------------------------------------------------------------------------
+enum { K_FLAG, K_INT, K_SIZE, K_FLOAT, K_CHOICE, K_STR, K_LIST, K_IN, K_INS, K_OUT, K_COUNT };
+static const char *const KIND_NAME[K_COUNT] = {"flag", "int", "size", "float", "choice", "string", "list", "input", "inputs", "output"};
+enum { T_INT = 1, T_I64, T_U32, T_U64, T_SIZE, T_F32, T_F64, T_STR };
+enum { G_NONE = 0, G_MODEL, G_CSV, G_LIBSVM };
+static const char *const GROUP_NAME[] = {"-", "model", "csv", "libsvm"};
+
+typedef struct opt {
+    const char *name, *alias;       // "--output", "-o"
+    int kind, type;                 // K_*, and the C type it is stored as (T_*)
+    const char *meta;               // the value's placeholder; K_CHOICE: its values "a|b"
+    long long ilo, ihi;             // K_INT, K_SIZE: the accepted range
+    double flo, fhi;                // K_FLOAT: the accepted range,
+    int lo_open, hi_open;           //   without flo / fhi themselves when set
+    const char *word;               // K_INT: a word also accepted ("all", "auto"),
+    long long word_value;           //   stored as this value
+    size_t off;                     // where the value goes in the command's arguments
+    int group;                      // G_MODEL: refused with --resume/--init-from; G_CSV, G_LIBSVM: format options
+    const char *sets;               // what it sets (--list-options)
+    const char *example;            // a valid value ({data}, {model}, {out}: a test's files)
+    const char *help;
+    const char *section;            // printed as a heading before this option in --help
+} opt;
+
+typedef struct cmdinfo {
+    const char *name, *synopsis, *about;
+    const opt *tab;
+    int ntab;
+    const char *notes;
+} cmdinfo;
+
+static void range_text(const opt *o, char *buf, size_t n) {
+    buf[0] = 0;
+    if (o->kind == K_INT || o->kind == K_SIZE) {
+        int len;
+        if (o->ihi >= LLONG_MAX / 2) len = snprintf(buf, n, ">= %lld", o->ilo);
+        else len = snprintf(buf, n, "%lld..%lld", o->ilo, o->ihi);
+        if (o->word && len > 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, " or %s", o->word);
+    } else if (o->kind == K_FLOAT) {
+        snprintf(buf, n, "%s %g and %s %g", o->lo_open ? ">" : ">=", o->flo, o->hi_open ? "<" : "<=", o->fhi);
+    }
+}
+static void print_opt(FILE *f, const opt *o, int indent) {
+    char left[160], rg[96];
+    int n = snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
+                     o->meta ? " " : "", o->meta ? o->meta : "");
+    const int w = 30;
+    if (o->section) fprintf(f, "%*s%s\n", indent - 2, "", o->section);
+    fprintf(f, "%*s%-*s ", indent, "", w, left);
+    if (n > w) fprintf(f, "\n%*s", indent + w + 1, "");
+    for (const char *h = o->help; *h; h++) {
+        if (*h == '\n') fprintf(f, "\n%*s", indent + w + 1, "");
+        else fputc(*h, f);
+    }
+    range_text(o, rg, sizeof rg);
+    if (rg[0]) fprintf(f, " [%s]", rg);
+    fputc('\n', f);
+}
+static void print_notes(FILE *f, const char *notes, int indent) {
+    if (!notes) return;
+    fprintf(f, "%*s", indent, "");
+    for (const char *p = notes; *p; p++) {
+        fputc(*p, f);
+        if (*p == '\n' && p[1]) fprintf(f, "%*s", indent, "");
+    }
+}
+static void print_command_help(FILE *f, const cmdinfo *c) {
+    fprintf(f, "usage: wd %s\n\n%s\n", c->synopsis, c->about);
+    if (c->ntab) fputs("\noptions:\n", f);
+    for (int i = 0; i < c->ntab; i++) print_opt(f, &c->tab[i], 2);
+    fputs("  -h, --help                     this help\n"
+          "  --list-options                 the option table, tab-separated: name, kind, values,\n"
+          "                                 range, example, what it sets, group\n", f);
+    if (c->notes) { fputc('\n', f); print_notes(f, c->notes, 0); }
+}
+static void list_options(const cmdinfo *c) {
+    for (int i = 0; i < c->ntab; i++) {
+        const opt *o = &c->tab[i];
+        char rg[96];
+        range_text(o, rg, sizeof rg);
+        printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o->name, KIND_NAME[o->kind], o->meta ? o->meta : "-", rg[0] ? rg : "-",
+               o->example ? o->example : "-", o->sets ? o->sets : "-", GROUP_NAME[o->group]);
+    }
+}
+static const opt *find_opt(const cmdinfo *c, const char *a, size_t n) {
+    for (int i = 0; i < c->ntab; i++) {
+        const opt *o = &c->tab[i];
+        if ((strlen(o->name) == n && strncmp(o->name, a, n) == 0) || (o->alias && strlen(o->alias) == n && strncmp(o->alias, a, n) == 0)) return o;
+    }
+    return NULL;
+}
+
+// strict numbers: 0 ok, -1 not a number, -2 out of the type's range
+static int parse_int(const char *s, long long *out) {
+    if (!*s || *s == ' ' || *s == '\t' || *s == '+') return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end) return -1;
+    if (errno == ERANGE) return -2;
+    *out = v;
+    return 0;
+}
+static int parse_size(const char *s, long long *out) {   // BYTES with an optional K, M, G or T suffix (x 1024^n)
+    if (!*s || *s == ' ' || *s == '+' || *s == '-') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return -1;
+    int shift = 0;
+    if (*end) {
+        const char *u = "KMGT", *q = strchr(u, *end >= 'a' ? *end - 32 : *end);
+        if (!q || !*end) return -1;
+        shift = 10 * (int)(q - u + 1);
+        end++;
+        if (*end == 'B' || *end == 'b') end++;   // "64MB"
+        if (*end) return -1;
+    }
+    if (errno == ERANGE || v > ((unsigned long long)LLONG_MAX >> shift)) return -2;
+    *out = (long long)(v << shift);
+    return 0;
+}
+static int parse_double(const char *s, double *out) {
+    if (!*s || *s == ' ' || *s == '\t' || *s == '+') return -1;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+// "a|b|c" -> "a, b or c"
+static void choices_text(const char *meta, char *buf, size_t n) {
+    size_t k = 0;
+    int items = 1;
+    for (const char *p = meta; *p; p++) items += *p == '|';
+    int i = 0;
+    for (const char *p = meta; *p && k + 8 < n;) {
+        const char *e = strchr(p, '|');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (i > 0) k += (size_t)snprintf(buf + k, n - k, "%s", i == items - 1 ? " or " : ", ");
+        if (k + len + 1 >= n) break;
+        memcpy(buf + k, p, len);
+        k += len;
+        i++;
+        if (!e) break;
+        p = e + 1;
+    }
+    buf[k < n ? k : n - 1] = 0;
+}
+static int choice_index(const char *meta, const char *v) {
+    int i = 0;
+    size_t vl = strlen(v);
+    for (const char *p = meta;; i++) {
+        const char *e = strchr(p, '|');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == vl && strncmp(p, v, len) == 0) return i;
+        if (!e) return -1;
+        p = e + 1;
+    }
+}
+
+// Checks and stores one option's value; 0 or the exit status.
+static int set_opt(const opt *o, void *args, const char *val) {
+    char *p = (char *)args + o->off;
+    switch (o->kind) {
+    case K_FLAG: *(int *)(void *)p = 1; return 0;
+    case K_INT:
+    case K_SIZE: {
+        long long v = 0;
+        if (o->word && strcmp(val, o->word) == 0) v = o->word_value;
+        else {
+            char rg[96];
+            int r = o->kind == K_SIZE ? parse_size(val, &v) : parse_int(val, &v);
+            double d;
+            if (r == -1 && parse_double(val, &d) == 0) return usage_error("%s: '%s' is not a whole number", o->name, val);
+            if (r == -1) return usage_error("%s: '%s' is not a number", o->name, val);
+            range_text(o, rg, sizeof rg);
+            if (r == -2 || v < o->ilo || v > o->ihi) return usage_error("%s: '%s' is out of range (%s)", o->name, val, rg);
+        }
+        switch (o->type) {
+        case T_INT: *(int *)(void *)p = (int)v; break;
+        case T_I64: *(int64_t *)(void *)p = (int64_t)v; break;
+        case T_U32: *(uint32_t *)(void *)p = (uint32_t)v; break;
+        case T_U64: *(uint64_t *)(void *)p = (uint64_t)v; break;
+        case T_SIZE: *(size_t *)(void *)p = (size_t)v; break;
+        default: return fail_msg("internal: option %s has no integer type", o->name);
+        }
+        return 0;
+    }
+    case K_FLOAT: {
+        double v;
+        char rg[96];
+        if (parse_double(val, &v)) return usage_error("%s: '%s' is not a number", o->name, val);
+        range_text(o, rg, sizeof rg);
+        if (v < o->flo || v > o->fhi || (o->lo_open && v == o->flo) || (o->hi_open && v == o->fhi))
+            return usage_error("%s: '%s' is out of range (%s)", o->name, val, rg);
+        if (o->type == T_F32) *(float *)(void *)p = (float)v;
+        else *(double *)(void *)p = v;
+        return 0;
+    }
+    case K_CHOICE: {
+        int i = choice_index(o->meta, val);
+        if (i < 0) {
+            char ch[160];
+            choices_text(o->meta, ch, sizeof ch);
+            return usage_error("%s: '%s' is not %s", o->name, val, ch);
+        }
+        *(int *)(void *)p = i;
+        return 0;
+    }
+    case K_LIST:
+    case K_INS:
+        if (list_has_empty(val)) return usage_error("%s: '%s' has an empty %s", o->name, val, o->kind == K_INS ? "file name" : "item");
+        *(const char **)(void *)p = val;
+        return 0;
+    case K_IN:
+    case K_OUT:
+        if (!*val) return usage_error("%s: the file name is empty", o->name);
+        if (o->kind == K_OUT && strcmp(val, "-") == 0 && !(o->word && strcmp(o->word, "-") == 0))
+            return usage_error("%s: '-' (standard output) cannot take this file: it is written under a temporary name and renamed", o->name);
+        *(const char **)(void *)p = val;
+        return 0;
+    default:
+        *(const char **)(void *)p = val;
+        return 0;
+    }
+}
+
+// Parses argv by the command's table into args; positional arguments go to
+// pos. Returns -1 when the command should run, else its exit status (0 after
+// --help or --list-options, 2 after a usage error). given[i]: option i was set.
+static int parse_args(const cmdinfo *c, void *args, int argc, char **argv, strvec *pos, unsigned char *given) {
+    g_cmd = c->name;
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { print_command_help(stdout, c); return 0; }
+        if (strcmp(argv[i], "--list-options") == 0) { list_options(c); return 0; }
+    }
+    if (given) memset(given, 0, (size_t)c->ntab);
+    int only_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || !a[1]) {
+            if (sv_push(pos, a)) return fail_msg("out of memory");
+            continue;
+        }
+        if (strcmp(a, "--") == 0) { only_pos = 1; continue; }
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        const opt *o = find_opt(c, a, nl);
+        if (!o) return usage_error("%s: unknown option '%.*s'", c->name, (int)nl, a);
+        const char *val = NULL;
+        if (o->kind == K_FLAG) {
+            if (eq) return usage_error("%s takes no value", o->name);
+        } else if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return usage_error("%s needs a value", o->name);
+            val = argv[++i];
+            if (val[0] == '-' && val[1] && (find_opt(c, val, strcspn(val, "=")) || strcmp(val, "--") == 0))
+                return usage_error("%s needs a value (got the option '%s')", o->name, val);
+        }
+        int rc = set_opt(o, args, val);
+        if (rc) return rc;
+        if (given) given[o - c->tab] = 1;
+    }
+    return -1;
+}
+static int opt_given(const cmdinfo *c, const unsigned char *given, const char *name) {
+    for (int i = 0; i < c->ntab; i++) if (strcmp(c->tab[i].name, name) == 0) return given[i];
+    return 0;
+}
+static const opt *first_given(const cmdinfo *c, const unsigned char *given, int group) {
+    for (int i = 0; i < c->ntab; i++) if (given[i] && c->tab[i].group == group) return &c->tab[i];
+    return NULL;
+}
+
+// ---- the arguments of each command, and their tables --------------------------------------------
+typedef struct convert_args {
+    int format, preset, skip, dense_raw;
+    const char *out, *label, *dense, *cat, *columns, *slots, *dense_range, *slot_buckets, *schema_from;
+    const char *delimiter, *id_column, *derive;
+    int threads, block, level, min_count;
+    uint32_t buckets;
+    double progress_every;
+} convert_args;
+enum { FMT_CRITEO, FMT_LIBSVM, FMT_CSV };
+#define CA(f) offsetof(convert_args, f)
+static const opt CONVERT_OPTS[] = {
+    {.name = "--format", .kind = K_CHOICE, .type = T_INT, .meta = "criteo|libsvm|csv", .off = CA(format), .sets = "wd_text_spec_*", .example = "criteo",
+     .help = "the text format (required)"},
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = CA(out), .sets = "wd_convert_desc.output",
+     .example = "{out}.wdr", .help = "the records to write (required)"},
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = CA(threads), .sets = "wd_convert_desc.threads",
+     .example = "2", .help = "parser threads (default 1); the output does not depend on T"},
+    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES, .off = CA(block),
+     .sets = "wd_convert_desc.block_samples", .example = "1000", .help = "samples per block (default 4096)"},
+    {.name = "--level", .kind = K_INT, .type = T_INT, .meta = "L", .ilo = 1, .ihi = 19, .off = CA(level), .sets = "wd_convert_desc.level",
+     .example = "5", .help = "zstd level (default 3)"},
+    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .word = "auto", .word_value = 0,
+     .off = CA(buckets), .sets = "wd_text_spec buckets", .example = "1000",
+     .help = "hash buckets per categorical slot; default auto: sized from the\ndata, 16 x its distinct values, at most 1048576 (a first pass)"},
+    {.name = "--slot-buckets", .kind = K_STR, .type = T_STR, .meta = "A=N,...", .off = CA(slot_buckets), .sets = "wd_text_spec_buckets",
+     .example = "C1=100", .help = "bucket counts of named slots"},
+    {.name = "--min-count", .kind = K_INT, .type = T_INT, .meta = "K", .ilo = 1, .ihi = INT_MAX, .off = CA(min_count),
+     .sets = "wd_convert_desc.min_count", .example = "2",
+     .help = "a vocabulary instead of hashing: values seen K times or more get\nids of their own, the others one out-of-vocabulary id (stored in OUT.wdr)"},
+    {.name = "--schema-from", .kind = K_IN, .type = T_STR, .meta = "F.wdr", .off = CA(schema_from), .sets = "wd_text_spec_match, wd_text_spec_vocab",
+     .example = "{data}", .help = "the bucket counts, and vocabulary if any, of an existing file,\nso that a test set shares the training set's ids"},
+    {.name = "--bad-lines", .kind = K_CHOICE, .type = T_INT, .meta = "error|skip", .off = CA(skip), .sets = "wd_convert_desc.skip_bad_lines",
+     .example = "skip", .help = "stop at the first bad line (default) or skip and count them"},
+    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
+     .off = CA(progress_every), .sets = "(progress lines)", .example = "5",
+     .help = "seconds between progress lines when stderr is not a terminal\n(default 10)"},
+    {.name = "--label", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(label), .group = G_CSV, .sets = "wd_csv_desc.label",
+     .example = "click", .help = "the 0/1 label column (required)", .section = "csv (--format csv):"},
+    {.name = "--dense", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(dense), .group = G_CSV, .sets = "wd_csv_desc.dense",
+     .example = "a", .help = "numeric columns, comma-separated (counts: log1p; see --dense-raw)"},
+    {.name = "--cat", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(cat), .group = G_CSV, .sets = "wd_csv_desc.cat",
+     .example = "b", .help = "categorical columns, comma-separated"},
+    {.name = "--columns", .kind = K_STR, .type = T_STR, .meta = "NAMES", .off = CA(columns), .group = G_CSV, .sets = "wd_csv_desc.header",
+     .example = "a,b", .help = "the column names, comma-separated, for files without a header line\n(needed for standard input and compressed files)"},
+    {.name = "--delimiter", .kind = K_STR, .type = T_STR, .meta = "C", .off = CA(delimiter), .group = G_CSV, .sets = "wd_csv_desc.delimiter",
+     .example = ";", .help = "the field separator: one character, or 'tab' (default ',')"},
+    {.name = "--id-column", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(id_column), .group = G_CSV,
+     .sets = "wd_csv_desc.id, wd_convert_desc.ids_output", .example = "id",
+     .help = "copy this column to OUT.wdr.ids, one line per converted row;\nwd predict then writes id<TAB>probability"},
+    {.name = "--derive", .kind = K_STR, .type = T_STR, .meta = "NAME=COL[a:b],...", .off = CA(derive), .group = G_CSV,
+     .sets = "wd_csv_desc.derive", .example = "h=hour[6:8]",
+     .help = "derived categorical slots: bytes a..b-1 of COL, or\nNAME=weekday(COL[a:b]), the day of the week of a YYMMDD or YYYYMMDD date"},
+    {.name = "--preset", .kind = K_CHOICE, .type = T_INT, .meta = "avazu", .off = CA(preset), .group = G_CSV, .sets = "(the options below)",
+     .example = "avazu",
+     .help = "Avazu: label click, its 21 categorical columns, and\nhour_of_day=hour[6:8],day_of_week=weekday(hour[0:6]) (options given win)"},
+    {.name = "--dense-raw", .kind = K_FLAG, .type = T_INT, .off = CA(dense_raw), .group = G_CSV, .sets = "wd_csv_desc.dense_raw",
+     .help = "dense values are finite floats taken as they are (not counts)"},
+    {.name = "--slots", .kind = K_STR, .type = T_STR, .meta = "NAME=LO-HI,...", .off = CA(slots), .group = G_LIBSVM,
+     .sets = "wd_text_spec_libsvm", .example = "u=0-9", .help = "feature index ranges, each a multi-hot slot (id = index - LO)",
+     .section = "libsvm (--format libsvm):"},
+    {.name = "--dense-range", .kind = K_STR, .type = T_STR, .meta = "LO-HI", .off = CA(dense_range), .group = G_LIBSVM,
+     .sets = "wd_text_spec_libsvm", .example = "100-101", .help = "feature indexes that become dense columns (index - LO) with their value"},
+};
+
+typedef struct gen_args { wd_gen_desc d; } gen_args;
+#define GA(f) offsetof(gen_args, d.f)
+static const opt GEN_OPTS[] = {
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = GA(output), .sets = "wd_gen_desc.output",
+     .example = "{out}.wdr", .help = "the records to write (required)"},
+    {.name = "--rows", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = 1ll << 40, .off = GA(rows), .sets = "wd_gen_desc.rows",
+     .example = "1000", .help = "rows to draw (required)"},
+    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = GA(seed), .sets = "wd_gen_desc.seed",
+     .example = "7", .help = "fixes the planted model and the row stream (default 0)"},
+    {.name = "--first-row", .kind = K_INT, .type = T_I64, .meta = "R", .ilo = 0, .ihi = LLONG_MAX, .off = GA(first_row),
+     .sets = "wd_gen_desc.first_row", .example = "1000", .help = "start at row R of the stream: held-out rows of the same model"},
+    {.name = "--tsv", .kind = K_OUT, .type = T_STR, .meta = "OUT.tsv", .off = GA(tsv), .sets = "wd_gen_desc.tsv", .example = "{out}.tsv",
+     .help = "also write the rows as Criteo TSV"},
+    {.name = "--prob", .kind = K_OUT, .type = T_STR, .meta = "OUT.prob", .off = GA(prob), .sets = "wd_gen_desc.prob", .example = "{out}.prob",
+     .help = "each row's true click probability (default OUT.wdr.prob)"},
+    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = GA(buckets), .sets = "wd_gen_desc.buckets",
+     .example = "1000", .help = "cap on the buckets of a slot (default 1048576; 16 x its cardinality)"},
+    {.name = "--max-card", .kind = K_INT, .type = T_U32, .meta = "C", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = GA(max_card), .sets = "wd_gen_desc.max_card",
+     .example = "100", .help = "cap on each slot's cardinality (default 1048576)"},
+    {.name = "--zipf", .kind = K_FLOAT, .type = T_F64, .meta = "A", .flo = 0, .fhi = 10, .lo_open = 1, .hi_open = 1, .off = GA(zipf),
+     .sets = "wd_gen_desc.zipf", .example = "1.2", .help = "the ids' Zipf exponent (default 1.1)"},
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = GA(threads), .sets = "wd_gen_desc.threads",
+     .example = "2", .help = "threads (default 1); the output does not depend on T"},
+    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES, .off = GA(block_samples),
+     .sets = "wd_gen_desc.block_samples", .example = "1000", .help = "samples per block (default 4096)"},
+};
+
+typedef struct train_args {
+    wd_model_desc md;
+    wd_train_desc td;
+    const char *train, *valid, *save, *resume, *init_from, *log, *hidden, *cross;
+    double progress_every;
+    int plan;
+} train_args;
+#define TA(f) offsetof(train_args, f)
+static const opt TRAIN_OPTS[] = {
+    {.name = "--train", .kind = K_INS, .type = T_STR, .meta = "A.wdr[,B.wdr...]", .off = TA(train), .sets = "wd_train_desc.files",
+     .example = "{data}", .help = "the training files (required)"},
+    {.name = "--valid", .kind = K_INS, .type = T_STR, .meta = "V.wdr[,...]", .off = TA(valid), .sets = "wd_train_desc.valid_files",
+     .example = "{data}", .help = "validation files: AUC and log loss after every epoch"},
+    {.name = "--epochs", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 100000, .off = TA(td.epochs), .sets = "wd_train_desc.epochs",
+     .example = "2", .help = "passes over the training files (default 1; --resume: up to epoch N)"},
+    {.name = "--batch", .kind = K_INT, .type = T_INT, .meta = "B", .ilo = 1, .ihi = 1 << 24, .off = TA(td.batch_size),
+     .sets = "wd_train_desc.batch_size", .example = "64",
+     .help = "the global batch (default 4096, halved down to 32 until an epoch\nhas >= 100 steps; --resume: the checkpoint's)"},
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = TA(td.threads), .sets = "wd_train_desc.threads",
+     .example = "2", .help = "CPU worker threads (default: the online cores)"},
+    {.name = "--loader-threads", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .off = TA(td.loader_threads),
+     .sets = "wd_train_desc.loader_threads", .example = "2", .help = "loader threads per rank (default 1 on the CPU, cores / GPUs on GPUs)"},
+    {.name = "--loader-ram", .kind = K_SIZE, .type = T_SIZE, .meta = "BYTES", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.loader_ram),
+     .sets = "wd_train_desc.loader_ram", .example = "64M", .help = "decoded bytes in flight per rank (suffix K, M, G; default: the loader's)"},
+    {.name = "--device", .kind = K_CHOICE, .type = T_INT, .meta = "cpu|cuda", .off = TA(td.device), .sets = "wd_train_desc.device",
+     .example = "cuda", .help = "where to train (cuda: the CUDA build, wd-cuda; default cpu)"},
+    {.name = "--gpus", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .word = "all", .word_value = WD_ALL_GPUS,
+     .off = TA(td.devices), .sets = "wd_train_desc.devices", .example = "2", .help = "GPUs for --device cuda (and --plan), one rank each (default 1)"},
+    {.name = "--max-steps", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.max_steps),
+     .sets = "wd_train_desc.max_steps", .example = "1", .help = "stop after global step N"},
+    {.name = "--save", .kind = K_OUT, .type = T_STR, .meta = "M.wdm", .off = TA(save), .sets = "wd_train_desc.checkpoint_path",
+     .example = "{out}.wdm", .help = "the checkpoint: written at the end, every --checkpoint-every steps\nand when interrupted"},
+    {.name = "--checkpoint-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.checkpoint_every),
+     .sets = "wd_train_desc.checkpoint_every", .example = "1", .help = "also save every STEPS steps (needs --save)"},
+    {.name = "--resume", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(resume), .sets = "wd_model_load", .example = "{model}",
+     .help = "continue a checkpoint's run on the same training files (its model\nsettings and batch size; bit-exact)"},
+    {.name = "--init-from", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(init_from), .sets = "wd_model_load, wd_model_new_run",
+     .example = "{model}", .help = "start a new run (epoch 0, any files and batch size) from a model's\nweights and optimizer state"},
+    {.name = "--eval-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.eval_every),
+     .sets = "wd_train_desc.eval_every", .example = "1", .help = "also validate every STEPS steps (needs --valid)"},
+    {.name = "--early-stop", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 1000000, .off = TA(td.early_stop),
+     .sets = "wd_train_desc.early_stop", .example = "2", .help = "stop after N validations in a row without a better AUC (needs --valid)"},
+    {.name = "--keep-best", .kind = K_FLAG, .type = T_INT, .off = TA(td.keep_best), .sets = "wd_train_desc.keep_best",
+     .help = "--save holds the model of the best validation AUC\n(needs --valid and --save; not with --checkpoint-every)"},
+    {.name = "--no-shuffle", .kind = K_FLAG, .type = T_INT, .off = TA(td.no_shuffle), .sets = "wd_train_desc.no_shuffle",
+     .help = "read blocks and samples in file order"},
+    {.name = "--log", .kind = K_OUT, .type = T_STR, .meta = "FILE.csv", .off = TA(log), .sets = "(progress callback)", .example = "{out}.csv",
+     .help = "a CSV line per step and validation, flushed line by line:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss"},
+    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
+     .off = TA(progress_every), .sets = "(progress callback)", .example = "5",
+     .help = "seconds between progress lines when stderr is not a terminal\n(default 10)"},
+    {.name = "--plan", .kind = K_FLAG, .type = T_INT, .off = TA(plan), .sets = "wd_plan_from_desc",
+     .help = "print every GPU buffer's bytes for these settings and exit"},
+    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = TA(md.seed), .group = G_MODEL,
+     .sets = "wd_model_desc.seed", .example = "7", .help = "initialisation and shuffling seed (default 0)",
+     .section = "model (taken from the checkpoint with --resume and --init-from):"},
+    {.name = "--embed-dim", .kind = K_INT, .type = T_INT, .meta = "E", .ilo = 1, .ihi = 1024, .off = TA(md.embed_dim), .group = G_MODEL,
+     .sets = "wd_model_desc.embed_dim", .example = "8", .help = "embedding width (default 16)"},
+    {.name = "--hidden", .kind = K_LIST, .type = T_STR, .meta = "W1,W2,...", .off = TA(hidden), .group = G_MODEL, .sets = "wd_model_desc.hidden",
+     .example = "8,4", .help = "MLP widths, 1..65536 each, at most 8 layers (default 1024,512,256)"},
+    {.name = "--optimizer", .kind = K_CHOICE, .type = T_INT, .meta = "adagrad|adam", .off = TA(md.optimizer), .group = G_MODEL,
+     .sets = "wd_model_desc.optimizer", .example = "adam", .help = "the deep part's optimizer (default adagrad)"},
+    {.name = "--lr-deep", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .lo_open = 1, .off = TA(md.lr_deep), .group = G_MODEL,
+     .sets = "wd_model_desc.lr_deep", .example = "0.02", .help = "deep learning rate (default 0.01 adagrad, 0.001 adam)"},
+    {.name = "--lr-wide", .kind = K_FLOAT, .type = T_F32, .meta = "Y", .flo = 0, .fhi = 1e6, .lo_open = 1, .off = TA(md.lr_wide), .group = G_MODEL,
+     .sets = "wd_model_desc.lr_wide", .example = "0.1", .help = "FTRL alpha of the wide part (default 0.05)"},
+    {.name = "--ftrl-l1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l1), .group = G_MODEL,
+     .sets = "wd_model_desc.ftrl_l1", .example = "0.1", .help = "FTRL L1 (default 0)"},
+    {.name = "--ftrl-l2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l2), .group = G_MODEL,
+     .sets = "wd_model_desc.ftrl_l2", .example = "0.1", .help = "FTRL L2 (default 0)"},
+    {.name = "--ftrl-beta", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_beta), .group = G_MODEL,
+     .sets = "wd_model_desc.ftrl_beta", .example = "1", .help = "FTRL beta (default 0)"},
+    {.name = "--adagrad-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.adagrad_init), .group = G_MODEL,
+     .sets = "wd_model_desc.adagrad_init", .example = "0.1", .help = "initial Adagrad accumulator (default 0)"},
+    {.name = "--adam-beta1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .hi_open = 1, .off = TA(md.adam_beta1),
+     .group = G_MODEL, .sets = "wd_model_desc.adam_beta1", .example = "0.8", .help = "Adam beta1 (default 0.9)"},
+    {.name = "--adam-beta2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .hi_open = 1, .off = TA(md.adam_beta2),
+     .group = G_MODEL, .sets = "wd_model_desc.adam_beta2", .example = "0.99", .help = "Adam beta2 (default 0.999)"},
+    {.name = "--adam-eps", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .off = TA(md.adam_eps), .group = G_MODEL,
+     .sets = "wd_model_desc.adam_eps", .example = "1e-6", .help = "Adam epsilon (default 1e-8)"},
+    {.name = "--emb-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1000, .lo_open = 1, .off = TA(md.emb_init), .group = G_MODEL,
+     .sets = "wd_model_desc.emb_init", .example = "0.01", .help = "embeddings start uniform in [-X, X] (default 0.05)"},
+    {.name = "--pooling", .kind = K_CHOICE, .type = T_INT, .meta = "sum|mean", .off = TA(md.pooling), .group = G_MODEL,
+     .sets = "wd_model_desc.pooling", .example = "mean", .help = "multi-hot slots: the sum or mean of their embeddings (default sum)"},
+    {.name = "--cross", .kind = K_LIST, .type = T_STR, .meta = "AxB,...", .off = TA(cross), .group = G_MODEL, .sets = "wd_model_desc.cross",
+     .example = "0x1", .help = "crossed one-hot slot pairs of the wide part (slot names or 0-based\nindexes; at most 32)"},
+    {.name = "--cross-buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = TA(md.cross_buckets),
+     .group = G_MODEL, .sets = "wd_model_desc.cross_buckets", .example = "1000", .help = "rows of each cross's wide table (default 1048576)"},
+    {.name = "--no-wide", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_wide), .group = G_MODEL, .sets = "wd_model_desc.no_wide",
+     .help = "no wide part (the deep part alone)"},
+    {.name = "--no-deep", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_deep), .group = G_MODEL, .sets = "wd_model_desc.no_deep",
+     .help = "no deep part (logistic regression)"},
+    {.name = "--precision", .kind = K_CHOICE, .type = T_INT, .meta = "fp32|bf16", .off = TA(md.precision), .group = G_MODEL,
+     .sets = "wd_model_desc.precision", .example = "bf16",
+     .help = "the MLP's matrix products (bf16: oneDNN on a CPU with AVX512-BF16\nor AMX; default fp32)"},
+};
+
+typedef struct eval_args { const char *model, *out, *ids; int threads, no_ids; } eval_args;
+#define EA(f) offsetof(eval_args, f)
+static const opt EVAL_OPTS[] = {
+    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load", .example = "{model}",
+     .help = "the model (required)"},
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads), .sets = "wd_eval_desc.threads",
+     .example = "2", .help = "CPU worker threads (default: the online cores)"},
+};
+static const opt PREDICT_OPTS[] = {
+    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load", .example = "{model}",
+     .help = "the model (required)"},
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "PRED.txt", .word = "-", .off = EA(out), .sets = "(the output)",
+     .example = "{out}.txt", .help = "where the predictions go (required; '-': standard output)"},
+    {.name = "--ids", .kind = K_INS, .type = T_STR, .meta = "IDS[,...]", .off = EA(ids), .sets = "(the output)", .example = "{data}.ids",
+     .help = "one ids file per DATA.wdr, one id per sample (default:\nDATA.wdr.ids when every DATA.wdr has one)"},
+    {.name = "--no-ids", .kind = K_FLAG, .type = T_INT, .off = EA(no_ids), .sets = "(the output)",
+     .help = "probabilities only, even when DATA.wdr.ids exist"},
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads), .sets = "wd_eval_desc.threads",
+     .example = "2", .help = "CPU worker threads (default: the online cores)"},
+};
+
+typedef struct inspect_args { int verify; } inspect_args;
+static const opt INSPECT_OPTS[] = {
+    {.name = "--verify", .kind = K_FLAG, .type = T_INT, .off = offsetof(inspect_args, verify), .sets = "wd_reader_verify",
+     .help = "decode and check every block; exit 1 naming the first bad one"},
+};
+
+// K_CHOICE stores the index of the value: the tables list each enum in order
+_Static_assert(WD_DEVICE_CPU == 0 && WD_DEVICE_CUDA == 1 && WD_ADAGRAD == 0 && WD_ADAM == 1 && WD_POOL_SUM == 0 && WD_POOL_MEAN == 1 &&
+               WD_PRECISION_FP32 == 0 && WD_PRECISION_BF16 == 1, "a choice table no longer matches its enum");
+#define NOPTS(t) ((int)(sizeof t / sizeof t[0]))
+enum { C_CONVERT, C_INSPECT, C_GEN, C_TRAIN, C_EVAL, C_PREDICT, C_DUMP, C_COUNT };
+static const cmdinfo CMDS[C_COUNT] = {
+    {"convert", "convert --format criteo|libsvm|csv [options] -o OUT.wdr IN...",
+     "Converts text (Criteo TSV, LibSVM, CSV) into .wdr records.", CONVERT_OPTS, NOPTS(CONVERT_OPTS),
+     "Inputs may be gzip- or zstd-compressed (told by their first bytes); '-' reads standard\n"
+     "input. Standard input and pipes are read once: give them --buckets N (or --schema-from),\n"
+     "and --columns for csv.\n"
+     "Criteo TSV: label, 13 counts, 26 categorical columns. Counts become log1p(x) (-log1p(-x)\n"
+     "below 0, 0 when missing); categorical strings hash into their slot's buckets, an empty\n"
+     "field like the empty string.\n"
+     "csv: without --columns the first line of the first input is the header; a line equal to\n"
+     "it is skipped in every file. The Avazu preset writes no ids by default (a training set\n"
+     "needs none): add --id-column id for a file whose predictions you submit.\n"
+     "The output is written as OUT.wdr.tmp-PID and renamed when complete: a failure or an\n"
+     "interrupt (exit 130 on SIGINT) leaves nothing. Without --id-column an OUT.wdr.ids left\n"
+     "by an earlier conversion to OUT.wdr is removed (it no longer matches).\n"},
+    {"inspect", "inspect [--verify] FILE.wdr", "Prints the schema, blocks, samples, label mean and bytes per sample of a .wdr file.",
+     INSPECT_OPTS, NOPTS(INSPECT_OPTS), NULL},
+    {"gen", "gen -o OUT.wdr --rows N [options]",
+     "Draws synthetic Criteo-shaped data from a planted model and prints its oracle AUC.", GEN_OPTS, NOPTS(GEN_OPTS),
+     "--seed fixes the planted model; --first-row R starts at row R of its stream, so a second\n"
+     "call with R = the first call's rows gives held-out data. Converting --tsv with\n"
+     "--schema-from OUT.wdr reproduces OUT.wdr sample for sample.\n"},
+    {"train", "train --train A.wdr[,B.wdr...] [--valid V.wdr[,...]] [options]",
+     "Trains a Wide&Deep model; ends with: trained steps=... samples=... engine=...", TRAIN_OPTS, NOPTS(TRAIN_OPTS),
+     "--resume continues a run on the files it was written for; to train a saved model on new\n"
+     "data use --init-from. Progress: a live line on a terminal, else a line every\n"
+     "--progress-every seconds, and a line per validation. In the --log CSV the validation\n"
+     "columns are empty between validations, and valid_auc is empty when it is undefined (one\n"
+     "class). Without --save the model is thrown away (wd warns).\n"
+     "Interrupt (Ctrl-C) or SIGTERM: training stops after the current step, --save is written,\n"
+     "and wd exits 130 (SIGINT) or 143 (SIGTERM); a second one exits at once, keeping the\n"
+     "previous checkpoint.\n"},
+    {"eval", "eval --model M.wdm [options] DATA.wdr...",
+     "AUC and log loss of a model; ends with: auc=<x> logloss=<y> samples=<n>.", EVAL_OPTS, NOPTS(EVAL_OPTS),
+     "Data without samples is an error; an AUC that is undefined (one class) prints as nan.\n"},
+    {"predict", "predict --model M.wdm [options] DATA.wdr... -o PRED.txt",
+     "One probability per sample, in input order.", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
+     "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
+     "PRED.txt is written under a temporary name and renamed when complete.\n"},
+    {"dump", "dump DATA.wdr OUTDIR",
+     "Raw arrays for other tools (one-hot schemas): creates OUTDIR and writes labels.f32 (N),\n"
+     "dense.f32 (N x D), ids.u32 (N x S), little-endian, row-major, and meta.txt\n"
+     "('samples dense slots', then each slot's bucket count).", NULL, 0, NULL},
+};
+
+static void print_overview(FILE *f, int all) {
+    fputs("usage: wd COMMAND [options]\n\n", f);
+    for (int i = 0; i < C_COUNT; i++) {
+        const cmdinfo *c = &CMDS[i];
+        fprintf(f, "  wd %s\n", c->synopsis);
+        if (!all) continue;
+        fprintf(f, "      ");
+        for (const char *p = c->about; *p; p++) { fputc(*p, f); if (*p == '\n') fputs("      ", f); }
+        fputc('\n', f);
+        for (int k = 0; k < c->ntab; k++) print_opt(f, &c->tab[k], 6);
+        fputc('\n', f);
+    }
+    fputs(all ? "" : "\n", f);
+    fputs("  wd COMMAND --help    one command's options and notes\n"
+          "  wd --version         the version and the build's GEMM engine\n"
+          "exit status: 0 success, 1 failure, 2 usage error, 128+N stopped by signal N (130: Ctrl-C)\n", f);
+}
+
+// ---- convert --------------------------------------------------------------------------------------
 static const char *AVAZU_COLUMNS =
     "id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,"
     "app_category,device_id,device_ip,device_model,device_type,device_conn_type,C14,C15,"
@@ -77,493 +810,796 @@ static const char *AVAZU_COLUMNS =
 static const char *AVAZU_CATS =
     "C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,app_category,device_id,"
     "device_ip,device_model,device_type,device_conn_type,C14,C15,C16,C17,C18,C19,C20,C21";
+static const char *AVAZU_DERIVE = "hour_of_day=hour[6:8],day_of_week=weekday(hour[0:6])";
 
-static int parse_long(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
+typedef struct conv_ui { double t0, every, last_line; int tty; } conv_ui;
+static int convert_progress(void *user, int64_t done, int64_t total, int64_t rows) {
+    conv_ui *u = (conv_ui *)user;
+    double now = now_s(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
+    char where[64];
+    if (total > 0) snprintf(where, sizeof where, "%5.1f%%", 100.0 * (double)done / (double)total);
+    else snprintf(where, sizeof where, "%.1f MB", (double)done / 1e6);
+    if (u->tty) fprintf(stderr, "\r  %s  %lld rows  %.0f rows/s   ", where, (long long)rows, rate);
+    else if (now - u->last_line >= u->every) {
+        u->last_line = now;
+        fprintf(stderr, "wd: convert: %s of the input, %lld rows, %.0f rows/s\n", where, (long long)rows, rate);
+    }
+    return g_signal != 0;
 }
-
-static void progress_cb(void *user, int64_t done, int64_t total, int64_t rows) {
-    double t0 = *(double *)user, dt = wd__now() - t0;
-    fprintf(stderr, "\r  %5.1f%%  %lld rows  %.0f rows/s   ", total ? 100.0 * (double)done / (double)total : 100.0,
-            (long long)rows, dt > 0 ? (double)rows / dt : 0.0);
+// Standard input, a pipe or a device: an input that can be read once.
+static int is_stream(const char *path) {
+    struct stat sb;
+    return strcmp(path, "-") == 0 || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode));
 }
-
+// 0: the first line of path into buf; -1 unreadable; -2 compressed; -3 longer than cap; -4 empty
 static int read_first_line(const char *path, char *buf, size_t cap) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
-    if (!fgets(buf, (int)cap, f)) { fclose(f); return -1; }
+    errno = 0;
+    if (!fgets(buf, (int)cap, f)) { int e = errno; fclose(f); errno = e; return e ? -1 : -4; }
     fclose(f);
-    buf[strcspn(buf, "\r\n")] = 0;
+    const unsigned char *u = (const unsigned char *)buf;
+    if ((u[0] == 0x1f && u[1] == 0x8b) || (u[0] == 0x28 && u[1] == 0xb5 && u[2] == 0x2f && u[3] == 0xfd)) return -2;
+    size_t n = strcspn(buf, "\r\n");
+    if (!buf[n] && n + 1 == cap) return -3;
+    buf[n] = 0;
     return 0;
 }
 
 static int cmd_convert(int argc, char **argv) {
-    const char *format = NULL, *out = NULL, *label = NULL, *dense = NULL, *cat = NULL, *columns = NULL;
-    const char *slots = NULL, *dense_range = NULL, *slot_buckets = NULL, *schema_from = NULL, *preset = NULL;
-    long long threads = 1, block = 0, level = 0, buckets = WD_DEFAULT_BUCKETS;
-    int skip = 0, dense_raw = 0;
-    const char **inputs = (const char **)calloc((size_t)argc + 1, sizeof(char *));
-    int ninputs = 0;
-    if (!inputs) return fail(wd__fail(WD_ERR_NOMEM, "out of memory"));
-    int rc = 2;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] == '-' && a[1] && strcmp(a, "--dense-raw") != 0 && !v) { rc = usage_error("%s needs a value", a); goto done; }
-#define OPT(name) (strcmp(a, name) == 0 && (i++, 1))
-        if (OPT("--format")) format = v;
-        else if (OPT("-o") || OPT("--output")) out = v;
-        else if (OPT("--threads")) { if (parse_long(v, 1, 256, &threads)) { rc = usage_error("--threads: '%s' is not 1..256", v); goto done; } }
-        else if (OPT("--block")) { if (parse_long(v, 1, WD_MAX_BLOCK_SAMPLES, &block)) { rc = usage_error("--block: '%s' is out of range", v); goto done; } }
-        else if (OPT("--level")) { if (parse_long(v, 1, 19, &level)) { rc = usage_error("--level: '%s' is not 1..19", v); goto done; } }
-        else if (OPT("--buckets")) { if (parse_long(v, 1, 0xFFFFFFFFll, &buckets)) { rc = usage_error("--buckets: '%s' is out of range", v); goto done; } }
-        else if (OPT("--slot-buckets")) slot_buckets = v;
-        else if (OPT("--schema-from")) schema_from = v;
-        else if (OPT("--bad-lines")) {
-            if (strcmp(v, "skip") == 0) skip = 1;
-            else if (strcmp(v, "error") == 0) skip = 0;
-            else { rc = usage_error("--bad-lines: '%s' is not error or skip", v); goto done; }
-        }
-        else if (OPT("--label")) label = v;
-        else if (OPT("--dense")) dense = v;
-        else if (OPT("--cat")) cat = v;
-        else if (OPT("--columns")) columns = v;
-        else if (OPT("--preset")) preset = v;
-        else if (strcmp(a, "--dense-raw") == 0) dense_raw = 1;
-        else if (OPT("--slots")) slots = v;
-        else if (OPT("--dense-range")) dense_range = v;
-        else if (a[0] == '-' && a[1]) { rc = usage_error("convert: unknown option '%s'", a); goto done; }
-        else inputs[ninputs++] = a;
-#undef OPT
+    const cmdinfo *c = &CMDS[C_CONVERT];
+    convert_args a;
+    memset(&a, 0, sizeof a);
+    a.format = a.preset = -1;
+    unsigned char given[NOPTS(CONVERT_OPTS)];
+    strvec in = {0};
+    wd_text_spec *spec = NULL;
+    wd_reader *ref = NULL;
+    char ids_path[PATH_MAX + 8] = "";
+    int rc = parse_args(c, &a, argc, argv, &in, given);
+    if (rc >= 0) goto done;
+    rc = 2;
+    if (a.format < 0) { usage_error("convert: --format is required"); goto done; }
+    if (!a.out) { usage_error("convert: -o OUT.wdr is required"); goto done; }
+    if (!in.n) { usage_error("convert: no input files"); goto done; }
+    for (int i = 0; i < c->ntab; i++) {
+        const opt *o = &c->tab[i];
+        if (given[i] && o->group == G_CSV && a.format != FMT_CSV) { usage_error("%s is an option of --format csv", o->name); goto done; }
+        if (given[i] && o->group == G_LIBSVM && a.format != FMT_LIBSVM) { usage_error("%s is an option of --format libsvm", o->name); goto done; }
     }
-    if (!format) { rc = usage_error("convert: --format is required%s", ""); goto done; }
-    if (!out) { rc = usage_error("convert: -o OUT.wdr is required%s", ""); goto done; }
-    if (!ninputs) { rc = usage_error("convert: no input files%s", ""); goto done; }
-    {
-        wd_text_spec *spec = (wd_text_spec *)calloc(1, sizeof *spec);
-        if (!spec) { rc = fail(wd__fail(WD_ERR_NOMEM, "out of memory")); goto done; }
-        wd_status st = WD_OK;
-        if (strcmp(format, "criteo") == 0) wd_text_spec_criteo(spec, (uint32_t)buckets);
-        else if (strcmp(format, "csv") == 0) {
-            char header[4096];
-            if (preset) {
-                if (strcmp(preset, "avazu") != 0) { free(spec); rc = usage_error("--preset: unknown preset '%s' (known: avazu)", preset); goto done; }
-                columns = columns ? columns : AVAZU_COLUMNS;
-                label = label ? label : "click";
-                cat = cat ? cat : AVAZU_CATS;
-            }
-            if (!label) { free(spec); rc = usage_error("csv: --label COL is required%s", ""); goto done; }
-            if (columns) snprintf(header, sizeof header, "%s", columns);
-            else if (read_first_line(inputs[0], header, sizeof header)) { free(spec); rc = fail(wd__fail(WD_ERR_IO, "%s: cannot read the header line", inputs[0])); goto done; }
-            st = wd_text_spec_csv(spec, header, label, dense, cat, (uint32_t)buckets);
-            spec->dense_raw = dense_raw;
-        } else if (strcmp(format, "libsvm") == 0) {
-            if (!slots && !dense_range) { free(spec); rc = usage_error("libsvm: --slots NAME=LO-HI,... or --dense-range LO-HI is required%s", ""); goto done; }
-            st = wd_text_spec_libsvm(spec, slots, dense_range, (uint32_t)buckets);
-        } else { free(spec); rc = usage_error("--format: '%s' is not criteo, libsvm or csv", format); goto done; }
-        if (!st && slot_buckets) st = wd_text_spec_buckets(spec, slot_buckets);
-        if (!st && schema_from) {
-            wd_reader *r;
-            st = wd_reader_open(schema_from, &r);
-            if (!st) { st = wd_text_spec_match(spec, wd_reader_schema(r)); wd_reader_close(r); }
-        }
-        if (st) { free(spec); rc = fail(st); goto done; }
-        double t0 = wd__now();
-        wd_convert_desc d;
-        memset(&d, 0, sizeof d);
-        d.spec = spec; d.inputs = inputs; d.ninputs = ninputs; d.output = out;
-        d.threads = (int)threads; d.block_samples = (int)block; d.level = (int)level; d.skip_bad_lines = skip;
-        if (isatty(2)) { d.progress = progress_cb; d.user = &t0; }
-        wd_convert_report rep;
-        st = wd_convert(&d, &rep);
-        if (isatty(2)) fprintf(stderr, "\n");
-        free(spec);
-        if (st) { rc = fail(st); goto done; }
-        for (int i = 0; i < rep.nbad_shown; i++) fprintf(stderr, "wd: skipped %s\n", rep.bad_where[i]);
-        printf("converted rows=%lld bad_rows=%lld blocks=%lld seconds=%.3f rows/s=%.0f MB/s=%.1f bytes_in=%lld bytes_out=%lld bytes/row=%.1f\n",
-               (long long)rep.rows, (long long)rep.bad_rows, (long long)rep.blocks, rep.seconds,
-               rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0, rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
-               (long long)rep.bytes_in, (long long)rep.bytes_out, rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
-        rc = 0;
+    if (a.format == FMT_LIBSVM && opt_given(c, given, "--buckets")) { usage_error("--buckets: libsvm slots take their size from their index ranges"); goto done; }
+    if (a.format == FMT_LIBSVM && a.min_count) { usage_error("--min-count: libsvm slots hold indexes, not values to count"); goto done; }
+    if (a.schema_from && opt_given(c, given, "--buckets")) { usage_error("--buckets and --schema-from both set the bucket counts: choose one"); goto done; }
+    if (a.schema_from && a.min_count) { usage_error("--min-count builds a new vocabulary, --schema-from takes F.wdr's ids: choose one"); goto done; }
+    int nstdin = 0;
+    const char *stream = NULL;   // an input that can be read once: standard input, a pipe
+    for (int i = 0; i < in.n; i++) {
+        nstdin += strcmp(in.v[i], "-") == 0;
+        if (!stream && is_stream(in.v[i])) stream = strcmp(in.v[i], "-") == 0 ? "standard input" : in.v[i];
     }
+    if (nstdin > 1) { usage_error("convert: standard input ('-') can be read once"); goto done; }
+    if (stream && a.min_count) { usage_error("convert: --min-count needs a first pass over the input, and %s can be read once", stream); goto done; }
+    if (stream && a.format != FMT_LIBSVM && !a.buckets && !a.schema_from && !a.slot_buckets) {
+        usage_error("convert: %s can be read once: give --buckets N or --schema-from F.wdr (sizing the tables from the data needs a first pass)", stream);
+        goto done;
+    }
+    if (a.id_column) snprintf(ids_path, sizeof ids_path, "%s.ids", a.out);
+    // no output may replace an input
+    for (int i = 0; i < in.n; i++) {
+        if (same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
+        if (ids_path[0] && same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
+    }
+    if (a.schema_from && same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
+    if ((rc = check_output("-o", a.out)) != 0) goto done;
+    if (ids_path[0] && (rc = check_output("--id-column's output", ids_path)) != 0) goto done;
+    rc = 2;
+
+    spec = (wd_text_spec *)calloc(1, sizeof *spec);
+    if (!spec) { rc = fail_msg("out of memory"); goto done; }
+    wd_status st = WD_OK;
+    if (a.format == FMT_CRITEO) wd_text_spec_criteo(spec, a.buckets);
+    else if (a.format == FMT_CSV) {
+        if (a.preset == 0) {   // avazu; options given win
+            if (!a.columns) a.columns = AVAZU_COLUMNS;
+            if (!a.label) a.label = "click";
+            if (!a.cat) a.cat = AVAZU_CATS;
+            if (!a.derive) a.derive = AVAZU_DERIVE;
+        }
+        if (!a.label) { usage_error("csv: --label COL is required"); goto done; }
+        char delim = ',';
+        if (a.delimiter) {
+            if (strcmp(a.delimiter, "tab") == 0 || strcmp(a.delimiter, "\\t") == 0) delim = '\t';
+            else if (strlen(a.delimiter) == 1 && a.delimiter[0] != '"' && a.delimiter[0] != '\r' && a.delimiter[0] != '\n') delim = a.delimiter[0];
+            else { usage_error("--delimiter: '%s' is not one character (other than a quote) or 'tab'", a.delimiter); goto done; }
+        }
+        char header[4096];
+        if (a.columns) {   // comma-separated names; the header line they stand for uses the delimiter
+            if (strlen(a.columns) >= sizeof header) { usage_error("--columns: longer than %d bytes", (int)sizeof header - 1); goto done; }
+            strcpy(header, a.columns);
+            for (char *p = header; *p; p++) if (*p == ',') *p = delim;
+        } else if (is_stream(in.v[0])) {
+            usage_error("csv: the header line of %s is not read ahead (it can be read once): give --columns NAMES",
+                        strcmp(in.v[0], "-") == 0 ? "standard input" : in.v[0]);
+            goto done;
+        } else {
+            int r = read_first_line(in.v[0], header, sizeof header);
+            if (r == -2) { usage_error("csv: the header line of the compressed file '%s' is not read ahead: give --columns NAMES", in.v[0]); goto done; }
+            if (r == -3) { rc = fail_msg("%s: the header line is longer than %d bytes", in.v[0], (int)sizeof header - 1); goto done; }
+            if (r == -4) { rc = fail_msg("%s: empty file: no header line", in.v[0]); goto done; }
+            if (r) { rc = fail_msg("%s: cannot read the header line: %s", in.v[0], strerror(errno)); goto done; }
+        }
+        wd_csv_desc cd;
+        memset(&cd, 0, sizeof cd);
+        cd.header = header; cd.delimiter = delim; cd.label = a.label; cd.dense = a.dense; cd.cat = a.cat;
+        cd.id = a.id_column; cd.derive = a.derive; cd.buckets = a.buckets; cd.dense_raw = a.dense_raw;
+        st = wd_text_spec_csv_desc(spec, &cd);
+    } else {
+        if (!a.slots && !a.dense_range) { usage_error("libsvm: --slots NAME=LO-HI,... or --dense-range LO-HI is required"); goto done; }
+        st = wd_text_spec_libsvm(spec, a.slots, a.dense_range, 0);
+    }
+    if (!st && a.slot_buckets) st = wd_text_spec_buckets(spec, a.slot_buckets);
+    if (!st && a.schema_from) {   // its bucket counts, and its vocabulary (kept open until the conversion ends)
+        st = wd_reader_open(a.schema_from, &ref);
+        if (!st) st = wd_text_spec_match(spec, wd_reader_schema(ref));
+        if (!st && wd_reader_vocab(ref)) st = wd_text_spec_vocab(spec, wd_reader_vocab(ref));
+    }
+    if (st) { rc = fail(st); goto done; }
+
+    conv_ui ui;
+    memset(&ui, 0, sizeof ui);
+    ui.t0 = ui.last_line = now_s();
+    ui.tty = isatty(2);
+    ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = spec; d.inputs = in.v; d.ninputs = in.n; d.output = a.out;
+    d.threads = a.threads; d.block_samples = a.block; d.level = a.level; d.skip_bad_lines = a.skip;
+    d.min_count = a.min_count; d.ids_output = ids_path[0] ? ids_path : NULL;
+    d.progress = convert_progress; d.user = &ui;
+    add_temp(a.out);
+    if (ids_path[0]) add_temp(ids_path);
+    install_signals(1, "\nwd: stopping the conversion (no output is written); interrupt again to quit at once\n");
+    wd_convert_report rep;
+    st = wd_convert(&d, &rep);
+    if (ui.tty) fprintf(stderr, "\r\033[K");
+    if (g_signal) {
+        if (st && st != WD_ERR_ABORTED) fail(st);
+        if (!st) fprintf(stderr, "wd: interrupted by %s after the conversion finished: %s is complete\n", signal_name(g_signal), a.out);
+        else fprintf(stderr, "wd: interrupted by %s: the conversion stopped; %s was not written\n", signal_name(g_signal), a.out);
+        rc = 128 + g_signal;
+        goto done;
+    }
+    if (st) { rc = fail(st); goto done; }
+    for (int i = 0; i < rep.nbad_shown; i++) fprintf(stderr, "wd: skipped %s\n", rep.bad_where[i]);
+    printf("converted rows=%lld bad_rows=%lld blocks=%lld seconds=%.3f rows/s=%.0f MB/s=%.1f bytes_in=%lld bytes_out=%lld bytes/row=%.1f\n",
+           (long long)rep.rows, (long long)rep.bad_rows, (long long)rep.blocks, rep.seconds,
+           rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0, rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
+           (long long)rep.bytes_in, (long long)rep.bytes_out, rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
+    if (ids_path[0]) printf("ids -> %s\n", ids_path);
+    else {   // an ids file of an earlier conversion to this name no longer matches it
+        char stale[PATH_MAX + 8];
+        struct stat sb;
+        snprintf(stale, sizeof stale, "%s.ids", a.out);
+        int is_input = 0;
+        for (int i = 0; i < in.n; i++) is_input |= same_file(stale, in.v[i]);
+        if (!is_input && stat(stale, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(stale) == 0)
+            fprintf(stderr, "wd: removed %s: it held the ids of the file this conversion replaced\n", stale);
+    }
+    rc = 0;
 done:
-    free(inputs);
+    if (ref) wd_reader_close(ref);
+    free(spec);
+    sv_free(&in);
     return rc;
 }
 
+// ---- inspect ----------------------------------------------------------------------------------------
 static int cmd_inspect(int argc, char **argv) {
-    int verify = 0;
-    const char *path = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--verify") == 0) verify = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect: unknown option '%s'", argv[i]);
-        else if (path) return usage_error("inspect: one file at a time ('%s')", argv[i]);
-        else path = argv[i];
-    }
-    if (!path) return usage_error("inspect: FILE.wdr is required%s", "");
+    const cmdinfo *c = &CMDS[C_INSPECT];
+    inspect_args a = {0};
+    strvec pos = {0};
+    int rc = parse_args(c, &a, argc, argv, &pos, NULL);
+    if (rc < 0 && pos.n != 1) rc = usage_error(pos.n ? "inspect: one file at a time ('%s')" : "inspect: FILE.wdr is required%s", pos.n ? pos.v[1] : "");
+    const char *path = pos.n ? pos.v[0] : NULL;
+    if (rc >= 0) { sv_free(&pos); return rc; }
     wd_reader *r;
     wd_status st = wd_reader_open(path, &r);
-    if (st) return fail(st);
+    if (st) { sv_free(&pos); return fail(st); }
     const wd_schema *s = wd_reader_schema(r);
+    const wd_vocab *v = wd_reader_vocab(r);
     int64_t nb = wd_reader_nblocks(r), ns = wd_reader_nsamples(r);
     printf("file:     %s\n", path);
     printf("created:  %s\n", wd_reader_created(r));
-    printf("schema:   %d dense, %d slots\n", s->ndense, s->nslots);
+    printf("schema:   %d dense, %d slots%s\n", s->ndense, s->nslots, v ? " (vocabulary ids)" : "");
     for (int k = 0; k < s->nslots; k++)
         printf("  slot %-3d %-20s %10u buckets  %s\n", k, s->slot[k].name, s->slot[k].buckets, s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
     printf("blocks:   %lld (first holds %d samples)\n", (long long)nb, nb ? wd_reader_block_samples(r, 0) : 0);
     printf("samples:  %lld\n", (long long)ns);
     printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r), ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
-    // label mean (and, with --verify, every check) needs every block decoded
-    double pos = 0, t0 = wd__now();
+    // the label mean (and, with --verify, every check) needs every block decoded
+    double pos_labels = 0, t0 = now_s();
     int64_t bad = -1;
     for (int64_t i = 0; i < nb; i++) {
         const wd_batch *b;
         st = wd_reader_block(r, i, &b);
         if (st) { bad = i; break; }
-        for (int j = 0; j < b->n; j++) pos += b->label[j];
+        for (int j = 0; j < b->n; j++) pos_labels += b->label[j];
     }
-    double dt = wd__now() - t0;
+    double dt = now_s() - t0;
     if (st) {
         fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb, wd_last_error());
-        if (verify) printf("verify:   FAILED at block %lld\n", (long long)bad);
+        if (a.verify) printf("verify:   FAILED at block %lld\n", (long long)bad);
         wd_reader_close(r);
+        sv_free(&pos);
         return 1;
     }
-    printf("labels:   mean %.6f\n", ns ? pos / (double)ns : 0.0);
-    if (verify) printf("verify:   OK, %lld blocks, %lld samples, decoded at %.2fM samples/s\n", (long long)nb, (long long)ns, dt > 0 ? (double)ns / dt / 1e6 : 0.0);
+    printf("labels:   mean %.6f\n", ns ? pos_labels / (double)ns : 0.0);
+    if (a.verify) printf("verify:   OK, %lld blocks, %lld samples, decoded at %.2fM samples/s\n", (long long)nb, (long long)ns, dt > 0 ? (double)ns / dt / 1e6 : 0.0);
     wd_reader_close(r);
+    sv_free(&pos);
     return 0;
 }
 
+// ---- gen ----------------------------------------------------------------------------------------------
 static int cmd_gen(int argc, char **argv) {
-    wd_gen_desc d;
-    memset(&d, 0, sizeof d);
-    long long v;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!val) return usage_error("gen: '%s' needs a value", a);
-        i++;
-        if (strcmp(a, "-o") == 0) d.output = val;
-        else if (strcmp(a, "--tsv") == 0) d.tsv = val;
-        else if (strcmp(a, "--prob") == 0) d.prob = val;
-        else if (strcmp(a, "--rows") == 0) { if (parse_long(val, 1, (long long)1 << 40, &v)) return usage_error("--rows: '%s' is out of range", val); d.rows = v; }
-        else if (strcmp(a, "--seed") == 0) { if (parse_long(val, 0, INT64_MAX, &v)) return usage_error("--seed: '%s' is not a number", val); d.seed = (uint64_t)v; }
-        else if (strcmp(a, "--first-row") == 0) { if (parse_long(val, 0, INT64_MAX, &v)) return usage_error("--first-row: '%s' is not a number", val); d.first_row = v; }
-        else if (strcmp(a, "--buckets") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--buckets: '%s' is out of range", val); d.buckets = (uint32_t)v; }
-        else if (strcmp(a, "--max-card") == 0) { if (parse_long(val, 1, 0xFFFFFFFFll, &v)) return usage_error("--max-card: '%s' is out of range", val); d.max_card = (uint32_t)v; }
-        else if (strcmp(a, "--threads") == 0) { if (parse_long(val, 1, 256, &v)) return usage_error("--threads: '%s' is not 1..256", val); d.threads = (int)v; }
-        else if (strcmp(a, "--block") == 0) { if (parse_long(val, 1, WD_MAX_BLOCK_SAMPLES, &v)) return usage_error("--block: '%s' is out of range", val); d.block_samples = (int)v; }
-        else if (strcmp(a, "--zipf") == 0) { d.zipf = atof(val); if (!(d.zipf > 0 && d.zipf < 10)) return usage_error("--zipf: '%s' is not in (0,10)", val); }
-        else return usage_error("gen: unknown option '%s'", a);
-    }
-    if (!d.output || d.rows <= 0) return usage_error("gen: -o OUT.wdr and --rows N are required%s", "");
+    const cmdinfo *c = &CMDS[C_GEN];
+    gen_args a;
+    memset(&a, 0, sizeof a);
+    strvec pos = {0};
+    int rc = parse_args(c, &a, argc, argv, &pos, NULL);
+    if (rc < 0 && pos.n) rc = usage_error("gen: unexpected argument '%s'", pos.v[0]);
+    sv_free(&pos);
+    if (rc >= 0) return rc;
+    wd_gen_desc *d = &a.d;
+    if (!d->output || d->rows <= 0) return usage_error("gen: -o OUT.wdr and --rows N are required");
+    char prob[PATH_MAX + 8];
+    snprintf(prob, sizeof prob, "%s%s", d->prob ? d->prob : d->output, d->prob ? "" : ".prob");
+    const char *outs[3] = {d->output, d->tsv, prob}, *names[3] = {"-o", "--tsv", d->prob ? "--prob" : "the probabilities (OUT.wdr.prob)"};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (outs[i] && outs[j] && same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
+    for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
+    for (int i = 0; i < 3; i++) add_temp(outs[i]);
+    install_signals(0, "");
     wd_gen_report rep;
-    wd_status st = wd_gen(&d, &rep);
+    wd_status st = wd_gen(d, &rep);
     if (st) return fail(st);
     printf("generated rows=%lld ctr=%.4f oracle_auc=%.4f oracle_logloss=%.4f seconds=%.2f\n",
            (long long)rep.rows, rep.ctr, rep.oracle_auc, rep.oracle_logloss, rep.seconds);
     return 0;
 }
 
-// Splits "a,b,c" into at most max pointers into a copy of s (caller frees *mem).
-static int split_list(const char *s, const char **out, int max, char **mem) {
-    *mem = strdup(s);
-    int n = 0;
-    for (char *p = strtok(*mem, ","); p && n < max; p = strtok(NULL, ",")) out[n++] = p;
-    return n;
-}
+// ---- train ------------------------------------------------------------------------------------------
 // "activations 2" for per-layer buffers, the plain name otherwise.
-static const char *wd__plan_label(const wd_plan_entry *e) {
-    static char buf[64];
-    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD) { snprintf(buf, sizeof buf, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
+static const char *plan_label(const wd_plan_entry *e, char *buf, size_t n) {
+    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD) { snprintf(buf, n, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
     return wd_buf_name(e->buf);
 }
-static int slot_index(const wd_schema *s, const char *name) {
-    for (int k = 0; k < s->nslots; k++) if (strcmp(s->slot[k].name, name) == 0) return k;
-    char *end;
-    long v = strtol(name, &end, 10);
-    return (*name && !*end && v >= 0 && v < s->nslots) ? (int)v : -1;
+// A slot by name or 0-based index, given as the n bytes at name; -1 if none.
+static int slot_index(const wd_schema *s, const char *name, size_t n) {
+    for (int k = 0; k < s->nslots; k++) if (strlen(s->slot[k].name) == n && strncmp(s->slot[k].name, name, n) == 0) return k;
+    if (n == 0 || n > 9) return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        v = v * 10 + (name[i] - '0');
+    }
+    return v < s->nslots ? v : -1;
+}
+// --hidden W1,W2,... into md->hidden; 0 or the exit status.
+static int parse_hidden(const char *list, wd_model_desc *md) {
+    strvec h = {0};
+    int rc = 0;
+    if (sv_split(&h, list)) { sv_free(&h); return fail_msg("out of memory"); }
+    if (h.n > WD_MAX_LAYERS) rc = usage_error("--hidden: %d layers, at most %d", h.n, WD_MAX_LAYERS);
+    for (int l = 0; !rc && l < h.n; l++) {
+        long long v;
+        int r = parse_int(h.v[l], &v);
+        if (r == -1) rc = usage_error("--hidden: '%s' is not a number", h.v[l]);
+        else if (r == -2 || v < 1 || v > 65536) rc = usage_error("--hidden: '%s' is not a width (1..65536)", h.v[l]);
+        else md->hidden[l] = (int)v;
+    }
+    sv_free(&h);
+    return rc;
+}
+// --cross AxB,... into md->cross against the schema; 0 or the exit status.
+// A slot name may itself hold an 'x': every split of an item is tried.
+static int parse_cross(const char *list, const wd_schema *s, wd_model_desc *md) {
+    strvec cs = {0};
+    int rc = 0;
+    if (sv_split(&cs, list)) { sv_free(&cs); return fail_msg("out of memory"); }
+    if (cs.n > WD_MAX_CROSSES) rc = usage_error("--cross: %d pairs, at most %d", cs.n, WD_MAX_CROSSES);
+    for (int q = 0; !rc && q < cs.n; q++) {
+        const char *item = cs.v[q];
+        int a = -1, b = -1, splits = 0;
+        for (const char *x = strchr(item, 'x'); x && a < 0; x = strchr(x + 1, 'x')) {
+            splits++;
+            int l = slot_index(s, item, (size_t)(x - item)), r = slot_index(s, x + 1, strlen(x + 1));
+            if (l >= 0 && r >= 0) { a = l; b = r; }
+        }
+        if (a >= 0) { md->cross[q][0] = a; md->cross[q][1] = b; continue; }
+        if (splits == 0) rc = usage_error("--cross: '%s' is not AxB (two slots)", item);
+        else if (splits == 1) {
+            const char *x = strchr(item, 'x');
+            int left_ok = slot_index(s, item, (size_t)(x - item)) >= 0;
+            const char *bad = left_ok ? x + 1 : item;
+            int blen = left_ok ? (int)strlen(x + 1) : (int)(x - item);
+            rc = usage_error("--cross: unknown slot '%.*s' in '%s' (slots: names or 0..%d)", blen, bad, item, s->nslots - 1);
+        } else rc = usage_error("--cross: '%s' is not a pair of slots (names or 0..%d)", item, s->nslots - 1);
+    }
+    if (!rc) md->ncross = cs.n;
+    sv_free(&cs);
+    return rc;
 }
 
-typedef struct train_ui { FILE *log; int tty; int64_t last_print_step; double last_print; } train_ui;
+typedef struct train_ui {
+    FILE *log;
+    int log_errno;
+    int tty;
+    double every, last_line, last_tty;
+} train_ui;
 static int train_progress(void *user, const wd_progress *p) {
     train_ui *u = (train_ui *)user;
-    if (u->log) {
+    int valid = !isnan(p->valid_auc) || !isnan(p->valid_logloss);
+    if (u->log && !u->log_errno) {
+        errno = 0;
         fprintf(u->log, "%lld,%lld,%lld,%.6f,%.1f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
-        if (p->valid_auc == p->valid_auc) fprintf(u->log, "%.6f,%.6f\n", p->valid_auc, p->valid_logloss);
-        else fprintf(u->log, ",\n");
+        if (valid && !isnan(p->valid_auc)) fprintf(u->log, "%.6f", p->valid_auc);
+        fputc(',', u->log);
+        if (valid && !isnan(p->valid_logloss)) fprintf(u->log, "%.6f", p->valid_logloss);
+        fputc('\n', u->log);
+        if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
     }
-    double now = wd__now();
-    if (p->valid_auc == p->valid_auc)
-        fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch, p->valid_auc, p->valid_logloss);
-    else if (u->tty && now - u->last_print > 0.2) {
-        u->last_print = now;
-        fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step, (long long)p->epoch, p->loss, p->samples_per_s, p->eta_s);
+    double now = now_s();
+    if (valid)
+        fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch,
+                p->valid_auc, p->valid_logloss);
+    else if (u->tty) {
+        if (now - u->last_tty > 0.2) {
+            u->last_tty = now;
+            fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step, (long long)p->epoch, p->loss,
+                    p->samples_per_s, p->eta_s);
+        }
+    } else if (now - u->last_line >= u->every) {
+        u->last_line = now;
+        fprintf(stderr, "wd: step %lld epoch %lld loss %.5f, %.0f samples/s, %.0f s elapsed, ETA %.0f s\n", (long long)p->step, (long long)p->epoch,
+                p->loss, p->samples_per_s, p->elapsed_s, p->eta_s);
     }
-    return 0;
+    return g_signal != 0 || u->log_errno != 0;
+}
+// The MLP on a slow GEMM engine: say so (report.engine names it).
+static void warn_engine(const char *engine) {
+    static const char *const generic[] = {"Prescott", "Katmai", "Coppermine", "Northwood", "Banias", "Core2", "Penryn", "Dunnington",
+                                          "Nehalem", "Atom", "Opteron", "Opteron_SSE3", "Barcelona", "Bobcat", "Nano", "Generic"};
+    if (strstr(engine, "gemm=portable"))
+        warn("the MLP runs on the portable GEMM loops (slow): install libdnnl-dev (or libopenblas-dev) and rebuild");
+    const char *core = strstr(engine, "core=");
+    if (core) {
+        core += 5;
+        size_t n = strcspn(core, " ");
+        for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++)
+            if (strlen(generic[i]) == n && strncasecmp(core, generic[i], n) == 0) {
+                warn("OpenBLAS runs its generic %.*s kernels on this CPU (slow): install libdnnl-dev and rebuild, "
+                     "or set OPENBLAS_CORETYPE to this CPU's core", (int)n, core);
+                break;
+            }
+    }
+    if (strstr(engine, "isa=sse41")) warn("oneDNN found only SSE4.1 on this CPU: the MLP runs slowly");
 }
 
 static int cmd_train(int argc, char **argv) {
-    const char *train = NULL, *valid = NULL, *save = NULL, *resume = NULL, *logpath = NULL, *hidden = NULL, *cross = NULL;
-    wd_model_desc md;
-    memset(&md, 0, sizeof md);
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    long long v;
-    int model_flags = 0, plan = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int flag = strcmp(a, "--no-wide") == 0 || strcmp(a, "--no-deep") == 0 || strcmp(a, "--no-shuffle") == 0;
-        if (strcmp(a, "--plan") == 0) { plan = 1; continue; }
-        if (flag) {
-            if (a[5] == 'w') { md.no_wide = 1; model_flags++; }
-            else if (a[5] == 'd') { md.no_deep = 1; model_flags++; }
-            else td.no_shuffle = 1;
-            continue;
-        }
-        if (!val) return usage_error("train: '%s' needs a value", a);
-        i++;
-#define NUM(name, lo, hi, dst) else if (strcmp(a, name) == 0) { if (parse_long(val, lo, hi, &v)) return usage_error(name ": '%s' is out of range", val); dst = v; }
-#define FLT(name, dst) else if (strcmp(a, name) == 0) { char *e; double x = strtod(val, &e); if (*e || !(x >= 0) || x > 1e6) return usage_error(name ": '%s' is not a non-negative number", val); dst = (float)x; model_flags++; }
-        if (strcmp(a, "--train") == 0) train = val;
-        else if (strcmp(a, "--valid") == 0) valid = val;
-        else if (strcmp(a, "--save") == 0) save = val;
-        else if (strcmp(a, "--resume") == 0) resume = val;
-        else if (strcmp(a, "--log") == 0) logpath = val;
-        else if (strcmp(a, "--hidden") == 0) { hidden = val; model_flags++; }
-        else if (strcmp(a, "--cross") == 0) { cross = val; model_flags++; }
-        NUM("--epochs", 1, 100000, td.epochs)
-        NUM("--batch", 1, 1 << 24, td.batch_size)
-        NUM("--threads", 1, 256, td.threads)
-        NUM("--loader-threads", 1, 256, td.loader_threads)
-        NUM("--loader-ram", 1, INT64_MAX, td.loader_ram)
-        NUM("--checkpoint-every", 1, INT64_MAX, td.checkpoint_every)
-        NUM("--eval-every", 1, INT64_MAX, td.eval_every)
-        NUM("--max-steps", 1, INT64_MAX, td.max_steps)
-        NUM("--gpus", 1, 1024, td.devices)
-        NUM("--seed", 0, INT64_MAX, md.seed)
-        NUM("--embed-dim", 1, 1024, md.embed_dim)
-        FLT("--lr-deep", md.lr_deep)
-        FLT("--lr-wide", md.lr_wide)
-        FLT("--ftrl-l1", md.ftrl_l1)
-        FLT("--ftrl-l2", md.ftrl_l2)
-        FLT("--ftrl-beta", md.ftrl_beta)
-        else if (strcmp(a, "--optimizer") == 0) {
-            if (strcmp(val, "adagrad") == 0) md.optimizer = WD_ADAGRAD;
-            else if (strcmp(val, "adam") == 0) md.optimizer = WD_ADAM;
-            else return usage_error("--optimizer: '%s' is not adagrad or adam", val);
-            model_flags++;
-        } else if (strcmp(a, "--precision") == 0) {
-            if (strcmp(val, "fp32") == 0) md.precision = WD_PRECISION_FP32;
-            else if (strcmp(val, "bf16") == 0) md.precision = WD_PRECISION_BF16;
-            else return usage_error("--precision: '%s' is not fp32 or bf16", val);
-            model_flags++;
-        } else if (strcmp(a, "--pooling") == 0) {
-            if (strcmp(val, "sum") == 0) md.pooling = WD_POOL_SUM;
-            else if (strcmp(val, "mean") == 0) md.pooling = WD_POOL_MEAN;
-            else return usage_error("--pooling: '%s' is not sum or mean", val);
-            model_flags++;
-        } else if (strcmp(a, "--device") == 0) {
-            if (strcmp(val, "cpu") == 0) td.device = WD_DEVICE_CPU;
-            else if (strcmp(val, "cuda") == 0) td.device = WD_DEVICE_CUDA;
-            else return usage_error("--device: '%s' is not cpu or cuda", val);
-        } else return usage_error("train: unknown option '%s'", a);
-#undef NUM
-#undef FLT
-    }
-    if (!train) return usage_error("train: --train FILE.wdr[,...] is required%s", "");
-    if (resume && model_flags) return usage_error("train: --resume takes the model settings from the checkpoint; drop the model options%s", "");
-    const char *files[1024], *vfiles[1024];
-    char *fmem, *vmem = NULL;
-    int nf = split_list(train, files, 1024, &fmem), nv = valid ? split_list(valid, vfiles, 1024, &vmem) : 0;
+    const cmdinfo *c = &CMDS[C_TRAIN];
+    train_args a;
+    memset(&a, 0, sizeof a);
+    unsigned char given[NOPTS(TRAIN_OPTS)];
+    strvec pos = {0}, files = {0}, vfiles = {0};
     wd_model *m = NULL;
-    wd_status st;
-    if (resume) st = wd_model_load(resume, &m);
-    else {
-        wd_reader *r;
-        st = wd_reader_open(files[0], &r);
-        if (st) { free(fmem); free(vmem); return fail(st); }
-        wd_schema schema = *wd_reader_schema(r);
-        wd_reader_close(r);
-        md.schema = &schema;
-        if (hidden) {
-            const char *h[WD_MAX_LAYERS + 1];
-            char *hm;
-            int nh = split_list(hidden, h, WD_MAX_LAYERS + 1, &hm);
-            if (nh > WD_MAX_LAYERS) { free(hm); free(fmem); free(vmem); return usage_error("--hidden: at most %s layers", "8"); }
-            for (int l = 0; l < nh; l++) if (parse_long(h[l], 1, 65536, &v)) { free(hm); free(fmem); free(vmem); return usage_error("--hidden: '%s' is not a width", h[l]); } else md.hidden[l] = (int)v;
-            free(hm);
-        }
-        if (cross) {
-            const char *c[WD_MAX_CROSSES + 1];
-            char *cm;
-            int nc = split_list(cross, c, WD_MAX_CROSSES + 1, &cm);
-            for (int q = 0; q < nc; q++) {
-                char *x = strchr((char *)c[q], 'x');
-                if (!x) { free(cm); free(fmem); free(vmem); return usage_error("--cross: '%s' is not AxB", c[q]); }
-                *x = 0;
-                int a = slot_index(&schema, c[q]), b = slot_index(&schema, x + 1);
-                if (a < 0 || b < 0) { free(cm); free(fmem); free(vmem); return usage_error("--cross: unknown slot in '%s'", c[q]); }
-                md.cross[q][0] = a; md.cross[q][1] = b;
-            }
-            md.ncross = nc;
-            free(cm);
-        }
-        if (plan) {   // sizes only: nothing is allocated
-            int ranks = td.devices > 0 ? (int)td.devices : 1;
-            int batch = (int)((td.batch_size > 0 ? td.batch_size : 4096) / ranks);
-            wd_plan p;
-            st = wd_plan_from_desc(&md, batch, ranks, &p);
-            free(fmem); free(vmem);
-            if (st) return fail(st);
-            printf("device plan: %d rank(s), batch %d per rank\n", ranks, batch);
-            for (int i = 0; i < p.n; i++) if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", wd__plan_label(&p.e[i]), (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
-            printf("  %-28s %14lld bytes  %9.2f GiB per GPU\n", "total", (long long)p.total, p.total / 1073741824.0);
-            return 0;
-        }
-        st = wd_model_create(&md, &m);
-    }
-    if (st) { free(fmem); free(vmem); return fail(st); }
+    wd_reader *r = NULL;
     train_ui ui;
     memset(&ui, 0, sizeof ui);
-    ui.tty = isatty(2);
-    if (logpath) {
-        ui.log = fopen(logpath, "w");
-        if (!ui.log) { wd_model_destroy(m); free(fmem); free(vmem); return fail(wd__fail(WD_ERR_IO, "%s: cannot create the log", logpath)); }
-        fprintf(ui.log, "step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n");
+    wd_model_desc *md = &a.md;
+    wd_train_desc *td = &a.td;
+    int rc = parse_args(c, &a, argc, argv, &pos, given);
+    if (rc >= 0) goto done;
+    rc = 2;
+    if (pos.n) { usage_error("train: unexpected argument '%s' (training files go in --train A.wdr,B.wdr)", pos.v[0]); goto done; }
+    if (!a.train) { usage_error("train: --train FILE.wdr[,...] is required"); goto done; }
+    const opt *model_opt = first_given(c, given, G_MODEL);
+    const char *from = a.resume ? "--resume" : "--init-from";
+    if (a.resume && a.init_from) { usage_error("train: --resume continues a run, --init-from starts a new one: choose one"); goto done; }
+    if ((a.resume || a.init_from) && model_opt) { usage_error("train: %s takes the model settings from the checkpoint; drop %s", from, model_opt->name); goto done; }
+    const char *needs_valid[3] = {"--early-stop", "--keep-best", "--eval-every"};
+    for (int i = 0; i < 3; i++)
+        if (!a.valid && opt_given(c, given, needs_valid[i])) { usage_error("%s needs --valid (validation files)", needs_valid[i]); goto done; }
+    if (td->keep_best && !a.save) { usage_error("--keep-best needs --save (where the best model goes)"); goto done; }
+    if (td->keep_best && td->checkpoint_every) { usage_error("--keep-best and --checkpoint-every would both write --save: choose one"); goto done; }
+    if (td->checkpoint_every && !a.save) { usage_error("--checkpoint-every needs --save"); goto done; }
+    if (opt_given(c, given, "--gpus") && td->device != WD_DEVICE_CUDA && !a.plan) { usage_error("--gpus needs --device cuda (the CPU device uses --threads)"); goto done; }
+    if (a.cross && count_items(a.cross) > WD_MAX_CROSSES) { usage_error("--cross: %d pairs, at most %d", count_items(a.cross), WD_MAX_CROSSES); goto done; }
+    if (a.hidden && (rc = parse_hidden(a.hidden, md)) != 0) goto done;
+    rc = 2;
+    if (sv_split(&files, a.train) || (a.valid && sv_split(&vfiles, a.valid))) { rc = fail_msg("out of memory"); goto done; }
+    // no output may replace an input (--save onto --resume's checkpoint continues it: allowed)
+    const char *outs[2] = {a.save, a.log}, *out_names[2] = {"--save", "--log"};
+    for (int o = 0; o < 2; o++) {
+        if (!outs[o]) continue;
+        for (int i = 0; i < files.n; i++) if (same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
+        for (int i = 0; i < vfiles.n; i++) if (same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
+        if (a.init_from && same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
     }
-    td.files = files; td.nfiles = nf; td.valid_files = vfiles; td.nvalid = nv;
-    td.checkpoint_path = save;
-    td.progress = train_progress; td.user = &ui;
+    if (a.log && a.resume && same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
+    if (a.log && a.save && same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
+    if (a.save && !a.plan && (rc = check_output("--save", a.save)) != 0) goto done;
+    rc = 1;
+
+    wd_status st = WD_OK;
+    if (a.resume || a.init_from) {
+        st = wd_model_load(a.resume ? a.resume : a.init_from, &m);
+        if (st) { rc = fail(st); goto done; }
+        if (a.init_from) wd_model_new_run(m);
+        *md = *wd_model_description(m);
+    } else {
+        st = wd_reader_open(files.v[0], &r);
+        if (st) { rc = fail(st); goto done; }
+        md->schema = wd_reader_schema(r);
+        if (a.cross && (rc = parse_cross(a.cross, md->schema, md)) != 0) goto done;
+        rc = 1;
+    }
+    if (a.plan) {   // sizes only: nothing is allocated
+        if (td->devices == WD_ALL_GPUS) { rc = usage_error("--plan: give --gpus a number (the plan is made without GPUs)"); goto done; }
+        int ranks = td->devices > 0 ? td->devices : 1;
+        int batch = (td->batch_size > 0 ? td->batch_size : 4096) / ranks;
+        if (batch < 1) { rc = usage_error("--plan: a batch of %d does not split over %d GPUs", td->batch_size, ranks); goto done; }
+        wd_plan p;
+        st = wd_plan_from_desc(md, batch, ranks, &p);
+        if (st) { rc = fail(st); goto done; }
+        char lb[64];
+        printf("device plan: %d rank(s), batch %d per rank\n", ranks, batch);
+        for (int i = 0; i < p.n; i++)
+            if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", plan_label(&p.e[i], lb, sizeof lb), (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
+        printf("  %-28s %14lld bytes  %9.2f GiB per GPU\n", "total", (long long)p.total, p.total / 1073741824.0);
+        rc = 0;
+        goto done;
+    }
+    if (!m) {
+        st = wd_model_create(md, &m);
+        if (st) { rc = fail(st); goto done; }
+    }
+    wd_reader_close(r);
+    r = NULL;
+    ui.tty = isatty(2);
+    ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
+    ui.last_line = now_s();
+    add_temp(a.save);
+    install_signals(1, "\nwd: stopping after the current step (then --save is written); interrupt again to quit at once\n");
+    if (a.log) {   // written line by line: a stopped run leaves whole lines
+        ui.log = fopen(a.log, "w");
+        if (!ui.log) { rc = fail_msg("%s: cannot create the log: %s", a.log, strerror(errno)); goto done; }
+        setvbuf(ui.log, NULL, _IOLBF, 0);
+        errno = 0;
+        fputs("step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n", ui.log);
+        if (fflush(ui.log) != 0 || ferror(ui.log)) { rc = fail_msg("%s: write failed: %s", a.log, strerror(errno ? errno : EIO)); goto done; }
+    }
+    if (!a.save) warn("no --save: the trained model will be thrown away when training ends");
+    td->files = files.v; td->nfiles = files.n; td->valid_files = vfiles.v; td->nvalid = vfiles.n;
+    td->checkpoint_path = a.save;
+    td->progress = train_progress; td->user = &ui;
     wd_train_report rep;
-    st = wd_train(m, &td, &rep);
+    memset(&rep, 0, sizeof rep);
+    rep.valid_auc = rep.valid_logloss = rep.best_auc = NAN;
+    if (g_signal) st = wd__fail(WD_ERR_ABORTED, "interrupted before training started");
+    else st = wd_train(m, td, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
-    if (ui.log) fclose(ui.log);
-    if (!st) {
-        printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds, rep.samples_per_s, rep.last_loss);
-        if (rep.valid_auc == rep.valid_auc) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
-        printf("\n");
+    if (ui.log) {
+        if (fclose(ui.log) != 0 && !ui.log_errno) ui.log_errno = errno ? errno : EIO;
+        ui.log = NULL;
+    }
+    int64_t epoch = 0, inb = 0, step = 0;
+    wd_model_position(m, &epoch, &inb, &step);
+    // what --save holds after a stop: the last step, or with --keep-best the best one so far
+    char where[PATH_MAX + 96] = "";
+    if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1) {
+        if (td->keep_best && rep.best_step >= 0) snprintf(where, sizeof where, "; %s holds the best model so far (step %lld)", a.save, (long long)rep.best_step);
+        else snprintf(where, sizeof where, "; checkpoint saved to %s (continue with --resume)", a.save);
+    } else if (!a.save) snprintf(where, sizeof where, "; no --save: the model is lost");
+    if (g_signal) {
+        if (st && st != WD_ERR_ABORTED) fail(st);
+        if (!st) fprintf(stderr, "wd: interrupted by %s after training finished%s%s\n", signal_name(g_signal), a.save ? "; the model is saved to " : "",
+                         a.save ? a.save : "");
+        else fprintf(stderr, "wd: interrupted by %s: training stopped at step %lld (epoch %lld)%s\n", signal_name(g_signal), (long long)step,
+                     (long long)epoch, where);
+        rc = 128 + g_signal;
+    } else if (ui.log_errno) {
+        fail_msg("%s: write failed: %s; training stopped at step %lld%s", a.log, strerror(ui.log_errno), (long long)step, where);
+        rc = 1;
+    } else if (st) {
+        rc = fail(st);
+    } else {
+        printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
+               rep.samples_per_s, rep.last_loss);
+        if (!isnan(rep.valid_auc) || !isnan(rep.valid_logloss)) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
+        if (vfiles.n && rep.best_step >= 0) printf(" best_auc=%.5f best_step=%lld", rep.best_auc, (long long)rep.best_step);
+        if (rep.stopped == 2) printf(" early_stop=1");
+        printf(" engine=%s\n", rep.engine);
         if (rep.steps > 0 && rep.train_s > 0) {   // where the step loop's time went
             printf("time per step (rank 0, ms):");
             for (int s = 0; s < WD_STAGE_COUNT; s++) printf(" %s %.3f", wd_stage_name(s), 1e3 * rep.stage_s[s] / (double)rep.steps);
             printf(" | %s\n", rep.engine);
         }
+        if (rep.stopped == 2)
+            fprintf(stderr, "wd: early stop: no better validation AUC in %d validations; the best, %.5f, came at step %lld\n", td->early_stop,
+                    rep.best_auc, (long long)rep.best_step);
+        if (td->keep_best && rep.best_step >= 0) fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save, (long long)rep.best_step);
+        rc = 0;
     }
+    if (rep.engine[0]) warn_engine(rep.engine);
+done:
+    if (ui.log) fclose(ui.log);
+    if (r) wd_reader_close(r);
     wd_model_destroy(m);
-    free(fmem); free(vmem);
-    return st ? fail(st) : 0;
+    sv_free(&pos);
+    sv_free(&files);
+    sv_free(&vfiles);
+    return rc;
 }
 
-// eval and predict share their options.
+// ---- eval and predict -------------------------------------------------------------------------------
+// Writes the predictions (with ids when ids[] is given) to f; 0, or -1 with
+// the message printed. path: f's name for messages.
+static int write_predictions(FILE *f, const char *path, const float *pred, const int64_t *counts, const strvec *files, const strvec *ids) {
+    int64_t at = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    errno = 0;
+    for (int k = 0; k < files->n && !rc; k++) {
+        FILE *in = NULL;
+        if (ids->n) {
+            in = fopen(ids->v[k], "r");
+            if (!in) { rc = fail_msg("%s: cannot open: %s", ids->v[k], strerror(errno)); break; }
+        }
+        for (int64_t i = 0; i < counts[k] && !rc; i++, at++) {
+            if (in) {
+                ssize_t n = getline(&line, &cap, in);
+                if (n < 0) { rc = fail_msg("%s: %lld ids for the %lld samples of %s", ids->v[k], (long long)i, (long long)counts[k], files->v[k]); break; }
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+                if (fprintf(f, "%s\t%.7g\n", line, (double)pred[at]) < 0) break;
+            } else if (fprintf(f, "%.7g\n", (double)pred[at]) < 0) break;
+        }
+        if (in && !rc && getline(&line, &cap, in) >= 0) rc = fail_msg("%s: more ids than the %lld samples of %s", ids->v[k], (long long)counts[k], files->v[k]);
+        if (in) fclose(in);
+        if (ferror(f)) break;
+    }
+    free(line);
+    if (!rc && (fflush(f) != 0 || ferror(f))) rc = fail_msg("%s: write failed: %s", path, strerror(errno ? errno : EIO));
+    return rc ? -1 : 0;
+}
+
 static int cmd_eval_predict(int argc, char **argv, int predict) {
-    const char *model = NULL, *out = NULL, *files[1024];
-    int nf = 0;
-    long long threads = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] == '-' && a[1]) {
-            if (!val) return usage_error("'%s' needs a value", a);
-            i++;
-            if (strcmp(a, "--model") == 0) model = val;
-            else if (predict && (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)) out = val;
-            else if (strcmp(a, "--threads") == 0) { if (parse_long(val, 1, 256, &threads)) return usage_error("--threads: '%s' is not 1..256", val); }
-            else return usage_error("unknown option '%s'", a);
-        } else if (nf < 1024) files[nf++] = a;
-    }
-    if (!model || !nf || (predict && !out)) return usage_error(predict ? "predict: --model M.wdm, DATA.wdr and -o PRED.txt are required%s" : "eval: --model M.wdm and DATA.wdr are required%s", "");
-    wd_model *m;
-    wd_status st = wd_model_load(model, &m);
-    if (st) return fail(st);
-    int64_t total = 0;
-    for (int f = 0; f < nf && !st; f++) {
-        wd_reader *r;
-        st = wd_reader_open(files[f], &r);
-        if (!st) { total += wd_reader_nsamples(r); wd_reader_close(r); }
-    }
+    const cmdinfo *c = &CMDS[predict ? C_PREDICT : C_EVAL];
+    eval_args a;
+    memset(&a, 0, sizeof a);
+    strvec files = {0}, ids = {0};
+    wd_model *m = NULL;
     float *pred = NULL;
-    if (!st && predict) {
+    int64_t *counts = NULL;
+    FILE *f = NULL;
+    char tmp[TEMP_MAX] = "";
+    int rc = parse_args(c, &a, argc, argv, &files, NULL);
+    if (rc >= 0) goto done;
+    rc = 2;
+    if (!a.model || !files.n || (predict && !a.out)) {
+        usage_error(predict ? "predict: --model M.wdm, DATA.wdr and -o PRED.txt are required" : "eval: --model M.wdm and DATA.wdr are required");
+        goto done;
+    }
+    if (a.ids && a.no_ids) { usage_error("predict: --ids and --no-ids exclude each other"); goto done; }
+    if (a.ids) {
+        if (sv_split(&ids, a.ids)) { rc = fail_msg("out of memory"); goto done; }
+        if (ids.n != files.n) { usage_error("--ids: %d ids files for %d data files (one each, in order)", ids.n, files.n); goto done; }
+    } else if (predict && !a.no_ids) {   // automatic: DATA.wdr.ids next to every DATA.wdr
+        int have = 0;
+        const char *with = NULL, *without = NULL;
+        for (int i = 0; i < files.n; i++) {
+            char p[PATH_MAX + 8];
+            struct stat sb;
+            snprintf(p, sizeof p, "%s.ids", files.v[i]);
+            if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) { have++; with = files.v[i]; } else without = files.v[i];
+        }
+        if (have && have < files.n) { usage_error("predict: %s has ids (%s.ids) but %s has none: give --ids or --no-ids", with, with, without); goto done; }
+        if (have) {
+            size_t total = 0;
+            for (int i = 0; i < files.n; i++) total += strlen(files.v[i]) + 5;
+            ids.mem = (char *)malloc(total);
+            if (!ids.mem) { rc = fail_msg("out of memory"); goto done; }
+            char *q = ids.mem;
+            for (int i = 0; i < files.n; i++) {
+                int n = sprintf(q, "%s.ids", files.v[i]);
+                if (sv_push(&ids, q)) { rc = fail_msg("out of memory"); goto done; }
+                q += n + 1;
+            }
+        }
+    }
+    int to_stdout = predict && strcmp(a.out, "-") == 0, direct = to_stdout;
+    if (predict && !to_stdout) {
+        if (same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
+        for (int i = 0; i < files.n; i++) if (same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
+        for (int i = 0; i < ids.n; i++) if (same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
+        struct stat sb;
+        if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) direct = 1;   // a pipe or a device: written as it is
+        else if ((rc = check_output("-o", a.out)) != 0) goto done;
+        if (!direct) { temp_name(tmp, sizeof tmp, a.out); add_temp(a.out); }
+        install_signals(0, "");
+    }
+    rc = 1;
+    wd_status st = wd_model_load(a.model, &m);
+    if (st) { rc = fail(st); goto done; }
+    counts = (int64_t *)calloc((size_t)files.n, sizeof *counts);
+    if (!counts) { rc = fail_msg("out of memory"); goto done; }
+    int64_t total = 0;
+    for (int i = 0; i < files.n; i++) {
+        wd_reader *r;
+        st = wd_reader_open(files.v[i], &r);
+        if (st) { rc = fail(st); goto done; }
+        counts[i] = wd_reader_nsamples(r);
+        total += counts[i];
+        wd_reader_close(r);
+    }
+    if (total == 0 && !predict) {
+        fprintf(stderr, "wd: error: no samples to evaluate in");
+        for (int i = 0; i < files.n; i++) fprintf(stderr, " %s", files.v[i]);
+        fputc('\n', stderr);
+        goto done;
+    }
+    if (predict) {
         pred = (float *)malloc(sizeof(float) * (size_t)(total ? total : 1));
-        if (!pred) st = wd__fail(WD_ERR_NOMEM, "out of memory for %lld predictions", (long long)total);
+        if (!pred) { rc = fail_msg("out of memory for %lld predictions", (long long)total); goto done; }
     }
     wd_eval_desc e;
     memset(&e, 0, sizeof e);
-    e.files = files; e.nfiles = nf; e.threads = (int)threads; e.predictions = pred; e.predictions_cap = total;
+    e.files = files.v; e.nfiles = files.n; e.threads = a.threads; e.predictions = pred; e.predictions_cap = total;
     wd_metrics mt;
-    if (!st) st = wd_evaluate(m, &e, &mt);
-    if (!st && predict) {
-        FILE *f = fopen(out, "w");
-        if (!f) st = wd__fail(WD_ERR_IO, "%s: cannot create", out);
-        for (int64_t i = 0; !st && i < total; i++) fprintf(f, "%.7g\n", (double)pred[i]);
-        if (f && fclose(f) != 0 && !st) st = wd__fail(WD_ERR_IO, "%s: write failed", out);
-        if (!st) printf("predicted %lld samples -> %s\n", (long long)total, out);
-    } else if (!st) {
+    memset(&mt, 0, sizeof mt);
+    if (total > 0) {
+        st = wd_evaluate(m, &e, &mt);
+        if (st) { rc = fail(st); goto done; }
+    }
+    if (!predict) {
         printf("mean_pred=%.6f ctr=%.6f\n", mt.mean_pred, mt.ctr);
         printf("auc=%.6f logloss=%.6f samples=%lld\n", mt.auc, mt.logloss, (long long)mt.samples);
+        if (isnan(mt.auc)) warn("the AUC is undefined: every sample has label %g", mt.ctr);
+        rc = 0;
+        goto done;
     }
+    const char *wpath = direct ? a.out : tmp;
+    f = to_stdout ? stdout : fopen(wpath, "w");
+    if (!f) { rc = fail_msg("%s: cannot create: %s", wpath, strerror(errno)); goto done; }
+    if (write_predictions(f, to_stdout ? "standard output" : a.out, pred, counts, &files, &ids)) goto done;
+    if (!to_stdout) {
+        if (!direct && fsync(fileno(f)) != 0) { rc = fail_msg("%s: fsync failed: %s", a.out, strerror(errno)); goto done; }
+        int cr = fclose(f);
+        f = NULL;
+        if (cr != 0) { rc = fail_msg("%s: write failed: %s", a.out, strerror(errno)); goto done; }
+        if (!direct && rename(tmp, a.out) != 0) { rc = fail_msg("%s: cannot finish writing: %s", a.out, strerror(errno)); goto done; }
+        tmp[0] = 0;
+    }
+    fprintf(to_stdout ? stderr : stdout, "predicted %lld samples%s -> %s\n", (long long)total, ids.n ? " with ids" : "", to_stdout ? "standard output" : a.out);
+    rc = 0;
+done:
+    if (f && f != stdout) fclose(f);
+    if (tmp[0]) unlink(tmp);
     free(pred);
+    free(counts);
     wd_model_destroy(m);
-    return st ? fail(st) : 0;
+    sv_free(&files);
+    sv_free(&ids);
+    return rc;
 }
 
+// ---- dump ---------------------------------------------------------------------------------------------
 static int cmd_dump(int argc, char **argv) {
-    if (argc != 2) return usage_error("dump: DATA.wdr OUTDIR%s", "");
-    wd_reader *r;
-    wd_status st = wd_reader_open(argv[0], &r);
-    if (st) return fail(st);
+    const cmdinfo *c = &CMDS[C_DUMP];
+    strvec pos = {0};
+    int rc = parse_args(c, NULL, argc, argv, &pos, NULL);
+    if (rc < 0 && pos.n != 2) rc = usage_error("dump: DATA.wdr OUTDIR");
+    if (rc >= 0) { sv_free(&pos); return rc; }
+    const char *in = pos.v[0], *dir = pos.v[1];
+    enum { NF = 4 };
+    static const char *const names[NF] = {"labels.f32", "dense.f32", "ids.u32", "meta.txt"};
+    char path[NF][PATH_MAX], tmp[NF][TEMP_MAX];
+    FILE *f[NF] = {NULL, NULL, NULL, NULL};
+    uint32_t *row = NULL;
+    wd_reader *r = NULL;
+    int created = 0;   // temporary files created (removed on failure)
+    wd_status st = wd_reader_open(in, &r);
+    if (st) { rc = fail(st); goto done; }
     const wd_schema *s = wd_reader_schema(r);
     for (int k = 0; k < s->nslots; k++)
-        if (s->slot[k].kind != WD_ONE_HOT) { wd_reader_close(r); return fail(wd__fail(WD_ERR_UNSUPPORTED, "dump: slot %s is multi-hot", s->slot[k].name)); }
-    char path[3][4096];
-    const char *names[3] = {"labels.f32", "dense.f32", "ids.u32"};
-    FILE *f[3];
-    for (int i = 0; i < 3; i++) {
-        snprintf(path[i], sizeof path[i], "%s/%s", argv[1], names[i]);
-        f[i] = fopen(path[i], "wb");
-        if (!f[i]) { st = wd__fail(WD_ERR_IO, "%s: cannot create", path[i]); while (i--) fclose(f[i]); wd_reader_close(r); return fail(st); }
+        if (s->slot[k].kind != WD_ONE_HOT) { rc = fail_msg("dump: slot %s is multi-hot (dump writes one id per slot)", s->slot[k].name); goto done; }
+    if (make_dirs(dir) != 0) { rc = fail_msg("%s: cannot create the directory: %s", dir, strerror(errno)); goto done; }
+    for (int i = 0; i < NF; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+        if (same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
+        temp_name(tmp[i], sizeof tmp[i], path[i]);
+        add_temp(path[i]);
     }
-    uint32_t *row = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(s->nslots ? s->nslots : 1));
-    for (int64_t i = 0; !st && i < wd_reader_nblocks(r); i++) {
+    install_signals(0, "");
+    for (; created < NF; created++) {
+        f[created] = fopen(tmp[created], "wb");
+        if (!f[created]) { rc = fail_msg("%s: cannot create: %s", tmp[created], strerror(errno)); goto done; }
+    }
+    row = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(s->nslots ? s->nslots : 1));
+    if (!row) { rc = fail_msg("out of memory"); goto done; }
+    int bad = -1;   // the first file a write failed on
+    errno = 0;
+    for (int64_t i = 0; bad < 0 && i < wd_reader_nblocks(r); i++) {
         const wd_batch *b;
         st = wd_reader_block(r, i, &b);
-        if (st) break;
-        fwrite(b->label, sizeof(float), (size_t)b->n, f[0]);
-        fwrite(b->dense, sizeof(float), (size_t)b->n * (size_t)s->ndense, f[1]);
-        for (int j = 0; j < b->n; j++) {
+        if (st) { rc = fail(st); goto done; }
+        if (fwrite(b->label, sizeof(float), (size_t)b->n, f[0]) != (size_t)b->n) bad = 0;
+        size_t nd = (size_t)b->n * (size_t)s->ndense;
+        if (bad < 0 && nd && fwrite(b->dense, sizeof(float), nd, f[1]) != nd) bad = 1;
+        for (int j = 0; bad < 0 && j < b->n; j++) {
             for (int k = 0; k < s->nslots; k++) row[k] = b->ids[k][j];
-            fwrite(row, sizeof(uint32_t), (size_t)s->nslots, f[2]);
+            if (s->nslots && fwrite(row, sizeof(uint32_t), (size_t)s->nslots, f[2]) != (size_t)s->nslots) bad = 2;
         }
     }
-    int bad = 0;
-    for (int i = 0; i < 3; i++) bad |= fclose(f[i]) != 0;
-    if (!st && bad) st = wd__fail(WD_ERR_IO, "%s: write failed", argv[1]);
-    if (!st) {   // meta.txt: "samples dense slots" then one bucket count per slot
-        char mp[4096];
-        snprintf(mp, sizeof mp, "%s/meta.txt", argv[1]);
-        FILE *m = fopen(mp, "w");
-        if (!m) st = wd__fail(WD_ERR_IO, "%s: cannot create", mp);
-        else {
-            fprintf(m, "%lld %d %d\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots);
-            for (int k = 0; k < s->nslots; k++) fprintf(m, "%u%c", s->slot[k].buckets, k + 1 < s->nslots ? ' ' : '\n');
-            if (fclose(m) != 0) st = wd__fail(WD_ERR_IO, "%s: write failed", mp);
-        }
+    if (bad < 0) {   // meta.txt: "samples dense slots", then one bucket count per slot
+        fprintf(f[3], "%lld %d %d\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots);
+        for (int k = 0; k < s->nslots; k++) fprintf(f[3], "%u%c", s->slot[k].buckets, k + 1 < s->nslots ? ' ' : '\n');
     }
-    if (!st) printf("dumped %lld samples, %d dense, %d slots to %s\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots, argv[1]);
+    for (int i = 0; i < NF; i++) {
+        int ok = bad < 0 && fflush(f[i]) == 0 && !ferror(f[i]) && fsync(fileno(f[i])) == 0;
+        if (fclose(f[i]) != 0) ok = 0;
+        f[i] = NULL;
+        if (!ok && bad < 0) bad = i;
+    }
+    if (bad >= 0) { rc = fail_msg("%s: write failed: %s", path[bad], strerror(errno ? errno : EIO)); goto done; }
+    for (int i = 0; i < NF; i++)
+        if (rename(tmp[i], path[i]) != 0) { rc = fail_msg("%s: cannot finish writing: %s", path[i], strerror(errno)); goto done; }
+    printf("dumped %lld samples, %d dense, %d slots to %s\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots, dir);
+    rc = 0;
+done:
+    for (int i = 0; i < created; i++) {
+        if (f[i]) fclose(f[i]);
+        if (rc != 0) unlink(tmp[i]);
+    }
     free(row);
-    wd_reader_close(r);
-    return st ? fail(st) : 0;
+    if (r) wd_reader_close(r);
+    sv_free(&pos);
+    return rc;
 }
 
+static int run_command(int argc, char **argv);
+// Every command's results go to stdout: a failed write there fails the command.
 int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(USAGE, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    int rc = run_command(argc, argv);
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {   // (a failed command said why already)
+        fprintf(stderr, "wd: error: standard output: write failed: %s\n", strerror(errno ? errno : EIO));
+        return 1;
     }
+    return rc;
+}
+static int run_command(int argc, char **argv) {
+    if (argc < 2) { print_overview(stderr, 0); return 2; }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2)
+            for (int i = 0; i < C_COUNT; i++)
+                if (strcmp(argv[2], CMDS[i].name) == 0) { print_command_help(stdout, &CMDS[i]); return 0; }
+        if (argc > 2) return usage_error("help: unknown command '%s'", argv[2]);
+        print_overview(stdout, 1);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0 || strcmp(cmd, "-V") == 0) {
+#ifdef WD_HAVE_CUDA
+        const char *cuda = ", cuda";
+#else
+        const char *cuda = "";
+#endif
+        printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
+        return 0;
+    }
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
@@ -571,6 +1607,5 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "eval") == 0) return cmd_eval_predict(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "predict") == 0) return cmd_eval_predict(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 2, argv + 2);
-    if (strcmp(cmd, "version") == 0) { printf("wd %s\n", WD_VERSION_STRING); return 0; }
     return usage_error("unknown command '%s'", cmd);
 }
