@@ -9,7 +9,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
 DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
-FUZZERS := wdr criteo libsvm csv wdm
+FUZZERS := wdr criteo libsvm csv wdm api
 # The GEMM engine of the MLP (widedeep.h, "The GEMM engine"): oneDNN when it is
 # installed (tools/install-deps.sh installs it), else Debian's serial OpenBLAS,
 # else the header's portable loops. `make GEMM=openblas` or `GEMM=portable`
@@ -85,7 +85,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_loader test_train test_loop test_faults test_ref test_golden
+TESTS := test_wd test_convert test_loader test_train test_loop test_faults test_ref test_golden test_edges test_hardening
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
@@ -153,3 +153,55 @@ fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))
 
 clean:
 	rm -rf $(B)
+
+# ---- install ------------------------------------------------------------------
+# `make install [PREFIX=/usr/local] [DESTDIR=stage]`: the header, the wd tool,
+# pkg-config files (widedeep, widedeep-cuda) and a CMake package
+# (find_package(widedeep): widedeep::widedeep, widedeep::cuda). The GEMM
+# engine of this build goes into widedeep.pc's Cflags/Libs and the CMake
+# package's default. Where nvcc exists, the CUDA backend is installed as a
+# static library, lib/libwidedeep_cuda.a: its object calls back into the
+# implementation that the program compiles itself (wd_alloc, wd_plan_find, ...),
+# which an archive resolves at the program's link, and it matches the header
+# installed beside it. `make uninstall` removes what install wrote;
+# `make test-consumer` builds and runs tests/consumer each way (tests/consumer.sh).
+PREFIX  ?= /usr/local
+INSTALL ?= install
+VERSION := $(shell sed -n 's/^#define WD_VERSION_STRING "\(.*\)"/\1/p' $(HDR))
+PKGDIR   = $(DESTDIR)$(PREFIX)/lib/pkgconfig
+CMAKEDIR = $(DESTDIR)$(PREFIX)/lib/cmake/widedeep
+SUBST    = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@GEMM@|$(GEMM)|g' \
+	-e 's|@GEMM_CFLAGS@|$(GEMMF)|g' -e 's|@GEMM_LIBS@|$(GEMML)|g' -e 's|@LIBS@|$(LDLIBS)|g' \
+	-e 's|@CUDA_LIBS@|$(CUDALIBS)|g' -e 's|@CUDA_ROOTS@|"$(CUDA_HOME)" "$(NCCL_HOME)"|g'
+INSTALLED := include/widedeep.h share/widedeep/widedeep_cuda.cu bin/wd bin/wd-cuda lib/libwidedeep_cuda.a \
+	lib/pkgconfig/widedeep.pc lib/pkgconfig/widedeep-cuda.pc lib/cmake/widedeep/widedeepConfig.cmake \
+	lib/cmake/widedeep/widedeepConfigVersion.cmake lib/cmake/widedeep/widedeepDeps.cmake
+.PHONY: install uninstall test-consumer
+
+$(B)/libwidedeep_cuda.a: $(B)/widedeep_cuda.o
+	rm -f $@ && ar rcs $@ $<
+
+install: $(B)/wd $(if $(NVCC),$(B)/libwidedeep_cuda.a $(B)/wd-cuda)
+	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/widedeep $(PKGDIR) $(CMAKEDIR)
+	$(INSTALL) -m 644 $(HDR) $(DESTDIR)$(PREFIX)/include/
+	$(INSTALL) -m 644 widedeep_cuda.cu $(DESTDIR)$(PREFIX)/share/widedeep/
+	$(INSTALL) -m 755 $(B)/wd $(DESTDIR)$(PREFIX)/bin/
+	@echo 'writing widedeep.pc and the CMake package (widedeepConfig.cmake) for PREFIX=$(PREFIX), GEMM=$(GEMM)'
+	@$(SUBST) cmake/widedeep.pc.in > $(PKGDIR)/widedeep.pc
+	@$(SUBST) cmake/widedeepConfig.cmake.in > $(CMAKEDIR)/widedeepConfig.cmake
+	@$(SUBST) cmake/widedeepConfigVersion.cmake.in > $(CMAKEDIR)/widedeepConfigVersion.cmake
+	$(INSTALL) -m 644 cmake/widedeepDeps.cmake $(CMAKEDIR)/
+ifneq ($(NVCC),)
+	$(INSTALL) -m 644 $(B)/libwidedeep_cuda.a $(DESTDIR)$(PREFIX)/lib/
+	$(INSTALL) -m 755 $(B)/wd-cuda $(DESTDIR)$(PREFIX)/bin/
+	@$(SUBST) cmake/widedeep-cuda.pc.in > $(PKGDIR)/widedeep-cuda.pc
+else
+	rm -f $(DESTDIR)$(PREFIX)/lib/libwidedeep_cuda.a $(DESTDIR)$(PREFIX)/bin/wd-cuda $(PKGDIR)/widedeep-cuda.pc
+endif
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	rmdir $(DESTDIR)$(PREFIX)/lib/cmake/widedeep $(DESTDIR)$(PREFIX)/share/widedeep 2>/dev/null || true
+
+test-consumer: $(B)/wd $(if $(NVCC),$(B)/libwidedeep_cuda.a $(B)/wd-cuda)
+	bash tests/consumer.sh $(B) $(B)/consumer

@@ -66,10 +66,17 @@
    library allocate more than the file could hold. Readers stream: a block
    at a time (at most WD_MAX_BLOCK_BYTES raw), so files larger than memory
    are read in constant memory; the loader holds at most its ram_bytes
-   budget of decoded data. Allocations that grow (batches, buffers) grow
-   geometrically from sizes the data has proved. Every allocation goes
-   through wd_set_allocator's hooks and every failure returns
-   WD_ERR_NOMEM with nothing leaked (tests/test_faults.c fails each in turn).
+   budget of decoded data. Reading a file needs at most twice its largest
+   block's decompressed bytes per decoding thread (a block and the batch it
+   fills; wd_reader_* use one thread, the loader is bounded by its budget),
+   whatever the file's sample count. Allocations that grow (batches,
+   buffers) grow geometrically from sizes the data has proved. Models,
+   batches and blocks of 64 MiB or more are compared with the memory the
+   process can still get (MemAvailable, ulimit -v, the cgroup limit,
+   WD_MEMORY_LIMIT) first: too much is WD_ERR_NOMEM naming both sizes, not
+   the OOM killer. Every allocation goes through wd_set_allocator's hooks
+   and every failure returns WD_ERR_NOMEM with nothing leaked
+   (tests/test_faults.c fails each in turn).
 
    HISTORY
      0.1.0  .wdr format v1, writer, reader, convert, gen, AUC.
@@ -627,7 +634,7 @@ static inline WD_HD uint64_t wd_mix64(uint64_t x) {
     return x;
 }
 static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32_t buckets) {
-    return (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets);
+    return buckets ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets) : 0;
 }
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
@@ -951,6 +958,7 @@ WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offs
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -1016,6 +1024,52 @@ static void *wd__calloc(size_t n) { void *p = wd__malloc(n); if (p) memset(p, 0,
 static void wd__free(void *p) { if (p) wd__alloc_hooks.free(p, wd__alloc_hooks.user); }
 WDDEF void wd_free(void *p) { wd__free(p); }
 #define WD__NEW(T) ((T *)wd__calloc(sizeof(T)))
+
+// Bytes this process can still get: the least of the memory the kernel calls
+// available (MemAvailable), what the address-space limit leaves (ulimit -v),
+// what the cgroup (container) limit leaves and the environment variable
+// WD_MEMORY_LIMIT (bytes). Large allocations are
+// compared with it first, so that the answer is an error naming the sizes,
+// not the OOM killer.
+static uint64_t wd__read_u64(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return UINT64_MAX;
+    char line[256];
+    uint64_t v = UINT64_MAX;
+    while (fgets(line, sizeof line, f)) {
+        if (key && strncmp(line, key, strlen(key)) != 0) continue;
+        unsigned long long x;
+        if (sscanf(key ? line + strlen(key) : line, " %llu", &x) == 1) v = (uint64_t)x * (key ? 1024u : 1u);
+        break;
+    }
+    fclose(f);
+    return v;
+}
+static uint64_t wd__memory_left(void) {
+    const char *cap = getenv("WD_MEMORY_LIMIT");   // bytes: pretend the machine has no more
+    uint64_t left = wd__read_u64("/proc/meminfo", "MemAvailable:");
+    if (cap && *cap) left = WD__MIN(left, (uint64_t)strtoull(cap, NULL, 10));
+    if (left == UINT64_MAX) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        left = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : (uint64_t)1 << 30;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t used = wd__read_u64("/proc/self/statm", NULL) * (uint64_t)sysconf(_SC_PAGESIZE);   // pages of address space
+        if (used != UINT64_MAX) left = WD__MIN(left, (uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0);
+    }
+    uint64_t cg = wd__read_u64("/sys/fs/cgroup/memory.max", NULL), cur = wd__read_u64("/sys/fs/cgroup/memory.current", NULL);
+    if (cg != UINT64_MAX && cur != UINT64_MAX) left = WD__MIN(left, cg > cur ? cg - cur : 0);
+    return left;
+}
+// WD_ERR_NOMEM naming `what` when `bytes` exceed what is left (checked for
+// allocations from 64 MiB on: smaller ones simply try).
+static wd_status wd__memory_check(uint64_t bytes, const char *what) {
+    if (bytes < ((uint64_t)64 << 20)) return WD_OK;
+    uint64_t left = wd__memory_left();
+    if (bytes > left) return wd__fail(WD_ERR_NOMEM, "%s needs %.2f GiB, this machine has %.2f GiB available", what, (double)bytes / 1073741824.0, (double)left / 1073741824.0);
+    return WD_OK;
+}
 
 // A growable byte buffer.
 typedef struct wd__buf { uint8_t *p; size_t len, cap; } wd__buf;
@@ -1168,7 +1222,12 @@ WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t 
     return wd_batch_init_with(b, s, cap, nnz_cap, NULL);
 }
 WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a) {
-    if (!b || !s || cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: bad arguments");
+    if (!b || !s) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: %s is NULL", b ? "the schema" : "the batch");
+    if (cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: capacity %d / %lld ids is negative", cap, (long long)nnz_cap);
+    if (s->ndense < 0 || s->ndense > WD_MAX_DENSE || s->nslots < 0 || s->nslots > WD_MAX_SLOTS)
+        return wd__fail(WD_ERR_LIMIT, "wd_batch_init: %d dense/%d slots (limits %d/%d)", s->ndense, s->nslots, WD_MAX_DENSE, WD_MAX_SLOTS);
+    for (int k = 0; k < s->nslots; k++)
+        if (s->slot[k].kind != WD_ONE_HOT && s->slot[k].kind != WD_MULTI_HOT) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: slot %d has kind %d", k, s->slot[k].kind);
     memset(b, 0, sizeof *b);
     b->alloc = a;
     b->ndense = s->ndense;
@@ -1179,6 +1238,7 @@ WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int
 
 WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
     if (!b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: NULL batch");
+    if (cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: capacity %d / %lld ids is negative", cap, (long long)nnz_cap);
     if (b->mem && cap <= b->cap && nnz_cap <= b->nnz_cap) return WD_OK;
     cap = WD__MAX(cap, b->cap);
     nnz_cap = WD__MAX(nnz_cap, b->nnz_cap);
@@ -1188,6 +1248,9 @@ WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
     }
     wd_batch nb = *b;
     size_t bytes = wd__batch_carve(&nb, NULL, cap, nnz_cap);
+    char what[96];
+    snprintf(what, sizeof what, "a batch of %d samples", cap);
+    WD__TRY(wd__memory_check(bytes, what));
     uint8_t *mem = (uint8_t *)(b->alloc ? b->alloc->alloc(bytes, b->alloc->user) : wd__malloc(bytes));
     if (!mem) return wd__fail(WD_ERR_NOMEM, "out of memory for a batch of %d samples (%zu bytes)", cap, bytes);
     wd__batch_carve(&nb, mem, cap, nnz_cap);
@@ -1228,8 +1291,9 @@ WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *
 }
 
 WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count) {
-    if (!dst || !src || from < 0 || count < 0 || from + count > src->n || dst->ndense != src->ndense || dst->nslots != src->nslots)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: bad arguments");
+    if (!dst || !src) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: %s is NULL", dst ? "src" : "dst");
+    if (from < 0 || count < 0 || (int64_t)from + count > src->n) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: samples [%d, %lld) of a batch of %d", from, (long long)from + count, src->n);
+    if (dst->ndense != src->ndense || dst->nslots != src->nslots) return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: %d dense/%d slots into %d/%d", src->ndense, src->nslots, dst->ndense, dst->nslots);
     int64_t need_nnz = 0;
     for (int k = 0; k < src->nslots; k++) {
         if (src->kind[k] != dst->kind[k]) return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: slot kinds differ");
@@ -1267,6 +1331,7 @@ WDDEF uint64_t wd_hash_bytes(const void *data, size_t n, uint64_t seed) {
     return wd_mix64(h ^ t ^ 0x5851f42d4c957f2dULL);
 }
 WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets) {
+    if (!buckets || (!s && n)) return 0;   // no buckets, no bytes: nothing to choose
     return (uint32_t)(wd_hash_bytes(s, n, (uint64_t)slot) % buckets);
 }
 WDDEF float wd_count_feature(int64_t x) {
@@ -1743,6 +1808,7 @@ struct wd_decoder { ZSTD_DCtx *dc; wd__buf raw; wd_decode_stats st; };
 WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out) { *out = d->st; }
 
 WDDEF wd_status wd_decoder_create(wd_decoder **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_decoder_create: out is NULL");
     *out = NULL;
     wd_decoder *d = WD__NEW(wd_decoder);
     if (!d) return wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -1909,7 +1975,8 @@ WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i) { return (i >= 
 WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i) { return (i >= 0 && i < r->nblocks) ? r->index[i].bytes : 0; }
 
 WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap) {
-    if (!r || i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist", r ? r->path : "?", (long long)i);
+    if (!r || !buf) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_fetch: %s is NULL", r ? "buf" : "the reader");
+    if (i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i, (long long)r->nblocks);
     if (cap < r->index[i].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld needs %u bytes, buffer has %zu", r->path, (long long)i, r->index[i].bytes, cap);
     wd_status st = wd__pread_all(r->fd, buf, r->index[i].bytes, r->index[i].offset, r->path);
     if (st) return wd__fail(st, "%s (block %lld)", wd_last_error(), (long long)i);
@@ -1921,7 +1988,14 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     const wd_schema *s = &r->schema;
     const char *path = r->path;
     long long blk = (long long)bi;
-    if (dst->ndense != s->ndense || dst->nslots != s->nslots) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: batch schema differs from the file's", path, blk);
+    if (dst->ndense != s->ndense || dst->nslots != s->nslots) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: the batch has %d dense/%d slots, the file %d/%d", path, blk, dst->ndense, dst->nslots, s->ndense, s->nslots);
+    for (int k = 0; k < s->nslots; k++)
+        if (dst->kind[k] != s->slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: slot %d (%.31s) is %s in the batch, %s in the file", path, blk, k, s->slot[k].name,
+                                                           dst->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
+    if (dst->n < 0 || dst->n > dst->cap || (dst->cap > 0 && !dst->mem)) return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: the batch holds %d of %d samples", dst->n, dst->cap);
+    for (int k = 0; dst->mem && k < s->nslots; k++)   // arrays as wd_batch_init laid them out for these kinds
+        if (!dst->ids[k] || (dst->kind[k] == WD_MULTI_HOT) != (dst->offs[k] != NULL))
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: slot %d's arrays do not match its kind (set kinds before wd_batch_init)", k);
     const uint8_t *h = (const uint8_t *)bytes;
     if (len != r->index[bi].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld: %zu bytes given, index says %u", path, blk, len, r->index[bi].bytes);
     if (wd__get32(h) != WD__BLK_MAGIC || wd__get32(h + 28) != wd__crc32c(h, 28))
@@ -1936,6 +2010,11 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     double t0 = wd__now();
     if (wd__crc32c(h + WD__BLK_HDR, comp) != wd__get32(h + 24))
         return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: payload checksum mismatch", path, blk);
+    if (raw_bytes > d->raw.cap) {
+        char what[WD__ERR_MAX / 2];
+        snprintf(what, sizeof what, "%s: block %lld (%u samples, %u bytes decompressed)", wd__tail(path, 300), blk, n, raw_bytes);
+        WD__TRY(wd__memory_check(2 * (uint64_t)raw_bytes, what));   // the decompressed block and the batch it fills
+    }
     WD__TRY(wd__buf_reserve(&d->raw, raw_bytes));
     double t1 = wd__now();
     size_t got = ZSTD_decompressDCtx(d->dc, d->raw.p, raw_bytes, h + WD__BLK_HDR, comp);
@@ -2021,6 +2100,7 @@ WDDEF wd_status wd_reader_block(wd_reader *r, int64_t i, const wd_batch **out) {
 }
 WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block) {
     if (bad_block) *bad_block = -1;
+    if (!r) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_verify: reader is NULL");
     WD__TRY(wd__reader_own(r));
     for (int64_t i = 0; i < r->nblocks; i++) {
         wd_status st = wd_reader_read_block(r, i, &r->own);
@@ -2094,10 +2174,12 @@ static wd_status wd__each_item(const char *list, wd_status (*fn)(const char *, s
 #define WD__CSV_MAXCOLS (WD_MAX_SLOTS + WD_MAX_DENSE + 64)
 // Splits one CSV line (RFC 4180) into at most max fields: spans into the
 // line, or into *scratch (caller frees) for quoted fields holding "" escapes.
-// Returns the field count, or -1 (too many fields) / -2 (a stray quote).
+// Returns the field count, or -1 (too many fields) / -2 (a stray quote);
+// *scratch is set (and the caller frees it) whatever the result.
 static int wd__csv_split(const char *line, size_t len, char delim, const char **fs, size_t *fl, int max, char **scratch) {
     const char *p = line, *end = line + len;
     char *out = NULL;
+    *scratch = NULL;
     size_t used = 0;
     int n = 0;
     for (;;) {
@@ -2111,7 +2193,7 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
             }
             if (!esc) { fs[n] = start; fl[n] = (size_t)(q - start); }
             else {
-                if (!out && !(out = (char *)wd__malloc(len + 1))) return -3;
+                if (!out && !(*scratch = out = (char *)wd__malloc(len + 1))) return -3;
                 char *o = out + used;
                 for (const char *c = start; c < q; c++) { *o++ = *c; if (*c == '"') c++; }
                 fs[n] = out + used; fl[n] = (size_t)(o - (out + used)); used = (size_t)(o - out);
@@ -2130,7 +2212,6 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
         if (!c) break;
         p = c + 1;
     }
-    *scratch = out;
     return n;
 }
 // The header's column names ("\xEF\xBB\xBF" before the first ignored).
@@ -2305,9 +2386,11 @@ static wd_status wd__bucket_override(const char *item, size_t n, void *u) {
     return wd__fail(WD_ERR_INVALID_ARG, "buckets: no slot named '%.*s'", (int)(eq - item), item);
 }
 WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides) {
+    if (!t) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_buckets: spec is NULL");
     return wd__each_item(overrides, wd__bucket_override, t);
 }
 WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
+    if (!t || !s) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_match: %s is NULL", t ? "the schema" : "the spec");
     if (s->nslots != t->schema.nslots || s->ndense != t->schema.ndense)
         return wd__fail(WD_ERR_SCHEMA, "schema has %d dense/%d slots, the text format gives %d/%d", s->ndense, s->nslots, t->schema.ndense, t->schema.nslots);
     for (int k = 0; k < s->nslots; k++) {
@@ -2507,10 +2590,11 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
     size_t fl[WD__CSV_MAXCOLS];
     char *scratch = NULL;
     int nf = wd__csv_split(line, len, t->delimiter ? t->delimiter : ',', fs, fl, t->ncols, &scratch);
-    if (nf == -1) return wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
-    if (nf == -2) return wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
-    if (nf < 0) return wd__fail(WD_ERR_NOMEM, "out of memory");
     wd_status st = WD_OK;
+    if (nf == -1) st = wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
+    else if (nf == -2) st = wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
+    else if (nf < 0) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (st) { wd__free(scratch); return st; }
     if (nf != t->ncols) st = wd__fail(WD_ERR_PARSE, "%d fields, the header has %d", nf, t->ncols);
     if (!st) st = wd__begin_sample(b);
     int i = b->n;
@@ -3079,20 +3163,22 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
     const wd_text_spec *t = d->spec;
     int sized = d->min_count > 0, stdin_used = 0;   // a first pass is needed for a vocabulary or for 0-bucket slots
+    const char *once = NULL;   // an input that can be read once only (standard input, a pipe)
     for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0);
     int64_t total = 0;
     for (int i = 0; i < d->ninputs; i++) {
         if (!d->inputs[i]) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: input %d is NULL", i);
-        if (strcmp(d->inputs[i], "-") == 0) { if (stdin_used++) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input (\"-\") is named twice"); continue; }
+        if (strcmp(d->inputs[i], "-") == 0) { if (stdin_used++) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input (\"-\") is named twice"); once = "standard input"; continue; }
         struct stat sb;
         if (stat(d->inputs[i], &sb) != 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
+        if (!S_ISREG(sb.st_mode) && !once) once = d->inputs[i];
         total += (int64_t)sb.st_size;
         if (wd__same_file(d->inputs[i], d->output) || (d->ids_output && wd__same_file(d->inputs[i], d->ids_output)))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed", wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
     }
     if (d->ids_output && (strcmp(d->ids_output, d->output) == 0 || wd__same_file(d->ids_output, d->output))) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
-    if (sized && stdin_used)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
+    if (sized && once)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
     wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
     if (!spec) return wd__fail(WD_ERR_NOMEM, "out of memory");
     *spec = *t;
@@ -3299,7 +3385,12 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
 }
 
 WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
-    if (!d || !d->output || d->rows <= 0 || d->first_row < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: output, rows > 0 and first_row >= 0 are required");
+    if (!d || !d->output) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: %s is NULL", d ? "output" : "the desc");
+    if (d->rows <= 0 || d->rows > ((int64_t)1 << 40)) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: rows %lld is outside 1..2^40", (long long)d->rows);
+    if (d->first_row < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: first_row %lld is negative", (long long)d->first_row);
+    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: threads %d is outside 0..256", d->threads);
+    if (d->block_samples < 0 || d->block_samples > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: block_samples %d is outside 0..%d", d->block_samples, WD_MAX_BLOCK_SAMPLES);
+    if (!(d->zipf >= 0 && d->zipf < 10)) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: zipf %g is outside [0, 10)", d->zipf);
     wd_gen_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -3321,6 +3412,13 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     float *ally = (float *)wd__malloc(sizeof(float) * (size_t)d->rows);
     char probpath[4096];
     snprintf(probpath, sizeof probpath, d->prob ? "%s" : "%s.prob", d->prob ? d->prob : d->output);
+    const char *outs[3] = {d->output, d->tsv, probpath};
+    for (int a = 0; a < 3; a++)   // three different files, or the temporary names collide
+        for (int b = 0; b < a; b++)
+            if (outs[a] && outs[b] && (strcmp(outs[a], outs[b]) == 0 || wd__same_file(outs[a], outs[b]))) {
+                wd__free(g); wd__free(allp); wd__free(ally);
+                return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: %s is named as two outputs", outs[a]);
+            }
     wd__blockfile bf;
     wd__outfile tsv, prob;
     memset(&tsv, 0, sizeof tsv); tsv.fd = -1;
@@ -3401,6 +3499,10 @@ WDDEF wd_status wd_auc(const float *score, const float *label, const float *weig
     if (!a || !b) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NOMEM, "wd_auc: out of memory for %lld scores", (long long)n); }
     for (int64_t i = 0; i < n; i++) {
         if (isnan(score[i])) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NUMERIC, "wd_auc: score %lld is NaN", (long long)i); }
+        if (!(label[i] >= 0.0f && label[i] <= 1.0f) || (weight && !(weight[i] >= 0.0f && weight[i] < INFINITY))) {
+            wd__free(a); wd__free(b);
+            return wd__fail(WD_ERR_NUMERIC, "wd_auc: sample %lld: label %g / weight %g (labels in [0, 1], weights finite and >= 0)", (long long)i, (double)label[i], weight ? (double)weight[i] : 1.0);
+        }
         float w = weight ? weight[i] : 1.0f;
         a[i].key = wd__float_key(score[i]);
         a[i].pos = label[i] * w;
@@ -3728,10 +3830,6 @@ WDDEF void wd_loader_close(wd_loader *l) {
 }
 
 static int wd__online_cores(void) { long n = sysconf(_SC_NPROCESSORS_ONLN); return n > 0 ? (int)n : 1; }
-static size_t wd__available_ram(void) {
-    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    return (pages > 0 && psz > 0) ? (size_t)pages * (size_t)psz : (size_t)1 << 30;
-}
 static size_t wd__batch_bytes(const wd_schema *s, int cap) {
     wd_batch b;
     memset(&b, 0, sizeof b);
@@ -3755,7 +3853,7 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
     l->B = d->batch_size;
     int devices = d->devices > 0 ? d->devices : 1;
     l->nthreads = d->threads > 0 ? d->threads : WD__MAX(1, wd__online_cores() / devices);
-    l->ram = d->ram_bytes > 0 ? d->ram_bytes : wd__available_ram() / 4 / (size_t)devices;
+    l->ram = d->ram_bytes > 0 ? d->ram_bytes : (size_t)wd__memory_left() / 4 / (size_t)devices;
     l->nfiles = d->nfiles;
     l->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
     wd_status st = l->readers ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -3983,8 +4081,8 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
     while (nh < WD_MAX_LAYERS && d->hidden[nh] > 0) nh++;
     for (int l = nh; l < WD_MAX_LAYERS; l++)
         if (d->hidden[l] != 0) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d after the first 0 or negative width", l, d->hidden[l]);
-    for (int l = 0; l < nh; l++) if (d->hidden[l] > 65536) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden width %d is too large", d->hidden[l]);
-    if (d->optimizer != WD_ADAGRAD && d->optimizer != WD_ADAM) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown optimizer %d", d->optimizer);
+    for (int l = 0; l < nh; l++) if (d->hidden[l] > 65536) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d is above 65536", l, d->hidden[l]);
+    if (d->optimizer != WD_ADAGRAD && d->optimizer != WD_ADAM) return wd__fail(WD_ERR_INVALID_ARG, "model: optimizer %d is neither WD_ADAGRAD nor WD_ADAM", d->optimizer);
     if (d->lr_deep == 0) d->lr_deep = d->optimizer == WD_ADAM ? 0.001f : 0.01f;
     if (d->lr_wide == 0) d->lr_wide = 0.05f;
     if (d->adam_beta1 == 0) d->adam_beta1 = 0.9f;
@@ -3992,12 +4090,22 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
     if (d->adam_eps == 0) d->adam_eps = 1e-8f;
     if (d->emb_init == 0) d->emb_init = 0.05f;
     if (d->cross_buckets == 0) d->cross_buckets = 1u << 20;
-    if (!(d->lr_deep > 0 && d->lr_wide > 0 && d->ftrl_beta >= 0 && d->adagrad_init >= 0 && d->ftrl_l1 >= 0 && d->ftrl_l2 >= 0 &&
-          d->adam_beta1 > 0 && d->adam_beta1 < 1 && d->adam_beta2 > 0 && d->adam_beta2 < 1 && d->adam_eps > 0 && d->emb_init > 0 && isfinite(d->lr_deep) && isfinite(d->lr_wide)))
-        return wd__fail(WD_ERR_INVALID_ARG, "model: learning rates, FTRL, Adagrad and Adam settings must be positive and finite");
+    // one rule per setting (NaN fails every comparison; 1e30 is a practical infinity)
+    if (!(d->lr_deep > 0 && d->lr_deep < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: lr_deep %g must be positive and finite", (double)d->lr_deep);
+    if (!(d->lr_wide > 0 && d->lr_wide < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: lr_wide (FTRL alpha) %g must be positive and finite", (double)d->lr_wide);
+    if (!(d->ftrl_beta >= 0 && d->ftrl_beta < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_beta %g must be >= 0 and finite", (double)d->ftrl_beta);
+    if (!(d->ftrl_l1 >= 0 && d->ftrl_l1 < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l1 %g must be >= 0 and finite", (double)d->ftrl_l1);
+    if (!(d->ftrl_l2 >= 0 && d->ftrl_l2 < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l2 %g must be >= 0 and finite", (double)d->ftrl_l2);
+    if (!(d->adagrad_init >= 0 && d->adagrad_init < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: adagrad_init %g must be >= 0 and finite", (double)d->adagrad_init);
+    if (!(d->adam_beta1 > 0 && d->adam_beta1 < 1)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta1 %g must be in (0, 1)", (double)d->adam_beta1);
+    if (!(d->adam_beta2 > 0 && d->adam_beta2 < 1)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta2 %g must be in (0, 1)", (double)d->adam_beta2);
+    if (!(d->adam_eps > 0 && d->adam_eps < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_eps %g must be positive and finite", (double)d->adam_eps);
+    if (!(d->emb_init > 0 && d->emb_init < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: emb_init %g must be positive and finite", (double)d->emb_init);
     if (d->pooling != WD_POOL_SUM && d->pooling != WD_POOL_MEAN) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown pooling %d", d->pooling);
     if (d->precision != WD_PRECISION_FP32 && d->precision != WD_PRECISION_BF16) return wd__fail(WD_ERR_INVALID_ARG, "model: precision %d is neither WD_PRECISION_FP32 nor WD_PRECISION_BF16", d->precision);
-    if (d->no_wide && d->no_deep) return wd__fail(WD_ERR_INVALID_ARG, "model: both parts switched off");
+    if (d->no_wide != 0 && d->no_wide != 1) return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide %d is not 0 or 1", d->no_wide);
+    if (d->no_deep != 0 && d->no_deep != 1) return wd__fail(WD_ERR_INVALID_ARG, "model: no_deep %d is not 0 or 1", d->no_deep);
+    if (d->no_wide && d->no_deep) return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide and no_deep switch both parts off");
     if (d->ncross < 0 || d->ncross > WD_MAX_CROSSES) return wd__fail(WD_ERR_LIMIT, "model: %d crosses (limit %d)", d->ncross, WD_MAX_CROSSES);
     for (int c = 0; c < d->ncross; c++)
         for (int e = 0; e < 2; e++) {
@@ -4044,6 +4152,12 @@ static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
 
 // Allocates every tensor from the planned sizes (contents uninitialised).
 static wd_status wd__model_alloc(wd_model *m) {
+    int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+    uint64_t bytes = 4 * (3 * (uint64_t)m->P + 3 * (uint64_t)m->wide_rows + (1 + (uint64_t)wd_opt_states(m->d.optimizer)) * (uint64_t)ne);
+    if (m->d.precision == WD_PRECISION_BF16) bytes += 2 * (uint64_t)m->P_mlp;
+    char what[160];
+    snprintf(what, sizeof what, "the model (%lld table rows, embedding dim %d)", (long long)m->wide_rows, m->E);
+    WD__TRY(wd__memory_check(bytes, what));
     wd_status st = WD_OK;
     m->dense = wd__alloc_floats(m->P, "dense parameters", &st);
     m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
@@ -5267,6 +5381,7 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     memset(out, 0, sizeof *out);
     int64_t total = 0;
     WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL));
+    if (total == 0) return wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
     if (io->predictions && io->predictions_cap < total)
         return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
     wd_loader_desc ld;
@@ -5564,6 +5679,15 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (d->keep_best && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs validation files (valid_files)");
     if (d->keep_best && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs checkpoint_path (where the best model goes)");
     if (d->keep_best && d->checkpoint_every) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best and checkpoint_every would both write checkpoint_path; choose one");
+    if (d->checkpoint_path) {   // a checkpoint that cannot be written fails now, not after the epochs
+        wd__outfile o;
+        WD__TRY(wd__out_open(&o, d->checkpoint_path));
+        wd__out_abort(&o);
+        for (int f = 0; f < d->nfiles; f++)
+            if (d->files[f] && wd__same_file(d->files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is training file %d: it would be destroyed", d->checkpoint_path, f + 1);
+        for (int f = 0; f < d->nvalid; f++)
+            if (d->valid_files[f] && wd__same_file(d->valid_files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is validation file %d: it would be destroyed", d->checkpoint_path, f + 1);
+    }
     if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
     return WD_OK;
 }
@@ -5601,13 +5725,17 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
         run->device[0] = d->device_ids ? d->device_ids[0] : d->device_index;
         run->comm[0] = run->ranks > 1 ? d->comm : NULL;
     } else {
-        int n = 1;
-        if (d->device != WD_DEVICE_CPU) {
-            if (d->devices == WD_ALL_GPUS) st = ops->devices(&n);
-            else n = d->devices > 0 ? d->devices : 1;
+        int n = 1, have = 1;
+        if (d->device != WD_DEVICE_CPU) {   // devices counted before any is touched
+            st = ops->devices(&have);
+            n = d->devices == WD_ALL_GPUS ? have : d->devices > 0 ? d->devices : 1;
         }
         run->ranks = run->nlocal = n;
         for (int r = 0; r < n; r++) run->device[r] = d->device_ids ? d->device_ids[r] : r;
+        for (int r = 0; !st && r < n; r++)
+            if (run->device[r] < 0 || run->device[r] >= have)
+                st = d->device_ids ? wd__fail(WD_ERR_INVALID_ARG, "wd_train: device id %d, but %d %s device%s present", run->device[r], have, ops->name, have == 1 ? " is" : "s are")
+                                   : wd__fail(WD_ERR_UNSUPPORTED, "wd_train: %d %s devices asked for, %d present", n, ops->name, have);
         if (!st && n > 1) {
             if (!ops->comm_create) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
             else { st = ops->comm_create(n, run->device, run->comm); own_comm = !st; }
@@ -5673,9 +5801,19 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 }
 
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
-    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: NULL argument");
+    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
     if (b->ndense != m->schema.ndense || b->nslots != m->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "wd_predict: batch has %d dense/%d slots, the model %d/%d", b->ndense, b->nslots, m->schema.ndense, m->schema.nslots);
-    for (int k = 0; k < b->nslots; k++) if (b->kind[k] != m->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_predict: slot %d kind differs from the model's", k);
+    if (b->n < 0 || b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch says it holds %d samples, its capacity is %d", b->n, b->cap);
+    if (b->n > 0 && (!b->dense && b->ndense)) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch has no dense array");
+    for (int k = 0; k < b->nslots; k++) {
+        if (b->kind[k] != m->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_predict: slot %d (%.31s) is %s in the batch, %s in the model", k, m->schema.slot[k].name,
+                                                                 b->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", m->schema.slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
+        if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: slot %d has no id array", k);
+        if (b->kind[k] == WD_MULTI_HOT)   // CSR offsets: from 0, never falling, inside the id capacity
+            for (int i = 0; i < b->n; i++)
+                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
+                    return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: slot %d: offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", k, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
+    }
     // serving batches need no labels: check what the model reads
     for (size_t j = 0; j < (size_t)b->n * (size_t)b->ndense; j++)
         if (!isfinite(b->dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_predict: sample %d: dense column %d is %g", (int)(j / (size_t)b->ndense), (int)(j % (size_t)b->ndense), (double)b->dense[j]);
@@ -5788,7 +5926,7 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
         uint32_t bad = 0;   // branch-free scan; locate only on failure
         for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4); bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
         for (int64_t i = 0; bad && i < arr[a].n; i++)
-            if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g", arr[a].name, (long long)i, (double)arr[a].p[i]); return 1; }
+            if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g%s", arr[a].name, (long long)i, (double)arr[a].p[i], isfinite(arr[a].p[i]) ? " (negative)" : ""); return 1; }
     }
     // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
     for (int64_t i = 0; i < m->P; i++) {

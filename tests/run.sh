@@ -8,8 +8,8 @@
 # What counts as a failure, besides a FAIL line:
 # - a test binary that prints fewer (or more) results than it has tests, or no
 #   summary line: the count is the number of RUN( calls in main() of its source
-#   (tests/cli.sh: CLI_TESTS below), so a test that silently disappears or a
-#   binary that dies half-way fails;
+#   (tests/cli.sh: CLI_TESTS below; tests/consumer.sh: CONSUMER_TESTS), so a
+#   test that silently disappears or a binary that dies half-way fails;
 # - a binary that exits non-zero, or runs past TEST_TIMEOUT seconds (300;
 #   WD_TEST_TIMEOUT=N to change);
 # - a binary missing from BUILD_DIR (one that did not build, or whose source is
@@ -17,10 +17,11 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=53                        # the tests in tests/cli.sh
+CLI_TESTS=98                        # the tests in tests/cli.sh
+CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
-FUZZERS="wdr criteo libsvm csv wdm"
+FUZZERS="wdr criteo libsvm csv wdm api"
 T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 log=$B/test.log
@@ -132,6 +133,8 @@ unit "$B/test_loop" tests/test_loop.c "$T"
 unit "$B/test_ref" tests/test_ref.c "$T"
 unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
 unit "$B/test_faults" tests/test_faults.c "$T"
+unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
+unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
 echo "# with the portable GEMM loops (the fallback engine):" | tee -a "$log"
 unit "$B/test_ref_portable" tests/test_ref.c "$T"
 unit "$B/test_golden_portable" tests/test_golden.c "$T"
@@ -140,6 +143,9 @@ echo "# under ThreadSanitizer:" | tee -a "$log"
 unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 unit "$B/test_train_tsan" tests/test_train.c "$T"
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
+# the package: make install (DESTDIR), then tests/consumer/ built through
+# pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
+check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"
 
 # the examples: train from C on the Criteo sample, then serve from C++
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then

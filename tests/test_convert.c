@@ -8,6 +8,7 @@
 #include "testlib.h"
 #include <zlib.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 
 static char TMP[200] = "/tmp";
 static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/cv-%s", TMP, name); }
@@ -152,6 +153,15 @@ static void test_standard_input(void) {
     free(line);
     wd_text_spec_criteo(&t, 0);   // sized from the data: needs a first pass
     CHECK(convert_stdin(&t, tsv_bytes, tsv_len, o2, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "standard input"));
+    // a named pipe (zcat ... | or <(...)) is read once too: refused up front,
+    // before it is opened (it used to be read twice and fail "no valid rows")
+    char fifo[300];
+    tmp(fifo, sizeof fifo, "in.fifo");
+    unlink(fifo);
+    REQUIRE(mkfifo(fifo, 0600) == 0);
+    const char *fin[1] = {fifo};
+    CHECK(convert(&t, fin, 1, o2, 1, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "in.fifo can be read once only"));
+    unlink(fifo);
 }
 
 // RFC 4180: quoted fields with delimiters and "" inside, a byte-order mark,

@@ -1,0 +1,417 @@
+// Hardening, second round: the API surfaces the parser fuzzers do not
+// reach. Batches of the wrong shape, hostile prediction batches, NULL and
+// negative arguments, numbers that would poison a model, checkpoints with
+// poisoned sections or absurd counters, memory a file or a description asks
+// for, outputs that would destroy inputs. Built with ASan + UBSan: an
+// overflow is a failure even where the status looks right.
+// Usage: test_hardening [TMPDIR]
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+#include "testlib.h"
+
+static char TMP[200] = "/tmp";
+static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/hd-%s", TMP, name); }
+
+// A file with slots [multi, one] of 20 samples.
+static void mixed_schema(wd_schema *s) {
+    memset(s, 0, sizeof *s);
+    s->ndense = 2; s->nslots = 2;
+    snprintf(s->slot[0].name, WD_NAME_MAX, "tags"); s->slot[0].kind = WD_MULTI_HOT; s->slot[0].buckets = 50;
+    snprintf(s->slot[1].name, WD_NAME_MAX, "site"); s->slot[1].kind = WD_ONE_HOT; s->slot[1].buckets = 50;
+}
+static int write_mixed(const char *path) {
+    wd_schema s;
+    mixed_schema(&s);
+    wd_batch b;
+    if (wd_batch_init(&b, &s, 20, 200)) return -1;
+    for (int i = 0; i < 20; i++) {
+        b.label[i] = (float)(i % 2); b.weight[i] = 1;
+        b.dense[2 * i] = (float)i; b.dense[2 * i + 1] = -1;
+        uint32_t o = b.offs[0][i];
+        for (int j = 0; j < 5; j++) b.ids[0][o + (uint32_t)j] = (uint32_t)(i + j);
+        b.offs[0][i + 1] = o + 5;
+        b.ids[1][i] = (uint32_t)i;
+    }
+    b.n = 20;
+    wd_writer *w;
+    int rc = wd_writer_open(path, &s, NULL, &w) || wd_writer_append(w, &b) || wd_writer_close(w);
+    wd_batch_free(&b);
+    return rc ? -1 : 0;
+}
+
+// A batch whose slot kinds differ from the file's is refused before a byte
+// is written into it (a heap overflow or a NULL store before the fix).
+static void test_decode_into_mismatched_batch(void) {
+    char path[300];
+    tmp(path, sizeof path, "mixed.wdr");
+    REQUIRE(write_mixed(path) == 0);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(path, &r));
+    for (int variant = 0; variant < 2; variant++) {
+        wd_schema s;
+        mixed_schema(&s);
+        if (variant == 0) s.slot[1].kind = WD_MULTI_HOT;   // [multi, multi] against [multi, one]
+        else s.slot[0].kind = WD_ONE_HOT;                  // file multi-hot into a one-hot batch
+        wd_batch b;
+        REQUIRE_OK(wd_batch_init(&b, &s, 4, 4));
+        CHECK(wd_reader_read_block(r, 0, &b) == WD_ERR_SCHEMA && strstr(wd_last_error(), "slot") && strstr(wd_last_error(), "in the file"));
+        wd_decoder *dec;
+        REQUIRE_OK(wd_decoder_create(&dec));
+        size_t n = wd_reader_block_bytes(r, 0);
+        void *buf = malloc(n);
+        REQUIRE_OK(wd_reader_fetch(r, 0, buf, n));
+        CHECK(wd_decode_block(dec, r, 0, buf, n, &b) == WD_ERR_SCHEMA);
+        CHECK(b.n == 0);
+        free(buf);
+        wd_decoder_destroy(dec);
+        wd_batch_free(&b);
+    }
+    wd_reader_close(r);
+}
+
+// Prediction on hostile batches: a negative or too large count, offsets
+// that run backwards or past the ids, missing arrays, an id outside its slot.
+static void test_predict_hostile_batches(void) {
+    wd_schema s;
+    mixed_schema(&s);
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = &s; md.embed_dim = 2; md.hidden[0] = 4;
+    wd_model *m;
+    REQUIRE_OK(wd_model_create(&md, &m));
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, &s, 8, 16));
+    for (int i = 0; i < 8; i++) { b.offs[0][i + 1] = (uint32_t)(i + 1); b.ids[0][i] = 1; b.ids[1][i] = 2; b.dense[2 * i] = b.dense[2 * i + 1] = 0.5f; }
+    b.n = 8;
+    float p[8];
+    CHECK_OK(wd_predict(m, &b, p));
+    b.n = -5;
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "-5"));
+    b.n = 9;
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG);
+    b.n = 8;
+    b.offs[0][3] = 7;   // runs backwards at sample 3
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "offsets"));
+    b.offs[0][3] = 3;
+    b.offs[0][8] = 1000;   // past the ids
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "offsets"));
+    b.offs[0][8] = 8;
+    b.ids[1][5] = 50;
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "outside"));
+    b.ids[1][5] = 2;
+    uint32_t *keep = b.ids[1];
+    b.ids[1] = NULL;
+    CHECK(wd_predict(m, &b, p) == WD_ERR_INVALID_ARG);
+    b.ids[1] = keep;
+    b.kind[1] = WD_MULTI_HOT;
+    CHECK(wd_predict(m, &b, p) == WD_ERR_SCHEMA);
+    b.kind[1] = WD_ONE_HOT;
+    CHECK_OK(wd_predict(m, &b, p));
+    wd_batch_free(&b);
+    wd_model_destroy(m);
+}
+
+// Every public call that returns a status refuses NULLs, negative counts and
+// zero sizes with a message, instead of crashing; hashing into 0 buckets is 0.
+static void test_null_and_bad_arguments(void) {
+    wd_schema s;
+    mixed_schema(&s);
+    wd_batch b;
+    memset(&b, 0, sizeof b);
+    wd_text_spec *t = (wd_text_spec *)calloc(1, sizeof *t);
+    int64_t bad;
+    CHECK(wd_reader_verify(NULL, &bad) == WD_ERR_INVALID_ARG);
+    CHECK(wd_decoder_create(NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_text_spec_libsvm(NULL, "a=0-9", NULL, 0) == WD_ERR_INVALID_ARG);
+    CHECK(wd_text_spec_buckets(NULL, "a=3") == WD_ERR_INVALID_ARG);
+    CHECK(wd_text_spec_match(NULL, &s) == WD_ERR_INVALID_ARG && wd_text_spec_match(t, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_text_spec_csv(NULL, "a,b", "a", NULL, NULL, 1) == WD_ERR_INVALID_ARG);
+    CHECK(wd_parse_line(NULL, "x", 1, &b) == WD_ERR_INVALID_ARG && wd_parse_line(t, NULL, 1, &b) == WD_ERR_INVALID_ARG);
+    CHECK(wd_batch_init(NULL, &s, 1, 1) == WD_ERR_INVALID_ARG && wd_batch_init(&b, NULL, 1, 1) == WD_ERR_INVALID_ARG);
+    CHECK(wd_batch_init(&b, &s, -1, 0) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "negative"));
+    wd_schema huge = s;
+    huge.nslots = WD_MAX_SLOTS + 1;
+    CHECK(wd_batch_init(&b, &huge, 1, 1) == WD_ERR_LIMIT);
+    CHECK(wd_batch_reserve(NULL, 1, 1) == WD_ERR_INVALID_ARG);
+    CHECK(wd_batch_append(NULL, &b, 0, 0) == WD_ERR_INVALID_ARG);
+    CHECK(wd_writer_open(NULL, &s, NULL, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_writer_append(NULL, &b) == WD_ERR_INVALID_ARG && wd_writer_close(NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_reader_open(NULL, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_reader_fetch(NULL, 0, NULL, 0) == WD_ERR_INVALID_ARG);
+    CHECK(wd_reader_read_block(NULL, 0, &b) == WD_ERR_INVALID_ARG && wd_reader_block(NULL, 0, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_convert(NULL, NULL) == WD_ERR_INVALID_ARG && wd_gen(NULL, NULL) == WD_ERR_INVALID_ARG);
+    double auc;
+    float sc[2] = {0.1f, 0.2f}, y[2] = {0, 1}, wbad[2] = {1, -1}, ybad[2] = {0, 2};
+    CHECK(wd_auc(NULL, y, NULL, 2, &auc) == WD_ERR_INVALID_ARG && wd_auc(sc, y, NULL, -1, &auc) == WD_ERR_INVALID_ARG);
+    CHECK(wd_auc(sc, y, wbad, 2, &auc) == WD_ERR_NUMERIC && wd_auc(sc, ybad, NULL, 2, &auc) == WD_ERR_NUMERIC);
+    CHECK(wd_loader_open(NULL, NULL) == WD_ERR_INVALID_ARG && wd_loader_reset(NULL, 0, 0) == WD_ERR_INVALID_ARG && wd_loader_next(NULL, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_model_create(NULL, NULL) == WD_ERR_INVALID_ARG);
+    wd_model *m = NULL;
+    CHECK(wd_model_create(NULL, &m) == WD_ERR_INVALID_ARG && m == NULL);
+    CHECK(wd_comm_local_create(0, 1, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_evaluate(NULL, NULL, NULL) == WD_ERR_INVALID_ARG && wd_train(NULL, NULL, NULL) == WD_ERR_INVALID_ARG && wd_predict(NULL, &b, sc) == WD_ERR_INVALID_ARG);
+    CHECK(wd_model_save(NULL, "x") == WD_ERR_INVALID_ARG && wd_model_load(NULL, &m) == WD_ERR_INVALID_ARG);
+    wd_plan plan;
+    CHECK(wd_plan_make(NULL, 1, 1, &plan) == WD_ERR_INVALID_ARG && wd_plan_from_desc(NULL, 1, 1, &plan) == WD_ERR_INVALID_ARG);
+    CHECK(wd_hash_bucket("abc", 3, 0, 0) == 0 && wd_cross_bucket(1, 2, 0, 0) == 0 && wd_hash_bucket(NULL, 5, 0, 10) == 0);
+    free(t);
+}
+
+// Settings that would freeze or poison parts of a model are refused, each
+// naming the setting.
+static void test_model_settings(void) {
+    wd_schema s;
+    mixed_schema(&s);
+    struct { const char *name; int field; float v; } cases[] = {
+        {"emb_init", 0, INFINITY}, {"ftrl_l1", 1, INFINITY}, {"ftrl_l2", 2, NAN}, {"ftrl_beta", 3, INFINITY},
+        {"adagrad_init", 4, INFINITY}, {"adam_eps", 5, INFINITY}, {"lr_deep", 6, -1}, {"lr_wide", 7, NAN}, {"adam_beta1", 8, 1.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wd_model_desc d;
+        memset(&d, 0, sizeof d);
+        d.schema = &s; d.embed_dim = 2; d.hidden[0] = 4;
+        float *f[9] = {&d.emb_init, &d.ftrl_l1, &d.ftrl_l2, &d.ftrl_beta, &d.adagrad_init, &d.adam_eps, &d.lr_deep, &d.lr_wide, &d.adam_beta1};
+        *f[cases[i].field] = cases[i].v;
+        wd_model *m = NULL;
+        CHECK(wd_model_create(&d, &m) == WD_ERR_INVALID_ARG && m == NULL && strstr(wd_last_error(), cases[i].name));
+    }
+}
+
+// A dense value of 1e25 would overflow the optimizer state: the step is
+// refused with nothing written, and the model still saves and loads.
+static wd_status huge_dense(void *user, wd_batch *blk, int worker) {
+    (void)user; (void)worker;
+    for (int i = 0; i < blk->n; i++) blk->dense[2 * i + 1] = 1e25f;   // every sample: some are misclassified
+    return WD_OK;
+}
+static void test_huge_inputs_refused(void) {
+    char path[300], ck[300];
+    tmp(path, sizeof path, "mixed2.wdr");
+    tmp(ck, sizeof ck, "after.wdm");
+    REQUIRE(write_mixed(path) == 0);
+    wd_schema s;
+    mixed_schema(&s);
+    for (int no_deep = 0; no_deep <= 1; no_deep++) {
+        wd_model_desc md;
+        memset(&md, 0, sizeof md);
+        md.schema = &s; md.embed_dim = 2; md.hidden[0] = 4; md.no_deep = no_deep;
+        wd_model *m;
+        REQUIRE_OK(wd_model_create(&md, &m));
+        wd_model_view v;
+        wd_model_view_get(m, &v);
+        float *snap = (float *)malloc(4 * (size_t)v.P), *wsnap = (float *)malloc(4 * (size_t)v.wide_rows);
+        memcpy(snap, v.dense, 4 * (size_t)v.P);
+        memcpy(wsnap, v.wide, 4 * (size_t)v.wide_rows);
+        const char *files[1] = {path};
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.files = files; td.nfiles = 1; td.batch_size = 10; td.threads = 2; td.map = huge_dense;
+        wd_status st = wd_train(m, &td, NULL);
+        CHECK(st == WD_ERR_NUMERIC && (strstr(wd_last_error(), "gradient") || strstr(wd_last_error(), "loss")));
+        int64_t step;
+        wd_model_position(m, NULL, NULL, &step);
+        CHECK(step == 0 && !memcmp(snap, v.dense, 4 * (size_t)v.P) && !memcmp(wsnap, v.wide, 4 * (size_t)v.wide_rows));
+        CHECK_OK(wd_model_save(m, ck));
+        wd_model *back = NULL;
+        CHECK_OK(wd_model_load(ck, &back));
+        wd_model_destroy(back);
+        free(snap); free(wsnap);
+        wd_model_destroy(m);
+    }
+}
+
+// Checkpoints poisoned in any section (checksums fixed up) do not load; nor
+// do absurd counters; and save refuses a model it could not load again.
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static void wr32(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24); }
+static void wr64(unsigned char *p, uint64_t v) { wr32(p, (uint32_t)v); wr32(p + 4, (uint32_t)(v >> 32)); }
+// Offset of the payload of section `tag` in a .wdm image (0 if absent), and its bytes.
+static size_t section(const unsigned char *f, size_t n, const char *tag, uint64_t *bytes) {
+    for (size_t o = 12; o + 16 <= n;) {
+        uint64_t b = rd64(f + o + 8);
+        if (memcmp(f + o, tag, 4) == 0) { *bytes = b; return o + 16; }
+        o += 16 + (size_t)b + 8;
+    }
+    return 0;
+}
+static void test_poisoned_checkpoints(void) {
+    char ck[300], bad[300];
+    tmp(ck, sizeof ck, "good.wdm"); tmp(bad, sizeof bad, "poison.wdm");
+    wd_schema s;
+    mixed_schema(&s);
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = &s; md.embed_dim = 2; md.hidden[0] = 4; md.optimizer = WD_ADAM;
+    wd_model *m;
+    REQUIRE_OK(wd_model_create(&md, &m));
+    REQUIRE_OK(wd_model_save(m, ck));
+    size_t n;
+    unsigned char *src = slurp(ck, &n), *f = (unsigned char *)malloc(n);
+    REQUIRE(src && f);
+    const char *tags[3] = {"EMBD", "WIDE", "DENS"};
+    const float poison[3] = {NAN, INFINITY, -INFINITY};
+    int refused = 0, tried = 0;
+    for (int t = 0; t < 3; t++)
+        for (int q = 0; q < 3; q++)
+            for (int where = 0; where < 3; where++) {   // first, middle and last value of the section
+                memcpy(f, src, n);
+                uint64_t bytes;
+                size_t at = section(f, n, tags[t], &bytes);
+                REQUIRE(at && bytes >= 12);
+                size_t pos = at + (where == 0 ? 0 : where == 1 ? (size_t)(bytes / 8) * 4 : (size_t)bytes - 4);
+                uint32_t u;
+                memcpy(&u, &poison[q], 4);
+                wr32(f + pos, u);
+                wr32(f + at + bytes, wd__crc32c(f + at, (size_t)bytes));   // a valid checksum: only the values are wrong
+                FILE *o = fopen(bad, "wb");
+                REQUIRE(o && fwrite(f, 1, n, o) == n);
+                fclose(o);
+                wd_model *x = NULL;
+                tried++;
+                if (wd_model_load(bad, &x) == WD_ERR_CORRUPT && strstr(wd_last_error(), "poison.wdm")) refused++;
+                else wd_model_destroy(x);
+            }
+    CHECK(refused == tried);
+    // a negative Adam v (its square root would be NaN)
+    memcpy(f, src, n);
+    uint64_t bytes;
+    size_t at = section(f, n, "EMBD", &bytes);
+    float neg = -1.0f;
+    uint32_t u;
+    memcpy(&u, &neg, 4);
+    wr32(f + at + (size_t)bytes - 4, u);   // the last value: Adam's v of the last row
+    wr32(f + at + bytes, wd__crc32c(f + at, (size_t)bytes));
+    FILE *o = fopen(bad, "wb");
+    REQUIRE(o && fwrite(f, 1, n, o) == n);
+    fclose(o);
+    wd_model *x = NULL;
+    CHECK(wd_model_load(bad, &x) == WD_ERR_CORRUPT && strstr(wd_last_error(), "negative"));
+    // a step of INT64_MAX
+    memcpy(f, src, n);
+    at = section(f, n, "POS ", &bytes);
+    wr64(f + at + 16, (uint64_t)INT64_MAX);
+    wr32(f + at + bytes, wd__crc32c(f + at, (size_t)bytes));
+    o = fopen(bad, "wb");
+    REQUIRE(o && fwrite(f, 1, n, o) == n);
+    fclose(o);
+    CHECK(wd_model_load(bad, &x) == WD_ERR_CORRUPT && strstr(wd_last_error(), "training position"));
+    // save refuses what load would refuse
+    wd_model_view v;
+    wd_model_view_get(m, &v);
+    v.emb[3] = NAN;
+    unlink(bad);
+    CHECK(wd_model_save(m, bad) == WD_ERR_NUMERIC && strstr(wd_last_error(), "embeddings") && !file_exists(bad));
+    free(src); free(f);
+    wd_model_destroy(m);
+}
+
+// Memory: a description or a file that asks for more than the machine can
+// give is refused with both sizes named, before anything is allocated.
+static void test_memory_asked_for(void) {
+    wd_schema s;
+    mixed_schema(&s);
+    s.slot[1].buckets = 4294967295u;   // 2^32 - 1 rows x (embeddings + state + wide)
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = &s;
+    wd_model *m = NULL;
+    double t0 = wd__now();
+    CHECK(wd_model_create(&md, &m) == WD_ERR_NOMEM && m == NULL && strstr(wd_last_error(), "GiB") && strstr(wd_last_error(), "available"));
+    CHECK(wd__now() - t0 < 1.0);   // refused, not attempted
+    // a small file whose one block decodes to 160 MB, under a 100 MB limit
+    char path[300];
+    tmp(path, sizeof path, "wide.wdr");
+    wd_schema w;
+    memset(&w, 0, sizeof w);
+    w.ndense = 1000; w.nslots = 1;
+    snprintf(w.slot[0].name, WD_NAME_MAX, "c"); w.slot[0].buckets = 2;
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, &w, 40000, 0));
+    memset(b.dense, 0, sizeof(float) * 40000 * 1000);
+    for (int i = 0; i < 40000; i++) { b.label[i] = 0; b.weight[i] = 1; b.ids[0][i] = 0; }
+    b.n = 40000;
+    wd_writer_desc wdsc;
+    memset(&wdsc, 0, sizeof wdsc);
+    wdsc.block_samples = 40000;
+    wd_writer *wr;
+    REQUIRE_OK(wd_writer_open(path, &w, &wdsc, &wr));
+    REQUIRE_OK(wd_writer_append(wr, &b));
+    REQUIRE_OK(wd_writer_close(wr));
+    wd_batch_free(&b);
+    setenv("WD_MEMORY_LIMIT", "100000000", 1);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(path, &r));
+    int64_t bad;
+    CHECK(wd_reader_verify(r, &bad) == WD_ERR_NOMEM && bad == 0 && strstr(wd_last_error(), "wide.wdr: block 0") && strstr(wd_last_error(), "GiB"));
+    wd_reader_close(r);
+    unsetenv("WD_MEMORY_LIMIT");
+    REQUIRE_OK(wd_reader_open(path, &r));
+    CHECK_OK(wd_reader_verify(r, &bad));   // the same file reads when the memory is there
+    wd_reader_close(r);
+}
+
+// Outputs that would destroy inputs, and checkpoints that cannot be written,
+// are refused before any work; nothing trains on or evaluates zero samples.
+static void test_outputs_and_empty_inputs(void) {
+    char data[300], prob[300], empty[300];
+    tmp(data, sizeof data, "g.wdr"); tmp(prob, sizeof prob, "g.prob"); tmp(empty, sizeof empty, "empty.wdr");
+    wd_gen_desc g;
+    memset(&g, 0, sizeof g);
+    g.output = data; g.rows = 500; g.seed = 3; g.max_card = 50; g.prob = prob;
+    REQUIRE_OK(wd_gen(&g, NULL));
+    g.tsv = data;   // the TSV onto the records
+    CHECK(wd_gen(&g, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "two outputs"));
+    g.tsv = NULL; g.prob = data;
+    CHECK(wd_gen(&g, NULL) == WD_ERR_INVALID_ARG);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(data, &r));
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = wd_reader_schema(r); md.embed_dim = 2; md.hidden[0] = 4;
+    wd_model *m;
+    REQUIRE_OK(wd_model_create(&md, &m));
+    wd_writer *w;
+    REQUIRE_OK(wd_writer_open(empty, wd_reader_schema(r), NULL, &w));
+    REQUIRE_OK(wd_writer_close(w));
+    wd_reader_close(r);
+    const char *files[1] = {data}, *none[1] = {empty};
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.files = files; td.nfiles = 1; td.batch_size = 50; td.threads = 1;
+    td.checkpoint_path = data;
+    size_t n0;
+    unsigned char *before = slurp(data, &n0);
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "destroyed"));
+    td.checkpoint_path = "/nonexistent-dir/m.wdm";
+    double t0 = wd__now();
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_IO && strstr(wd_last_error(), "/nonexistent-dir/m.wdm") && wd__now() - t0 < 1.0);
+    td.checkpoint_path = NULL;
+    td.files = none;
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "no samples"));
+    wd_eval_desc e;
+    memset(&e, 0, sizeof e);
+    e.files = none; e.nfiles = 1;
+    wd_metrics mt;
+    CHECK(wd_evaluate(m, &e, &mt) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "no samples") && strstr(wd_last_error(), "empty.wdr"));
+    size_t n1;
+    unsigned char *after = slurp(data, &n1);
+    CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    int64_t step;
+    wd_model_position(m, NULL, NULL, &step);
+    CHECK(step == 0);
+    free(before); free(after);
+    wd_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    RUN(test_decode_into_mismatched_batch);
+    RUN(test_predict_hostile_batches);
+    RUN(test_null_and_bad_arguments);
+    RUN(test_model_settings);
+    RUN(test_huge_inputs_refused);
+    RUN(test_poisoned_checkpoints);
+    RUN(test_memory_asked_for);
+    RUN(test_outputs_and_empty_inputs);
+    return test_summary("test_hardening");
+}
