@@ -26,7 +26,18 @@
     15. Training       wd_train(), wd_evaluate(), wd_predict()
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format
     17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
-   (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION)
+   (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
+   with these subsections, found by their "// ---- name" rules:)
+     7.  little-endian helpers, CRC32C; reader
+     8.  ordered parallel block pipeline (convert's and gen's threads)
+     13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
+         conversion, forward, backward, sparse row merging, optimizers
+     15. a team (persistent worker threads); the CPU backend; evaluation;
+         the training loop (one per rank, the same for every backend)
+
+   QUICK START: README.md's "Using the header" is a complete example (train,
+   evaluate, save, build a batch from raw values, predict); examples/ holds
+   a C trainer and a C++ server.
 
    ---------------------------------------------------------------------------
    SIZE LETTERS used in shape comments:
@@ -79,14 +90,20 @@
    (tests/test_faults.c fails each in turn).
 
    HISTORY
-     0.1.0  .wdr format v1, writer, reader, convert, gen, AUC.
+     0.1.0  .wdr format v1, writer, reader, convert, gen, AUC; the model,
+            its CPU trainer and the CUDA backend; .wdm checkpoints v1.
+     0.1.x  (unreleased) one training loop for every backend (wd_backend_ops);
+            oneDNN GEMMs and bf16 precision; early stop, keep best; .wdm v2
+            (training files' fingerprint; v1 loads); .wdr v2 (vocabularies;
+            v1 reads); gzip/zstd/stdin/CSV input, tables sized from the data;
+            wd_batch_add; memory checked before large allocations.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
 
-// The implementation uses POSIX (pread, O_CLOEXEC, clock_gettime). Include
-// widedeep.h before other headers in the implementation file, or build it
-// with -D_GNU_SOURCE, so that libc exposes them under -std=c11.
+// The implementation uses POSIX (pread, O_CLOEXEC, clock_gettime): it asks
+// libc for them with _GNU_SOURCE, and where a libc header came first under
+// -std=c11 (too late for that) it declares the few it needs itself.
 #if defined(WIDEDEEP_IMPLEMENTATION) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
@@ -359,6 +376,16 @@ WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
 // sample to b. On failure returns WD_ERR_PARSE with a reason in
 // wd_last_error() and leaves b unchanged.
 WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
+// Appends one sample made from raw values to b, mapped exactly as
+// wd_convert maps a line with t (Criteo or CSV specs), so that a serving
+// program scores what training saw: label in [0, 1] (0 when serving);
+// dense: the schema's ndense values as they are stored (counts through
+// wd_count_feature; NULL: all 0); cat: one string per slot (NULL, or a NULL
+// entry: missing, hashed like ""; derived slots take the derived value, e.g.
+// the hour's two digits). t must have its buckets or vocabulary from the
+// training file (wd_text_spec_match / wd_text_spec_vocab). On failure b is
+// unchanged. wd_parse_line does the same from a whole text line.
+WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat);
 
 // ---- 9. Convert ----------------------------------------------------------------------
 /* Inputs are text files, gzip- or zstd-compressed text (told by their first
@@ -964,6 +991,24 @@ WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offs
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
+#if defined(__GLIBC__) && !defined(__USE_XOPEN2K8) && !defined(__cplusplus)
+// A file that included a libc header before this one under -std=c11 (the
+// feature macros are read once, by the first): libc then hides the few
+// POSIX-2008 names this implementation uses, so they are declared here.
+#ifndef O_CLOEXEC
+#define O_CLOEXEC __O_CLOEXEC
+#endif
+#ifndef O_DIRECTORY
+#define O_DIRECTORY __O_DIRECTORY
+#endif
+#ifndef CLOCK_MONOTONIC
+#define CLOCK_REALTIME 0            // Linux's clock ids, the same on every architecture
+#define CLOCK_MONOTONIC 1
+#endif
+extern ssize_t pread(int fd, void *buf, size_t n, off_t at);
+extern size_t strnlen(const char *s, size_t n);
+extern int clock_gettime(__clockid_t clock, struct timespec *ts);
+#endif
 
 #ifdef __cplusplus
 #define WD__TLS thread_local
@@ -2553,6 +2598,32 @@ static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) 
     return WD_OK;
 }
 
+WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat) {
+    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: %s is NULL", !t ? "the text spec" : "the batch");
+    const wd_schema *s = &t->schema;
+    if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_UNSUPPORTED, "wd_batch_add: a libsvm spec maps feature indices, not strings: set the batch's ids directly");
+    if (b->ndense != s->ndense || b->nslots != s->nslots)
+        return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: the batch has %d dense/%d slots, the spec %d/%d", b->ndense, b->nslots, s->ndense, s->nslots);
+    if (!(label >= 0.0f && label <= 1.0f)) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: label %g is outside [0, 1]", (double)label);
+    for (int j = 0; dense && j < s->ndense; j++)
+        if (!isfinite(dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_batch_add: dense value %d is %g", j, (double)dense[j]);
+    for (int k = 0; k < s->nslots; k++) {
+        if (b->kind[k] != WD_ONE_HOT || s->slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot in the batch", k, s->slot[k].name);
+        if (s->slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0))
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: slot %d (%.31s) has no buckets yet: take them from the training file (wd_text_spec_match or wd_text_spec_vocab)", k, s->slot[k].name);
+    }
+    WD__TRY(wd__begin_sample(b));
+    int i = b->n;
+    b->label[i] = label; b->weight[i] = 1.0f;
+    for (int j = 0; j < s->ndense; j++) b->dense[(size_t)i * (size_t)s->ndense + (size_t)j] = dense ? dense[j] : 0.0f;
+    for (int k = 0; k < s->nslots; k++) {
+        const char *v = cat && cat[k] ? cat[k] : "";
+        b->ids[k][i] = wd__cat_id(t, k, v, strlen(v));
+    }
+    b->n++;
+    return WD_OK;
+}
+
 static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
     const char *f[40], *e[40];
     const char *p = line, *end = line + len;
@@ -3563,6 +3634,10 @@ struct wd_loader {
     wd_reader **readers;
     int nfiles;
     wd_schema schema;
+    // B: samples per batch (this rank); K: blocks in a shuffle window; A:
+    // decode slots ahead of the window; C = K + A decode slots in all; Q:
+    // output batches; m_max: samples in the largest block. RAM budget =
+    // Q batches + C blocks (wd_loader_open sizes them).
     int B, nthreads, K, A, C, Q, m_max;
     size_t ram, bytes;
     // epoch plan (this shard)
@@ -4168,7 +4243,7 @@ static wd_status wd__model_alloc(wd_model *m) {
     if (wd__deep(m)) {
         m->emb = wd__alloc_floats(m->emb_rows * m->E, "embedding tables", &st);
         m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
-        if (m->d.optimizer == WD_ADAM) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
+        if (wd_opt_states(m->d.optimizer) > 1) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
     }
     if (!st && m->d.precision == WD_PRECISION_BF16) {
         m->dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
@@ -4558,7 +4633,7 @@ typedef struct wd__ws {
     int64_t nocc, occ_cap;
     int64_t *okey;                  // (occ_cap)
     float *orow;                    // (occ_cap, R)
-    wd__occ *sort;                  // (sort_cap)
+    wd__occ *sort, *sort_tmp;       // (sort_cap) each
     int64_t sort_cap;
     wd__buf pack;                   // merged rows to exchange: i64 count, i64 keys, f32 rows
     int64_t nown, own_cap;          // merged rows this worker applies: keys, rows (scaled)
@@ -4576,7 +4651,7 @@ static void wd__ws_free(wd__ws *w) {
     for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->act[l]);
     wd__free(w->da); wd__free(w->db);
     wd__free(w->logit); wd__free(w->wlogit); wd__free(w->dlogit); wd__free(w->prob);
-    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->own_key); wd__free(w->own_row);
+    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->sort_tmp); wd__free(w->own_key); wd__free(w->own_row);
     wd__buf_free(&w->pack);
     wd__gemm_free(&w->mm);
     for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->lp_in[l]);
@@ -4632,11 +4707,29 @@ static wd_status wd__ws_own_reserve(wd__ws *w, const wd_model *m, int64_t n) {
 static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
     if (n <= w->sort_cap) return WD_OK;
     int64_t cap = WD__MAX(n, w->sort_cap * 3 / 2);
-    wd__occ *s = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap);
-    if (!s) return wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradient merging");
-    wd__free(w->sort);
-    w->sort = s; w->sort_cap = cap;
+    wd__occ *s = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap), *t = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap);
+    if (!s || !t) { wd__free(s); wd__free(t); return wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradient merging"); }
+    wd__free(w->sort); wd__free(w->sort_tmp);
+    w->sort = s; w->sort_tmp = t; w->sort_cap = cap;
     return WD_OK;
+}
+// Sorts w->sort[0, n) by key, keeping the order of equal keys (so rows are
+// summed in the order they were listed: deterministic, as a comparison sort
+// on (key, src, idx) of rows listed in that order). Keys lie in [0, nkeys).
+// LSD radix sort, 11 bits a pass: a few linear passes instead of qsort.
+static void wd__sort_occ(wd__ws *w, int64_t n, int64_t nkeys) {
+    enum { BITS = 11, NB = 1 << BITS };
+    uint32_t cnt[NB];
+    wd__occ *a = w->sort, *b = w->sort_tmp;
+    for (int shift = 0; shift == 0 || (nkeys - 1) >> shift > 0; shift += BITS) {
+        memset(cnt, 0, sizeof cnt);
+        for (int64_t i = 0; i < n; i++) cnt[(uint64_t)a[i].key >> shift & (NB - 1)]++;
+        uint32_t sum = 0;
+        for (int d = 0; d < NB; d++) { uint32_t c = cnt[d]; cnt[d] = sum; sum += c; }
+        for (int64_t i = 0; i < n; i++) b[cnt[(uint64_t)a[i].key >> shift & (NB - 1)]++] = a[i];
+        wd__occ *t = a; a = b; b = t;
+    }
+    if (a != w->sort) { w->sort_tmp = w->sort; w->sort = a; }   // the sorted array is w->sort
 }
 
 // Forward over samples [i0, i0+n) of b: fills x, activations, logits, probs.
@@ -4710,6 +4803,42 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
     return WD_OK;
 }
 
+// The backward pass's elementwise loops, written with the compiler's vector
+// extension (8 floats: SSE pairs on baseline x86-64, NEON on arm64) since
+// -O2 does not vectorize them. Each lane keeps the scalar loop's order of
+// operations, so results are bit-identical to it.
+typedef float wd__f8 __attribute__((vector_size(32)));
+typedef int32_t wd__i8 __attribute__((vector_size(32)));
+// d[q] = a[q] > 0 ? d[q] : 0 (ReLU's derivative applied to d)
+static void wd__relu_grad(float *d, const float *a, size_t n) {
+    size_t q = 0;
+    const wd__f8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (; q + 8 <= n; q += 8) {
+        wd__f8 x, y;
+        memcpy(&x, a + q, 32); memcpy(&y, d + q, 32);
+        wd__i8 keep = x > zero, yi;
+        memcpy(&yi, &y, 32);
+        yi &= keep;
+        memcpy(d + q, &yi, 32);
+    }
+    for (; q < n; q++) d[q] = a[q] > 0.0f ? d[q] : 0.0f;
+}
+// g[o] += sum over rows i of dz[i][o] (a bias gradient), rows in order; 8
+// rows at a time across all columns, so the rows stay in L1
+static void wd__colsum_add(float *g, const float *dz, int n, int out) {
+    int o8 = out & ~7;
+    for (int i0 = 0; i0 < n; i0 += 8) {
+        int i1 = WD__MIN(n, i0 + 8);
+        for (int o = 0; o < o8; o += 8) {
+            wd__f8 acc, r;
+            memcpy(&acc, g + o, 32);
+            for (int i = i0; i < i1; i++) { memcpy(&r, dz + (size_t)i * (size_t)out + o, 32); acc += r; }
+            memcpy(g + o, &acc, 32);
+        }
+        for (int o = o8; o < out; o++) for (int i = i0; i < i1; i++) g[o] += dz[(size_t)i * (size_t)out + o];
+    }
+}
+
 // Log loss from the logit, stable for large |logit|.
 static double wd__logloss1(float logit, float y) {
     double z = logit;
@@ -4749,8 +4878,8 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
         wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
         wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
 #endif
-        for (int i = 0; i < n; i++) for (int o = 0; o < L->out; o++) g[L->b + o] += dz[(size_t)i * L->out + o];
-        if (l) for (size_t q = 0; q < (size_t)n * (size_t)L->in; q++) dn[q] = a_in[q] > 0.0f ? dn[q] : 0.0f;   // ReLU'
+        wd__colsum_add(g + L->b, dz, n, L->out);
+        if (l) wd__relu_grad(dn, a_in, (size_t)n * (size_t)L->in);   // ReLU'
         float *t = dz; dz = dn; dn = t;
     }
     const float *dx = dz;   // (n, I) when deep: gradient of the input row
@@ -4801,19 +4930,13 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
     return WD_OK;
 }
 
-static int wd__occ_cmp(const void *a, const void *b) {
-    const wd__occ *x = (const wd__occ *)a, *y = (const wd__occ *)b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
 
 // Merges this worker's rows by key (sum) into w->pack: i64 count, keys, rows.
 static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
     int R = m->R;
     WD__TRY(wd__ws_sort_reserve(w, w->nocc));
     for (int64_t q = 0; q < w->nocc; q++) { w->sort[q].key = w->okey[q]; w->sort[q].src = 0; w->sort[q].idx = (int32_t)q; }
-    qsort(w->sort, (size_t)w->nocc, sizeof(wd__occ), wd__occ_cmp);
+    wd__sort_occ(w, w->nocc, m->table_off[m->ntables]);
     int64_t u = 0;
     for (int64_t q = 0; q < w->nocc; q++) u += q == 0 || w->sort[q].key != w->sort[q - 1].key;
     size_t bytes = 8 + 8 * (size_t)u + 4 * (size_t)u * (size_t)R;
@@ -4878,7 +5001,7 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
         for (int64_t i = 0; i < c; i++)
             if (nranks == 1 || wd__owner(keys[i], nranks) == rank) { w->sort[n].key = keys[i]; w->sort[n].src = q; w->sort[n].idx = (int32_t)i; n++; }
     }
-    if (nviews > 1) qsort(w->sort, (size_t)n, sizeof(wd__occ), wd__occ_cmp);   // one view is sorted already
+    if (nviews > 1) wd__sort_occ(w, n, m->table_off[m->ntables]);   // one view is sorted already
     int64_t u = 0;
     for (int64_t i = 0; i < n; u++) {
         int64_t key = w->sort[i].key;
@@ -5171,9 +5294,11 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
     w->g[m->P + 2] = samples;
     w->g[m->P + 3] = r == 0 && c->stop ? 1.0f : 0.0f;
+    double tm = wd__now();
     if (!st) st = wd__merge_local(m, w);
-    if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
     double t0 = wd__now();
+    w->t_opt += t0 - tm;   // merging this worker's sparse rows: part of the optimizer stage
+    if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
     st = cm->ops->allreduce_sum(cm, w->g, (size_t)(m->P + WD__TAIL));
     const void *views[256];
     size_t sizes[256];
@@ -5193,9 +5318,11 @@ static void wd__cpu_step_worker(void *ctx, int r) {
         if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX);
         else wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]);
     }
-    w->t_opt += wd__now() - t1;
+    double t2 = wd__now();
+    w->t_opt += t2 - t1;
     if (st) wd__cpu_worker_fail(c, r, st);
     st = cm->ops->barrier(cm);   // every update done before anyone reads the model again
+    w->t_comm += wd__now() - t2;   // waiting for the slowest worker
     if (st && !c->wst[r]) wd__cpu_worker_fail(c, r, st);
 }
 static void wd__cpu_predict_worker(void *ctx, int r) {
@@ -5277,7 +5404,9 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     if (st) snprintf(c->res_err[q], sizeof c->res_err[q], "an earlier step failed; nothing more was applied");
     else {
         c->b = b; c->stop = stop;
-        wd__lp_refresh(c->m);
+        double t0 = wd__now();
+        wd__lp_refresh(c->m);   // bf16 copies of the weights: part of the forward pass
+        c->ws[0].t_fwd += wd__now() - t0;
         wd__cpu_round(c, wd__cpu_step_worker);
         st = wd__cpu_round_status(c, c->res_err[q], sizeof c->res_err[q]);
         int bad = 0;
@@ -5931,7 +6060,7 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
     // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
     for (int64_t i = 0; i < m->P; i++) {
         int acc = i < m->P_mlp ? m->d.optimizer == WD_ADAGRAD : 0;
-        if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && m->d.optimizer == WD_ADAM && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
+        if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && wd_opt_states(m->d.optimizer) > 1 && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
             snprintf(what, n, "dense optimizer state %lld is negative", (long long)i);
             return 1;
         }
@@ -6039,7 +6168,7 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) {   // the file must hold what the description implies before we allocate it
         int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
-        int64_t need = off + npos * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (m->d.optimizer == WD_ADAM ? 3 : 2) * 4 * ne + 24 + 24;
+        int64_t need = off + npos * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (1 + wd_opt_states(m->d.optimizer)) * 4 * ne + 24 + 24;
         if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
     }
     if (!st) st = wd__model_alloc(m);

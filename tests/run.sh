@@ -103,13 +103,22 @@ if [ -n "${WD_BUILD_RC:-}" ] && [ "$WD_BUILD_RC" != 0 ]; then
     say "FAIL build: make exited with status $WD_BUILD_RC: a test binary did not build (the errors are above)"
 fi
 
-# The header alone compiles warning-free as C11 and C++17 with gcc and clang.
+# The header compiles warning-free as C11 and C++17 with gcc and clang: alone,
+# after libc headers (the feature macros then come too late for it), and the
+# README's "Using the header" example as it stands.
+awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$/{c=1;next} c&&/^```$/{c=0} c' README.md > "$T/readme_api.c"
+printf '#include <stdio.h>\n#include <string.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do
     name="compile_$(echo "$cc" | cut -d' ' -f1 | tr + p)"
     if ! command -v "${cc%% *}" >/dev/null; then say "SKIP $name: ${cc%% *} not installed"; continue; fi
-    if printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' | timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c - -o "$T/c.o" 2>"$T/cc.err"; then
-        say "PASS $name"
-    else say "FAIL $name: $(head -c 2000 "$T/cc.err")"; fi
+    err=
+    for src in alone "$T/libc_first.c" "$T/readme_api.c"; do
+        if [ $src = alone ]; then printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/alone.c"; src=$T/alone.c; fi
+        if ! grep -q . "$src"; then err="$err | $(basename "$src"): empty (the README block was not found)"; continue; fi
+        timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c "$src" -o "$T/c.o" 2>"$T/cc.err" || err="$err | $(basename "$src"): $(head -c 1500 "$T/cc.err")"
+    done
+    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example"
+    else say "FAIL $name:$err"; fi
 done
 # the CUDA backend compiles (nvcc present); its tests skip without a GPU
 if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; then

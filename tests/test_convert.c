@@ -384,6 +384,46 @@ static void test_number_edges(void) {
     free(h);
 }
 
+// wd_batch_add maps raw values as wd_parse_line maps the line they came from
+// (a serving program scores what training saw), and refuses what it cannot map.
+static void test_batch_from_values(void) {
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 5000);
+    const char *line = "1\t3\t-2\t\t7\t0\t1\t2\t3\t4\t5\t6\t7\t8\t68fd1e64\t80e26c9b\t\tx\ty\tz\ta\tb\tc\td\te\tf\tg\th\ti\tj\tk\tl\tm\tn\to\tp\tq\tr\ts\tt";
+    wd_batch a, b;
+    REQUIRE_OK(wd_batch_init(&a, &t.schema, 0, 0));
+    REQUIRE_OK(wd_batch_init(&b, &t.schema, 0, 0));
+    REQUIRE_OK(wd_parse_line(&t, line, strlen(line), &a));
+    const int64_t counts[13] = {3, -2, 0, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    float dense[13];
+    for (int j = 0; j < 13; j++) dense[j] = j == 2 ? 0.0f : wd_count_feature(counts[j]);   // I3 missing: 0
+    const char *cat[26] = {"68fd1e64", "80e26c9b", NULL, "x", "y", "z", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
+    CHECK_OK(wd_batch_add(&t, &b, 1.0f, dense, cat));
+    CHECK(a.n == 1 && b.n == 1 && a.label[0] == b.label[0] && b.weight[0] == 1.0f && !memcmp(a.dense, b.dense, sizeof dense));
+    int same = 1;
+    for (int k = 0; k < 26; k++) same &= a.ids[k][0] == b.ids[k][0];
+    CHECK(same);
+    // bad values: the batch keeps its one sample
+    float nan_dense[13];
+    memcpy(nan_dense, dense, sizeof dense);
+    nan_dense[4] = NAN;
+    CHECK(wd_batch_add(&t, &b, 1.0f, nan_dense, cat) == WD_ERR_NUMERIC && strstr(wd_last_error(), "dense value 4"));
+    CHECK(wd_batch_add(&t, &b, 2.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "label"));
+    CHECK(wd_batch_add(NULL, &b, 0.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "text spec"));
+    wd_text_spec unsized;
+    wd_text_spec_criteo(&unsized, 0);   // buckets from the data: none yet
+    CHECK(wd_batch_add(&unsized, &b, 0.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "no buckets"));
+    wd_text_spec svm;
+    REQUIRE_OK(wd_text_spec_libsvm(&svm, "a=1-10", NULL, 0));
+    CHECK(wd_batch_add(&svm, &b, 0.0f, NULL, NULL) == WD_ERR_UNSUPPORTED);
+    CHECK(b.n == 1);
+    // NULL dense and values: zeros and missing values
+    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, NULL));
+    CHECK(b.n == 2 && b.dense[13 + 5] == 0.0f && b.ids[7][1] == wd_hash_bucket("", 0, 7, 5000));
+    wd_batch_free(&a);
+    wd_batch_free(&b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_setup);
@@ -394,6 +434,7 @@ int main(int argc, char **argv) {
     RUN(test_sized_from_data);
     RUN(test_output_is_input);
     RUN(test_number_edges);
+    RUN(test_batch_from_values);
     free(tsv_bytes);
     return test_summary("test_convert");
 }
