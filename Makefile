@@ -58,21 +58,28 @@ $(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 $(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_HAVE_CUDA -c -o $(B)/multi_gpu.o examples/multi_gpu.c
 	$(CXX) -o $@ $(B)/multi_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
-$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 	$(NVCC) $(NVFLAGS) $(GEMMF) -c -o $(B)/test_gpu.o tests/test_gpu.cu
 	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
 
-# on a machine with an NVIDIA GPU: the GPU tests, then compute-sanitizer's
-# memcheck and racecheck over the same binary
-test-gpu: deps
+# on a machine with an NVIDIA GPU: the GPU tests (no GPU fails here:
+# WD_REQUIRE_GPU=1), then the same binary under compute-sanitizer's memcheck,
+# racecheck, initcheck and synccheck (shorter runs: WD_GPU_TEST_QUICK=1). Every
+# run happens; the target fails if any failed, or if compute-sanitizer is
+# missing. NO_DEPS=1 skips `make deps` (offline hosts: bench/gpu_check.sh).
+test-gpu: $(if $(NO_DEPS),,deps)
 	@$(MAKE) --no-print-directory $(B)/test_gpu
 	@mkdir -p $(B)/gpu-tmp
-	$(B)/test_gpu $(B)/gpu-tmp
-	@if command -v compute-sanitizer >/dev/null || test -x $(CUDA_HOME)/bin/compute-sanitizer; then \
-	    CS=$$(command -v compute-sanitizer || echo $(CUDA_HOME)/bin/compute-sanitizer); \
-	    $$CS --tool memcheck --error-exitcode 1 $(B)/test_gpu $(B)/gpu-tmp && \
-	    $$CS --tool racecheck --error-exitcode 1 $(B)/test_gpu $(B)/gpu-tmp; \
-	else echo "compute-sanitizer not found: memcheck/racecheck skipped"; fi
+	@failed=; \
+	echo "== test_gpu"; WD_REQUIRE_GPU=1 $(B)/test_gpu $(B)/gpu-tmp || failed="$$failed test_gpu"; \
+	CS=$$(command -v compute-sanitizer || echo $(CUDA_HOME)/bin/compute-sanitizer); \
+	if [ -x "$$CS" ]; then \
+	    for tool in memcheck racecheck initcheck synccheck; do \
+	        echo "== compute-sanitizer --tool $$tool test_gpu (WD_GPU_TEST_QUICK=1)"; \
+	        WD_REQUIRE_GPU=1 WD_GPU_TEST_QUICK=1 $$CS --tool $$tool --error-exitcode 1 $(B)/test_gpu $(B)/gpu-tmp || failed="$$failed $$tool"; \
+	    done; \
+	else echo "compute-sanitizer not found (PATH, $(CUDA_HOME)/bin): memcheck, racecheck, initcheck and synccheck cannot run"; failed="$$failed compute-sanitizer-missing"; fi; \
+	if [ -n "$$failed" ]; then echo "test-gpu FAILED:$$failed"; exit 1; fi; echo "test-gpu: test_gpu and all four sanitizers passed"
 
 deps:
 	@CC=$(CC) bash tools/install-deps.sh

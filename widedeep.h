@@ -35,9 +35,16 @@
      15. a team (persistent worker threads); the CPU backend; evaluation;
          the training loop (one per rank, the same for every backend)
 
-   QUICK START: README.md's "Using the header" is a complete example (train,
-   evaluate, save, build a batch from raw values, predict); examples/ holds
-   a C trainer and a C++ server.
+   QUICK START (README.md's "Using the header" is the whole example, with
+   error handling and serving; examples/ holds a C trainer, a C++ server):
+       wd_reader *r;  wd_reader_open("day1.wdr", &r);    // from `wd convert`
+       wd_model_desc md;  memset(&md, 0, sizeof md);    // 0: defaults
+       md.schema = wd_reader_schema(r);
+       wd_model *m;   wd_model_create(&md, &m);  wd_reader_close(r);
+       wd_train_desc td;  memset(&td, 0, sizeof td);
+       const char *files[] = {"day1.wdr"};  td.files = files;  td.nfiles = 1;
+       wd_train(m, &td, NULL);                          // every call: wd_status
+       wd_model_save(m, "ctr.wdm");                     // then wd_predict(m, batch, probs)
 
    ---------------------------------------------------------------------------
    SIZE LETTERS used in shape comments:
@@ -567,7 +574,9 @@ typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
 // gradients rounded to nearest even) and accumulate in fp32; parameters,
 // optimizer state and checkpoints stay fp32. The CPU needs AVX512-BF16 or
 // AMX-BF16 and the oneDNN engine; elsewhere training and prediction refuse
-// it with a message naming what is missing. Everything else stays fp32.
+// it with a message naming what is missing. The CUDA backend refuses it too
+// (WD_ERR_UNSUPPORTED; it computes TF32, or fp32 with WD_CUDA_FP32).
+// Everything else stays fp32.
 typedef enum wd_precision { WD_PRECISION_FP32 = 0, WD_PRECISION_BF16 = 1 } wd_precision;
 typedef struct wd_model_desc {
     const wd_schema *schema;        // required (copied)
@@ -4402,18 +4411,7 @@ static void wd__to_bf16_sw(uint16_t *d, const float *s, size_t n) {
         d[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
     }
 }
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
-#include <immintrin.h>
-__attribute__((target("avx512f,avx512bf16"))) static void wd__to_bf16_avx512(uint16_t *d, const float *s, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(s + i));
-        memcpy(d + i, &v, 32);
-    }
-    wd__to_bf16_sw(d + i, s + i, n - i);
-}
-#define WD__HAVE_BF16_AVX512 1
-#elif defined(__x86_64__) && defined(__clang__)
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
 #include <immintrin.h>
 __attribute__((target("avx512f,avx512bf16"))) static void wd__to_bf16_avx512(uint16_t *d, const float *s, size_t n) {
     size_t i = 0;
@@ -6270,7 +6268,8 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     int64_t bb = (int64_t)wd__batch_carve(&shape, NULL, batch, B * WD_PLAN_MULTI_HOT_IDS);
     struct { int buf, index; int64_t bytes; } want[WD_PLAN_MAX];
     int n = 0;
-#define WD__P(b_, i_, bytes_) do { want[n].buf = (b_); want[n].index = (i_); want[n].bytes = (bytes_); n++; } while (0)
+#define WD__P(b_, i_, bytes_) do { if (n == WD_PLAN_MAX) return wd__fail(WD_ERR_INTERNAL, "wd_plan_make: more than WD_PLAN_MAX (%d) buffers", WD_PLAN_MAX); \
+                                    want[n].buf = (b_); want[n].index = (i_); want[n].bytes = (bytes_); n++; } while (0)
     WD__P(WD_BUF_DENSE, 0, 4 * Pd);
     WD__P(WD_BUF_DENSE_S1, 0, 4 * Pd);
     WD__P(WD_BUF_DENSE_S2, 0, 4 * Pd);

@@ -28,6 +28,11 @@
 // WD__GRAD_MAX's 1e15; a stop vote) -> updates -> results into pinned memory.
 // Every sum has a fixed order, so a step is deterministic.
 //
+// Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
+// (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model asking for
+// bf16 (wd_model_desc.precision) is refused with WD_ERR_UNSUPPORTED: there
+// is no bf16 path here yet, and training it in fp32 unasked would be wrong.
+//
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
 // no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph);
 // WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
@@ -461,13 +466,16 @@ __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
     for (int q = 0; q < 4; q++) r->tail[q] = tail[q];
     r->flags = s->flags; r->halted = s->halted; r->step = s->step; r->checksum = s->checksum;
 }
-// Several ranks: this rank's merged rows into its send block (count, keys,
-// rows; unused keys the sentinel), and the gathered blocks back into one
-// key list (occurrence q = rank * rows + j).
+// Several ranks: this rank's merged rows into its send block (a 16-byte
+// header, keys, rows; unused keys the sentinel), and the gathered blocks back
+// into one key list (occurrence q = rank * rows + j). A received block starts
+// at a multiple of 4 bytes only (its size is 16 + (8 + 4 R) rows), so keys
+// are read as two 32-bit halves.
 __global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long nrows, int R, unsigned long long sentinel) {
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= nrows) return;
-    unsigned long long *keys = (unsigned long long *)(send + 16);
+    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)min((long long)s->nruns, nrows); h[1] = (uint32_t)R; h[2] = 0; h[3] = 0; }
+    unsigned long long *keys = (unsigned long long *)(send + 16);   // send: 256-byte aligned
     float *out = (float *)(send + 16 + 8 * nrows);
     int valid = j < s->nruns && ukey[j] != sentinel;
     keys[j] = valid ? ukey[j] : sentinel;
@@ -479,7 +487,8 @@ __global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows
     long long r = q / nrows, j = q % nrows;
     size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)nrows;
     const char *blk = recv + (size_t)r * block;
-    key[q] = ((const unsigned long long *)(blk + 16))[j];
+    const uint32_t *half = (const uint32_t *)(blk + 16) + 2 * j;   // little-endian: low word first
+    key[q] = (unsigned long long)half[0] | (unsigned long long)half[1] << 32;
     occ[q] = (uint32_t)q;
     const float *in = (const float *)(blk + 16 + 8 * nrows);
     for (int c = 0; c < R; c++) rows_out[(size_t)q * R + c] = in[(size_t)j * R + c];
@@ -511,13 +520,20 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 // ---- 3. GEMMs -----------------------------------------------------------------------------------
 // Row-major C (M, N) = op(A) (M, K) * op(B) (K, N) [+ bias per column, ReLU],
 // as the column-major C^T = op(B)^T op(A)^T that cuBLASLt computes. Made once
-// per shape: descriptors, layouts and the heuristic's best algorithm for the
-// workspace we have.
+// per shape and buffers: descriptors, layouts and the heuristic's best
+// algorithm for the workspace we have and the alignment the buffers really
+// have (cuBLASLt's heuristic assumes 256-byte aligned matrices unless told;
+// the device layout puts layer l > 0's weights and biases at any multiple of
+// 4 bytes). The bias and ReLU go into the epilogue when the bias is 16-byte
+// aligned and some algorithm takes them; otherwise a small kernel applies them
+// after the product (the same arithmetic: bias added in fp32, then ReLU).
 struct wdc_mm {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     int M, N, K;
+    const float *bias_after;        // bias applied by wdc_bias_act_k after the product (NULL: none or fused)
+    int relu_after;
 };
 static void wdc_mm_free(wdc_mm *p) {
     if (p->la) cublasLtMatrixLayoutDestroy(p->la);
@@ -526,15 +542,20 @@ static void wdc_mm_free(wdc_mm *p) {
     if (p->desc) cublasLtMatmulDescDestroy(p->desc);
     memset(p, 0, sizeof *p);
 }
-static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, cublasComputeType_t compute, int ta, int tb, int M, int N, int K,
-                             const float *bias, int relu, size_t ws_bytes) {
-    memset(p, 0, sizeof *p);
-    p->M = M; p->N = N; p->K = K;
+// The largest power of two (at most 256) that divides the address.
+static uint32_t wdc_align(const void *ptr) {
+    uintptr_t a = (uintptr_t)ptr;
+    uint32_t al = 1;
+    while (al < 256 && a % (2 * (uintptr_t)al) == 0) al *= 2;
+    return al;
+}
+// Descriptors and layouts for one product; the epilogue only when fuse.
+static wd_status wdc_mm_desc(wdc_mm *p, cublasComputeType_t compute, int ta, int tb, int M, int N, int K, const float *bias, int relu, int fuse) {
     cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     WDC_LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (bias) {
+    if (bias && fuse) {
         cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
         WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -542,22 +563,54 @@ static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, cublasComputeType_t
     WDC_LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, tb ? K : N, tb ? N : K, tb ? K : N));
     WDC_LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, ta ? M : K, ta ? K : M, ta ? M : K));
     WDC_LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, N, M, N));
-    cublasLtMatmulPreference_t pref;
-    WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
-    cublasStatus_t s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
-    cublasLtMatmulHeuristicResult_t res;
-    int found = 0;
-    cublasStatus_t s2 = s1 == CUBLAS_STATUS_SUCCESS ? cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found) : s1;
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (s2 != CUBLAS_STATUS_SUCCESS || found < 1)
-        return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (status %d)", M, N, K, (int)s2);
-    p->algo = res.algo;
     return WD_OK;
+}
+// A, B, C: the buffers every run of this plan uses (row-major operands as above).
+static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, cublasComputeType_t compute, int ta, int tb, int M, int N, int K,
+                             const float *A, const float *B, const float *C, const float *bias, int relu, size_t ws_bytes) {
+    // cuBLASLt's A is our B, its B our A; C and D are both our C
+    uint32_t al[4] = {wdc_align(B), wdc_align(A), wdc_align(C), wdc_align(C)};
+    static const cublasLtMatmulPreferenceAttributes_t which[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    uint64_t ws = ws_bytes;
+    cublasStatus_t s2 = CUBLAS_STATUS_SUCCESS;
+    for (int fuse = bias && wdc_align(bias) >= 16 ? 1 : 0; fuse >= 0; fuse--) {
+        memset(p, 0, sizeof *p);
+        p->M = M; p->N = N; p->K = K;
+        WDC_TRY(wdc_mm_desc(p, compute, ta, tb, M, N, K, bias, relu, fuse));
+        cublasLtMatmulPreference_t pref;
+        WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
+        s2 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        for (int i = 0; i < 4 && s2 == CUBLAS_STATUS_SUCCESS; i++) s2 = cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al[i], sizeof al[i]);
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        if (s2 == CUBLAS_STATUS_SUCCESS) s2 = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+        cublasLtMatmulPreferenceDestroy(pref);
+        if (s2 == CUBLAS_STATUS_SUCCESS && found >= 1) {
+            p->algo = res.algo;
+            if (bias && !fuse) { p->bias_after = bias; p->relu_after = relu; }
+            return WD_OK;
+        }
+        wdc_mm_free(p);   // no algorithm with the epilogue: once more without it
+    }
+    return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (alignment %u/%u/%u bytes, status %d)", M, N, K, al[0], al[1], al[2], (int)s2);
+}
+// c[q] = c[q] + bias[q % n] (then ReLU): the epilogue, when cuBLASLt cannot fuse it.
+__global__ void wdc_bias_act_k(float *c, const float *bias, size_t count, int n, int relu) {
+    size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= count) return;
+    float v = c[q] + bias[q % (size_t)n];
+    c[q] = relu ? fmaxf(v, 0.0f) : v;
 }
 static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, const float *A, const float *B, float *C, void *ws, size_t ws_bytes, cudaStream_t st) {
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo, ws, ws_bytes, st);
     if (s != CUBLAS_STATUS_SUCCESS) return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d) failed: status %d", p->M, p->N, p->K, (int)s);
+    if (p->bias_after) {
+        size_t count = (size_t)p->M * (size_t)p->N;
+        wdc_bias_act_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(C, p->bias_after, count, p->N, p->relu_after);
+        WDC_LAUNCH("bias_act");
+    }
     return WD_OK;
 }
 
@@ -577,6 +630,7 @@ struct wdc_rank {
     char *batch[2];
     size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
     float *x, *act[WD_MAX_LAYERS + 1], *grad[2], *logits, *g, *partial;
+    float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (spare logits rows, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;
     uint32_t *occ, *occ_alt;
     int *run_cnt, *run_off, *seg_cnt, *seg_first, *seg_run;
@@ -591,7 +645,7 @@ struct wdc_rank {
     cudaStream_t compute, copy;
     cudaEvent_t copied[2], done[2], mark[2][8];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
     cudaGraphExec_t graph[2];
-    int use_graph, timing;
+    int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int64_t check_every;
     wd_comm *comm;
     wdc_result *res_host;           // pinned (2)
@@ -847,6 +901,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
     WDC_TRY(wdc_carve(r));
     WDC_TRY(wdc_batch_layout(r));
+    {   // the loss kernel's block sums: in the spare half of the logits (4 B floats) when they fit,
+        // else in the column-sum partials (a no-deep model with D <= 2 has a tiny one)
+        int64_t nb = wdc_blocks(r->B, WDC_THREADS), pbytes = 0;
+        WDC_TRY(wd_plan_find(&r->plan, WD_BUF_PARTIAL, 0, NULL, &pbytes));
+        if (4 * nb <= 2 * (int64_t)r->B) r->loss_part = r->logits + 2 * (size_t)r->B;
+        else if (16 * nb <= pbytes) r->loss_part = r->partial;
+        else return wdc_fail(WD_ERR_INTERNAL, "no room for the loss kernel's %lld block sums", (long long)nb);
+    }
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking));
     for (int i = 0; i < 2; i++) {
@@ -863,12 +925,16 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W
     WDC_LT(cublasLtCreate(&r->lt));
-    cublasComputeType_t compute = wdc_env("WD_CUDA_FP32", 0) != 0 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    r->fp32 = wdc_env("WD_CUDA_FP32", 0) != 0;
+    cublasComputeType_t compute = r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     for (int l = 0; l < v->nlayers; l++) {
         int K = l ? v->layer_in[l] : d->INp, out = v->layer_out[l], last = l + 1 == v->nlayers;
-        WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, compute, 0, 1, r->B, out, K, r->dense + r->lb[l], !last, r->gemm_ws_bytes));
-        WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, compute, 1, 0, out, K, r->B, NULL, 0, r->gemm_ws_bytes));
-        WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, compute, 0, 0, r->B, K, out, NULL, 0, r->gemm_ws_bytes));
+        // the buffers wdc_forward and wdc_step_enqueue run these with
+        const float *in = l ? r->act[l - 1] : r->x, *W = r->dense + r->lw[l];
+        const float *dz = last ? r->logits + r->B : r->grad[(l + 1) % 2];
+        WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, compute, 0, 1, r->B, out, K, in, W, r->act[l], r->dense + r->lb[l], !last, r->gemm_ws_bytes));
+        WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, compute, 1, 0, out, K, r->B, dz, in, r->g + r->lw[l], NULL, 0, r->gemm_ws_bytes));
+        WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, compute, 0, 0, r->B, K, out, dz, W, r->grad[l % 2], NULL, 0, r->gemm_ws_bytes));
     }
     // CUB's scratch for the largest sort, run-length encode and scans we run
     {
@@ -947,7 +1013,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
-    WDC_TRY(wdc_loss(st, prob, dlogit, r->partial, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, b, d, r->wide, wdense,
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, b, d, r->wide, wdense,
                      r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
@@ -1024,7 +1090,12 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
 // ---- 6. Backend ---------------------------------------------------------------------------------
 static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     *out = NULL;
+    if (!bd->model) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: no model");
     if (bd->batch <= 0) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: batch %d", bd->batch);
+    // BF16 (wd_model_desc.precision) is not implemented here: refuse it rather than train in fp32 unasked
+    if (wd_model_description(bd->model)->precision != WD_PRECISION_FP32)
+        return wdc_fail(WD_ERR_UNSUPPORTED, "precision bf16 is not implemented by the CUDA backend (it computes the MLP in fp32, "
+                        "on TF32 tensor cores unless WD_CUDA_FP32=1); use precision fp32 on the GPU, or bf16 on a CPU with the oneDNN engine");
     if (bd->ranks > 1 && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
         return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
     int ndev = 0;
@@ -1148,8 +1219,8 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     const wdc_rank *r = (const wdc_rank *)be;
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt %s graph=%s", p.name, p.major, p.minor, r->ranks,
-             wdc_env("WD_CUDA_FP32", 0) != 0 ? "fp32" : "tf32", r->use_graph ? "on" : "off");
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s", p.name, p.major, p.minor, r->ranks,
+             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;
