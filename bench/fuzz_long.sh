@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 7 measurement: each libFuzzer harness for RUNS executions (default
 # 10M), two at a time; prints executions, edges covered, corpus size, result.
-# Usage: bench/fuzz_long.sh [RUNS]
+# Usage: bench/fuzz_long.sh [RUNS [HARNESS...]]   (default: all six)
 cd "$(dirname "$0")/.."
-RUNS=${1:-10000000}
-make -s $(printf 'build/fuzz_%s ' wdr criteo libsvm csv wdm) >/dev/null
+RUNS=${1:-10000000}; shift
+ALL=${*:-wdr criteo libsvm csv wdm api}
+make -s $(printf 'build/fuzz_%s ' $ALL) >/dev/null
 mkdir -p build/fuzz-long
 run() {
     f=$1; mkdir -p build/fuzz-long/corpus-$f
@@ -15,6 +16,7 @@ run() {
     echo "fuzz_$f: exit $rc in $(( $(date +%s) - start )) s; $(grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz-long/$f.log | sed -E 's/[[:space:]]+rss.*//; s/[[:space:]]+/ /g'); crashes: $(ls build/fuzz-long/$f-crash-* 2>/dev/null | wc -l)"
 }
 echo "machine: $(nproc) cores; $(date -u +%F); $RUNS runs each"
-(run wdr; run csv; run wdm) &
-(run criteo; run libsvm) &
+set -- $ALL   # two at a time: odd and even positions
+(i=0; for f in "$@"; do [ $((i++ % 2)) = 0 ] && run $f; done) &
+(i=0; for f in "$@"; do [ $((i++ % 2)) = 1 ] && run $f; done) &
 wait
