@@ -4425,9 +4425,10 @@ __attribute__((target("avx512f,avx512bf16"))) static void wd__to_bf16_avx512(uin
 #endif
 static void wd__to_bf16(uint16_t *d, const float *s, size_t n) {
 #ifdef WD__HAVE_BF16_AVX512
-    static int hw = -1;
-    if (hw < 0) hw = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
-    if (hw) { wd__to_bf16_avx512(d, s, n); return; }
+    static int hw = -1;   // asked once; threads may race to store the same answer
+    int h = __atomic_load_n(&hw, __ATOMIC_RELAXED);
+    if (h < 0) { h = __builtin_cpu_supports("avx512bf16") ? 1 : 0; __atomic_store_n(&hw, h, __ATOMIC_RELAXED); }
+    if (h) { wd__to_bf16_avx512(d, s, n); return; }
 #endif
     wd__to_bf16_sw(d, s, n);
 }

@@ -144,13 +144,19 @@ unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
 unit "$B/test_faults" tests/test_faults.c "$T"
 unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
 unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
+# the GEMM engine the build links: concurrent predict, multi-worker determinism,
+# GEMM vs a plain loop, bf16 vs fp32 (skips, with the library's message, on a
+# CPU without AVX512-BF16/AMX: the one skip CI accepts here), memory cap
+unit "$B/test_engine" tests/test_engine.c allow-skip "$T"
 echo "# with the portable GEMM loops (the fallback engine):" | tee -a "$log"
 unit "$B/test_ref_portable" tests/test_ref.c "$T"
 unit "$B/test_golden_portable" tests/test_golden.c "$T"
 unit "$B/test_train_portable" tests/test_train.c "$T"
+unit "$B/test_engine_portable" tests/test_engine.c allow-skip "$T"   # bf16 skips: portable loops
 echo "# under ThreadSanitizer:" | tee -a "$log"
 unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 unit "$B/test_train_tsan" tests/test_train.c "$T"
+unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
