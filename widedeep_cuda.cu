@@ -47,6 +47,7 @@
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -92,7 +93,10 @@ static double wdc_env(const char *name, double dflt) {
 #define WDC_SEG 32                  // most rows of one run a warp sums (hot ids: many warps, then their segments)
 #define WDC_CHUNK 256               // rows per block of a column sum's first level
 #define WDC_GRAD_MAX 1e15f          // the header's WD__GRAD_MAX: a larger gradient refuses the step
-static unsigned wdc_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+// Blocks of `per` for n items: at least one, so that an empty range (a model
+// without slots or crosses has no sparse occurrences) is a valid launch; every
+// kernel guards its range.
+static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + per - 1) / per) : 1u; }
 
 // Step flags (wdc_state.flags, wdc_result.flags).
 enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16 };
@@ -387,7 +391,8 @@ __global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const in
     }
 }
 // One warp per run: its segments summed in order into rows[r]; with check,
-// scaled by the batch's 1 / weight sum and checked (a bad value flags the step).
+// scaled by the batch's 1 / weight sum and checked (a bad value flags the
+// step unless it is already flagged: a stop vote stays a clean stop).
 __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *seg_first, const int *seg_cnt, const unsigned long long *ukey,
                                 wdc_state *s, int R, unsigned long long sentinel, int check) {
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -395,9 +400,9 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
     for (int col = lane; col < R; col += 32) {
         float acc = 0.0f;
         for (int q = seg_first[r]; q < seg_first[r] + seg_cnt[r]; q++) acc += seg_rows[(size_t)q * R + col];
-        if (check) {
+        if (check) {   // checked as wdc_dense_check_k does: not on a stop vote or a failed loss, nor without weight
             acc *= s->inv_w;
-            if (!(fabsf(acc) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
+            if (!s->flags && s->inv_w != 0.0f && !(fabsf(acc) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
         }
         rows[(size_t)r * R + col] = acc;
     }
@@ -473,8 +478,8 @@ __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
 // are read as two 32-bit halves.
 __global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long nrows, int R, unsigned long long sentinel) {
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)min((long long)s->nruns, nrows); h[1] = (uint32_t)R; h[2] = 0; h[3] = 0; }   // also when nrows is 0
     if (j >= nrows) return;
-    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)min((long long)s->nruns, nrows); h[1] = (uint32_t)R; h[2] = 0; h[3] = 0; }
     unsigned long long *keys = (unsigned long long *)(send + 16);   // send: 256-byte aligned
     float *out = (float *)(send + 16 + 8 * nrows);
     int valid = j < s->nruns && ukey[j] != sentinel;
@@ -834,6 +839,13 @@ static wd_status wdc_batch_copy(wdc_rank *r, const wd_batch *b, int slot) {
     const wd_schema *s = r->v.schema;
     char *dst = r->batch[slot];
     cudaStream_t st = r->copy;
+    // every slot's id count before the first copy: an error return leaves nothing queued that reads the caller's batch
+    for (int k = 0; k < s->nslots; k++) {
+        if (s->slot[k].kind != WD_MULTI_HOT) continue;
+        size_t nnz = b->offs[k][b->n];
+        if (nnz > (size_t)r->B * (size_t)r->d.MH)
+            return wdc_fail(WD_ERR_LIMIT, "slot %s: a batch of %d samples holds %zu ids; the device reserves %d per sample (WD_PLAN_MULTI_HOT_IDS)", s->slot[k].name, b->n, nnz, r->d.MH);
+    }
     int same = b->cap == r->B && b->mem_bytes >= r->bytes_batch;
     for (int k = 0; k < s->nslots && same; k++) same = s->slot[k].kind != WD_MULTI_HOT || b->nnz_cap == (int64_t)r->B * r->d.MH;
     if (same && (size_t)((const char *)b->label - (const char *)b->mem) == r->off_label) {
@@ -846,9 +858,7 @@ static wd_status wdc_batch_copy(wdc_rank *r, const wd_batch *b, int slot) {
     WDC_CUDA(cudaMemcpyAsync(dst + r->off_dense, b->dense, 4 * n * (size_t)r->v.D, cudaMemcpyHostToDevice, st));
     for (int k = 0; k < s->nslots; k++) {
         if (s->slot[k].kind == WD_MULTI_HOT) {
-            size_t nnz = b->offs[k][n];
-            if (nnz > (size_t)r->B * (size_t)r->d.MH)
-                return wdc_fail(WD_ERR_LIMIT, "slot %s: a batch of %zu samples holds %zu ids; the device reserves %d per sample (WD_PLAN_MULTI_HOT_IDS)", s->slot[k].name, n, nnz, r->d.MH);
+            size_t nnz = b->offs[k][n];   // checked above
             WDC_CUDA(cudaMemcpyAsync(dst + r->off_offs[k], b->offs[k], 4 * (n + 1), cudaMemcpyHostToDevice, st));
             WDC_CUDA(cudaMemcpyAsync(dst + r->off_ids[k], b->ids[k], 4 * nnz, cudaMemcpyHostToDevice, st));
         } else WDC_CUDA(cudaMemcpyAsync(dst + r->off_ids[k], b->ids[k], 4 * n, cudaMemcpyHostToDevice, st));
@@ -884,6 +894,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     d->P_mlp = v->P_mlp + r->pad; d->Pd = v->P + r->pad;
     for (int l = 0; l < v->nlayers; l++) { r->lw[l] = v->layer_w[l] + (l ? r->pad : 0); r->lb[l] = v->layer_b[l] + r->pad; }
     d->rows = (long long)d->B * d->T1 + (long long)d->nmh * d->B * d->MH;
+    {   // the sort, runs and segments index occurrences of every rank with int (occ: uint32)
+        long long N = d->rows * (r->ranks > 1 ? r->ranks : 1), NS = N + N / WDC_SEG + 1;
+        if (NS > INT_MAX)
+            return wdc_fail(WD_ERR_LIMIT, "batch %d: %lld sparse occurrences per rank x %d ranks = %lld keys, up to %lld segments; the CUDA "
+                            "backend indexes them with 32-bit ints (at most %d): use a smaller batch or fewer ranks",
+                            d->B, d->rows, r->ranks > 1 ? r->ranks : 1, N, NS, INT_MAX);
+    }
     r->key_bits = 1;
     while (r->key_bits < 63 && ((unsigned long long)1 << r->key_bits) <= (unsigned long long)v->wide_rows) r->key_bits++;
     d->sentinel = ((unsigned long long)1 << r->key_bits) - 1;
