@@ -718,7 +718,7 @@ run "$WD" eval --model "$T/es.wdm" "$T/te.wdr"
 auc=$(tail -1 "$T/out" | sed -n 's/^auc=\([0-9.]*\) .*/\1/p')
 ck "es.wdm is the best model: eval auc $auc = best_auc $best" near "$auc" "$best" 0.00002
 end
-expect cli_progress_lines 0 "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 4 --threads 1 --progress-every 0.05 --save "$T/pl.wdm"
+expect cli_progress_lines 0 "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 30 --threads 1 --progress-every 0.01 --save "$T/pl.wdm"
 ck "progress lines on a stderr that is no terminal" [ "$(grep -cE '^wd: step [0-9]+ epoch [0-9]+ loss [0-9.]+, [0-9]+ samples/s' "$T/err")" -ge 2 ]
 ck "no carriage returns" eval '! grep -q $'"'"'\r'"'"' "$T/err"'
 end
