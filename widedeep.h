@@ -398,8 +398,9 @@ WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, co
 /* Inputs are text files, gzip- or zstd-compressed text (told by their first
    bytes), or "-" for standard input. Slots with 0 buckets are sized from
    the data: a first pass counts each slot's distinct values d and gives it
-   min(max(16 d, 16), WD_DEFAULT_BUCKETS) buckets (about 3% of values then
-   share a bucket); min_count does the same with a vocabulary. Both need a
+   min(max(16 d, min(64 d^2, 4096), 16), WD_DEFAULT_BUCKETS) buckets (about
+   3% of values then share a bucket; a slot of few values almost never merges
+   two of them); min_count does the same with a vocabulary. Both need a
    first pass, so standard input then needs explicit buckets. */
 typedef struct wd_convert_desc {
     const wd_text_spec *spec;
@@ -3281,7 +3282,11 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         } else if (!st) {
             for (int k = 0; k < spec->schema.nslots; k++) {
                 if (spec->schema.slot[k].buckets) continue;
-                double n = wd__hll_estimate(c.sink->hll[k]) * 16.0;   // ~3% of values then share a bucket
+                // 16 buckets per distinct value (~3% of values then share a
+                // bucket); a slot of few values (k) gets at least 64 k^2 up to
+                // 4096, where 16 k left it a k/32 chance of merging two of its
+                // (frequent) values: under 1% for k <= 8, few pairs up to k ~ 100
+                double v = wd__hll_estimate(c.sink->hll[k]), n = WD__MAX(16.0 * v, WD__MIN(64.0 * v * v, 4096.0));
                 spec->schema.slot[k].buckets = (uint32_t)WD__MIN(WD__MAX(ceil(n), 16.0), (double)WD_DEFAULT_BUCKETS);
             }
         }
