@@ -397,11 +397,13 @@ WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, co
 // ---- 9. Convert ----------------------------------------------------------------------
 /* Inputs are text files, gzip- or zstd-compressed text (told by their first
    bytes), or "-" for standard input. Slots with 0 buckets are sized from
-   the data: a first pass counts each slot's distinct values d and gives it
-   min(max(16 d, min(64 d^2, 4096), 16), WD_DEFAULT_BUCKETS) buckets (about
-   3% of values then share a bucket; a slot of few values almost never merges
-   two of them); min_count does the same with a vocabulary. Both need a
-   first pass, so standard input then needs explicit buckets. */
+   the data: a first pass counts each slot's distinct values d. A slot of
+   d <= 4096 values gets an id per value (a vocabulary stored in the file,
+   as with min_count 1: d + 1 rows, no two values share one; 8 bytes a value
+   in the header); a larger one min(max(16 d, 4096), WD_DEFAULT_BUCKETS)
+   hashed buckets (about 3% of values then share a bucket). min_count builds
+   a vocabulary for every slot. Both need a first pass, so standard input
+   then needs explicit buckets. */
 typedef struct wd_convert_desc {
     const wd_text_spec *spec;
     const char *const *inputs;      // text files ("-": standard input)
@@ -2469,15 +2471,18 @@ WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
 }
 
 // The first pass of wd_convert watches every categorical value (by hash):
-// exact counts (for a vocabulary) or a distinct-count estimate (HyperLogLog,
-// 2^14 registers: about 1% error) per slot.
+// exact counts (for a vocabulary), or a distinct-count estimate (HyperLogLog,
+// 2^14 registers: about 1% error) per slot plus the exact values of slots
+// that hold at most WD__EXACT_MAX of them (those get ids of their own).
 #define WD__HLL_BITS 14
+#define WD__EXACT_MAX 4096
 typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap; } wd__cmap;   // cnt 0: empty
 typedef struct wd__sink {
     int counting;
     int nslots;
     wd__cmap map[WD_MAX_SLOTS];
     uint8_t *hll[WD_MAX_SLOTS];
+    uint8_t over[WD_MAX_SLOTS];     // not counting: the slot has more than WD__EXACT_MAX values
     wd_status failed;
 } wd__sink;
 static WD__TLS wd__sink *wd__cat_sink;   // set on a thread running the first pass
@@ -2508,6 +2513,15 @@ static wd_status wd__cmap_add(wd__cmap *m, uint64_t h, uint32_t c) {
     m->cnt[j] = m->cnt[j] > UINT32_MAX - c ? UINT32_MAX : m->cnt[j] + c;   // saturate
     return WD_OK;
 }
+// Slot k's exact values while there are few (the map is dropped past WD__EXACT_MAX).
+static void wd__sink_exact(wd__sink *s, int k, uint64_t h, uint32_t c) {
+    if ((s->failed = wd__cmap_add(&s->map[k], h, c)) != WD_OK) return;
+    if (s->map[k].n > WD__EXACT_MAX) {
+        wd__free(s->map[k].key); wd__free(s->map[k].cnt);
+        memset(&s->map[k], 0, sizeof s->map[k]);
+        s->over[k] = 1;
+    }
+}
 static void wd__sink_add(wd__sink *s, int k, uint64_t h) {
     if (s->failed) return;
     if (s->counting) { s->failed = wd__cmap_add(&s->map[k], h, 1); return; }
@@ -2517,13 +2531,22 @@ static void wd__sink_add(wd__sink *s, int k, uint64_t h) {
     uint64_t w = (x << WD__HLL_BITS) | ((uint64_t)1 << (WD__HLL_BITS - 1));
     uint8_t rank = (uint8_t)(__builtin_clzll(w) + 1);
     if (rank > s->hll[k][j]) s->hll[k][j] = rank;
+    if (!s->over[k]) wd__sink_exact(s, k, h, 1);
 }
 // Adds sink `from` into `into` (counts summed, registers maxed).
 static wd_status wd__sink_merge(wd__sink *into, const wd__sink *from) {
     if (from->failed) return from->failed;
     for (int k = 0; k < from->nslots; k++) {
         const wd__cmap *m = &from->map[k];
-        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i]) WD__TRY(wd__cmap_add(&into->map[k], m->key[i], m->cnt[i]));
+        if (!into->counting && (from->over[k] || into->over[k])) {   // too many values for exact ids
+            wd__free(into->map[k].key); wd__free(into->map[k].cnt);
+            memset(&into->map[k], 0, sizeof into->map[k]);
+            into->over[k] = 1;
+        } else if (!into->counting) {
+            for (uint64_t i = 0; i < m->cap && !into->over[k]; i++) if (m->cnt[i]) wd__sink_exact(into, k, m->key[i], m->cnt[i]);
+            WD__TRY(into->failed);
+        } else
+            for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i]) WD__TRY(wd__cmap_add(&into->map[k], m->key[i], m->cnt[i]));
         if (from->hll[k]) {
             if (!into->hll[k] && !(into->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) return wd__fail(WD_ERR_NOMEM, "out of memory");
             for (int j = 0; j < 1 << WD__HLL_BITS; j++) if (from->hll[k][j] > into->hll[k][j]) into->hll[k][j] = from->hll[k][j];
@@ -2547,14 +2570,16 @@ static int wd__vc_cmp(const void *a, const void *b) {   // by falling count, the
     if (x->c != y->c) return x->c > y->c ? -1 : 1;
     return x->h < y->h ? -1 : x->h > y->h;
 }
-// The vocabulary of the values counted at least min_count times, per slot.
-static wd_status wd__vocab_from(const wd__sink *s, int min_count, wd_vocab **out) {
+// The vocabulary of the values counted at least min_count times, per slot
+// (only: the slots to cover, NULL for all; the others hash: n = -1).
+static wd_status wd__vocab_from(const wd__sink *s, int min_count, const int *only, wd_vocab **out) {
     *out = NULL;
     wd_vocab *v = WD__NEW(wd_vocab);
     if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
     v->nslots = s->nslots;
     wd_status st = WD_OK;
     for (int k = 0; !st && k < s->nslots; k++) {
+        if (only && !only[k]) { v->n[k] = -1; continue; }
         const wd__cmap *m = &s->map[k];
         uint64_t kept = 0;
         for (uint64_t i = 0; i < m->cap; i++) kept += m->cnt[i] >= (uint32_t)min_count;
@@ -3277,16 +3302,21 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         else { c.sink->counting = c.counting; c.sink->nslots = spec->schema.nslots; }
         if (!st) st = wd__conv_pass(&c, threads, m, total, &text);
         if (!st && c.counting) {
-            st = wd__vocab_from(c.sink, d->min_count, &vocab);
+            st = wd__vocab_from(c.sink, d->min_count, NULL, &vocab);
             if (!st) st = wd_text_spec_vocab(spec, vocab);
         } else if (!st) {
-            for (int k = 0; k < spec->schema.nslots; k++) {
+            // slots of at most WD__EXACT_MAX values: an id per value (no
+            // collisions, d + 1 rows), unless a vocabulary came with the spec
+            int exact[WD_MAX_SLOTS] = {0}, nexact = 0;
+            for (int k = 0; !spec->vocab && k < spec->schema.nslots; k++)
+                if (!spec->schema.slot[k].buckets && !c.sink->over[k]) { exact[k] = 1; nexact++; }
+            if (nexact) st = wd__vocab_from(c.sink, 1, exact, &vocab);
+            if (nexact && !st) st = wd_text_spec_vocab(spec, vocab);
+            for (int k = 0; !st && k < spec->schema.nslots; k++) {
                 if (spec->schema.slot[k].buckets) continue;
-                // 16 buckets per distinct value (~3% of values then share a
-                // bucket); a slot of few values (k) gets at least 64 k^2 up to
-                // 4096, where 16 k left it a k/32 chance of merging two of its
-                // (frequent) values: under 1% for k <= 8, few pairs up to k ~ 100
-                double v = wd__hll_estimate(c.sink->hll[k]), n = WD__MAX(16.0 * v, WD__MIN(64.0 * v * v, 4096.0));
+                // more than WD__EXACT_MAX values: 16 buckets per distinct
+                // value (~3% of values then share a bucket)
+                double n = WD__MAX(16.0 * wd__hll_estimate(c.sink->hll[k]), (double)WD__EXACT_MAX);
                 spec->schema.slot[k].buckets = (uint32_t)WD__MIN(WD__MAX(ceil(n), 16.0), (double)WD_DEFAULT_BUCKETS);
             }
         }

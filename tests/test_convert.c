@@ -271,8 +271,30 @@ static void test_vocabulary(void) {
     free(f);
 }
 
-// Tables sized from the data: 16 buckets per distinct value (estimated),
-// at least 16, at most WD_DEFAULT_BUCKETS; explicit sizes stay.
+// Tables sized from the data: a slot of at most 4096 distinct values gets an
+// id per value (a vocabulary in the file: distinct + 1 rows, no collisions);
+// a larger one 16 buckets per distinct value (estimated), at most
+// WD_DEFAULT_BUCKETS; explicit sizes stay.
+static int64_t distinct_in_column(const char *text, size_t len, char sep, int col) {
+    int64_t distinct = 0;
+    size_t cap = 1 << 16;
+    uint32_t *seen = (uint32_t *)calloc(cap, 4);
+    const char *p = text, *end = p + len;
+    while (p < end) {
+        const char *nl = (const char *)memchr(p, '\n', (size_t)(end - p));
+        const char *f = p;
+        for (int c = 0; c < col; c++) f = (const char *)memchr(f, sep, (size_t)(nl - f)) + 1;
+        const char *fe = (const char *)memchr(f, sep, (size_t)(nl - f));
+        if (!fe) fe = nl;
+        uint32_t h = (uint32_t)wd_hash_bytes(f, (size_t)(fe - f), 99) | 1;
+        size_t j = h & (cap - 1);
+        while (seen[j] && seen[j] != h) j = (j + 1) & (cap - 1);
+        if (!seen[j]) { seen[j] = h; distinct++; }
+        p = nl + 1;
+    }
+    free(seen);
+    return distinct;
+}
 static void test_sized_from_data(void) {
     REQUIRE(tsv_bytes);
     char out[300];
@@ -283,42 +305,37 @@ static void test_sized_from_data(void) {
     const char *in[1] = {TSV};
     wd_convert_report rep;
     REQUIRE_OK(convert(&t, in, 1, out, 2, &rep));
-    // the distinct values of each slot, counted here exactly
-    int bad = 0;
-    for (int k = 0; k < 26; k++) {
-        uint32_t want = 777;
-        if (k != 1) {
-            int64_t distinct = 0;
-            size_t cap = 1 << 16;
-            uint32_t *seen = (uint32_t *)calloc(cap, 4);
-            const char *p = (const char *)tsv_bytes, *end = p + tsv_len;
-            while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t)(end - p));
-                const char *f = p;
-                for (int c = 0; c < 14 + k; c++) f = memchr(f, '\t', (size_t)(nl - f)) + 1;
-                const char *fe = memchr(f, '\t', (size_t)(nl - f));
-                if (!fe) fe = nl;
-                uint32_t h = (uint32_t)wd_hash_bytes(f, (size_t)(fe - f), 99) | 1;
-                size_t j = h & (cap - 1);
-                while (seen[j] && seen[j] != h) j = (j + 1) & (cap - 1);
-                if (!seen[j]) { seen[j] = h; distinct++; }
-                p = nl + 1;
-            }
-            free(seen);
-            double d = (double)distinct, exact = d * 16.0 > 4096.0 ? d * 16.0 : (64.0 * d * d < 4096.0 ? 64.0 * d * d : 4096.0);   // the header's rule
-            if (exact < 16.0 * d) exact = 16.0 * d;
-            if (!(rep.buckets[k] >= 16 && rep.buckets[k] <= WD_DEFAULT_BUCKETS && fabs(rep.buckets[k] - exact) <= 0.05 * exact + 16)) {
-                bad++;
-                printf("  C%d: %lld distinct, %u buckets\n", k + 1, (long long)distinct, rep.buckets[k]);
-            }
-            want = rep.buckets[k];
-        }
-        bad += rep.buckets[k] != want;
-    }
-    CHECK(bad == 0);
     wd_reader *r;
     REQUIRE_OK(wd_reader_open(out, &r));
-    for (int k = 0; k < 26; k++) CHECK(wd_reader_schema(r)->slot[k].buckets == rep.buckets[k]);
+    const wd_vocab *v = wd_reader_vocab(r);
+    CHECK(v != NULL);
+    int bad = 0;
+    for (int k = 0; k < 26; k++) {
+        int64_t d = k == 1 ? 0 : distinct_in_column((const char *)tsv_bytes, tsv_len, '\t', 14 + k);
+        int ok = k == 1 ? rep.buckets[k] == 777 && (!v || wd_vocab_size(v, k) < 0)
+                        : d <= 4096 && rep.buckets[k] == (uint32_t)d + 1 && v && wd_vocab_size(v, k) == d;
+        ok &= wd_reader_schema(r)->slot[k].buckets == rep.buckets[k];
+        if (!ok) { bad++; printf("  C%d: %lld distinct, %u buckets, vocabulary %lld\n", k + 1, (long long)d, rep.buckets[k], v ? (long long)wd_vocab_size(v, k) : -2LL); }
+    }
+    CHECK(bad == 0);
+    wd_reader_close(r);
+    // a slot of 6000 values is hashed (16 per value, estimated), one of 7 gets ids
+    char csv[300], out2[300];
+    tmp(csv, sizeof csv, "wide.csv"); tmp(out2, sizeof out2, "wide.wdr");
+    size_t cap = 64 + 20 * 12000, n = 0;
+    char *text = (char *)malloc(cap);
+    n += (size_t)snprintf(text + n, cap - n, "y,big,small\n");
+    for (int i = 0; i < 12000; i++) n += (size_t)snprintf(text + n, cap - n, "%d,v%d,s%d\n", i & 1, i % 6000, i % 7);
+    REQUIRE(spit(csv, text, n) == 0);
+    free(text);
+    wd_text_spec c;
+    REQUIRE_OK(wd_text_spec_csv(&c, "y,big,small", "y", NULL, "big,small", 0));
+    const char *in2[1] = {csv};
+    REQUIRE_OK(convert(&c, in2, 1, out2, 2, &rep));
+    CHECK(fabs((double)rep.buckets[0] - 16.0 * 6000) <= 0.05 * 16.0 * 6000 && rep.buckets[1] == 8);
+    REQUIRE_OK(wd_reader_open(out2, &r));
+    v = wd_reader_vocab(r);
+    CHECK(v && wd_vocab_size(v, 0) < 0 && wd_vocab_size(v, 1) == 7);
     wd_reader_close(r);
 }
 

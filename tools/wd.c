@@ -1016,6 +1016,13 @@ static int cmd_inspect(int argc, char **argv) {
     printf("blocks:   %lld (first holds %d samples)\n", (long long)nb, nb ? wd_reader_block_samples(r, 0) : 0);
     printf("samples:  %lld\n", (long long)ns);
     printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r), ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
+    const wd_vocab *voc = wd_reader_vocab(r);
+    if (voc) {   // ids of their own for these slots' values: 8 bytes a value in the header
+        long long values = 0;
+        int covered = 0;
+        for (int k = 0; k < s->nslots; k++) if (wd_vocab_size(voc, k) >= 0) { values += wd_vocab_size(voc, k); covered++; }
+        printf("vocabulary: %lld values in %d of %d slots (%lld bytes of the header)\n", values, covered, s->nslots, 8LL * s->nslots + 8 * values);
+    }
     // the label mean (and, with --verify, every check) needs every block decoded
     double pos_labels = 0, t0 = now_s();
     int64_t bad = -1;
