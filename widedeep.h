@@ -1338,6 +1338,24 @@ WDDEF void wd_batch_free(wd_batch *b) {
     memset(b, 0, sizeof *b);
 }
 
+// Whether b is laid out as schema s says (dense and slot counts, each slot's
+// kind): `who` names the call, or the file of block blk (blk >= 0), and
+// `whose` what s belongs to, in the message.
+static wd_status wd__batch_layout(const wd_batch *b, const wd_schema *s, const char *who, long long blk, const char *whose) {
+    char at[40] = "";
+    if (b->ndense != s->ndense || b->nslots != s->nslots) {
+        if (blk >= 0) snprintf(at, sizeof at, ": block %lld", blk);
+        return wd__fail(WD_ERR_SCHEMA, "%s%s: the batch has %d dense/%d slots, the %s %d/%d", who, at, b->ndense, b->nslots, whose, s->ndense, s->nslots);
+    }
+    for (int k = 0; k < s->nslots; k++)
+        if (b->kind[k] != s->slot[k].kind) {
+            if (blk >= 0) snprintf(at, sizeof at, ": block %lld", blk);
+            return wd__fail(WD_ERR_SCHEMA, "%s%s: slot %d (%.31s) is %s in the batch, %s in the %s", who, at, k, s->slot[k].name,
+                            b->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", whose);
+        }
+    return WD_OK;
+}
+
 WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *count) {
     if (b->kind[k] == WD_MULTI_HOT) {
         *count = (int)(b->offs[k][i + 1] - b->offs[k][i]);
@@ -2045,10 +2063,7 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     const wd_schema *s = &r->schema;
     const char *path = r->path;
     long long blk = (long long)bi;
-    if (dst->ndense != s->ndense || dst->nslots != s->nslots) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: the batch has %d dense/%d slots, the file %d/%d", path, blk, dst->ndense, dst->nslots, s->ndense, s->nslots);
-    for (int k = 0; k < s->nslots; k++)
-        if (dst->kind[k] != s->slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "%s: block %lld: slot %d (%.31s) is %s in the batch, %s in the file", path, blk, k, s->slot[k].name,
-                                                           dst->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
+    WD__TRY(wd__batch_layout(dst, s, path, blk, "file"));
     if (dst->n < 0 || dst->n > dst->cap || (dst->cap > 0 && !dst->mem)) return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: the batch holds %d of %d samples", dst->n, dst->cap);
     for (int k = 0; dst->mem && k < s->nslots; k++)   // arrays as wd_batch_init laid them out for these kinds
         if (!dst->ids[k] || (dst->kind[k] == WD_MULTI_HOT) != (dst->offs[k] != NULL))
@@ -2513,40 +2528,38 @@ static wd_status wd__cmap_add(wd__cmap *m, uint64_t h, uint32_t c) {
     m->cnt[j] = m->cnt[j] > UINT32_MAX - c ? UINT32_MAX : m->cnt[j] + c;   // saturate
     return WD_OK;
 }
-// Slot k's exact values while there are few (the map is dropped past WD__EXACT_MAX).
-static void wd__sink_exact(wd__sink *s, int k, uint64_t h, uint32_t c) {
-    if ((s->failed = wd__cmap_add(&s->map[k], h, c)) != WD_OK) return;
-    if (s->map[k].n > WD__EXACT_MAX) {
-        wd__free(s->map[k].key); wd__free(s->map[k].cnt);
-        memset(&s->map[k], 0, sizeof s->map[k]);
-        s->over[k] = 1;
-    }
+// Slot k has too many values for ids of their own: it hashes.
+static void wd__sink_drop(wd__sink *s, int k) {
+    wd__free(s->map[k].key); wd__free(s->map[k].cnt);
+    memset(&s->map[k], 0, sizeof s->map[k]);
+    s->over[k] = 1;
+}
+// Counts c more of value h in slot k: every value when counting (a
+// vocabulary), else while the slot has at most WD__EXACT_MAX values (past
+// that its map is dropped: the slot hashes).
+static void wd__sink_count(wd__sink *s, int k, uint64_t h, uint32_t c) {
+    if (s->over[k] || (s->failed = wd__cmap_add(&s->map[k], h, c)) != WD_OK) return;
+    if (!s->counting && s->map[k].n > WD__EXACT_MAX) wd__sink_drop(s, k);
 }
 static void wd__sink_add(wd__sink *s, int k, uint64_t h) {
     if (s->failed) return;
-    if (s->counting) { s->failed = wd__cmap_add(&s->map[k], h, 1); return; }
+    wd__sink_count(s, k, h, 1);
+    if (s->counting) return;
     if (!s->hll[k] && !(s->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) { s->failed = wd__fail(WD_ERR_NOMEM, "out of memory"); return; }
     uint64_t x = wd_mix64(h);
     uint32_t j = (uint32_t)(x >> (64 - WD__HLL_BITS));
     uint64_t w = (x << WD__HLL_BITS) | ((uint64_t)1 << (WD__HLL_BITS - 1));
     uint8_t rank = (uint8_t)(__builtin_clzll(w) + 1);
     if (rank > s->hll[k][j]) s->hll[k][j] = rank;
-    if (!s->over[k]) wd__sink_exact(s, k, h, 1);
 }
 // Adds sink `from` into `into` (counts summed, registers maxed).
 static wd_status wd__sink_merge(wd__sink *into, const wd__sink *from) {
     if (from->failed) return from->failed;
     for (int k = 0; k < from->nslots; k++) {
         const wd__cmap *m = &from->map[k];
-        if (!into->counting && (from->over[k] || into->over[k])) {   // too many values for exact ids
-            wd__free(into->map[k].key); wd__free(into->map[k].cnt);
-            memset(&into->map[k], 0, sizeof into->map[k]);
-            into->over[k] = 1;
-        } else if (!into->counting) {
-            for (uint64_t i = 0; i < m->cap && !into->over[k]; i++) if (m->cnt[i]) wd__sink_exact(into, k, m->key[i], m->cnt[i]);
-            WD__TRY(into->failed);
-        } else
-            for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i]) WD__TRY(wd__cmap_add(&into->map[k], m->key[i], m->cnt[i]));
+        if (from->over[k] && !into->over[k]) wd__sink_drop(into, k);
+        for (uint64_t i = 0; i < m->cap && !into->over[k] && !into->failed; i++) if (m->cnt[i]) wd__sink_count(into, k, m->key[i], m->cnt[i]);
+        WD__TRY(into->failed);
         if (from->hll[k]) {
             if (!into->hll[k] && !(into->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) return wd__fail(WD_ERR_NOMEM, "out of memory");
             for (int j = 0; j < 1 << WD__HLL_BITS; j++) if (from->hll[k][j] > into->hll[k][j]) into->hll[k][j] = from->hll[k][j];
@@ -2633,18 +2646,20 @@ static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) 
     return WD_OK;
 }
 
+// Slot k of t has neither buckets nor a vocabulary yet (wd_convert sizes it).
+static int wd__slot_unsized(const wd_text_spec *t, int k) { return t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0); }
+
 WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat) {
     if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: %s is NULL", !t ? "the text spec" : "the batch");
     const wd_schema *s = &t->schema;
     if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_UNSUPPORTED, "wd_batch_add: a libsvm spec maps feature indices, not strings: set the batch's ids directly");
-    if (b->ndense != s->ndense || b->nslots != s->nslots)
-        return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: the batch has %d dense/%d slots, the spec %d/%d", b->ndense, b->nslots, s->ndense, s->nslots);
+    WD__TRY(wd__batch_layout(b, s, "wd_batch_add", -1, "spec"));
     if (!(label >= 0.0f && label <= 1.0f)) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: label %g is outside [0, 1]", (double)label);
     for (int j = 0; dense && j < s->ndense; j++)
         if (!isfinite(dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_batch_add: dense value %d is %g", j, (double)dense[j]);
     for (int k = 0; k < s->nslots; k++) {
-        if (b->kind[k] != WD_ONE_HOT || s->slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot in the batch", k, s->slot[k].name);
-        if (s->slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0))
+        if (s->slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot", k, s->slot[k].name);
+        if (wd__slot_unsized(t, k))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: slot %d (%.31s) has no buckets yet: take them from the training file (wd_text_spec_match or wd_text_spec_vocab)", k, s->slot[k].name);
     }
     WD__TRY(wd__begin_sample(b));
@@ -2797,10 +2812,9 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
 
 WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
     if (!t || !line || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: %s is NULL", !t ? "the spec" : !line ? "the line" : "the batch");
-    if (b->ndense != t->schema.ndense || b->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "wd_parse_line: the batch has %d dense/%d slots, the text format %d/%d", b->ndense, b->nslots, t->schema.ndense, t->schema.nslots);
+    WD__TRY(wd__batch_layout(b, &t->schema, "wd_parse_line", -1, "text format"));
     for (int k = 0; k < t->schema.nslots; k++) {
-        if (b->kind[k] != t->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_parse_line: slot %d is %s in the batch, %s in the text format", k, b->kind[k] ? "multi-hot" : "one-hot", t->schema.slot[k].kind ? "multi-hot" : "one-hot");
-        if (!wd__cat_sink && t->format != WD_FMT_LIBSVM && t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0))
+        if (!wd__cat_sink && t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)", t->schema.slot[k].name);
     }
     if (len && line[len - 1] == '\r') len--;
@@ -3245,10 +3259,28 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
 }
 
 // The same file under two names (an output must never be an input).
+// Whether two paths name one file: the same inode when either exists (links,
+// "./x", "d/../x" all count), else the same name in the same directory (two
+// outputs not written yet). "-" (standard input or output) is no file.
+// The directory of path p, whose last '/' is at slash (NULL: none), into dir.
+static int wd__dir_of(const char *p, const char *slash, char *dir, size_t cap) {
+    size_t n = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);   // "/name": the root
+    if (n >= cap) return 0;
+    if (n) memcpy(dir, p, n);
+    else dir[n++] = '.';
+    dir[n] = 0;
+    return 1;
+}
 static int wd__same_file(const char *a, const char *b) {
+    if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
     struct stat x, y;
-    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    int ea = stat(a, &x) == 0, eb = stat(b, &y) == 0;
+    if (ea || eb) return ea && eb && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;   // the last components
+    char da[4096], db[4096];
+    return wd__dir_of(a, sa, da, sizeof da) && wd__dir_of(b, sb, db, sizeof db) && stat(da, &x) == 0 && stat(db, &y) == 0 &&
+           x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
@@ -3270,7 +3302,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     const wd_text_spec *t = d->spec;
     int sized = d->min_count > 0, stdin_used = 0;   // a first pass is needed for a vocabulary or for 0-bucket slots
     const char *once = NULL;   // an input that can be read once only (standard input, a pipe)
-    for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0);
+    for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k);
     int64_t total = 0;
     for (int i = 0; i < d->ninputs; i++) {
         if (!d->inputs[i]) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: input %d is NULL", i);
@@ -3282,7 +3314,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         if (wd__same_file(d->inputs[i], d->output) || (d->ids_output && wd__same_file(d->inputs[i], d->ids_output)))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed", wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
     }
-    if (d->ids_output && (strcmp(d->ids_output, d->output) == 0 || wd__same_file(d->ids_output, d->output))) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
+    if (d->ids_output && wd__same_file(d->ids_output, d->output)) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
     if (sized && once)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
     wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
@@ -3317,7 +3349,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
                 // more than WD__EXACT_MAX values: 16 buckets per distinct
                 // value (~3% of values then share a bucket)
                 double n = WD__MAX(16.0 * wd__hll_estimate(c.sink->hll[k]), (double)WD__EXACT_MAX);
-                spec->schema.slot[k].buckets = (uint32_t)WD__MIN(WD__MAX(ceil(n), 16.0), (double)WD_DEFAULT_BUCKETS);
+                spec->schema.slot[k].buckets = (uint32_t)WD__MIN(ceil(n), (double)WD_DEFAULT_BUCKETS);
             }
         }
         wd__sink_free(c.sink);
@@ -3530,7 +3562,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     const char *outs[3] = {d->output, d->tsv, probpath};
     for (int a = 0; a < 3; a++)   // three different files, or the temporary names collide
         for (int b = 0; b < a; b++)
-            if (outs[a] && outs[b] && (strcmp(outs[a], outs[b]) == 0 || wd__same_file(outs[a], outs[b]))) {
+            if (wd__same_file(outs[a], outs[b])) {
                 wd__free(g); wd__free(allp); wd__free(ally);
                 return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: %s is named as two outputs", outs[a]);
             }
@@ -4168,9 +4200,9 @@ WDDEF void wd_model_new_run(wd_model *m) {
     if (!m) return;
     m->epoch = 0; m->batch = 0; m->batch_size = 0; m->data_fp = 0;
 }
-WDDEF int64_t wd_model_bytes(const wd_model *m) {
-    int64_t f = 3 * m->P + 3 * m->wide_rows + (m->emb ? (m->emb_s2 ? 3 : 2) * m->emb_rows * m->E : 0);
-    return 4 * f;
+WDDEF int64_t wd_model_bytes(const wd_model *m) {   // from the plan: valid before the tensors exist
+    int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+    return 4 * (3 * m->P + 3 * m->wide_rows + (1 + wd_opt_states(m->d.optimizer)) * ne);
 }
 
 static void wd__free_model(wd_model *m) {
@@ -4271,9 +4303,7 @@ static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
 
 // Allocates every tensor from the planned sizes (contents uninitialised).
 static wd_status wd__model_alloc(wd_model *m) {
-    int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
-    uint64_t bytes = 4 * (3 * (uint64_t)m->P + 3 * (uint64_t)m->wide_rows + (1 + (uint64_t)wd_opt_states(m->d.optimizer)) * (uint64_t)ne);
-    if (m->d.precision == WD_PRECISION_BF16) bytes += 2 * (uint64_t)m->P_mlp;
+    uint64_t bytes = (uint64_t)wd_model_bytes(m) + (m->d.precision == WD_PRECISION_BF16 ? 2 * (uint64_t)m->P_mlp : 0);
     char what[160];
     snprintf(what, sizeof what, "the model (%lld table rows, embedding dim %d)", (long long)m->wide_rows, m->E);
     WD__TRY(wd__memory_check(bytes, what));
@@ -5847,9 +5877,9 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
         WD__TRY(wd__out_open(&o, d->checkpoint_path));
         wd__out_abort(&o);
         for (int f = 0; f < d->nfiles; f++)
-            if (d->files[f] && wd__same_file(d->files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is training file %d: it would be destroyed", d->checkpoint_path, f + 1);
+            if (wd__same_file(d->files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is training file %d: it would be destroyed", d->checkpoint_path, f + 1);
         for (int f = 0; f < d->nvalid; f++)
-            if (d->valid_files[f] && wd__same_file(d->valid_files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is validation file %d: it would be destroyed", d->checkpoint_path, f + 1);
+            if (wd__same_file(d->valid_files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is validation file %d: it would be destroyed", d->checkpoint_path, f + 1);
     }
     if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
     return WD_OK;
@@ -5965,12 +5995,10 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
     if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
-    if (b->ndense != m->schema.ndense || b->nslots != m->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "wd_predict: batch has %d dense/%d slots, the model %d/%d", b->ndense, b->nslots, m->schema.ndense, m->schema.nslots);
+    WD__TRY(wd__batch_layout(b, &m->schema, "wd_predict", -1, "model"));
     if (b->n < 0 || b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch says it holds %d samples, its capacity is %d", b->n, b->cap);
     if (b->n > 0 && (!b->dense && b->ndense)) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch has no dense array");
     for (int k = 0; k < b->nslots; k++) {
-        if (b->kind[k] != m->schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "wd_predict: slot %d (%.31s) is %s in the batch, %s in the model", k, m->schema.slot[k].name,
-                                                                 b->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", m->schema.slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
         if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: slot %d has no id array", k);
         if (b->kind[k] == WD_MULTI_HOT)   // CSR offsets: from 0, never falling, inside the id capacity
             for (int i = 0; i < b->n; i++)

@@ -85,7 +85,7 @@ others() {   # since the last mark, into $OTHERS (not in a subshell: times must 
 }
 # ---- the GEMM engine's peak on the MLP's shapes (1 thread)
 MFLOP=""; declare -A PEAK
-if cc -O2 -o "$W/gemm_peak" bench/gemm_peak.c -ldnnl -lgomp 2>"$W/gemm_peak.err"; then
+if cc -O2 -I. -o "$W/gemm_peak" bench/gemm_peak.c -lzstd -lz -lpthread -lm -ldnnl -lgomp 2>"$W/gemm_peak.err"; then
     echo "== GEMM engine peak (bench/gemm_peak.c: oneDNN matmul, widedeep's layouts, 1 thread, M = rows per worker)"
     quiet; mark
     "$W/gemm_peak" $BATCH 20 | tee "$W/peak1.txt"

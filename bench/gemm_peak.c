@@ -13,46 +13,23 @@
    engine's peak for one sample of forward + backward on these shapes, as
    GFLOP/s and as an MLP-only bound on samples/s.
 
-   Build: cc -O2 -o gemm_peak bench/gemm_peak.c -ldnnl -lgomp
+   Build: cc -O2 -I. -o gemm_peak bench/gemm_peak.c -lzstd -lz -lpthread -lm -ldnnl -lgomp
    Usage: gemm_peak [M [REPS [IN,W1,W2,...]]]   (default 4096 20 429,1024,512,256)
    M is the rows of one worker's share of a batch: the batch at 1 thread,
-   batch / T at T threads. */
-#define _POSIX_C_SOURCE 199309L
-#include <oneapi/dnnl/dnnl.h>
+   batch / T at T threads. The clock, the bf16 rounding and the ISA names
+   are widedeep.h's own. */
+#define WIDEDEEP_IMPLEMENTATION
+#define WD_USE_ONEDNN
+#include "widedeep.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-extern void omp_set_num_threads(int);
 
 enum { FWD, WGRAD, DGRAD };
 static const char *kind_name[] = {"fwd", "wgrad", "dgrad"};
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static const char *isa_name(int isa) {
-    switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
-    }
-}
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -69,7 +46,7 @@ static void *buffer(size_t n, int bf16) {
     if (!p) { fprintf(stderr, "gemm_peak: out of memory\n"); exit(1); }
     for (size_t i = 0; i < n; i++) {
         float v = (float)((double)rand() / RAND_MAX - 0.5);
-        if (bf16) ((uint16_t *)p)[i] = to_bf16(v);
+        if (bf16) wd__to_bf16_sw((uint16_t *)p + i, &v, 1);
         else ((float *)p)[i] = v;
     }
     return p;
@@ -114,10 +91,10 @@ static double run(dnnl_engine_t eng, dnnl_stream_t st, int kind, int64_t M, int6
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_BIAS, mbias}};
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = -3; r < reps; r++) {   // 3 warm-up runs
-        double t0 = now();
+        double t0 = wd__now();
         CK(dnnl_primitive_execute(p, st, fused ? 4 : 3, args));
         CK(dnnl_stream_wait(st));
-        if (r >= 0) t[r] = now() - t0;
+        if (r >= 0) t[r] = wd__now() - t0;
     }
     qsort(t, (size_t)reps, sizeof(double), cmp_d);
     double best = t[0];
@@ -153,7 +130,7 @@ int main(int argc, char **argv) {
     CK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
     const dnnl_version_t *v = dnnl_version();
     printf("gemm_peak: oneDNN %d.%d.%d, isa=%s, 1 thread, M=%lld, %d timed runs each (3 warm-up)\n",
-           v->major, v->minor, v->patch, isa_name((int)dnnl_get_effective_cpu_isa()), (long long)M, reps);
+           v->major, v->minor, v->patch, wd__isa_name((int)dnnl_get_effective_cpu_isa()), (long long)M, reps);
     printf("%-6s %-5s %-18s %9s %9s %9s %9s\n", "prec", "kind", "M x N x K", "best ms", "med ms", "GF/s best", "GF/s med");
     for (int bf16 = 0; bf16 < 2; bf16++) {
         double tb = 0, tm = 0, flops = 0;

@@ -177,32 +177,7 @@ static int count_items(const char *s) {
     for (; *s; s++) n += *s == ',';
     return n;
 }
-static double now_s(void) { return wd__now(); }
 
-// The directory part of path into dir (PATH_MAX bytes); returns the last component.
-static const char *split_dir(const char *path, char *dir) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) { strcpy(dir, "."); return path; }
-    size_t n = (size_t)(slash - path);
-    if (n == 0) n = 1;                // "/name"
-    if (n >= PATH_MAX) n = PATH_MAX - 1;
-    memcpy(dir, path, n);
-    dir[n] = 0;
-    return slash + 1;
-}
-// Whether two paths name one file: the same inode when either exists (links,
-// "./x", "d/../x" all count), else the same name in the same directory (two
-// outputs that do not exist yet). "-" (standard input or output) is no file.
-static int same_file(const char *a, const char *b) {
-    if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
-    struct stat sa, sb;
-    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea || eb) return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char da[PATH_MAX], db[PATH_MAX];
-    const char *na = split_dir(a, da), *nb = split_dir(b, db);
-    if (strcmp(na, nb) != 0) return 0;
-    return stat(da, &sa) == 0 && stat(db, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
 static int refuse_same(const char *out_opt, const char *out, const char *what, const char *in) {
     return usage_error("%s '%s' is %s '%s': an output may not replace an input of the same command", out_opt, out, what, in);
 }
@@ -335,15 +310,11 @@ static const opt *find_opt(const cmdinfo *c, const char *a, size_t n) {
 }
 
 // strict numbers: 0 ok, -1 not a number, -2 out of the type's range
-static int parse_int(const char *s, long long *out) {
-    if (!*s || *s == ' ' || *s == '\t' || *s == '+') return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end) return -1;
-    if (errno == ERANGE) return -2;
-    *out = v;
-    return 0;
+static int parse_int(const char *s, long long *out) {   // the header's integer parser, without a '+'
+    int64_t v;
+    int r = *s == '+' ? -1 : wd__parse_i64(s, s + strlen(s), &v);
+    if (!r) *out = (long long)v;
+    return r;
 }
 static int parse_size(const char *s, long long *out) {   // BYTES with an optional K, M, G or T suffix (x 1024^n)
     if (!*s || *s == ' ' || *s == '+' || *s == '-') return -1;
@@ -815,7 +786,7 @@ static const char *AVAZU_DERIVE = "hour_of_day=hour[6:8],day_of_week=weekday(hou
 typedef struct conv_ui { double t0, every, last_line; int tty; } conv_ui;
 static int convert_progress(void *user, int64_t done, int64_t total, int64_t rows) {
     conv_ui *u = (conv_ui *)user;
-    double now = now_s(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
+    double now = wd__now(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
     char where[64];
     if (total > 0) snprintf(where, sizeof where, "%5.1f%%", 100.0 * (double)done / (double)total);
     else snprintf(where, sizeof where, "%.1f MB", (double)done / 1e6);
@@ -886,10 +857,10 @@ static int cmd_convert(int argc, char **argv) {
     if (a.id_column) snprintf(ids_path, sizeof ids_path, "%s.ids", a.out);
     // no output may replace an input
     for (int i = 0; i < in.n; i++) {
-        if (same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
-        if (ids_path[0] && same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
+        if (wd__same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
+        if (ids_path[0] && wd__same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
     }
-    if (a.schema_from && same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
+    if (a.schema_from && wd__same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
     if ((rc = check_output("-o", a.out)) != 0) goto done;
     if (ids_path[0] && (rc = check_output("--id-column's output", ids_path)) != 0) goto done;
     rc = 2;
@@ -947,7 +918,7 @@ static int cmd_convert(int argc, char **argv) {
 
     conv_ui ui;
     memset(&ui, 0, sizeof ui);
-    ui.t0 = ui.last_line = now_s();
+    ui.t0 = ui.last_line = wd__now();
     ui.tty = isatty(2);
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
     wd_convert_desc d;
@@ -981,7 +952,7 @@ static int cmd_convert(int argc, char **argv) {
         struct stat sb;
         snprintf(stale, sizeof stale, "%s.ids", a.out);
         int is_input = 0;
-        for (int i = 0; i < in.n; i++) is_input |= same_file(stale, in.v[i]);
+        for (int i = 0; i < in.n; i++) is_input |= wd__same_file(stale, in.v[i]);
         if (!is_input && stat(stale, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(stale) == 0)
             fprintf(stderr, "wd: removed %s: it held the ids of the file this conversion replaced\n", stale);
     }
@@ -1021,10 +992,10 @@ static int cmd_inspect(int argc, char **argv) {
         long long values = 0;
         int covered = 0;
         for (int k = 0; k < s->nslots; k++) if (wd_vocab_size(voc, k) >= 0) { values += wd_vocab_size(voc, k); covered++; }
-        printf("vocabulary: %lld values in %d of %d slots (%lld bytes of the header)\n", values, covered, s->nslots, 8LL * s->nslots + 8 * values);
+        printf("vocabulary: %lld values in %d of %d slots (%llu bytes of the header)\n", values, covered, s->nslots, (unsigned long long)wd__vocab_bytes(voc));
     }
     // the label mean (and, with --verify, every check) needs every block decoded
-    double pos_labels = 0, t0 = now_s();
+    double pos_labels = 0, t0 = wd__now();
     int64_t bad = -1;
     for (int64_t i = 0; i < nb; i++) {
         const wd_batch *b;
@@ -1032,7 +1003,7 @@ static int cmd_inspect(int argc, char **argv) {
         if (st) { bad = i; break; }
         for (int j = 0; j < b->n; j++) pos_labels += b->label[j];
     }
-    double dt = now_s() - t0;
+    double dt = wd__now() - t0;
     if (st) {
         fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb, wd_last_error());
         if (a.verify) printf("verify:   FAILED at block %lld\n", (long long)bad);
@@ -1064,7 +1035,7 @@ static int cmd_gen(int argc, char **argv) {
     const char *outs[3] = {d->output, d->tsv, prob}, *names[3] = {"-o", "--tsv", d->prob ? "--prob" : "the probabilities (OUT.wdr.prob)"};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
-            if (outs[i] && outs[j] && same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
+            if (outs[i] && outs[j] && wd__same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
     for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
     for (int i = 0; i < 3; i++) add_temp(outs[i]);
     install_signals(0, "");
@@ -1100,7 +1071,7 @@ static int parse_hidden(const char *list, wd_model_desc *md) {
     if (sv_split(&h, list)) { sv_free(&h); return fail_msg("out of memory"); }
     if (h.n > WD_MAX_LAYERS) rc = usage_error("--hidden: %d layers, at most %d", h.n, WD_MAX_LAYERS);
     for (int l = 0; !rc && l < h.n; l++) {
-        long long v;
+        long long v = 0;
         int r = parse_int(h.v[l], &v);
         if (r == -1) rc = usage_error("--hidden: '%s' is not a number", h.v[l]);
         else if (r == -2 || v < 1 || v > 65536) rc = usage_error("--hidden: '%s' is not a width (1..65536)", h.v[l]);
@@ -1157,7 +1128,7 @@ static int train_progress(void *user, const wd_progress *p) {
         fputc('\n', u->log);
         if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
     }
-    double now = now_s();
+    double now = wd__now();
     if (valid)
         fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch,
                 p->valid_auc, p->valid_logloss);
@@ -1230,12 +1201,12 @@ static int cmd_train(int argc, char **argv) {
     const char *outs[2] = {a.save, a.log}, *out_names[2] = {"--save", "--log"};
     for (int o = 0; o < 2; o++) {
         if (!outs[o]) continue;
-        for (int i = 0; i < files.n; i++) if (same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
-        for (int i = 0; i < vfiles.n; i++) if (same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
-        if (a.init_from && same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd__same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
+        for (int i = 0; i < vfiles.n; i++) if (wd__same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
+        if (a.init_from && wd__same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
     }
-    if (a.log && a.resume && same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
-    if (a.log && a.save && same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
+    if (a.log && a.resume && wd__same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
+    if (a.log && a.save && wd__same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
     if (a.save && !a.plan && (rc = check_output("--save", a.save)) != 0) goto done;
     rc = 1;
 
@@ -1276,7 +1247,7 @@ static int cmd_train(int argc, char **argv) {
     r = NULL;
     ui.tty = isatty(2);
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
-    ui.last_line = now_s();
+    ui.last_line = wd__now();
     add_temp(a.save);
     install_signals(1, "\nwd: stopping after the current step (then --save is written); interrupt again to quit at once\n");
     if (a.log) {   // written line by line: a stopped run leaves whole lines
@@ -1428,9 +1399,9 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     }
     int to_stdout = predict && strcmp(a.out, "-") == 0, direct = to_stdout;
     if (predict && !to_stdout) {
-        if (same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
-        for (int i = 0; i < files.n; i++) if (same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
-        for (int i = 0; i < ids.n; i++) if (same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
+        if (wd__same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd__same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
+        for (int i = 0; i < ids.n; i++) if (wd__same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
         struct stat sb;
         if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) direct = 1;   // a pipe or a device: written as it is
         else if ((rc = check_output("-o", a.out)) != 0) goto done;
@@ -1525,7 +1496,7 @@ static int cmd_dump(int argc, char **argv) {
     if (make_dirs(dir) != 0) { rc = fail_msg("%s: cannot create the directory: %s", dir, strerror(errno)); goto done; }
     for (int i = 0; i < NF; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-        if (same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
+        if (wd__same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
         temp_name(tmp[i], sizeof tmp[i], path[i]);
         add_temp(path[i]);
     }
