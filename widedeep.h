@@ -4468,12 +4468,18 @@ static wd_status wd__precision_check(const wd_model *m) {
 #endif
 }
 
-// f32 -> bf16, round to nearest even (NaN stays NaN): AVX512-BF16 when the CPU has it.
+// f32 -> bf16 as AVX512-BF16's VCVTNEPS2BF16 rounds (used when the CPU has
+// it): to nearest even, a NaN stays a (quiet) NaN, a subnormal becomes a zero
+// of its sign. One rule for every bf16 value, however it was converted.
+static uint16_t wd__bf16_of(uint32_t u) {
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
 static void wd__to_bf16_sw(uint16_t *d, const float *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &s[i], 4);
-        d[i] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        d[i] = wd__bf16_of(u);
     }
 }
 #if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
@@ -4868,38 +4874,53 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
 }
 
 // The backward pass's elementwise loops, written with the compiler's vector
-// extension (8 floats: SSE pairs on baseline x86-64, NEON on arm64) since
-// -O2 does not vectorize them. Each lane keeps the scalar loop's order of
-// operations, so results are bit-identical to it.
-typedef float wd__f8 __attribute__((vector_size(32)));
-typedef int32_t wd__i8 __attribute__((vector_size(32)));
-// d[q] = a[q] > 0 ? d[q] : 0 (ReLU's derivative applied to d)
-static void wd__relu_grad(float *d, const float *a, size_t n) {
-    size_t q = 0;
-    const wd__f8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (; q + 8 <= n; q += 8) {
-        wd__f8 x, y;
-        memcpy(&x, a + q, 32); memcpy(&y, d + q, 32);
-        wd__i8 keep = x > zero, yi;
-        memcpy(&yi, &y, 32);
-        yi &= keep;
-        memcpy(d + q, &yi, 32);
-    }
-    for (; q < n; q++) d[q] = a[q] > 0.0f ? d[q] : 0.0f;
-}
+// extension: 4 floats, one SSE register on baseline x86-64 (wider vectors
+// would be split, and their comparisons done one lane at a time) or NEON on
+// arm64, since -O2 does not vectorize these loops. Each lane keeps the scalar
+// loop's order of operations, so results are bit-identical to it.
+typedef float wd__f4 __attribute__((vector_size(16)));
+typedef int32_t wd__i4 __attribute__((vector_size(16)));
 // g[o] += sum over rows i of dz[i][o] (a bias gradient), rows in order; 8
 // rows at a time across all columns, so the rows stay in L1
 static void wd__colsum_add(float *g, const float *dz, int n, int out) {
-    int o8 = out & ~7;
+    int o4 = out & ~3;
     for (int i0 = 0; i0 < n; i0 += 8) {
         int i1 = WD__MIN(n, i0 + 8);
-        for (int o = 0; o < o8; o += 8) {
-            wd__f8 acc, r;
-            memcpy(&acc, g + o, 32);
-            for (int i = i0; i < i1; i++) { memcpy(&r, dz + (size_t)i * (size_t)out + o, 32); acc += r; }
-            memcpy(g + o, &acc, 32);
+        for (int o = 0; o < o4; o += 4) {
+            wd__f4 acc, r;
+            memcpy(&acc, g + o, 16);
+            for (int i = i0; i < i1; i++) { memcpy(&r, dz + (size_t)i * (size_t)out + o, 16); acc += r; }
+            memcpy(g + o, &acc, 16);
         }
-        for (int o = o8; o < out; o++) for (int i = i0; i < i1; i++) g[o] += dz[(size_t)i * (size_t)out + o];
+        for (int o = o4; o < out; o++) for (int i = i0; i < i1; i++) g[o] += dz[(size_t)i * (size_t)out + o];
+    }
+}
+// The gradient at a hidden layer's output d (n rows of `width`), just made by
+// the GEMM above it, in one pass over the rows (no pass of its own for each
+// step, and each row is in L1 for all of them): ReLU' in place (0 where the
+// layer's activation a is not positive), the row added into the layer's bias
+// gradient gb (each column summed in row order, as wd__colsum_add), and, at
+// precision bf16, the row's bf16 copy lp for the next GEMMs.
+static void wd__hidden_grad(float *d, const float *a, float *gb, uint16_t *lp, int n, int width) {
+    const wd__f4 zero = {0, 0, 0, 0};
+    int w4 = width & ~3;
+    for (int i = 0; i < n; i++) {
+        float *dr = d + (size_t)i * (size_t)width;
+        const float *ar = a + (size_t)i * (size_t)width;
+        for (int o = 0; o < w4; o += 4) {
+            wd__f4 x, av, acc;
+            wd__i4 xi;
+            memcpy(&x, dr + o, 16); memcpy(&av, ar + o, 16);
+            memcpy(&xi, &x, 16);
+            xi &= av > zero;
+            memcpy(&x, &xi, 16);
+            memcpy(dr + o, &x, 16);
+            memcpy(&acc, gb + o, 16);
+            acc += x;
+            memcpy(gb + o, &acc, 16);
+        }
+        for (int o = w4; o < width; o++) { dr[o] = ar[o] > 0.0f ? dr[o] : 0.0f; gb[o] += dr[o]; }
+        if (lp) wd__to_bf16(lp + (size_t)i * (size_t)width, dr, (size_t)width);
     }
 }
 
@@ -4927,14 +4948,18 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
     g[m->P] = (float)loss;
     g[m->P + 1] = (float)wsum;
     // MLP, top to bottom; dz lives in da, the next one is built in db
+    // (at precision bf16 the GEMMs read dz's bf16 copy lp_dz, made with it)
     float *dz = w->da, *dn = w->db;
-    if (m->nlayers) for (int i = 0; i < n; i++) dz[i] = w->dlogit[i];
+    int lp = m->d.precision == WD_PRECISION_BF16;
+    if (m->nlayers) {   // the top layer's output is the deep logit
+        for (int i = 0; i < n; i++) dz[i] = w->dlogit[i];
+        wd__colsum_add(g + m->layer[m->nlayers - 1].b, dz, n, 1);
+        if (lp) wd__to_bf16(w->lp_dz, dz, (size_t)n);
+    }
     for (int l = m->nlayers - 1; l >= 0; l--) {
         const wd__layer *L = &m->layer[l];
         const float *a_in = l ? w->act[l - 1] : w->x;
 #ifdef WD_USE_ONEDNN
-        int lp = m->d.precision == WD_PRECISION_BF16;
-        if (lp) wd__to_bf16(w->lp_dz, dz, (size_t)n * (size_t)L->out);
         const void *dzp = lp ? (const void *)w->lp_dz : (const void *)dz;
         WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp, dzp, lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
         WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp, dzp, lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), NULL, 0, dn));   // da = dz W
@@ -4942,8 +4967,7 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
         wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
         wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
 #endif
-        wd__colsum_add(g + L->b, dz, n, L->out);
-        if (l) wd__relu_grad(dn, a_in, (size_t)n * (size_t)L->in);   // ReLU'
+        if (l) wd__hidden_grad(dn, a_in, g + m->layer[l - 1].b, lp ? w->lp_dz : NULL, n, L->in);
         float *t = dz; dz = dn; dn = t;
     }
     const float *dx = dz;   // (n, I) when deep: gradient of the input row

@@ -2,7 +2,7 @@
 // links (oneDNN, OpenBLAS or the header's portable loops; widedeep.h, "The
 // GEMM engine"): concurrent wd_predict on one model, bit-identical
 // multi-worker training, the engine's products against a plain loop, bf16
-// against fp32, and the memory cap. The implementation is compiled in, so the
+// against fp32, the memory cap, bf16 rounding and the fused backward pass. The implementation is compiled in, so the
 // engine's static entry points (wd__mm, wd__sgemm) are called directly.
 // Usage: test_engine [TMPDIR]
 #define WIDEDEEP_IMPLEMENTATION
@@ -788,6 +788,94 @@ static void test_memory_cap(void) {
     wd_model_destroy(m);
 }
 
+// ---- 6. bf16 rounding and the fused hidden-layer gradient ----------------------------------------
+/* Catches: a bf16 conversion that rounds ties away from zero or truncates,
+   turns a NaN into an infinity, keeps a subnormal that the hardware
+   instruction (VCVTNEPS2BF16, used when the CPU has it) flushes, or whose
+   software path (array tails; CPUs without AVX512-BF16) disagrees with the
+   hardware one: every sign and exponent with mantissas at the rounding
+   boundaries, and 2^20 random patterns, against the rule spelled out here
+   another way (upper half, then compare the lower half with one half). */
+static uint16_t bf16_rule(uint32_t u) {
+    uint32_t e = (u >> 23) & 0xff, up = u >> 16, lo = u & 0xffff;
+    if (e == 0) return (uint16_t)(up & 0x8000);              // subnormal or zero: a zero of its sign
+    if (e == 0xff && (u & 0x7fffff)) return (uint16_t)(up | 0x40);   // NaN: quiet, payload's top kept
+    if (lo > 0x8000 || (lo == 0x8000 && (up & 1))) up++;     // to nearest, ties to even (may reach infinity)
+    return (uint16_t)up;
+}
+static void test_bf16_rounding(void) {
+    static const uint32_t mant[] = {0, 1, 0x7fff, 0x8000, 0x8001, 0xffff, 0x10000, 0x17fff, 0x18000, 0x18001, 0x7f7fff, 0x7f8000, 0x7fffff, 0x400000, 0x3f8000};
+    int nm = (int)(sizeof mant / sizeof mant[0]);
+    size_t n = (size_t)512 * (size_t)nm + ((size_t)1 << 20) + 13;   // not a multiple of 16: the tail path too
+    uint32_t *u = (uint32_t *)malloc(4 * n);
+    uint16_t *hw = (uint16_t *)malloc(2 * n), *sw = (uint16_t *)malloc(2 * n);
+    REQUIRE(u && hw && sw);
+    size_t k = 0;
+    for (uint32_t se = 0; se < 512; se++) for (int j = 0; j < nm; j++) u[k++] = se << 23 | mant[j];
+    wd__rng r = {12345};
+    while (k < n) u[k++] = (uint32_t)wd__rng_next(&r);
+    wd__to_bf16(hw, (const float *)u, n);
+    wd__to_bf16_sw(sw, (const float *)u, n);
+    int64_t bad_hw = 0, bad_sw = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t want = bf16_rule(u[i]);
+        if (hw[i] != want && bad_hw++ < 4) printf("  wd__to_bf16(%08x) = %04x, want %04x\n", u[i], hw[i], want);
+        if (sw[i] != want && bad_sw++ < 4) printf("  wd__to_bf16_sw(%08x) = %04x, want %04x\n", u[i], sw[i], want);
+    }
+#ifdef WD__HAVE_BF16_AVX512
+    const char *path = __builtin_cpu_supports("avx512bf16") ? "AVX512-BF16 instruction" : "software (no AVX512-BF16 here)";
+#else
+    const char *path = "software";
+#endif
+    printf("  %zu patterns: wd__to_bf16 (%s) %lld wrong, wd__to_bf16_sw %lld wrong\n", n, path, (long long)bad_hw, (long long)bad_sw);
+    CHECK(bad_hw == 0);
+    CHECK(bad_sw == 0);
+    free(u); free(hw); free(sw);
+}
+/* Catches: a fused backward pass (wd__hidden_grad: ReLU', bias gradient,
+   bf16 copy in one pass) that masks by the wrong array or with >= 0, sums a
+   column out of row order (the bias gradient must be bit-identical to the
+   plain loop's, so that 1 and N workers, and CPU and GPU references, stay
+   comparable), adds into a bias gradient it should have left alone past
+   `width`, drops the tail columns (widths 1 to 9, 17, 64), or writes the
+   bf16 copy from the unmasked gradient. Exact comparison with plain loops. */
+static void test_hidden_grad(void) {
+    static const int widths[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64};
+    static const int rows[] = {1, 3, 8, 13};
+    wd__rng r = {99};
+    int cases = 0;
+    for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++)
+        for (int ri = 0; ri < (int)(sizeof rows / sizeof rows[0]); ri++)
+            for (int withlp = 0; withlp < 2; withlp++) {
+                int W = widths[wi], n = rows[ri];
+                size_t N = (size_t)n * (size_t)W;
+                float *d = (float *)malloc(4 * N), *a = (float *)malloc(4 * N), *dref = (float *)malloc(4 * N);
+                float gb[65], gref[65];
+                uint16_t *lp = (uint16_t *)malloc(2 * N), *lref = (uint16_t *)malloc(2 * N);
+                REQUIRE(d && a && dref && lp && lref);
+                for (size_t q = 0; q < N; q++) {
+                    d[q] = dref[q] = (float)(2.0 * wd__rng_uniform(&r) - 1.0) * 1e-3f;
+                    double v = wd__rng_uniform(&r);
+                    a[q] = v < 0.3 ? 0.0f : v < 0.5 ? -(float)v : (float)v;   // zeros, negatives, positives
+                }
+                for (int o = 0; o < 65; o++) gb[o] = gref[o] = (float)o * 0.25f;
+                for (int i = 0; i < n; i++)
+                    for (int o = 0; o < W; o++) {
+                        size_t at = (size_t)i * (size_t)W + (size_t)o;
+                        dref[at] = a[at] > 0.0f ? dref[at] : 0.0f;
+                        gref[o] += dref[at];
+                    }
+                wd__to_bf16_sw(lref, dref, N);
+                wd__hidden_grad(d, a, gb, withlp ? lp : NULL, n, W);
+                int bad = memcmp(d, dref, 4 * N) != 0 || memcmp(gb, gref, sizeof gb) != 0 || (withlp && memcmp(lp, lref, 2 * N) != 0);
+                if (bad) printf("  width %d rows %d%s: differs from the plain loop\n", W, n, withlp ? " (bf16 copy)" : "");
+                CHECK(!bad);
+                cases++;
+                free(d); free(a); free(dref); free(lp); free(lref);
+            }
+    printf("  %d shapes, bit-identical to the plain loops\n", cases);
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--bf16-refusal-child") == 0) {
         snprintf(TMP, sizeof TMP, "%s", argv[2]);
@@ -804,5 +892,7 @@ int main(int argc, char **argv) {
     RUN(test_gemm_vs_reference);
     RUN(test_bf16_step);
     RUN(test_memory_cap);
+    RUN(test_bf16_rounding);
+    RUN(test_hidden_grad);
     return test_summary("test_engine");
 }
