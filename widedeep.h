@@ -574,7 +574,9 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
 typedef enum wd_optimizer { WD_ADAGRAD = 0, WD_ADAM = 1 } wd_optimizer;
 typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
 // BF16: the MLP's matrix products take bf16 inputs (weights, activations,
-// gradients rounded to nearest even) and accumulate in fp32; parameters,
+// gradients rounded to nearest even, subnormals to zero, as AVX512-BF16's
+// VCVTNEPS2BF16) and accumulate in fp32; a hidden layer's product writes its
+// activations as bf16 directly (ReLU' reads them); parameters, the logit,
 // optimizer state and checkpoints stay fp32. The CPU needs AVX512-BF16 or
 // AMX-BF16 and the oneDNN engine; elsewhere training and prediction refuse
 // it with a message naming what is missing. The CUDA backend refuses it too
@@ -4408,6 +4410,7 @@ static const char *wd__gemm_engine_name(void) {
 #endif
 }
 enum { WD__MM_FWD, WD__MM_WGRAD, WD__MM_DGRAD };
+enum { WD__LP_IN = 1, WD__LP_OUT = 2 };   // bf16 products: inputs only, or inputs and output
 #ifdef WD_USE_ONEDNN
 typedef struct wd__prim {
     int kind, layer, M, lp, relu;
@@ -4529,7 +4532,8 @@ static wd_status wd__dnnl_fail(dnnl_status_t s, const char *what) {
                     s == dnnl_out_of_memory ? ", out of memory" : "");
 }
 #define WD__DNNL(call, what) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) { st = wd__dnnl_fail(s_, what); goto fail; } } while (0)
-// The primitive for (kind, layer, M): made on first use, then reused (LRU).
+// The primitive for (kind, layer, M, lp): made on first use, then reused (LRU).
+// lp: 0 fp32; WD__LP_IN bf16 inputs, fp32 output; WD__LP_OUT bf16 inputs and output.
 static wd_status wd__prim_get(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, int relu, int bias, wd__prim **out) {
     wd_status st = WD_OK;
     if (!g->made) {
@@ -4567,7 +4571,7 @@ static wd_status wd__prim_get(wd__gemm *g, int kind, int layer, int M, int N, in
     dnnl_primitive_desc_t pd = NULL;
     WD__DNNL(dnnl_memory_desc_init_by_strides(&a, 2, ad, in_t, as), "source layout");
     WD__DNNL(dnnl_memory_desc_init_by_strides(&b, 2, bd, in_t, bs), "weights layout");
-    WD__DNNL(dnnl_memory_desc_init_by_strides(&c, 2, cd, dnnl_f32, cs), "output layout");
+    WD__DNNL(dnnl_memory_desc_init_by_strides(&c, 2, cd, lp == WD__LP_OUT ? dnnl_bf16 : dnnl_f32, cs), "output layout");
     WD__DNNL(dnnl_memory_desc_init_by_strides(&bi, 2, biasd, dnnl_f32, biass), "bias layout");
     WD__DNNL(dnnl_matmul_desc_init(&md, &a, &b, bias ? &bi : NULL, &c), "matmul description");
     WD__DNNL(dnnl_primitive_attr_create(&attr), "attributes");
@@ -4598,9 +4602,9 @@ fail:
     }
     return st;
 }
-// C = A B (+ bias, ReLU) through the cached primitive.
+// C = A B (+ bias, ReLU) through the cached primitive (lp as wd__prim_get's).
 static wd_status wd__mm(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, const void *A, const void *B,
-                        const float *bias, int relu, float *C) {
+                        const float *bias, int relu, void *C) {
     wd__prim *q;
     WD__TRY(wd__prim_get(g, kind, layer, M, N, K, lp, relu, bias != NULL, &q));
     dnnl_memory_set_data_handle(q->src, (void *)(uintptr_t)A);
@@ -4695,7 +4699,7 @@ typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse
 typedef struct wd__ws {
     int cap;
     float *x;                       // (cap, I)  [dense | pooled embeddings]
-    float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations; last: (cap, 1) deep logit
+    float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16 keeps them in lp_in); last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
     float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stop vote
@@ -4711,7 +4715,7 @@ typedef struct wd__ws {
     float *own_row;                 // (own_cap, R)
     double t_embed, t_fwd, t_bwd, t_wide, t_comm, t_opt;
     wd__gemm mm;                    // the GEMM engine's state (primitives) of this worker
-    uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap, in_l)
+    uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap, in_l), the activations above layer 0
     uint16_t *lp_dz;                // precision bf16: the gradient being propagated (cap, max width)
 } wd__ws;
 
@@ -4735,7 +4739,9 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
     for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
     wd_status st = WD_OK;
     w->x = wd__alloc_floats((int64_t)cap * m->IN, "activations", &st);
-    for (int l = 0; l < m->nlayers; l++) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
+    int lp = m->d.precision == WD_PRECISION_BF16;
+    for (int l = 0; l < m->nlayers; l++)
+        if (!lp || l + 1 == m->nlayers) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
     w->da = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
     w->db = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
     w->logit = wd__alloc_floats(cap, "logits", &st);
@@ -4743,7 +4749,7 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
     w->dlogit = wd__alloc_floats(cap, "logits", &st);
     w->prob = wd__alloc_floats(cap, "logits", &st);
     w->g = wd__alloc_floats(m->P + WD__TAIL, "dense gradients", &st);
-    if (!st && m->d.precision == WD_PRECISION_BF16) {
+    if (!st && lp) {
         for (int l = 0; !st && l < m->nlayers; l++)
             if (!(w->lp_in[l] = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)m->layer[l].in))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 activations");
         if (!st && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
@@ -4831,10 +4837,11 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
         float *o = w->act[l];
         int relu = l + 1 < m->nlayers;
 #ifdef WD_USE_ONEDNN
-        int lp = m->d.precision == WD_PRECISION_BF16;
-        if (lp) wd__to_bf16(w->lp_in[l], in, (size_t)n * (size_t)L->in);
-        WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, lp, lp ? (const void *)w->lp_in[l] : (const void *)in,
-                       lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), m->dense + L->b, relu, o));
+        if (m->d.precision == WD_PRECISION_BF16) {   // a hidden layer writes the next one's bf16 input itself
+            if (l == 0) wd__to_bf16(w->lp_in[0], w->x, (size_t)n * (size_t)IN);
+            WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, relu ? WD__LP_OUT : WD__LP_IN, w->lp_in[l], m->dense_lp + L->w,
+                           m->dense + L->b, relu, relu ? (void *)w->lp_in[l + 1] : (void *)o));
+        } else WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, 0, in, m->dense + L->w, m->dense + L->b, relu, o));
 #else
         for (int i = 0; i < n; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
         wd__sgemm(0, 1, n, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
@@ -4880,6 +4887,8 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
 // loop's order of operations, so results are bit-identical to it.
 typedef float wd__f4 __attribute__((vector_size(16)));
 typedef int32_t wd__i4 __attribute__((vector_size(16)));
+typedef uint32_t wd__u4 __attribute__((vector_size(16)));
+typedef uint16_t wd__h4 __attribute__((vector_size(8)));
 // g[o] += sum over rows i of dz[i][o] (a bias gradient), rows in order; 8
 // rows at a time across all columns, so the rows stay in L1
 static void wd__colsum_add(float *g, const float *dz, int n, int out) {
@@ -4898,19 +4907,27 @@ static void wd__colsum_add(float *g, const float *dz, int n, int out) {
 // The gradient at a hidden layer's output d (n rows of `width`), just made by
 // the GEMM above it, in one pass over the rows (no pass of its own for each
 // step, and each row is in L1 for all of them): ReLU' in place (0 where the
-// layer's activation a is not positive), the row added into the layer's bias
+// layer's activation is not positive), the row added into the layer's bias
 // gradient gb (each column summed in row order, as wd__colsum_add), and, at
-// precision bf16, the row's bf16 copy lp for the next GEMMs.
-static void wd__hidden_grad(float *d, const float *a, float *gb, uint16_t *lp, int n, int width) {
+// precision bf16, the row's bf16 copy lp for the next GEMMs. The activations
+// are fp32 (a) or, at precision bf16, the bf16 ones the forward pass wrote (a16).
+static void wd__hidden_grad(float *d, const float *a, const uint16_t *a16, float *gb, uint16_t *lp, int n, int width) {
     const wd__f4 zero = {0, 0, 0, 0};
     int w4 = width & ~3;
     for (int i = 0; i < n; i++) {
         float *dr = d + (size_t)i * (size_t)width;
-        const float *ar = a + (size_t)i * (size_t)width;
+        size_t row = (size_t)i * (size_t)width;
         for (int o = 0; o < w4; o += 4) {
             wd__f4 x, av, acc;
             wd__i4 xi;
-            memcpy(&x, dr + o, 16); memcpy(&av, ar + o, 16);
+            if (a) memcpy(&av, a + row + o, 16);
+            else {   // bf16 -> fp32: the bits in the upper half
+                wd__h4 h;
+                memcpy(&h, a16 + row + o, 8);
+                wd__u4 u = __builtin_convertvector(h, wd__u4) << 16;
+                memcpy(&av, &u, 16);
+            }
+            memcpy(&x, dr + o, 16);
             memcpy(&xi, &x, 16);
             xi &= av > zero;
             memcpy(&x, &xi, 16);
@@ -4919,8 +4936,14 @@ static void wd__hidden_grad(float *d, const float *a, float *gb, uint16_t *lp, i
             acc += x;
             memcpy(gb + o, &acc, 16);
         }
-        for (int o = w4; o < width; o++) { dr[o] = ar[o] > 0.0f ? dr[o] : 0.0f; gb[o] += dr[o]; }
-        if (lp) wd__to_bf16(lp + (size_t)i * (size_t)width, dr, (size_t)width);
+        for (int o = w4; o < width; o++) {
+            float av;
+            if (a) av = a[row + o];
+            else { uint32_t u = (uint32_t)a16[row + o] << 16; memcpy(&av, &u, 4); }
+            dr[o] = av > 0.0f ? dr[o] : 0.0f;
+            gb[o] += dr[o];
+        }
+        if (lp) wd__to_bf16(lp + row, dr, (size_t)width);
     }
 }
 
@@ -4961,13 +4984,13 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
         const float *a_in = l ? w->act[l - 1] : w->x;
 #ifdef WD_USE_ONEDNN
         const void *dzp = lp ? (const void *)w->lp_dz : (const void *)dz;
-        WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp, dzp, lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
-        WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp, dzp, lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), NULL, 0, dn));   // da = dz W
+        WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp ? WD__LP_IN : 0, dzp, lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
+        WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp ? WD__LP_IN : 0, dzp, lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), NULL, 0, dn));   // da = dz W
 #else
         wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
         wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
 #endif
-        if (l) wd__hidden_grad(dn, a_in, g + m->layer[l - 1].b, lp ? w->lp_dz : NULL, n, L->in);
+        if (l) wd__hidden_grad(dn, lp ? NULL : a_in, lp ? w->lp_in[l] : NULL, g + m->layer[l - 1].b, lp ? w->lp_dz : NULL, n, L->in);
         float *t = dz; dz = dn; dn = t;
     }
     const float *dx = dz;   // (n, I) when deep: gradient of the input row

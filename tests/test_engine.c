@@ -375,7 +375,7 @@ static void fill(float *x, size_t n, wd__rng *r, double zeros) {
 }
 // Worst |C - ref| over the bound; ref = op(A) op(B) in double (+ beta C0, + bias, ReLU).
 // A is (M, K) or, transposed, (K, M); B is (K, N) or, transposed, (N, K); row-major, tight.
-typedef struct gcase { int M, N, K, ta, tb; float alpha, beta; const float *A, *B, *C0, *bias; int relu; } gcase;
+typedef struct gcase { int M, N, K, ta, tb; float alpha, beta; const float *A, *B, *C0, *bias; int relu; double out_rel; } gcase;   // out_rel: C rounded to that relative precision (bf16 output)
 static double gemm_error(const gcase *g, const float *C, int *wi, int *wj) {
     double worst = 0;
     for (int i = 0; i < g->M; i++)
@@ -390,7 +390,7 @@ static double gemm_error(const gcase *g, const float *C, int *wi, int *wj) {
             if (g->C0 && g->beta != 0.0f) { s += g->beta * (double)g->C0[(size_t)i * g->N + j]; mag += fabs(g->beta * (double)g->C0[(size_t)i * g->N + j]); }
             if (g->bias) { s += g->bias[j]; mag += fabs(g->bias[j]); }
             if (g->relu && s < 0) s = 0;
-            double bound = 2.0 * (g->K + 2) * 0x1p-24 * mag + 1e-30;
+            double bound = 2.0 * (g->K + 2) * 0x1p-24 * mag + g->out_rel * fabs(s) + 1e-30;
             double e = fabs((double)C[(size_t)i * g->N + j] - s) / bound;
             if (!(e <= worst)) { worst = e; if (wi) *wi = i; if (wj) *wj = j; }   // NaN counts as the worst
         }
@@ -400,7 +400,7 @@ static void test_gemm_vs_reference(void) {
     size_t big = 429 * 429;
     float *A = (float *)malloc(4 * big), *B = (float *)malloc(4 * big), *C = (float *)malloc(4 * big), *C0 = (float *)malloc(4 * big);
     float *bias = (float *)malloc(4 * 429), *Ar = (float *)malloc(4 * big), *Br = (float *)malloc(4 * big);
-    uint16_t *Ah = (uint16_t *)malloc(2 * big), *Bh = (uint16_t *)malloc(2 * big);
+    uint16_t *Ah = (uint16_t *)malloc(2 * big), *Bh = (uint16_t *)malloc(2 * big), *Ch = (uint16_t *)malloc(2 * big);
     wd__rng r = {12345};
     double worst = 0, worst_lp = 0;
     int cases = 0, cases_lp = 0, bad = 0;
@@ -419,8 +419,8 @@ static void test_gemm_vs_reference(void) {
             int M = gdims[si / (NGD * NGD)], N = gdims[(si / NGD) % NGD], K = gdims[si % NGD];
             if ((double)M * N * K > 429.0 * 429 * 17) continue;   // time (ASan): 121 of the 125 shapes
             for (int kind = 0; kind < 3; kind++)
-                for (int lp = 0; lp <= lp_ok; lp++) {
-                    gcase c = {M, N, K, kind == WD__MM_WGRAD, kind == WD__MM_FWD, 1.0f, 0.0f, NULL, NULL, NULL, NULL, 0};
+                for (int lp = 0; lp <= (lp_ok ? (kind == WD__MM_FWD ? WD__LP_OUT : WD__LP_IN) : 0); lp++) {   // bf16 output: the forward product's
+                    gcase c = {M, N, K, kind == WD__MM_WGRAD, kind == WD__MM_FWD, 1.0f, 0.0f, NULL, NULL, NULL, NULL, 0, 0.0};
                     fill(A, (size_t)M * K, &r, 0.3);   // ReLU-like zeros
                     fill(B, (size_t)K * N, &r, 0.0);
                     fill(bias, (size_t)N, &r, 0.0);
@@ -433,8 +433,13 @@ static void test_gemm_vs_reference(void) {
                         for (size_t q = 0; q < (size_t)K * N; q++) { Bh[q] = bf16_of(B[q]); Br[q] = f32_of_bf16(Bh[q]); }
                         pa = Ah; pb = Bh; c.A = Ar; c.B = Br;
                     }
-                    wd_status st = wd__mm(&g, kind, si, M, N, K, lp, pa, pb, c.bias, c.relu, C);   // layer si: as the MLP, kinds and precisions share a layer
+                    if (lp == WD__LP_OUT) for (size_t q = 0; q < (size_t)M * N; q++) Ch[q] = 0x7fc0;   // NaN
+                    wd_status st = wd__mm(&g, kind, si, M, N, K, lp, pa, pb, c.bias, c.relu, lp == WD__LP_OUT ? (void *)Ch : (void *)C);   // layer si: as the MLP, kinds and precisions share a layer
                     if (st) { bad++; printf("  wd__mm %s %dx%dx%d: %s\n", kname[kind], M, N, K, wd_last_error()); continue; }
+                    if (lp == WD__LP_OUT) {   // rounded to bf16 once, at the end: half a unit in the 8th bit
+                        for (size_t q = 0; q < (size_t)M * N; q++) C[q] = f32_of_bf16(Ch[q]);
+                        c.out_rel = 0x1p-8;
+                    }
                     double e = gemm_error(&c, C, NULL, NULL);
                     if (lp) { cases_lp++; if (!(e <= worst_lp)) worst_lp = e; }
                     else { cases++; if (!(e <= worst)) { worst = e; snprintf(wcase, sizeof wcase, "%s M=%d N=%d K=%d", kname[kind], M, N, K); } }
@@ -447,7 +452,7 @@ static void test_gemm_vs_reference(void) {
     // the tolerance sees one missing term: the forward product of K = 429 without its largest term
     {
         int M = 3, N = 17, K = 429;
-        gcase c = {M, N, K, 0, 1, 1.0f, 0.0f, A, B, NULL, NULL, 0};
+        gcase c = {M, N, K, 0, 1, 1.0f, 0.0f, A, B, NULL, NULL, 0, 0.0};
         fill(A, (size_t)M * K, &r, 0.0);
         fill(B, (size_t)K * N, &r, 0.0);
         CHECK_OK(wd__mm(&g, WD__MM_FWD, 999999, M, N, K, 0, A, B, NULL, 0, C));
@@ -471,7 +476,7 @@ static void test_gemm_vs_reference(void) {
         int M = gdims[si / (NGD * NGD)], N = gdims[(si / NGD) % NGD], K = gdims[si % NGD];
         if ((double)M * N * K > 429.0 * 429 * 17) continue;   // time (ASan): 121 of the 125 shapes
         for (int u = 0; u < nuses; u++) {
-            gcase c = {M, N, K, uses[u].ta, uses[u].tb, uses[u].alpha, uses[u].beta, A, B, C0, NULL, 0};
+            gcase c = {M, N, K, uses[u].ta, uses[u].tb, uses[u].alpha, uses[u].beta, A, B, C0, NULL, 0, 0.0};
             fill(A, (size_t)M * K, &r, 0.3);
             fill(B, (size_t)K * N, &r, 0.0);
             fill(C0, (size_t)M * N, &r, 0.0);
@@ -487,7 +492,7 @@ static void test_gemm_vs_reference(void) {
     printf("  %s: %d products, worst %.3g of the bound (%s)\n", wd__gemm_engine_name(), cases, worst, wcase);
     {
         int M = 3, N = 17, K = 429;
-        gcase c = {M, N, K, 0, 1, 1.0f, 0.0f, A, B, NULL, NULL, 0};
+        gcase c = {M, N, K, 0, 1, 1.0f, 0.0f, A, B, NULL, NULL, 0, 0.0};
         fill(A, (size_t)M * K, &r, 0.0);
         fill(B, (size_t)K * N, &r, 0.0);
         wd__sgemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
@@ -502,7 +507,7 @@ static void test_gemm_vs_reference(void) {
     (void)worst_lp; (void)cases_lp; (void)Ar; (void)Br; (void)Ah; (void)Bh;
 #endif
     CHECK(bad == 0 && cases > 0);
-    free(A); free(B); free(C); free(C0); free(bias); free(Ar); free(Br); free(Ah); free(Bh);
+    free(A); free(B); free(C); free(C0); free(bias); free(Ar); free(Br); free(Ah); free(Bh); free(Ch);
 }
 
 // ---- 4. bf16 against fp32 ----------------------------------------------------------------------
@@ -866,7 +871,7 @@ static void test_hidden_grad(void) {
                         gref[o] += dref[at];
                     }
                 wd__to_bf16_sw(lref, dref, N);
-                wd__hidden_grad(d, a, gb, withlp ? lp : NULL, n, W);
+                wd__hidden_grad(d, a, NULL, gb, withlp ? lp : NULL, n, W);
                 int bad = memcmp(d, dref, 4 * N) != 0 || memcmp(gb, gref, sizeof gb) != 0 || (withlp && memcmp(lp, lref, 2 * N) != 0);
                 if (bad) printf("  width %d rows %d%s: differs from the plain loop\n", W, n, withlp ? " (bf16 copy)" : "");
                 CHECK(!bad);
