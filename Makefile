@@ -127,8 +127,10 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
 	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/train_criteo $(B)/predict_cpp
+# the test binaries build on every core (JOBS=1: one at a time)
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	@$(MAKE) --no-print-directory -k $(TEST_BINS); WD_BUILD_RC=$$? bash tests/run.sh $(B) $(DATA)
+	@$(MAKE) --no-print-directory -k -j$(JOBS) $(TEST_BINS); WD_BUILD_RC=$$? bash tests/run.sh $(B) $(DATA)
 
 # libFuzzer harnesses (clang): `make fuzz FUZZ_SECONDS=N` runs each for N seconds
 # from the seeds in tests/fuzz/corpus/<name> (written by tests/fuzz/make_seeds.c)
