@@ -103,7 +103,9 @@
             oneDNN GEMMs and bf16 precision; early stop, keep best; .wdm v2
             (training files' fingerprint; v1 loads); .wdr v2 (vocabularies;
             v1 reads); gzip/zstd/stdin/CSV input, tables sized from the data;
-            wd_batch_add; memory checked before large allocations.
+            wd_batch_add; memory checked before large allocations; the
+            backward's elementwise work in one pass per layer, bf16
+            activations written by the products.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -4808,7 +4810,9 @@ static void wd__sort_occ(wd__ws *w, int64_t n, int64_t nkeys) {
     if (a != w->sort) { w->sort_tmp = w->sort; w->sort = a; }   // the sorted array is w->sort
 }
 
-// Forward over samples [i0, i0+n) of b: fills x, activations, logits, probs.
+// Forward over samples [i0, i0+n) of b: fills x, the activations (fp32 in
+// act; at precision bf16 in lp_in[1..], act holding only the deep logit),
+// logits, probs.
 static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
     int D = m->D, S = m->S, E = m->E, IN = m->IN;
     double t0 = wd__now();
@@ -4910,7 +4914,9 @@ static void wd__colsum_add(float *g, const float *dz, int n, int out) {
 // layer's activation is not positive), the row added into the layer's bias
 // gradient gb (each column summed in row order, as wd__colsum_add), and, at
 // precision bf16, the row's bf16 copy lp for the next GEMMs. The activations
-// are fp32 (a) or, at precision bf16, the bf16 ones the forward pass wrote (a16).
+// are fp32 (a) or, at precision bf16, the bf16 ones the forward pass wrote
+// (a16): a positive subnormal activation is 0 there, so its gradient is 0,
+// as the next layer saw 0.
 static void wd__hidden_grad(float *d, const float *a, const uint16_t *a16, float *gb, uint16_t *lp, int n, int width) {
     const wd__f4 zero = {0, 0, 0, 0};
     int w4 = width & ~3;
@@ -4924,7 +4930,8 @@ static void wd__hidden_grad(float *d, const float *a, const uint16_t *a16, float
             else {   // bf16 -> fp32: the bits in the upper half
                 wd__h4 h;
                 memcpy(&h, a16 + row + o, 8);
-                wd__u4 u = __builtin_convertvector(h, wd__u4) << 16;
+                wd__u4 u = {h[0], h[1], h[2], h[3]};
+                u <<= 16;
                 memcpy(&av, &u, 16);
             }
             memcpy(&x, dr + o, 16);
@@ -5149,11 +5156,13 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
         if (u + 16 < w->nown) {
             int64_t k = w->own_key[u + 16];
             if (wd__wide(m)) { __builtin_prefetch(&m->wide[k], 1); __builtin_prefetch(&m->wide_z[k], 1); __builtin_prefetch(&m->wide_n[k], 1); }
-            if (m->R > 1 && k < m->emb_rows)
-                for (int j = 0; j < m->E; j += 16) {
-                    __builtin_prefetch(m->emb + k * m->E + j, 1); __builtin_prefetch(m->emb_s1 + k * m->E + j, 1);
-                    if (m->emb_s2) __builtin_prefetch(m->emb_s2 + k * m->E + j, 1);
+            if (m->R > 1 && k < m->emb_rows) {   // every 64-byte line a row touches (rows need not start on one)
+                float *t[3] = {m->emb, m->emb_s1, m->emb_s2};
+                for (int q = 0; q < 3 && t[q]; q++) {
+                    uintptr_t p = (uintptr_t)(t[q] + k * m->E) & ~(uintptr_t)63, end = (uintptr_t)(t[q] + (k + 1) * m->E);
+                    for (; p < end; p += 64) __builtin_prefetch((const void *)p, 1);
                 }
+            }
         }
         wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
     }

@@ -366,10 +366,8 @@ static void test_multiworker_determinism(void) {
    that leaving one term out of a sum of 429 exceeds it. */
 static const int gdims[] = {1, 3, 17, 64, 429};
 #define NGD (int)(sizeof gdims / sizeof gdims[0])
-#ifdef WD_USE_ONEDNN
 static uint16_t bf16_of(float x) { uint16_t h; wd__to_bf16_sw(&h, &x, 1); return h; }
 static float f32_of_bf16(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
-#endif
 static void fill(float *x, size_t n, wd__rng *r, double zeros) {
     for (size_t i = 0; i < n; i++) x[i] = wd__rng_uniform(r) < zeros ? 0.0f : (float)(2.0 * wd__rng_uniform(r) - 1.0);
 }
@@ -843,7 +841,9 @@ static void test_bf16_rounding(void) {
    plain loop's, so that 1 and N workers, and CPU and GPU references, stay
    comparable), adds into a bias gradient it should have left alone past
    `width`, drops the tail columns (widths 1 to 9, 17, 64), or writes the
-   bf16 copy from the unmasked gradient. Exact comparison with plain loops. */
+   bf16 copy from the unmasked gradient, or reads the bf16 activations
+   wrongly (shift, lanes; -0, NaN and subnormal values among them). Exact
+   comparison with plain loops. */
 static void test_hidden_grad(void) {
     static const int widths[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64};
     static const int rows[] = {1, 3, 8, 13};
@@ -851,17 +851,22 @@ static void test_hidden_grad(void) {
     int cases = 0;
     for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++)
         for (int ri = 0; ri < (int)(sizeof rows / sizeof rows[0]); ri++)
-            for (int withlp = 0; withlp < 2; withlp++) {
+            for (int mode = 0; mode < 4; mode++) {   // bit 0: the bf16 copy; bit 1: bf16 activations (a16)
+                int withlp = mode & 1, use16 = mode >> 1;
                 int W = widths[wi], n = rows[ri];
                 size_t N = (size_t)n * (size_t)W;
                 float *d = (float *)malloc(4 * N), *a = (float *)malloc(4 * N), *dref = (float *)malloc(4 * N);
                 float gb[65], gref[65];
-                uint16_t *lp = (uint16_t *)malloc(2 * N), *lref = (uint16_t *)malloc(2 * N);
-                REQUIRE(d && a && dref && lp && lref);
+                uint16_t *lp = (uint16_t *)malloc(2 * N), *lref = (uint16_t *)malloc(2 * N), *a16 = (uint16_t *)malloc(2 * N);
+                REQUIRE(d && a && dref && lp && lref && a16);
                 for (size_t q = 0; q < N; q++) {
                     d[q] = dref[q] = (float)(2.0 * wd__rng_uniform(&r) - 1.0) * 1e-3f;
                     double v = wd__rng_uniform(&r);
                     a[q] = v < 0.3 ? 0.0f : v < 0.5 ? -(float)v : (float)v;   // zeros, negatives, positives
+                    if (q % 7 == 3) a[q] = -0.0f;
+                    if (q % 11 == 5) a[q] = 1e-39f;   // subnormal: a zero in bf16, so no gradient there
+                    if (q % 13 == 6) a[q] = NAN;
+                    if (use16) { a16[q] = bf16_of(a[q]); a[q] = f32_of_bf16(a16[q]); }   // the reference masks by the bf16 values
                 }
                 for (int o = 0; o < 65; o++) gb[o] = gref[o] = (float)o * 0.25f;
                 for (int i = 0; i < n; i++)
@@ -871,12 +876,12 @@ static void test_hidden_grad(void) {
                         gref[o] += dref[at];
                     }
                 wd__to_bf16_sw(lref, dref, N);
-                wd__hidden_grad(d, a, NULL, gb, withlp ? lp : NULL, n, W);
+                wd__hidden_grad(d, use16 ? NULL : a, use16 ? a16 : NULL, gb, withlp ? lp : NULL, n, W);
                 int bad = memcmp(d, dref, 4 * N) != 0 || memcmp(gb, gref, sizeof gb) != 0 || (withlp && memcmp(lp, lref, 2 * N) != 0);
-                if (bad) printf("  width %d rows %d%s: differs from the plain loop\n", W, n, withlp ? " (bf16 copy)" : "");
+                if (bad) printf("  width %d rows %d%s%s: differs from the plain loop\n", W, n, withlp ? ", bf16 copy" : "", use16 ? ", bf16 activations" : "");
                 CHECK(!bad);
                 cases++;
-                free(d); free(a); free(dref); free(lp); free(lref);
+                free(d); free(a); free(dref); free(lp); free(lref); free(a16);
             }
     printf("  %d shapes, bit-identical to the plain loops\n", cases);
 }
