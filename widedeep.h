@@ -4810,6 +4810,21 @@ static void wd__sort_occ(wd__ws *w, int64_t n, int64_t nkeys) {
     if (a != w->sort) { w->sort_tmp = w->sort; w->sort = a; }   // the sorted array is w->sort
 }
 
+// Asks for the table lines sample i of b reads (its slots' first ids): the
+// embedding rows (emb) or the wide weights; called a few samples ahead, as
+// the rows lie anywhere in tables of hundreds of MB.
+static void wd__prefetch_sample(const wd_model *m, const wd_batch *b, int i, int emb) {
+    for (int k = 0; k < m->S; k++) {
+        int c;
+        const uint32_t *ids = wd_batch_sample_ids(b, k, i, &c);
+        if (c < 1) continue;
+        int64_t key = m->table_off[k] + ids[0];
+        if (!emb) { __builtin_prefetch(m->wide + key); continue; }
+        uintptr_t p = (uintptr_t)(m->emb + key * m->E) & ~(uintptr_t)63, end = (uintptr_t)(m->emb + (key + 1) * m->E);
+        for (; p < end; p += 64) __builtin_prefetch((const void *)p);
+    }
+}
+#define WD__AHEAD 4   // samples
 // Forward over samples [i0, i0+n) of b: fills x, the activations (fp32 in
 // act; at precision bf16 in lp_in[1..], act holding only the deep logit),
 // logits, probs.
@@ -4818,6 +4833,7 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
     double t0 = wd__now();
     if (wd__deep(m)) {
         for (int i = 0; i < n; i++) {
+            if (i + WD__AHEAD < n) wd__prefetch_sample(m, b, i0 + i + WD__AHEAD, 1);
             float *x = w->x + (size_t)i * IN;
             memcpy(x, b->dense + (size_t)(i0 + i) * D, sizeof(float) * (size_t)D);
             for (int k = 0; k < S; k++) {
@@ -4858,6 +4874,7 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
     for (int i = 0; i < n; i++) {
         float z = 0.0f;
         if (wd__wide(m)) {
+            if (i + WD__AHEAD < n) wd__prefetch_sample(m, b, i0 + i + WD__AHEAD, 0);
             z = wd_[D];
             const float *xd = b->dense + (size_t)(i0 + i) * D;
             for (int j = 0; j < D; j++) z += wd_[j] * xd[j];
