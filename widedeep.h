@@ -4794,17 +4794,22 @@ static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
 // Sorts w->sort[0, n) by key, keeping the order of equal keys (so rows are
 // summed in the order they were listed: deterministic, as a comparison sort
 // on (key, src, idx) of rows listed in that order). Keys lie in [0, nkeys).
-// LSD radix sort, 11 bits a pass: a few linear passes instead of qsort.
+// LSD radix sort: as few linear passes as digits of at most 12 bits allow
+// (keys of 23 bits: 2 passes of 12), instead of qsort.
 static void wd__sort_occ(wd__ws *w, int64_t n, int64_t nkeys) {
-    enum { BITS = 11, NB = 1 << BITS };
-    uint32_t cnt[NB];
+    enum { MAXBITS = 12 };
+    uint32_t cnt[1 << MAXBITS];
+    int keybits = 1;
+    while (keybits < 63 && (nkeys - 1) >> keybits > 0) keybits++;
+    int passes = (keybits + MAXBITS - 1) / MAXBITS, bits = (keybits + passes - 1) / passes;
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
     wd__occ *a = w->sort, *b = w->sort_tmp;
-    for (int shift = 0; shift == 0 || (nkeys - 1) >> shift > 0; shift += BITS) {
-        memset(cnt, 0, sizeof cnt);
-        for (int64_t i = 0; i < n; i++) cnt[(uint64_t)a[i].key >> shift & (NB - 1)]++;
+    for (int p = 0, shift = 0; p < passes; p++, shift += bits) {
+        memset(cnt, 0, sizeof(uint32_t) << bits);
+        for (int64_t i = 0; i < n; i++) cnt[(uint64_t)a[i].key >> shift & mask]++;
         uint32_t sum = 0;
-        for (int d = 0; d < NB; d++) { uint32_t c = cnt[d]; cnt[d] = sum; sum += c; }
-        for (int64_t i = 0; i < n; i++) b[cnt[(uint64_t)a[i].key >> shift & (NB - 1)]++] = a[i];
+        for (uint64_t d = 0; d <= mask; d++) { uint32_t c = cnt[d]; cnt[d] = sum; sum += c; }
+        for (int64_t i = 0; i < n; i++) b[cnt[(uint64_t)a[i].key >> shift & mask]++] = a[i];
         wd__occ *t = a; a = b; b = t;
     }
     if (a != w->sort) { w->sort_tmp = w->sort; w->sort = a; }   // the sorted array is w->sort
