@@ -5125,10 +5125,10 @@ static int wd__grad_bad(float g) { return !(fabsf(g) <= WD__GRAD_MAX); }   // Na
 // w->own_key / w->own_row and scaled to the batch mean (inv_w). *bad counts
 // gradient values that are not finite or exceed WD__GRAD_MAX.
 static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, float inv_w, int rank, int nranks,
-                                  const void *const *views, int nviews, int *bad) {
-    int R = m->R;
+                                  const void *const *views, int nviews, int *bad_out) {
+    int R = m->R, bad = 0;   // counted here, added to *bad_out once: the workers' counters share a cache line
     int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
-    for (int64_t i = a; i < e; i++) *bad += wd__grad_bad(g[i] * inv_w);
+    for (int64_t i = a; i < e; i++) bad += wd__grad_bad(g[i] * inv_w);
     int64_t total = 0;
     for (int q = 0; q < nviews; q++) { int64_t c; memcpy(&c, views[q], 8); total += c; }
     WD__TRY(wd__ws_sort_reserve(w, total));
@@ -5154,16 +5154,18 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
             const float *row = (const float *)(v + 8 + 8 * (size_t)c) + (int64_t)w->sort[i].idx * R;
             for (int j = 0; j < R; j++) acc[j] += row[j];
         }
-        for (int j = 0; j < R; j++) { acc[j] *= inv_w; *bad += wd__grad_bad(acc[j]); }
+        for (int j = 0; j < R; j++) { acc[j] *= inv_w; bad += wd__grad_bad(acc[j]); }
         w->own_key[u] = key;
     }
     w->nown = u;
+    *bad_out += bad;
     return WD_OK;
 }
 // Applies what wd__gather_owned collected with the rules of step `step`;
 // *bad counts parameters left non-finite (the gradient check should make it 0).
-static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad) {
+static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad_out) {
     wd_opt o = wd__opt(m, step);
+    int nbad = 0, *bad = &nbad;   // added to *bad_out once: the workers' counters share a cache line
     int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
     for (int64_t i = a; i < e; i++) {
         float gi = g[i] * inv_w;
@@ -5188,6 +5190,7 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
         }
         wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
     }
+    *bad_out += nbad;
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
