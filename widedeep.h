@@ -5122,8 +5122,8 @@ static int wd__grad_bad(float g) { return !(fabsf(g) <= WD__GRAD_MAX); }   // Na
 
 // Rank r's share of a step: the dense range [P*r/n, P*(r+1)/n) and the
 // sparse keys it owns, merged in rank order from every rank's rows into
-// w->own_key / w->own_row and scaled to the batch mean (inv_w). *bad counts
-// gradient values that are not finite or exceed WD__GRAD_MAX.
+// w->own_key / w->own_row and scaled to the batch mean (inv_w). *bad_out
+// counts gradient values that are not finite or exceed WD__GRAD_MAX.
 static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, float inv_w, int rank, int nranks,
                                   const void *const *views, int nviews, int *bad_out) {
     int R = m->R, bad = 0;   // counted here, added to *bad_out once: the workers' counters share a cache line
@@ -5162,7 +5162,7 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
     return WD_OK;
 }
 // Applies what wd__gather_owned collected with the rules of step `step`;
-// *bad counts parameters left non-finite (the gradient check should make it 0).
+// *bad_out counts parameters left non-finite (the gradient check should make it 0).
 static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad_out) {
     wd_opt o = wd__opt(m, step);
     int nbad = 0, *bad = &nbad;   // added to *bad_out once: the workers' counters share a cache line
