@@ -3262,10 +3262,6 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
     return st ? wd__fail(st, "%s", errcopy) : WD_OK;
 }
 
-// The same file under two names (an output must never be an input).
-// Whether two paths name one file: the same inode when either exists (links,
-// "./x", "d/../x" all count), else the same name in the same directory (two
-// outputs not written yet). "-" (standard input or output) is no file.
 // The directory of path p, whose last '/' is at slash (NULL: none), into dir.
 static int wd__dir_of(const char *p, const char *slash, char *dir, size_t cap) {
     size_t n = !slash ? 0 : slash == p ? 1 : (size_t)(slash - p);   // "/name": the root
@@ -3275,6 +3271,10 @@ static int wd__dir_of(const char *p, const char *slash, char *dir, size_t cap) {
     dir[n] = 0;
     return 1;
 }
+// Whether two paths name one file (an output must never be an input): the
+// same inode when either exists (links, "./x", "d/../x" all count), else the
+// same name in the same directory (two outputs not written yet). "-"
+// (standard input or output) is no file.
 static int wd__same_file(const char *a, const char *b) {
     if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
     struct stat x, y;
@@ -4915,26 +4915,11 @@ typedef float wd__f4 __attribute__((vector_size(16)));
 typedef int32_t wd__i4 __attribute__((vector_size(16)));
 typedef uint32_t wd__u4 __attribute__((vector_size(16)));
 typedef uint16_t wd__h4 __attribute__((vector_size(8)));
-// g[o] += sum over rows i of dz[i][o] (a bias gradient), rows in order; 8
-// rows at a time across all columns, so the rows stay in L1
-static void wd__colsum_add(float *g, const float *dz, int n, int out) {
-    int o4 = out & ~3;
-    for (int i0 = 0; i0 < n; i0 += 8) {
-        int i1 = WD__MIN(n, i0 + 8);
-        for (int o = 0; o < o4; o += 4) {
-            wd__f4 acc, r;
-            memcpy(&acc, g + o, 16);
-            for (int i = i0; i < i1; i++) { memcpy(&r, dz + (size_t)i * (size_t)out + o, 16); acc += r; }
-            memcpy(g + o, &acc, 16);
-        }
-        for (int o = o4; o < out; o++) for (int i = i0; i < i1; i++) g[o] += dz[(size_t)i * (size_t)out + o];
-    }
-}
 // The gradient at a hidden layer's output d (n rows of `width`), just made by
 // the GEMM above it, in one pass over the rows (no pass of its own for each
 // step, and each row is in L1 for all of them): ReLU' in place (0 where the
 // layer's activation is not positive), the row added into the layer's bias
-// gradient gb (each column summed in row order, as wd__colsum_add), and, at
+// gradient gb (each column summed in row order, as a plain loop), and, at
 // precision bf16, the row's bf16 copy lp for the next GEMMs. The activations
 // are fp32 (a) or, at precision bf16, the bf16 ones the forward pass wrote
 // (a16): a positive subnormal activation is 0 there, so its gradient is 0,
@@ -5003,9 +4988,9 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
     // (at precision bf16 the GEMMs read dz's bf16 copy lp_dz, made with it)
     float *dz = w->da, *dn = w->db;
     int lp = m->d.precision == WD_PRECISION_BF16;
-    if (m->nlayers) {   // the top layer's output is the deep logit
-        for (int i = 0; i < n; i++) dz[i] = w->dlogit[i];
-        wd__colsum_add(g + m->layer[m->nlayers - 1].b, dz, n, 1);
+    if (m->nlayers) {   // the top layer's output is the deep logit: its bias gradient is their sum
+        float *gb = g + m->layer[m->nlayers - 1].b;
+        for (int i = 0; i < n; i++) { dz[i] = w->dlogit[i]; *gb += dz[i]; }
         if (lp) wd__to_bf16(w->lp_dz, dz, (size_t)n);
     }
     for (int l = m->nlayers - 1; l >= 0; l--) {
@@ -5165,13 +5150,13 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
 // *bad_out counts parameters left non-finite (the gradient check should make it 0).
 static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad_out) {
     wd_opt o = wd__opt(m, step);
-    int nbad = 0, *bad = &nbad;   // added to *bad_out once: the workers' counters share a cache line
+    int bad = 0;   // added to *bad_out once: the workers' counters share a cache line
     int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
     for (int64_t i = a; i < e; i++) {
         float gi = g[i] * inv_w;
         if (i < m->P_mlp) wd_opt_deep(&o, &m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi);
         else if (wd__wide(m)) wd_opt_ftrl(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, &o);
-        *bad += !isfinite(m->dense[i]);
+        bad += !isfinite(m->dense[i]);
     }
     if (m->dense_lp && a < m->P_mlp) wd__to_bf16(m->dense_lp + a, m->dense + a, (size_t)(WD__MIN(e, m->P_mlp) - a));   // the bf16 copy stays current
     // the rows lie anywhere in tables of hundreds of MB: ask for row u+16's
@@ -5188,9 +5173,9 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
                 }
             }
         }
-        wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, bad);
+        wd__sparse_update(m, &o, w->own_key[u], w->own_row + u * m->R, &bad);
     }
-    *bad_out += nbad;
+    *bad_out += bad;
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------

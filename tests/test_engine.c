@@ -26,15 +26,7 @@ static int ready;
 static char self_exe[1024] = "/proc/self/exe";   // this binary (main reads the link)
 
 // ---- helpers ---------------------------------------------------------------------------------
-static void gen(const char *path, int64_t rows, int64_t first) {
-    wd_gen_desc g;
-    memset(&g, 0, sizeof g);
-    g.output = path; g.rows = rows; g.first_row = first; g.seed = 77; g.max_card = 200; g.block_samples = 512;
-    char prob[400];
-    snprintf(prob, sizeof prob, "%s.prob", path);
-    g.prob = prob;
-    REQUIRE_OK(wd_gen(&g, NULL));
-}
+static void gen(const char *path, int64_t rows, int64_t first) { REQUIRE_OK(tl_gen(path, rows, first, 77, 200, 512)); }
 static void test_setup(void) {
     snprintf(DATA, sizeof DATA, "%s/engine-train.wdr", TMP);
     snprintf(HELD, sizeof HELD, "%s/engine-held.wdr", TMP);

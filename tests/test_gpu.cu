@@ -74,6 +74,17 @@ static double now_s(void) {
 static void set_fp32(int on) { setenv("WD_CUDA_FP32", on ? "1" : "0", 1); }
 
 // ---- data -------------------------------------------------------------------------------------
+// Writes b (BLOCK samples a block) to path and frees it.
+static wd_status write_batch(const char *path, const wd_schema *s, wd_batch *b) {
+    wd_writer_desc wdd;
+    memset(&wdd, 0, sizeof wdd);
+    wdd.block_samples = BLOCK;
+    wd_writer *w;
+    wd_status st = wd_writer_open(path, s, &wdd, &w);
+    if (!st) { st = wd_writer_append(w, b); if (st) wd_writer_abort(w); else st = wd_writer_close(w); }
+    wd_batch_free(b);
+    return st;
+}
 // A multi-hot file: 4 dense columns; slots a (one-hot, 50), b (multi-hot, 300
 // buckets, 0..9 ids per sample: some samples hold more than the device's 8
 // per sample, a batch fewer than 8 per sample), c (multi-hot, 40 buckets,
@@ -121,14 +132,7 @@ static wd_status write_multi_hot(const char *path, int rows) {
     }
 #undef LCG
     b.n = rows;
-    wd_writer_desc wdd;
-    memset(&wdd, 0, sizeof wdd);
-    wdd.block_samples = BLOCK;
-    wd_writer *w;
-    st = wd_writer_open(path, &s, &wdd, &w);
-    if (!st) { st = wd_writer_append(w, &b); if (st) wd_writer_abort(w); else st = wd_writer_close(w); }
-    wd_batch_free(&b);
-    return st;
+    return write_batch(path, &s, &b);
 }
 
 // A dense-only file: 6 dense columns, no slots (so no crosses and no sparse
@@ -151,14 +155,7 @@ static wd_status write_dense_only(const char *path, int rows) {
     }
 #undef LCG
     b.n = rows;
-    wd_writer_desc wdd;
-    memset(&wdd, 0, sizeof wdd);
-    wdd.block_samples = BLOCK;
-    wd_writer *w;
-    st = wd_writer_open(path, &s, &wdd, &w);
-    if (!st) { st = wd_writer_append(w, &b); if (st) wd_writer_abort(w); else st = wd_writer_close(w); }
-    wd_batch_free(&b);
-    return st;
+    return write_batch(path, &s, &b);
 }
 
 static wd_status file_schema(const char *path, wd_schema *s) {

@@ -11,15 +11,7 @@ static char TMP[200] = "/tmp";
 static char DAY1[300], DAY2[300], VALID[300], CK[300], BEST[300];
 static int ready;
 
-static void gen(const char *path, int64_t rows, int64_t first, uint64_t seed) {
-    wd_gen_desc g;
-    memset(&g, 0, sizeof g);
-    g.output = path; g.rows = rows; g.first_row = first; g.seed = seed; g.max_card = 300; g.block_samples = 256;
-    char prob[400];
-    snprintf(prob, sizeof prob, "%s.prob", path);
-    g.prob = prob;
-    REQUIRE_OK(wd_gen(&g, NULL));
-}
+static void gen(const char *path, int64_t rows, int64_t first, uint64_t seed) { REQUIRE_OK(tl_gen(path, rows, first, seed, 300, 256)); }
 static void test_setup(void) {
     snprintf(DAY1, sizeof DAY1, "%s/loop-day1.wdr", TMP);
     snprintf(DAY2, sizeof DAY2, "%s/loop-day2.wdr", TMP);

@@ -51,6 +51,20 @@ static inline unsigned char *slurp(const char *path, size_t *n) {
     return p;
 }
 
+#ifdef WIDEDEEP_H
+// A wd_gen file of `rows` samples from row `first` (the planted model's
+// probabilities beside it, path.prob).
+static inline wd_status tl_gen(const char *path, int64_t rows, int64_t first, uint64_t seed, int max_card, int block) {
+    wd_gen_desc g;
+    memset(&g, 0, sizeof g);
+    g.output = path; g.rows = rows; g.first_row = first; g.seed = seed; g.max_card = max_card; g.block_samples = block;
+    char prob[400];
+    snprintf(prob, sizeof prob, "%s.prob", path);
+    g.prob = prob;
+    return wd_gen(&g, NULL);
+}
+#endif
+
 static int test_summary(const char *name) {
     TL_OUTSIDE();
     printf("# %s: %d passed, %d failed, %d skipped\n", name, tl_passed, tl_failed, tl_skips);
