@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Predicts one CUDA training step of the reference workload, kernel by kernel.
+
+Issue 22 asks for predictions written down before the GPU run measures them:
+for every kernel that widedeep_cuda.cu launches in a step (graph on, one rank),
+the floating-point work and the fewest bytes it must move, the time each takes
+at the GPU's ceilings, and the launches; then the same for each change the
+issue proposes, applied one after another, so a GPU run can check each
+prediction (bench/GPU_MODEL.md explains the counts and records the numbers).
+
+Time of a kernel = max(FLOPs / GEMM rate, bytes / copy bandwidth) plus a
+latency term where the kernel is a chain of dependent loads, plus one launch
+gap per kernel (inside a CUDA graph). Bytes count each input read once and
+each output written once; a scattered 4-byte access costs a 32-byte sector.
+
+Usage: bench/gpu_model.py [--gpu h100|h200] [--bw TB/s] [--tf32 TFLOP/s]
+       [--bf16 TFLOP/s] [--gemm-eff F] [--unique U] [--gap US] [--batch B]
+Ceilings default to what this workplace measured (device/KINDS.md): H100 copy
+3.0 TB/s, bf16 8192^3 798 TFLOP/s; H200 copy 4.3 TB/s, bf16 788. TF32 is half
+the bf16 rate on Hopper's tensor cores. Pass the figures bench/ceilings.cu
+measured in the same run to re-predict.
+"""
+import argparse
+import math
+
+GPUS = {"h100": dict(bw=3.0, bf16=798.0), "h200": dict(bw=4.3, bf16=788.0)}
+
+
+def workload(B, unique):
+    """The reference workload: 13 dense + 26 one-hot slots, E = 16, 1024-512-256."""
+    D, S, E = 13, 26, 16
+    IN = D + S * E
+    INp = (IN + 15) // 16 * 16          # the backend pads x to 16 columns
+    widths = [INp, 1024, 512, 256, 1]
+    P_mlp = sum(widths[i] * widths[i + 1] + widths[i + 1] for i in range(4))
+    Pd = P_mlp + D + 1                  # + wide dense weights and bias
+    rows = B * S                        # sparse occurrences (no crosses)
+    wide_rows = 59764871                # sum of the generated tables' buckets (wd gen --max-card 10131227)
+    key_bits = max(1, math.ceil(math.log2(wide_rows + 1)))
+    return dict(B=B, D=D, S=S, E=E, IN=IN, INp=INp, widths=widths, P_mlp=P_mlp, Pd=Pd,
+                rows=rows, U=unique, R=E + 1, key_bits=key_bits, seg=32)
+
+
+def kernels(w, v):
+    """(stage, name, flops, bytes, latency_us) for every launch of one step under variant v."""
+    B, D, S, E, INp, R, U, rows = w["B"], w["D"], w["S"], w["E"], w["INp"], w["R"], w["U"], w["rows"]
+    widths, Pd = w["widths"], w["Pd"]
+    act = 2 if v["bf16"] else 4         # bytes per activation / gradient element
+    k = []
+    add = lambda stage, name, flops, nbytes, lat=0.0: k.append((stage, name, flops, nbytes, lat))
+    add("embed", "memset grads", 0, 4 * (Pd + 4))
+    add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp)
+    L = len(widths) - 1
+    for l in range(L):
+        i, o = widths[l], widths[l + 1]
+        aux = B * o / 8 if (v["epilogue"] and l < L - 1) else 0   # RELU_AUX_BIAS: a bit mask per activation
+        add("mlp_fwd", f"fwd gemm {i}x{o}", 2 * B * i * o, act * B * i + 4 * i * o + act * B * o + aux)
+    if v["fused_wide"]:
+        # the wide logit read in the gather kernel; the loss kernel reads one float per sample
+        add("wide", "loss", 0, 4 * 5 * B + 4 * B * D)
+    else:
+        add("wide", "loss", 0, 4 * 3 * B + 4 * B * D + 4 * B * S + 32 * B * S + 8 * B)
+    add("wide", "loss_final", 0, 0, 2.0)     # one thread sums the blocks' partials
+    add("wide", "colsum (wide dense)", 0, 4 * B * D + 4 * B)
+    add("wide", "colsum final", 0, 0)
+    for l in range(L - 1, -1, -1):
+        i, o = widths[l], widths[l + 1]
+        dz = 4 if o == 1 else act
+        add("mlp_bwd", f"dW gemm {i}x{o}", 2 * B * i * o, dz * B * o + act * B * i + 4 * i * o)
+        if not v["epilogue"]:
+            add("mlp_bwd", "colsum (bias grad)", 0, dz * B * o)
+            add("mlp_bwd", "colsum final", 0, 0)
+        add("mlp_bwd", f"dX gemm {o}x{i}", 2 * B * i * o, dz * B * o + 4 * i * o + act * B * i + (B * i / 8 if v["epilogue"] and l else 0))
+        if l and not v["epilogue"]:
+            add("mlp_bwd", "relu_grad", 0, act * B * i * 2.5)   # read d and a, write about half of d
+    # the sparse path
+    p = math.ceil(w["key_bits"] / 8)
+    sparse = "sort"
+    add(sparse, "keys", 0, 4 * B * S + 12 * rows)
+    add(sparse, "radix histogram", 0, 8 * rows)
+    for q in range(p):
+        add(sparse, f"radix pass {q}", 0, 24 * rows)
+    add(sparse, "memset run_cnt", 0, 4 * rows)
+    add(sparse, "rle init", 0, 0)
+    add(sparse, "rle", 0, 8 * rows + 12 * U)
+    if v["fused_sparse"]:
+        # runs straight from the RLE: one scan over the run counts, then the fused kernel
+        add(sparse, "scan run_cnt", 0, 8 * U)
+    else:
+        add(sparse, "scan init", 0, 0)
+        add(sparse, "scan run_cnt", 0, 8 * rows)
+        add(sparse, "seg_count", 0, 8 * rows + 8 * U)
+        add(sparse, "scan init", 0, 0)
+        add(sparse, "scan seg_cnt", 0, 8 * rows)
+        add(sparse, "seg_fill", 0, 8 * rows + 4 * (U + rows / w["seg"]))
+    # the per-occurrence gradient reads: a dependent chain per warp (occurrence, then its dx row)
+    conc = 132 * 64                     # resident warps: 132 SMs x 64
+    nsegs = U + rows / w["seg"]
+    chain_us = 0.8                      # two dependent loads from L2/HBM per occurrence
+    occ_bytes = 4 * rows + act * E * rows + 32 * rows
+    if v["fused_sparse"]:
+        # one warp per short run, one block per hot run; Adagrad + FTRL in registers;
+        # the gradient row never leaves the chip
+        lat = rows / conc * chain_us * 0.5     # hot runs split over a block's warps
+        add("optimizer", "fused sparse backward + update", 0, occ_bytes + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U, lat)
+    else:
+        add("optimizer", "seg_sum_occ", 0, occ_bytes + 4 * R * nsegs, rows / conc * chain_us)
+    add("optimizer", "step_begin", 0, 0, 2.0)
+    add("optimizer", "dense_check", 0, 4 * Pd)
+    if not v["fused_sparse"]:
+        add("optimizer", "run_merge", 0, 4 * R * nsegs + 4 * R * U + 8 * U)
+    add("optimizer", "dense_update", 0, 4 * Pd * 5)
+    if not v["fused_sparse"]:
+        add("optimizer", "sparse_apply", 0, 4 * R * U + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U)
+    add("optimizer", "step_end", 0, 0, 2.0)
+    add("optimizer", "result copy", 0, 0, 2.0)
+    return k
+
+
+# kernels whose bytes are scattered rows or sectors (gathers, table updates):
+# they reach a smaller share of the copy bandwidth than streaming ones
+SCATTERED = ("gather", "loss", "seg_sum_occ", "sparse_apply", "fused sparse backward + update")
+
+
+def predict(w, v, c, ideal=False):
+    rate = (c["bf16"] if v["bf16"] else c["bf16"] / 2) * (1.0 if ideal else c["eff"]) * 1e12
+    stages, rows = {}, []
+    for stage, name, flops, nbytes, lat in kernels(w, v):
+        me = 1.0 if ideal else c["mem_eff"] * (0.5 if name in SCATTERED else 1.0)
+        t = max(flops / rate, nbytes / (c["bw"] * 1e12 * me)) + (0 if ideal else lat * 1e-6) + c["gap"] * 1e-6
+        rows.append((stage, name, flops, nbytes, t))
+        s = stages.setdefault(stage, [0.0, 0.0, 0, 0.0])
+        s[0] += flops; s[1] += nbytes; s[2] += 1; s[3] += t
+    if v["overlap"]:
+        # keys, sort and RLE on a forked branch of the graph, concurrent with the MLP:
+        # hidden when shorter than forward + backward (they share bandwidth: count half)
+        hide = min(stages["sort"][3] * 0.5, stages["mlp_fwd"][3] + stages["mlp_bwd"][3])
+        stages["sort"][3] -= hide
+    return stages, rows
+
+
+VARIANTS = [
+    ("today (TF32, graph)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
+    ("+ bf16 GEMMs and activations", dict(bf16=1, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
+    ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", dict(bf16=1, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
+    ("+ fused embedding backward + optimizer", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),
+    ("+ sort overlapped with the MLP, wide logit in the gather", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", default="h100", choices=sorted(GPUS))
+    ap.add_argument("--bw", type=float, help="device-to-device copy, TB/s (read + write)")
+    ap.add_argument("--bf16", type=float, help="bf16 GEMM rate at 8192^3, TFLOP/s (TF32 is half)")
+    ap.add_argument("--tf32", type=float, help="TF32 GEMM rate at 8192^3, TFLOP/s (sets bf16 = 2x)")
+    ap.add_argument("--gemm-eff", type=float, default=0.7, help="fraction of the 8192^3 rate our shapes reach (default 0.7)")
+    ap.add_argument("--mem-eff", type=float, default=0.85, help="fraction of the copy bandwidth a streaming kernel reaches (scattered ones: half that)")
+    ap.add_argument("--unique", type=int, default=62600, help="distinct (slot, id) keys per batch (measured: 62.6K of 426K)")
+    ap.add_argument("--gap", type=float, default=1.5, help="microseconds between kernels inside a CUDA graph")
+    ap.add_argument("--batch", type=int, default=16384)
+    ap.add_argument("--detail", action="store_true", help="every kernel of the first variant")
+    a = ap.parse_args()
+    c = dict(GPUS[a.gpu])
+    if a.bw: c["bw"] = a.bw
+    if a.bf16: c["bf16"] = a.bf16
+    if a.tf32: c["bf16"] = 2 * a.tf32
+    c["eff"], c["gap"], c["mem_eff"] = a.gemm_eff, a.gap, a.mem_eff
+    w = workload(a.batch, a.unique)
+    fl = sum(2 * a.batch * w["widths"][i] * w["widths"][i + 1] for i in range(4)) * 3
+    print(f"# gpu_model: {a.gpu} copy {c['bw']:.2f} TB/s, bf16 {c['bf16']:.0f} / tf32 {c['bf16'] / 2:.0f} TFLOP/s at 8192^3, "
+          f"x{c['eff']:.2f} at our shapes, streaming kernels x{c['mem_eff']:.2f} of the copy rate (scattered half that), gap {c['gap']} us, batch {a.batch}, {w['U']} distinct keys of {w['rows']}, "
+          f"{w['key_bits']}-bit keys; MLP {fl / 1e9:.1f} GFLOP/step ({fl / a.batch / 1e6:.2f} MFLOP/sample)")
+    order = ["embed", "mlp_fwd", "wide", "mlp_bwd", "sort", "optimizer"]
+    for name, v in VARIANTS:
+        stages, rows = predict(w, v, c)
+        tot = sum(s[3] for s in stages.values())
+        floor = sum(s[3] for s in predict(w, v, c, ideal=True)[0].values())
+        print(f"\n## {name}: {tot * 1e3:.3f} ms/step, {a.batch / tot / 1e6:.1f}M samples/s "
+              f"(floor at the ceilings {floor * 1e3:.3f} ms, {a.batch / floor / 1e6:.1f}M/s), "
+              f"{sum(s[2] for s in stages.values())} launches, {sum(s[1] for s in stages.values()) / 1e6:.0f} MB moved")
+        print(f"{'stage':<10} {'GFLOP':>7} {'MB':>7} {'launches':>8} {'ms':>7}")
+        for st in order:
+            s = stages[st]
+            print(f"{st:<10} {s[0] / 1e9:7.2f} {s[1] / 1e6:7.1f} {s[2]:8d} {s[3] * 1e3:7.3f}")
+        if a.detail and name == VARIANTS[0][0]:
+            print(f"\n{'stage':<10} {'kernel':<28} {'GFLOP':>7} {'MB':>7} {'us':>7}")
+            for st, kn, f, b, t in rows:
+                print(f"{st:<10} {kn:<28} {f / 1e9:7.2f} {b / 1e6:7.2f} {t * 1e6:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
