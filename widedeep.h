@@ -1654,14 +1654,35 @@ struct wd_vocab {
     uint64_t *key[WD_MAX_SLOTS];    // lookup, open addressing: key[j] has id val[j] (val 0: empty)
     uint32_t *val[WD_MAX_SLOTS];
     uint64_t mask[WD_MAX_SLOTS];
+    uint64_t salt;                  // the tables' secret key (wd__table_salt)
 };
 static void wd__vocab_free(wd_vocab *v) {
     if (!v) return;
     for (int k = 0; k < WD_MAX_SLOTS; k++) { wd__free(v->hash[k]); wd__free(v->key[k]); wd__free(v->val[k]); }
     wd__free(v);
 }
+// Hash tables whose keys come from a file or from input text (a stored
+// vocabulary, the values counted by wd_convert) place a key by a hash keyed
+// with a secret: with the bare wd_mix64(h), which is invertible, a file could
+// list values that all land in one slot and make opening it quadratic (320k
+// values: 37 s). The secret is drawn per table from the clock, an address
+// and a counter, so whoever wrote the file cannot aim at it; with it,
+// probe sequences stay short whatever the values, and opening takes time
+// proportional to the file. The tables only place keys: every id, count and
+// output is the same whatever the secret, so runs stay deterministic. (A
+// sorted array with binary search would need no secret but costs log n
+// cache misses per value looked up, on the conversion's hot path.)
+static uint64_t wd__table_salt(const void *table) {
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    return wd_mix64(wd_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)table) ^ c * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&counter);
+}
+static inline uint64_t wd__table_slot(uint64_t h, uint64_t salt) { return wd_mix64(wd_mix64(h ^ salt) + salt); }
 // The lookup tables of every slot with a vocabulary (hash[] filled).
 static wd_status wd__vocab_index(wd_vocab *v) {
+    v->salt = wd__table_salt(v);
     for (int k = 0; k < v->nslots; k++) {
         if (v->n[k] < 0) continue;
         uint64_t cap = 16;
@@ -1671,7 +1692,7 @@ static wd_status wd__vocab_index(wd_vocab *v) {
         if (!v->key[k] || !v->val[k]) return wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary of %lld values", (long long)v->n[k]);
         v->mask[k] = cap - 1;
         for (int64_t i = 0; i < v->n[k]; i++) {
-            uint64_t j = wd_mix64(v->hash[k][i]) & v->mask[k];
+            uint64_t j = wd__table_slot(v->hash[k][i], v->salt) & v->mask[k];
             while (v->val[k][j]) {
                 if (v->key[k][j] == v->hash[k][i]) return wd__fail(WD_ERR_CORRUPT, "vocabulary of slot %d lists a value twice", k);
                 j = (j + 1) & v->mask[k];
@@ -1683,7 +1704,7 @@ static wd_status wd__vocab_index(wd_vocab *v) {
     return WD_OK;
 }
 static uint32_t wd__vocab_id(const wd_vocab *v, int k, uint64_t h) {
-    uint64_t j = wd_mix64(h) & v->mask[k];
+    uint64_t j = wd__table_slot(h, v->salt) & v->mask[k];
     while (v->val[k][j]) { if (v->key[k][j] == h) return v->val[k][j]; j = (j + 1) & v->mask[k]; }
     return 0;   // out of vocabulary
 }
@@ -2495,7 +2516,7 @@ WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
 // that hold at most WD__EXACT_MAX of them (those get ids of their own).
 #define WD__HLL_BITS 14
 #define WD__EXACT_MAX 4096
-typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap; } wd__cmap;   // cnt 0: empty
+typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap, salt; } wd__cmap;   // cnt 0: empty; salt: wd__table_salt
 typedef struct wd__sink {
     int counting;
     int nslots;
@@ -2514,19 +2535,20 @@ static void wd__sink_free(wd__sink *s) {
 static wd_status wd__cmap_add(wd__cmap *m, uint64_t h, uint32_t c) {
     if (2 * (m->n + 1) > m->cap) {
         uint64_t nc = m->cap ? 2 * m->cap : 1024;
+        if (!m->cap) m->salt = wd__table_salt(m);
         uint64_t *nk = (uint64_t *)wd__calloc(sizeof(uint64_t) * nc);
         uint32_t *nv = (uint32_t *)wd__calloc(sizeof(uint32_t) * nc);
         if (!nk || !nv) { wd__free(nk); wd__free(nv); return wd__fail(WD_ERR_NOMEM, "out of memory counting categorical values (%llu distinct)", (unsigned long long)m->n); }
         for (uint64_t i = 0; i < m->cap; i++)
             if (m->cnt[i]) {
-                uint64_t j = wd_mix64(m->key[i]) & (nc - 1);
+                uint64_t j = wd__table_slot(m->key[i], m->salt) & (nc - 1);
                 while (nv[j]) j = (j + 1) & (nc - 1);
                 nk[j] = m->key[i]; nv[j] = m->cnt[i];
             }
         wd__free(m->key); wd__free(m->cnt);
         m->key = nk; m->cnt = nv; m->cap = nc;
     }
-    uint64_t j = wd_mix64(h) & (m->cap - 1);
+    uint64_t j = wd__table_slot(h, m->salt) & (m->cap - 1);
     while (m->cnt[j] && m->key[j] != h) j = (j + 1) & (m->cap - 1);
     if (!m->cnt[j]) { m->key[j] = h; m->n++; }
     m->cnt[j] = m->cnt[j] > UINT32_MAX - c ? UINT32_MAX : m->cnt[j] + c;   // saturate
