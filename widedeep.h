@@ -623,6 +623,12 @@ WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, 
 // (it would train nothing, or the wrong part); call this first to continue
 // training on new data (the CLI's --init-from).
 WDDEF void wd_model_new_run(wd_model *m);
+// 1 if the model was saved by wd_train after an error (a training file that
+// went bad, a failed validation, a non-finite step...): it holds the state
+// after the last step that finished before the error, at the position
+// wd_model_position gives, and resumes from there. wd_train and
+// wd_model_new_run clear it.
+WDDEF int wd_model_after_error(const wd_model *m);
 
 /* The per-coordinate update rules and the id hashes, written once: every
    backend calls these (nvcc compiles them for the device too), so an
@@ -798,6 +804,10 @@ typedef struct wd_train_report {
     double samples_per_s;           // samples / train_s
     double last_loss, valid_auc, valid_logloss;
     int stopped;                    // 1: the progress callback stopped training; 2: early stop
+    // 1: wd_train failed after finishing steps, and checkpoint_path holds the
+    // state after the last of them (wd_model_after_error; the error message
+    // names the step). Not with keep_best once a best model is saved there.
+    int error_saved;
     double best_auc;                // the best validation AUC (NaN without validation)
     int64_t best_step;              // and the step it came at
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
@@ -831,7 +841,8 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
    crc32c(payload), u32 0}: 'DESC' model description + schema (flags: bit 0
    no_wide, bit 1 no_deep, bits 2.. precision), 'POS ' training position
    (u64 epoch, batch in epoch, global step, batch size; version 2 adds the
-   training files' fingerprint and a reserved u64), 'DENS' dense parameters
+   training files' fingerprint and a u64 of flags: bit 0, saved by wd_train
+   after an error, see wd_model_after_error; other bits refused), 'DENS' dense parameters
    and their optimizer state, 'WIDE' wide tables (w, z, n), 'EMBD'
    embedding tables and their optimizer state, 'END '.
    Written to a temporary file, fsynced and renamed: a crash leaves the
@@ -4204,6 +4215,7 @@ struct wd_model {
     int64_t epoch, batch, step;     // training position
     int64_t batch_size;             // of the run that reached it (0: never trained)
     uint64_t data_fp;               // the training files of that run (wd__files_fingerprint; 0: none)
+    int after_error;                // saved by wd_train after an error (wd_model_after_error)
     // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
@@ -4224,8 +4236,9 @@ WDDEF void wd_model_position(const wd_model *m, int64_t *epoch, int64_t *batch, 
 }
 WDDEF void wd_model_new_run(wd_model *m) {
     if (!m) return;
-    m->epoch = 0; m->batch = 0; m->batch_size = 0; m->data_fp = 0;
+    m->epoch = 0; m->batch = 0; m->batch_size = 0; m->data_fp = 0; m->after_error = 0;
 }
+WDDEF int wd_model_after_error(const wd_model *m) { return m ? m->after_error : 0; }
 WDDEF int64_t wd_model_bytes(const wd_model *m) {   // from the plan: valid before the tensors exist
     int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
     return 4 * (3 * m->P + 3 * m->wide_rows + (1 + wd_opt_states(m->d.optimizer)) * ne);
@@ -6037,7 +6050,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     }
     int B = 0;
     if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
-    if (!st) { run->batch = B / run->ranks; m->batch_size = B; m->data_fp = fp; }
+    if (!st) { run->batch = B / run->ranks; m->batch_size = B; m->data_fp = fp; m->after_error = 0; }
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
     if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (!st) {
@@ -6067,6 +6080,21 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
         double known = 0;
         for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
         rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
+        // An error after finished steps keeps them: a backend applies a step
+        // whole or not at all (a non-finite step is not applied), so rank 0
+        // holds the model after the last finished step, and the position
+        // says which; it is saved marked as saved after an error.
+        if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 && k0->be && !(d->keep_best && run->best_step >= 0)) {
+            snprintf(err, sizeof err, "%s", wd_last_error());
+            wd_status s2 = ops->download(k0->be);
+            if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
+            if (s2) wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step, wd_last_error());
+            else {
+                rep->error_saved = 1;
+                wd__fail(st, "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s", err,
+                         (long long)m->step, (long long)m->epoch, (long long)m->batch, wd__tail(d->checkpoint_path, 300));
+            }
+        }
         for (int i = 0; i < run->nlocal; i++) { if (ks[i].be) ops->destroy(ks[i].be); wd_loader_close(ks[i].loader); }
     }
     // rank 0 writes the checkpoint: at the end, and when stopped early (with
@@ -6246,6 +6274,7 @@ WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch);
     wd__put64((uint8_t *)pos + 16, (uint64_t)m->step); wd__put64((uint8_t *)pos + 24, (uint64_t)m->batch_size);
     wd__put64((uint8_t *)pos + 32, m->data_fp);
+    wd__put64((uint8_t *)pos + 40, m->after_error ? 1u : 0u);   // flags
     wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}};
     wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
     wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
@@ -6343,8 +6372,11 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8);
         m->step = (int64_t)wd__get64((uint8_t *)pos + 16); m->batch_size = (int64_t)wd__get64((uint8_t *)pos + 24);
         m->data_fp = wd__get64((uint8_t *)pos + 32);
+        uint64_t flags = wd__get64((uint8_t *)pos + 40);
+        m->after_error = (int)(flags & 1);
+        if (flags > 1) st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path, (unsigned long long)flags);
         const int64_t lim = (int64_t)1 << 53;   // counters stay far from overflow
-        if (m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim || m->batch_size < 0 || m->batch_size > (1 << 30))
+        if (!st && (m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim || m->batch_size < 0 || m->batch_size > (1 << 30)))
             st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path, (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
     }
     if (!st) {

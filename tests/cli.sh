@@ -541,11 +541,71 @@ ck "no gx.wdr" [ ! -e "$T/gx.wdr" ]
 end
 begin cli_dump_write_error
 rm -rf "$T/dfull"
-(ulimit -f 8; trap '' XFSZ; exec "$WD" dump "$T/tr.wdr" "$T/dfull") > "$T/out" 2> "$T/err"; rc=$?
+(ulimit -f 8; exec "$WD" dump "$T/tr.wdr" "$T/dfull") > "$T/out" 2> "$T/err"; rc=$?
 ck "a dump past an 8 KiB file size limit: exit $rc, wanted 1" [ "$rc" = 1 ]
 ck "names labels.f32" err_has "labels.f32: write failed"
 ck "no 'dumped'" eval '! out_has dumped'
 ck "no file left" [ -z "$(ls -A "$T/dfull" 2>/dev/null)" ]
+end
+# past a file size limit (ulimit -f: SIGXFSZ, which wd ignores) every
+# command that writes fails with the write error, naming the file, and leaves
+# no temporary file
+begin cli_file_size_limit
+for c in "gen -o $T/ul.wdr --rows 20000" "convert --format criteo --buckets 100 -o $T/ulc.wdr $T/g.tsv" \
+         "train --train $T/tr.wdr --hidden 64 --threads 2 --save $T/ulm.wdm" "dump $T/tr.wdr $T/uld"; do
+    rm -rf "$T/uld"
+    (ulimit -f 64; exec $WD $c) > "$T/out" 2> "$T/err"; rc=$?
+    ck "wd ${c%% *} past 64 KiB: exit $rc, wanted 1" [ "$rc" = 1 ]
+    ck "wd ${c%% *}: says File too large" err_has "write failed: File too large"
+    ck "wd ${c%% *}: no temporary file left" no_temps
+done
+ck "no output" eval '[ ! -e "$T/ul.wdr" ] && [ ! -e "$T/ulc.wdr" ] && [ ! -e "$T/ulm.wdm" ] && [ -z "$(ls -A "$T/uld" 2>/dev/null)" ]'
+end
+# a block found corrupt late in a training file: the model after the last
+# finished step (16: block 1 starts at sample 4096, batches of 256) is saved
+# and marked, and the run still fails
+begin cli_error_keeps_progress
+cp "$T/tr.wdr" "$T/trbad.wdr"
+perl -e 'open(F, "+<:raw", $ARGV[0]) or die; my $o = (-s F) - 300; seek(F, $o, 0); read(F, $b, 1); seek(F, $o, 0); print F chr(ord($b) ^ 0x5A); close F' "$T/trbad.wdr"
+rm -f "$T/me.wdm"
+run "$WD" train --train "$T/trbad.wdr" --hidden 8 --batch 256 --no-shuffle --threads 2 --save "$T/me.wdm"
+ck "exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names the block" err_has "trbad.wdr: block 1: payload checksum mismatch"
+ck "says what was saved" err_has "the model after step 16 (epoch 0, batch 16), the last step finished before this error, is saved to $T/me.wdm"
+ck "says how to go on" err_has "$T/me.wdm holds the state before the error (step 16); continue with --resume"
+ck "me.wdm written" have "$T/me.wdm"
+run "$WD" eval --model "$T/me.wdm" "$T/te.wdr"
+ck "eval of me.wdm: exit $rc" [ "$rc" = 0 ]
+ck "eval says it was saved after an error" err_has "me.wdm was saved after an error stopped training: it holds the model after step 16"
+run "$WD" train --train "$T/tr.wdr" --resume "$T/me.wdm" --save "$T/me2.wdm"
+ck "resumed on the good file: exit $rc, the rest of the epoch" eval '[ "$rc" = 0 ] && out_has "trained steps=8 "'
+run "$WD" eval --model "$T/me2.wdm" "$T/te.wdr"
+ck "the resumed model is not marked" eval '[ "$rc" = 0 ] && ! err_has "saved after an error"'
+end
+# a closed pipe (SIGPIPE ignored): --log on standard output read by head -1
+# ends training as SIGTERM does, with the write error and the checkpoint
+begin cli_train_sigpipe
+rm -f "$T/mp.wdm"
+"$WD" train --train "$T/tr.wdr" --hidden 8 --epochs 20 --threads 2 --save "$T/mp.wdm" --log /dev/stdout 2> "$T/err" | head -1 > "$T/out"; rc=${PIPESTATUS[0]}
+ck "exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "head got the log header" out_has "step,samples,epoch,loss"
+ck "says the write failed" err_has "/dev/stdout: write failed: Broken pipe; training stopped at step"
+ck "says the checkpoint is saved" err_has "checkpoint saved to $T/mp.wdm"
+run "$WD" eval --model "$T/mp.wdm" "$T/te.wdr"
+ck "mp.wdm loads: exit $rc" [ "$rc" = 0 ]
+end
+# --log naming a FIFO with no reader: wd says it waits, and the first SIGTERM ends it
+begin cli_log_fifo_no_reader
+rm -f "$T/fifo" "$T/mf.wdm"; mkfifo "$T/fifo"
+bg "$WD" train --train "$T/tr.wdr" --hidden 8 --save "$T/mf.wdm" --log "$T/fifo"
+for i in $(seq 100); do err_has "waiting for a reader" && break; sleep 0.1; done
+ck "says it waits for a reader" err_has "--log $T/fifo is a FIFO that no process reads: waiting for a reader"
+kill -TERM "$pid"
+wait_pid "$pid" 10
+ck "one SIGTERM ends it: exit $rc, wanted 143" [ "$rc" = 143 ]
+ck "says so" err_has "interrupted by SIGTERM before training started"
+ck "no model, no temporary file" eval '[ ! -e "$T/mf.wdm" ] && no_temps'
+rm -f "$T/fifo"
 end
 expect cli_log_dev_full 1 "$WD" train --train "$T/tr.wdr" --hidden 8 --log /dev/full
 ck "names /dev/full" err_has "/dev/full: write failed"

@@ -823,6 +823,120 @@ static void test_device_plan(void) {
     wd_model_destroy(m);
 }
 
+// A copy of src with one byte of block `blk`'s payload flipped: its checksum
+// fails when a loader reaches it; the header and footer stay valid, and so do
+// the size, block count and sample count the training files' fingerprint
+// reads (a repaired copy resumes the run).
+static int copy_with_bad_block(const char *src, const char *dst, int64_t blk) {
+    wd_reader *r;
+    if (wd_reader_open(src, &r)) return -1;
+    int64_t off = r->index[blk].offset + r->index[blk].bytes / 2;
+    wd_reader_close(r);
+    size_t n;
+    unsigned char *buf = slurp(src, &n);
+    if (!buf) return -1;
+    buf[off] ^= 0x5A;
+    FILE *f = fopen(dst, "wb");
+    int rc = f && fwrite(buf, 1, n, f) == n ? 0 : -1;
+    if (f && fclose(f)) rc = -1;
+    free(buf);
+    return rc;
+}
+static int poison_at;   // progress callback: at this step, a wide weight goes to 3e38 (the next step diverges)
+static wd_model *poison_model;
+static int poison_progress(void *user, const wd_progress *p) {
+    (void)user;
+    if (p->step == poison_at && isnan(p->valid_auc)) poison_model->dense[poison_model->P_mlp + 4] = 3e38f;
+    return 0;
+}
+// wd_train failing after finished steps saves the model after the last of
+// them to checkpoint_path, marked (wd_model_after_error, the position, the
+// message), and still fails: a block found corrupt late in a training file,
+// a validation file that fails, a non-finite step. The saved state is
+// exactly the run's state at that step: resumed on the repaired file it
+// ends bit for bit where an uninterrupted run ends.
+static void test_error_keeps_progress(void) {
+    REQUIRE(g_data_ok);
+    char bad[300], ck[300];
+    snprintf(bad, sizeof bad, "%s/bad-block.wdr", TMP);
+    snprintf(ck, sizeof ck, "%s/err.wdm", TMP);
+    REQUIRE(copy_with_bad_block(TRAIN, bad, 7) == 0);   // 12 blocks of 512: samples 3584..4095
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[1] = {bad}, *good[1] = {TRAIN};
+    td.files = files; td.nfiles = 1; td.batch_size = 300; td.threads = 2; td.epochs = 2; td.no_shuffle = 1;
+    td.checkpoint_path = ck;
+    // 1. the training file's block 7 is corrupt: batch 12 (samples 3600..3899) needs it
+    wd_model *m = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(m != NULL);
+    wd_train_report rep;
+    unlink(ck);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_CORRUPT);
+    const char *e = wd_last_error();
+    CHECK(strstr(e, "bad-block.wdr") && strstr(e, "the model after step 11 ") && strstr(e, "the last step finished before this error") && strstr(e, "err.wdm"));
+    CHECK(rep.error_saved == 1 && rep.steps == 11 && wd_model_after_error(m));
+    wd_model *c = NULL;
+    REQUIRE_OK(wd_model_load(ck, &c));
+    int64_t ep, bt, stp;
+    wd_model_position(c, &ep, &bt, &stp);
+    CHECK(ep == 0 && bt == 11 && stp == 11 && wd_model_after_error(c));
+    CHECK(models_equal(m, c));
+    td.files = good;   // resumed on the repaired file: the same final model as a run with no error
+    td.checkpoint_path = NULL;
+    CHECK_OK(wd_train(c, &td, NULL));
+    CHECK(!wd_model_after_error(c));
+    wd_model *full = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(full != NULL);
+    REQUIRE_OK(wd_train(full, &td, NULL));
+    CHECK(models_equal(full, c));
+    wd_model_destroy(c); wd_model_destroy(m); c = m = NULL;
+    // 2. a validation file with a corrupt block: the first validation (step 4) fails
+    m = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(m != NULL);
+    const char *vfiles[1] = {bad};
+    td.valid_files = vfiles; td.nvalid = 1; td.eval_every = 4; td.checkpoint_path = ck;
+    unlink(ck);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_CORRUPT && strstr(wd_last_error(), "validation") && strstr(wd_last_error(), "the model after step 4 "));
+    REQUIRE_OK(wd_model_load(ck, &c));
+    wd_model_position(c, &ep, &bt, &stp);
+    CHECK(stp == 4 && bt == 4 && wd_model_after_error(c) && models_equal(m, c));
+    wd_model_destroy(c); wd_model_destroy(m); c = m = NULL;
+    // ... but with keep_best the best model saved there is kept: validated
+    // at steps 4 and 8, the training file fails at step 12
+    m = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(m != NULL);
+    const char *tfiles[1] = {TEST};
+    td.files = files; td.valid_files = tfiles; td.keep_best = 1;
+    unlink(ck);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_CORRUPT && rep.error_saved == 0 && !strstr(wd_last_error(), "saved to") && rep.best_step >= 4);
+    REQUIRE_OK(wd_model_load(ck, &c));
+    wd_model_position(c, &ep, &bt, &stp);
+    CHECK(stp == rep.best_step && !wd_model_after_error(c));
+    wd_model_destroy(c); wd_model_destroy(m); c = m = NULL;
+    td.files = good; td.eval_every = 0;
+    td.keep_best = 0; td.valid_files = NULL; td.nvalid = 0;
+    // 3. a non-finite step: step 6 diverges (poisoned after step 4, while step 5
+    // was already computed), is not applied, and the model after step 5 is saved
+    m = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(m != NULL);
+    poison_at = 4; poison_model = m;
+    td.progress = poison_progress;
+    unlink(ck);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && strstr(wd_last_error(), "not applied") && strstr(wd_last_error(), "the model after step 5 "));
+    REQUIRE_OK(wd_model_load(ck, &c));
+    wd_model_position(c, &ep, &bt, &stp);
+    CHECK(stp == 5 && wd_model_after_error(c) && models_equal(m, c));
+    // no save path, or no finished step: nothing is written
+    wd_model_destroy(c); c = NULL;
+    td.progress = NULL; td.checkpoint_path = NULL;
+    unlink(ck);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && rep.error_saved == 0 && !strstr(wd_last_error(), "saved to"));
+    td.checkpoint_path = ck;   // the poisoned model: its first step fails
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && rep.steps == 0 && rep.error_saved == 0 && !file_exists(ck));
+    wd_model_destroy(m); wd_model_destroy(full);
+    unlink(bad); unlink(ck);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     snprintf(TRAIN, sizeof TRAIN, "%s/tt-train.wdr", TMP);
@@ -840,6 +954,7 @@ int main(int argc, char **argv) {
     RUN(test_checkpoint_corruption);
     RUN(test_killed_during_save);
     RUN(test_numeric_guards);
+    RUN(test_error_keeps_progress);
     RUN(test_device_plan);
     return test_summary("test_train");
 }

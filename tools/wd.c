@@ -1113,6 +1113,7 @@ static int parse_cross(const char *list, const wd_schema *s, wd_model_desc *md) 
 typedef struct train_ui {
     FILE *log;
     int log_errno;
+    int err_errno;                  // standard error failed (a closed pipe: EPIPE)
     int tty;
     double every, last_line, last_tty;
 } train_ui;
@@ -1129,6 +1130,8 @@ static int train_progress(void *user, const wd_progress *p) {
         if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
     }
     double now = wd__now();
+    errno = 0;
+    clearerr(stderr);
     if (valid)
         fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch,
                 p->valid_auc, p->valid_logloss);
@@ -1143,7 +1146,28 @@ static int train_progress(void *user, const wd_progress *p) {
         fprintf(stderr, "wd: step %lld epoch %lld loss %.5f, %.0f samples/s, %.0f s elapsed, ETA %.0f s\n", (long long)p->step, (long long)p->epoch,
                 p->loss, p->samples_per_s, p->elapsed_s, p->eta_s);
     }
-    return g_signal != 0 || u->log_errno != 0;
+    if (ferror(stderr) && !u->err_errno) u->err_errno = errno ? errno : EIO;   // e.g. `wd train 2>&1 | head -1`
+    return g_signal != 0 || u->log_errno != 0 || u->err_errno != 0;
+}
+// The --log file. Opened without blocking: a FIFO that no process reads yet
+// is waited for (said once), and a signal ends the wait (a blocking open()
+// would hang there, restarted after the first SIGTERM). NULL: errno set
+// (EINTR after a signal).
+static FILE *open_log(const char *path) {
+    for (int waited = 0;; waited++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            int fl = fcntl(fd, F_GETFL);
+            FILE *f = fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1 ? NULL : fdopen(fd, "w");
+            if (!f) { int e = errno; close(fd); errno = e; }
+            return f;
+        }
+        if (errno != ENXIO) return NULL;   // ENXIO: a FIFO with no reader
+        if (g_signal) { errno = EINTR; return NULL; }
+        if (!waited) warn("--log %s is a FIFO that no process reads: waiting for a reader (interrupt to stop)", path);
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
 }
 // The MLP on a slow GEMM engine: say so (report.engine names it).
 static void warn_engine(const char *engine) {
@@ -1163,6 +1187,13 @@ static void warn_engine(const char *engine) {
             }
     }
     if (strstr(engine, "isa=sse41")) warn("oneDNN found only SSE4.1 on this CPU: the MLP runs slowly");
+}
+
+// A checkpoint wd_train saved after an error (wd_model_after_error): say so.
+static void warn_after_error(const char *path, const wd_model *m) {
+    int64_t step = 0;
+    wd_model_position(m, NULL, NULL, &step);
+    if (wd_model_after_error(m)) warn("%s was saved after an error stopped training: it holds the model after step %lld, the last step finished before the error", path, (long long)step);
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -1214,6 +1245,7 @@ static int cmd_train(int argc, char **argv) {
     if (a.resume || a.init_from) {
         st = wd_model_load(a.resume ? a.resume : a.init_from, &m);
         if (st) { rc = fail(st); goto done; }
+        warn_after_error(a.resume ? a.resume : a.init_from, m);
         if (a.init_from) wd_model_new_run(m);
         *md = *wd_model_description(m);
     } else {
@@ -1250,8 +1282,10 @@ static int cmd_train(int argc, char **argv) {
     ui.last_line = wd__now();
     add_temp(a.save);
     install_signals(1, "\nwd: stopping after the current step (then --save is written); interrupt again to quit at once\n");
+    signal(SIGPIPE, SIG_IGN);   // a closed pipe (stdout, stderr, a --log FIFO) is a write error: stop and save
     if (a.log) {   // written line by line: a stopped run leaves whole lines
-        ui.log = fopen(a.log, "w");
+        ui.log = open_log(a.log);
+        if (!ui.log && g_signal) { fprintf(stderr, "wd: interrupted by %s before training started (waiting for a reader of --log %s)\n", signal_name(g_signal), a.log); rc = 128 + g_signal; goto done; }
         if (!ui.log) { rc = fail_msg("%s: cannot create the log: %s", a.log, strerror(errno)); goto done; }
         setvbuf(ui.log, NULL, _IOLBF, 0);
         errno = 0;
@@ -1290,8 +1324,12 @@ static int cmd_train(int argc, char **argv) {
     } else if (ui.log_errno) {
         fail_msg("%s: write failed: %s; training stopped at step %lld%s", a.log, strerror(ui.log_errno), (long long)step, where);
         rc = 1;
+    } else if (ui.err_errno) {   // said on standard error, in case it works again
+        fail_msg("standard error: write failed: %s; training stopped at step %lld%s", strerror(ui.err_errno), (long long)step, where);
+        rc = 1;
     } else if (st) {
         rc = fail(st);
+        if (rep.error_saved) fprintf(stderr, "wd: %s holds the state before the error (step %lld); continue with --resume %s once its cause is fixed\n", a.save, (long long)step, a.save);
     } else {
         printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
                rep.samples_per_s, rep.last_loss);
@@ -1411,6 +1449,7 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     rc = 1;
     wd_status st = wd_model_load(a.model, &m);
     if (st) { rc = fail(st); goto done; }
+    warn_after_error(a.model, m);
     counts = (int64_t *)calloc((size_t)files.n, sizeof *counts);
     if (!counts) { rc = fail_msg("out of memory"); goto done; }
     int64_t total = 0;
@@ -1550,6 +1589,7 @@ done:
 static int run_command(int argc, char **argv);
 // Every command's results go to stdout: a failed write there fails the command.
 int main(int argc, char **argv) {
+    signal(SIGXFSZ, SIG_IGN);   // past a file size limit (ulimit -f) a write fails with EFBIG: the write error every output handles
     int rc = run_command(argc, argv);
     errno = 0;
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {   // (a failed command said why already)
