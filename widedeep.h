@@ -259,7 +259,8 @@ typedef struct wd_writer_desc {
     const char *created;    // free text stored in the header (0: "widedeep")
 } wd_writer_desc;
 
-// Writes to "<path>.tmp-<pid>" and renames to path on close (after fsync).
+// Writes to "<path>.tmp-<pid>" (a name within 12 bytes of NAME_MAX: cut, with
+// a hash of it) and renames to path on close (after fsync).
 WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
                                const wd_writer_desc *d, wd_writer **out);
 // Appends all b->n samples; validates ids, labels and dense values.
@@ -364,7 +365,8 @@ WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const ch
 // Sets the bucket count of a named slot ("C3=100000,C4=50").
 WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
 // Takes every slot's bucket count from `s` (e.g. a training file's schema, so
-// a test set converts into the same id space); slots must match by name.
+// a test set converts into the same id space); slots must match by name. On
+// failure t is unchanged.
 WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
 
 /* Vocabularies. wd_convert with min_count K gives each categorical value
@@ -765,11 +767,14 @@ typedef struct wd_train_desc {
     wd_comm *comm;
     int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
-    const char *checkpoint_path;    // saved every checkpoint_every steps, at the end and on a stop
+    const char *checkpoint_path;    // saved every checkpoint_every steps, at the end and on a stop;
+                                    // after an error that follows finished steps, the state before
+                                    // it (wd_train_report.error_saved, wd_model_after_error)
     int64_t checkpoint_every;
     int64_t eval_every;             // steps between validation runs (0: epoch ends only)
     // With validation files: stop after this many validations in a row
-    // without a better AUC (0: never); keep_best: checkpoint_path holds the
+    // without a better AUC (0: never; a validation whose AUC is undefined,
+    // labels of one class, does not count); keep_best: checkpoint_path holds the
     // model of the best validation AUC (saved when it improves, not at the end).
     int early_stop;
     int keep_best;
@@ -1006,6 +1011,7 @@ WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offs
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1100,9 +1106,10 @@ WDDEF void wd_free(void *p) { wd__free(p); }
 // Bytes this process can still get: the least of the memory the kernel calls
 // available (MemAvailable), what the address-space limit leaves (ulimit -v),
 // what the cgroup (container) limit leaves and the environment variable
-// WD_MEMORY_LIMIT (bytes). Large allocations are
-// compared with it first, so that the answer is an error naming the sizes,
-// not the OOM killer.
+// WD_MEMORY_LIMIT (bytes, with an optional K, M, G or T suffix, x 1024^n, as
+// the CLI's size options; anything else is refused, naming the variable).
+// Large allocations are compared with it first, so that the answer is an
+// error naming the sizes, not the OOM killer.
 static uint64_t wd__read_u64(const char *path, const char *key) {
     FILE *f = fopen(path, "r");
     if (!f) return UINT64_MAX;
@@ -1117,10 +1124,38 @@ static uint64_t wd__read_u64(const char *path, const char *key) {
     fclose(f);
     return v;
 }
-static uint64_t wd__memory_left(void) {
-    const char *cap = getenv("WD_MEMORY_LIMIT");   // bytes: pretend the machine has no more
+// WD_MEMORY_LIMIT's bytes (UINT64_MAX: unset or empty).
+static wd_status wd__memory_limit_env(uint64_t *out) {
+    *out = UINT64_MAX;
+    const char *s = getenv("WD_MEMORY_LIMIT"), *p = s;
+    if (!s || !*s) return WD_OK;
+    uint64_t v = 0;
+    int shift = 0, range = 0;
+    if (*p < '0' || *p > '9') goto bad;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) range = 1;
+        else v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p) {
+        const char *u = "KMGT", *q = strchr(u, *p >= 'a' ? *p - 32 : *p);
+        if (!q) goto bad;
+        shift = 10 * (int)(q - u + 1);
+        p++;
+        if (*p == 'B' || *p == 'b') p++;   // "8GB"
+        if (*p) goto bad;
+    }
+    if (range || v > (UINT64_MAX >> shift)) return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s' is out of range", s);
+    if (v == 0) return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s': a memory limit of 0 bytes (unset it for no limit)", s);
+    *out = v << shift;
+    return WD_OK;
+bad:
+    return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s' is not a size (bytes, with an optional K, M, G or T suffix)", s);
+}
+static wd_status wd__memory_left(uint64_t *out) {
+    uint64_t cap;
+    WD__TRY(wd__memory_limit_env(&cap));   // pretend the machine has no more
     uint64_t left = wd__read_u64("/proc/meminfo", "MemAvailable:");
-    if (cap && *cap) left = WD__MIN(left, (uint64_t)strtoull(cap, NULL, 10));
+    left = WD__MIN(left, cap);
     if (left == UINT64_MAX) {
         long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         left = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : (uint64_t)1 << 30;
@@ -1132,14 +1167,18 @@ static uint64_t wd__memory_left(void) {
     }
     uint64_t cg = wd__read_u64("/sys/fs/cgroup/memory.max", NULL), cur = wd__read_u64("/sys/fs/cgroup/memory.current", NULL);
     if (cg != UINT64_MAX && cur != UINT64_MAX) left = WD__MIN(left, cg > cur ? cg - cur : 0);
-    return left;
+    *out = left;
+    return WD_OK;
 }
 // WD_ERR_NOMEM naming `what` when `bytes` exceed what is left (checked for
 // allocations from 64 MiB on: smaller ones simply try).
 static wd_status wd__memory_check(uint64_t bytes, const char *what) {
+    uint64_t left, cap;
+    WD__TRY(wd__memory_limit_env(&cap));   // a bad WD_MEMORY_LIMIT is refused whatever the size
     if (bytes < ((uint64_t)64 << 20)) return WD_OK;
-    uint64_t left = wd__memory_left();
-    if (bytes > left) return wd__fail(WD_ERR_NOMEM, "%s needs %.2f GiB, this machine has %.2f GiB available", what, (double)bytes / 1073741824.0, (double)left / 1073741824.0);
+    WD__TRY(wd__memory_left(&left));
+    if (bytes > left) return wd__fail(WD_ERR_NOMEM, "%s needs %.2f GiB, this machine has %.2f GiB available%s", what, (double)bytes / 1073741824.0, (double)left / 1073741824.0,
+                                      left == cap ? " (WD_MEMORY_LIMIT)" : "");
     return WD_OK;
 }
 
@@ -1603,6 +1642,26 @@ static wd_status wd__pread_all(int fd, void *p, size_t n, int64_t off, const cha
 
 // Temporary-file-then-rename output shared by the writers of this library.
 typedef struct wd__outfile { int fd; char *path, *tmp; int64_t bytes; } wd__outfile;
+#ifdef NAME_MAX
+#define WD__NAME_MAX NAME_MAX
+#else
+#define WD__NAME_MAX 255
+#endif
+// The name `path` is written under until it is complete: "<path>.tmp-<pid>",
+// or, where that last component would pass NAME_MAX (an output name within
+// 12 bytes of it), the name cut, with a hash of the whole name to keep two
+// long names apart: "<cut>~<16 hex digits>.tmp-<pid>". buf: strlen(path) + 32
+// bytes (less cuts it).
+static void wd__temp_name(char *buf, size_t n, const char *path) {
+    char suffix[32];
+    size_t k = (size_t)snprintf(suffix, sizeof suffix, ".tmp-%ld", (long)getpid());
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t bl = strlen(base);
+    if (bl + k <= WD__NAME_MAX) { snprintf(buf, n, "%s%s", path, suffix); return; }
+    snprintf(buf, n, "%.*s%.*s~%016llx%s", (int)(base - path), path, (int)(WD__NAME_MAX - k - 17), base,
+             (unsigned long long)wd_hash_bytes(base, bl, 0x7e3b), suffix);
+}
 static wd_status wd__out_open(wd__outfile *o, const char *path) {
     memset(o, 0, sizeof *o);
     o->fd = -1;
@@ -1610,7 +1669,7 @@ static wd_status wd__out_open(wd__outfile *o, const char *path) {
     o->path = wd__strdup(path);
     o->tmp = (char *)wd__malloc(n);
     if (!o->path || !o->tmp) { wd__free(o->path); wd__free(o->tmp); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
-    snprintf(o->tmp, n, "%s.tmp-%ld", path, (long)getpid());
+    wd__temp_name(o->tmp, n, path);
     o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (o->fd < 0) {
         wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
@@ -2506,8 +2565,8 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
             return wd__fail(WD_ERR_SCHEMA, "slot %d is '%.31s' in the schema but '%.31s' in the text format", k, s->slot[k].name, t->schema.slot[k].name);
         if (t->format == WD_FMT_LIBSVM && s->slot[k].buckets != t->schema.slot[k].buckets)
             return wd__fail(WD_ERR_SCHEMA, "slot %s: libsvm range size differs from the schema", s->slot[k].name);
-        t->schema.slot[k].buckets = s->slot[k].buckets;
     }
+    for (int k = 0; k < s->nslots; k++) t->schema.slot[k].buckets = s->slot[k].buckets;   // all checked: t changes whole or not at all
     return WD_OK;
 }
 
@@ -4041,10 +4100,12 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
     l->B = d->batch_size;
     int devices = d->devices > 0 ? d->devices : 1;
     l->nthreads = d->threads > 0 ? d->threads : WD__MAX(1, wd__online_cores() / devices);
-    l->ram = d->ram_bytes > 0 ? d->ram_bytes : (size_t)wd__memory_left() / 4 / (size_t)devices;
+    uint64_t avail = 0;
+    wd_status st = d->ram_bytes > 0 ? WD_OK : wd__memory_left(&avail);
+    l->ram = d->ram_bytes > 0 ? d->ram_bytes : (size_t)avail / 4 / (size_t)devices;
     l->nfiles = d->nfiles;
     l->readers = (wd_reader **)wd__calloc(sizeof(wd_reader *) * (size_t)d->nfiles);
-    wd_status st = l->readers ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!st && !l->readers) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     for (int f = 0; !st && f < d->nfiles; f++) {
         st = wd_reader_open(d->files[f], &l->readers[f]);
         if (!st && f == 0) l->schema = *wd_reader_schema(l->readers[0]);
@@ -5838,7 +5899,7 @@ static wd_status wd__validate(wd__rank *k) {
             if (!st) st = wd_model_save(run->m, d->checkpoint_path);
             if (st) return st;
         }
-    } else if (d->early_stop > 0 && ++run->stale >= d->early_stop && !run->stop) run->stop = 2;
+    } else if (d->early_stop > 0 && !isnan(mt.auc) && ++run->stale >= d->early_stop && !run->stop) run->stop = 2;   // an undefined AUC (one class) judges nothing
     if (wd__call_progress(run, run->rep->last_loss, mt.auc, mt.logloss) && !run->stop) run->stop = 1;
     return WD_OK;
 }

@@ -932,5 +932,61 @@ ck "names short.ids" err_has "short.ids: 5 ids for the 3000 samples"
 ck "no sp5.txt" [ ! -e "$T/sp5.txt" ]
 end
 
+# settings read strictly: WD_MEMORY_LIMIT takes the size suffixes or is
+# refused by name; --slot-buckets with --schema-from is refused as --buckets
+# is; a float option's bounds hold for the 32-bit float the library gets;
+# an output name near NAME_MAX still gets a temporary name
+begin cli_settings_read_strictly
+run env WD_MEMORY_LIMIT=8X "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1
+ck "WD_MEMORY_LIMIT=8X: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "names the variable and its value" err_has "WD_MEMORY_LIMIT '8X' is not a size"
+run env WD_MEMORY_LIMIT=8G "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1
+ck "WD_MEMORY_LIMIT=8G (8 GiB, not 8 bytes): exit $rc" [ "$rc" = 0 ]
+run env WD_MEMORY_LIMIT=1k "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1
+ck "WD_MEMORY_LIMIT=1k: the loader's budget is too small: exit $rc" eval '[ "$rc" = 1 ] && err_has "RAM budget 256 bytes"'
+run "$WD" convert --format criteo --schema-from "$T/g.wdr" --slot-buckets C3=10 -o "$T/x.wdr" "$T/g.tsv"
+ck "--slot-buckets with --schema-from: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "names both" err_has "--slot-buckets and --schema-from both set the bucket counts"
+run "$WD" train --train "$T/tr.wdr" --optimizer adam --adam-beta1 0.99999999
+ck "--adam-beta1 0.99999999 (1.0f): exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "says it is 1 as a float" err_has "--adam-beta1: '0.99999999' is out of range (> 0 and < 1) as a 32-bit float (1)"
+run "$WD" train --train "$T/tr.wdr" --lr-deep 1e-50
+ck "--lr-deep 1e-50 (0.0f): exit $rc, wanted 2" [ "$rc" = 2 ]
+run "$WD" train --train "$T/tr.wdr" --optimizer adam --adam-beta1 0.9999999 --hidden 4 --max-steps 1
+ck "--adam-beta1 0.9999999 (below 1.0f): exit $rc" [ "$rc" = 0 ]
+long=$(printf 'n%.0s' $(seq 251))
+run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1 --save "$T/$long.wdm"
+ck "--save with a 255-byte name: exit $rc" [ "$rc" = 0 ]
+ck "written, no temporary file" eval 'have "$T/$long.wdm" && no_temps'
+run "$WD" predict --model "$T/$long.wdm" "$T/te.wdr" -o "$T/$long.txt"
+ck "predict -o with a 255-byte name: exit $rc" eval '[ "$rc" = 0 ] && have "$T/$long.txt"'
+rm -f "$T/$long.wdm" "$T/$long.txt"
+end
+# --early-stop with a validation file of one class: AUC is undefined; train
+# says so once and does not stop ("best nan at step -1")
+begin cli_early_stop_one_class
+{ echo y,d,c; for i in $(seq 400); do echo "$((i % 2)),$i,v$((i % 7))"; done; } > "$T/oc.csv"
+{ echo y,d,c; for i in $(seq 100); do echo "0,$i,v$((i % 7))"; done; } > "$T/oc0.csv"
+run "$WD" convert --format csv --label y --dense d --cat c -o "$T/oc.wdr" "$T/oc.csv"
+ck "setup oc.wdr: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert --format csv --label y --dense d --cat c --schema-from "$T/oc.wdr" -o "$T/oc0.wdr" "$T/oc0.csv"
+ck "setup oc0.wdr: exit $rc" [ "$rc" = 0 ]
+run "$WD" train --train "$T/oc.wdr" --valid "$T/oc0.wdr" --early-stop 1 --eval-every 2 --hidden 4 --batch 32 --epochs 2 --threads 2
+ck "exit $rc" [ "$rc" = 0 ]
+ck "all 26 steps, no early stop" eval 'out_has "trained steps=26 " && ! out_has early_stop && ! err_has "early stop"'
+ck "warns once that AUC is undefined" [ "$(grep -c 'the validation AUC is undefined: the validation files hold labels of one class; --early-stop cannot judge the model' "$T/err")" = 1 ]
+end
+# --dense-raw with unscaled values: train warns, naming the columns
+begin cli_dense_raw_scale_warning
+{ echo y,d,e,c; for i in $(seq 400); do echo "$((i % 2)),$((i * 2500)).5,-$((i % 9)),v$((i % 7))"; done; } > "$T/raw.csv"
+run "$WD" convert --format csv --label y --dense d,e --cat c --dense-raw -o "$T/raw.wdr" "$T/raw.csv"
+ck "setup raw.wdr: exit $rc" [ "$rc" = 0 ]
+run "$WD" train --train "$T/raw.wdr" --hidden 4 --max-steps 1
+ck "exit $rc" [ "$rc" = 0 ]
+ck "names column 0 and its scale, not column 1" eval 'err_has "raw.wdr: dense column 0 (|x| up to 1e+06): values this large saturate the first layer" && ! err_has "column 1"'
+run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1
+ck "no warning for log1p counts" eval '[ "$rc" = 0 ] && ! err_has saturate'
+end
+
 echo "# cli: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" = 0 ]

@@ -125,6 +125,18 @@ static void test_null_and_bad_arguments(void) {
     CHECK(wd_text_spec_libsvm(NULL, "a=0-9", NULL, 0) == WD_ERR_INVALID_ARG);
     CHECK(wd_text_spec_buckets(NULL, "a=3") == WD_ERR_INVALID_ARG);
     CHECK(wd_text_spec_match(NULL, &s) == WD_ERR_INVALID_ARG && wd_text_spec_match(t, NULL) == WD_ERR_INVALID_ARG);
+    {   // a schema whose last slot differs: the spec keeps every bucket count (it was half overwritten)
+        wd_text_spec *c = (wd_text_spec *)calloc(1, sizeof *c), *before = (wd_text_spec *)calloc(1, sizeof *c);
+        wd_text_spec_criteo(c, 100);
+        wd_schema other = c->schema;
+        for (int k = 0; k < other.nslots; k++) other.slot[k].buckets = 7;
+        snprintf(other.slot[25].name, WD_NAME_MAX, "C99");
+        memcpy(before, c, sizeof *c);
+        CHECK(wd_text_spec_match(c, &other) == WD_ERR_SCHEMA && strstr(wd_last_error(), "slot 25") && memcmp(before, c, sizeof *c) == 0);
+        snprintf(other.slot[25].name, WD_NAME_MAX, "%s", c->schema.slot[25].name);
+        CHECK(wd_text_spec_match(c, &other) == WD_OK && c->schema.slot[0].buckets == 7 && c->schema.slot[25].buckets == 7);
+        free(c); free(before);
+    }
     CHECK(wd_text_spec_csv(NULL, "a,b", "a", NULL, NULL, 1) == WD_ERR_INVALID_ARG);
     CHECK(wd_parse_line(NULL, "x", 1, &b) == WD_ERR_INVALID_ARG && wd_parse_line(t, NULL, 1, &b) == WD_ERR_INVALID_ARG);
     CHECK(wd_batch_init(NULL, &s, 1, 1) == WD_ERR_INVALID_ARG && wd_batch_init(&b, NULL, 1, 1) == WD_ERR_INVALID_ARG);
@@ -342,8 +354,36 @@ static void test_memory_asked_for(void) {
     wd_reader *r;
     REQUIRE_OK(wd_reader_open(path, &r));
     int64_t bad;
-    CHECK(wd_reader_verify(r, &bad) == WD_ERR_NOMEM && bad == 0 && strstr(wd_last_error(), "wide.wdr: block 0") && strstr(wd_last_error(), "GiB"));
+    CHECK(wd_reader_verify(r, &bad) == WD_ERR_NOMEM && bad == 0 && strstr(wd_last_error(), "wide.wdr: block 0") && strstr(wd_last_error(), "GiB") &&
+          strstr(wd_last_error(), "(WD_MEMORY_LIMIT)"));
     wd_reader_close(r);
+    // WD_MEMORY_LIMIT takes the CLI's size suffixes (x 1024^n) and refuses
+    // anything else, naming itself: "100m" is 100 MiB (the 320 MB block is
+    // refused), "8G" 8 GiB (read, where the machine has the memory), not 8
+    // bytes; whatever the size asked for, a bad value fails
+    const char *too_small[] = {"100m", "100MB", "104857600", "97656k"};
+    for (int i = 0; i < 4; i++) {
+        setenv("WD_MEMORY_LIMIT", too_small[i], 1);
+        REQUIRE_OK(wd_reader_open(path, &r));
+        CHECK(wd_reader_verify(r, &bad) == WD_ERR_NOMEM && strstr(wd_last_error(), "(WD_MEMORY_LIMIT)"));
+        wd_reader_close(r);
+    }
+    const char *refused[] = {"abc", "8X", "0", "-5", " 8G", "8GiB", "18446744073709551616", "17179869184G", "1e9"};
+    for (int i = 0; i < 9; i++) {
+        setenv("WD_MEMORY_LIMIT", refused[i], 1);
+        REQUIRE_OK(wd_reader_open(path, &r));   // the header is small: the limit is still read and refused
+        wd_status st = wd_reader_verify(r, &bad);
+        if (!(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_MEMORY_LIMIT") && strstr(wd_last_error(), refused[i])))
+            printf("  WD_MEMORY_LIMIT='%s': %s: %s\n", refused[i], wd_status_string(st), wd_last_error());
+        CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_MEMORY_LIMIT") && strstr(wd_last_error(), refused[i]));
+        wd_reader_close(r);
+    }
+    setenv("WD_MEMORY_LIMIT", "8G", 1);
+    uint64_t left = 0, cap = 0;
+    CHECK_OK(wd__memory_limit_env(&cap));
+    CHECK(cap == (uint64_t)8 << 30 && wd__memory_left(&left) == WD_OK && left <= cap);
+    setenv("WD_MEMORY_LIMIT", "16777215T", 1);   // the largest that fits 64 bits
+    CHECK(wd__memory_limit_env(&cap) == WD_OK && cap == (uint64_t)16777215 << 40);
     unsetenv("WD_MEMORY_LIMIT");
     REQUIRE_OK(wd_reader_open(path, &r));
     CHECK_OK(wd_reader_verify(r, &bad));   // the same file reads when the memory is there
