@@ -988,5 +988,75 @@ run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1
 ck "no warning for log1p counts" eval '[ "$rc" = 0 ] && ! err_has saturate'
 end
 
+# the parser at its documented edges, from each command's table: every
+# range's ends are accepted and one step past each is refused; every size
+# suffix of --loader-ram means x 1024^n (the budget it sets is named in the
+# loader's error); an option where a value belongs is refused by name
+begin cli_option_bounds_inclusive
+n=0
+out_of_range() { grep -qF -- "$1: '$2' is out of range" "$T/err"; }
+for c in convert gen train eval predict; do
+    while IFS=$'\t' read -r name kind meta range example sets group; do
+        r=${range% or *}
+        case $kind in
+            int|size)
+                if [[ $r =~ ^([0-9]+)\.\.([0-9]+)$ ]]; then lo=${BASH_REMATCH[1]}; hi=${BASH_REMATCH[2]}
+                elif [[ $r =~ ^\>=\ ([0-9]+)$ ]]; then lo=${BASH_REMATCH[1]}; hi=
+                else ck "$c $name: range '$range' understood" false; continue; fi
+                run "$WD" $c "$name" "$lo"; ck "$c $name $lo (its low end) accepted" eval '! out_of_range "$name" "$lo"'
+                run "$WD" $c "$name" "$((lo - 1))"; ck "$c $name $((lo - 1)) refused" out_of_range "$name" "$((lo - 1))"
+                if [ -n "$hi" ]; then
+                    run "$WD" $c "$name" "$hi"; ck "$c $name $hi (its high end) accepted" eval '! out_of_range "$name" "$hi"'
+                    run "$WD" $c "$name" "$((hi + 1))"; ck "$c $name $((hi + 1)) refused" out_of_range "$name" "$((hi + 1))"
+                fi
+                n=$((n + 1)) ;;
+            float)
+                if [[ $r =~ ^(\>|\>=)\ ([^ ]+)\ and\ (\<|\<=)\ ([^ ]+)$ ]]; then
+                    lop=${BASH_REMATCH[1]}; lo=${BASH_REMATCH[2]}; hip=${BASH_REMATCH[3]}; hi=${BASH_REMATCH[4]}
+                else ck "$c $name: range '$range' understood" false; continue; fi
+                run "$WD" $c "$name" "$lo"
+                if [ "$lop" = ">" ]; then ck "$c $name $lo (open low end) refused" out_of_range "$name" "$lo"
+                else ck "$c $name $lo (closed low end) accepted" eval '! out_of_range "$name" "$lo"'; fi
+                run "$WD" $c "$name" "$hi"
+                if [ "$hip" = "<" ]; then ck "$c $name $hi (open high end) refused" out_of_range "$name" "$hi"
+                else ck "$c $name $hi (closed high end) accepted" eval '! out_of_range "$name" "$hi"'; fi
+                above=$(awk -v h="$hi" 'BEGIN { printf "%.17g", h * 1.0000001 }')
+                run "$WD" $c "$name" "$above"; ck "$c $name $above (past the high end) refused" out_of_range "$name" "$above"
+                n=$((n + 1)) ;;
+        esac
+    done < <("$WD" $c --list-options 2>/dev/null)
+done
+ck "ranges checked ($n)" [ "$n" -ge 40 ]
+for v in 1K 1k 1KB 1kb 1024; do
+    run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1 --loader-ram "$v"
+    ck "--loader-ram $v is 1024 bytes" err_has "RAM budget 1024 bytes"
+done
+for v in 3M 3m 3MB 3145728; do
+    run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1 --batch 16777216 --loader-ram "$v"
+    ck "--loader-ram $v is 3145728 bytes" err_has "RAM budget 3145728 bytes"
+done
+run "$WD" train --train "$T/tr.wdr" --hidden 4 --max-steps 1 --batch 16777216 --loader-ram 1G
+ck "--loader-ram 1G is 1073741824 bytes" err_has "RAM budget 1073741824 bytes"
+run "$WD" train --loader-ram 8388607T
+ck "--loader-ram 8388607T (2^63 - 2^40) parses" eval '[ "$rc" = 2 ] && err_has "--train" && ! err_has "loader-ram"'
+for v in 8388608T 1P 1KiB "1 K" K 1.5M 0x10 -1 1KBB; do
+    run "$WD" train --train "$T/tr.wdr" --loader-ram "$v"
+    ck "--loader-ram '$v' refused: exit $rc" eval '[ "$rc" = 2 ] && err_has "--loader-ram: '"'$v'"' is"'
+done
+m=0
+for c in convert gen train eval predict dump; do
+    other=
+    while IFS=$'\t' read -r name kind rest; do
+        [ "$kind" = flag ] && continue
+        [ -z "$other" ] && { other=$name; continue; }
+        run "$WD" $c "$name" "$other"
+        ck "$c $name $other: exit $rc, wanted 2" [ "$rc" = 2 ]
+        ck "$c $name $other: the option named where a value belongs" err_has "$name needs a value (got the option '$other')"
+        m=$((m + 1))
+    done < <("$WD" $c --list-options 2>/dev/null)
+done
+ck "options given an option ($m)" [ "$m" -ge 50 ]
+end "($n ranges, $m options)"
+
 echo "# cli: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" = 0 ]

@@ -2,7 +2,7 @@
 # Mutation pass over widedeep.h: do the tests fail when the code is wrong?
 #
 # Applies each mutation of a list (tests/mutations.txt) on its own to a COPY
-# of widedeep.h (the real header is never touched), rebuilds the test
+# of widedeep.h or tools/wd.c (the real files are never touched), rebuilds the test
 # binaries the mutation names against that copy, runs them, and reports for
 # each mutation whether the suite caught it. Caught means any of: a FAIL
 # line, a non-zero exit, a crash, a sanitizer report, a missing summary line,
@@ -27,8 +27,10 @@
 #   id: short-name            unique
 #   section: 7. Records       the header section (for the report)
 #   what: ...                 what the mutation changes, in words
+#   file: tools/wd.c          optional: the source to mutate, widedeep.h (the
+#                             default) or tools/wd.c (the CLI; run: cli only)
 #   find: TEXT                a fixed string (not a regex) that must occur on
-#                             exactly one line of widedeep.h
+#                             exactly one line of that file
 #   replace: TEXT             replaces that occurrence of TEXT on the line
 #   run: test_wd test_ref     what to run, first the most likely to catch it:
 #                             test_X (tests/test_X.c, ASan+UBSan, the build's
@@ -71,7 +73,7 @@ done
 [ -f "$LIST" ] || { echo "mutate.sh: no mutation list $LIST" >&2; exit 2; }
 
 # ---- the list ------------------------------------------------------------------
-IDS=(); SEC=(); WHAT=(); FIND=(); REPL=(); RUNS=(); LINE=()
+IDS=(); SEC=(); WHAT=(); FIND=(); REPL=(); RUNS=(); LINE=(); SRC=()
 errors=0
 err() { echo "mutate.sh: $LIST: $*" >&2; errors=$((errors + 1)); }
 declare -A cur=()
@@ -81,7 +83,7 @@ flush() {
     for k in id section what find replace run; do
         [ -n "${cur[$k]:-}" ] || { err "stanza at line ${cur[at]}: no '$k:'"; cur=(); return; }
     done
-    IDS+=("${cur[id]}"); SEC+=("${cur[section]}"); WHAT+=("${cur[what]}")
+    IDS+=("${cur[id]}"); SEC+=("${cur[section]}"); WHAT+=("${cur[what]}"); SRC+=("${cur[file]:-widedeep.h}")
     FIND+=("${cur[find]}"); REPL+=("${cur[replace]}"); RUNS+=("${cur[run]}"); LINE+=("${cur[at]}")
     cur=()
 }
@@ -90,11 +92,11 @@ while IFS= read -r line || [ -n "$line" ]; do
     n=$((n + 1))
     case $line in '#'*) continue ;; esac
     if [[ $line =~ ^[[:space:]]*$ ]]; then flush; continue; fi
-    if [[ $line =~ ^(id|section|what|find|replace|run):\ (.*)$ ]]; then
+    if [[ $line =~ ^(id|section|what|file|find|replace|run):\ (.*)$ ]]; then
         [ ${#cur[@]} -eq 0 ] && cur[at]=$n
         [ -n "${cur[${BASH_REMATCH[1]}]:-}" ] && err "line $n: '${BASH_REMATCH[1]}:' given twice in one stanza"
         cur[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
-    else err "line $n: not 'key: value' (keys: id section what find replace run): $line"; fi
+    else err "line $n: not 'key: value' (keys: id section what file find replace run): $line"; fi
 done < "$LIST"
 flush
 declare -A IDX=()
@@ -102,6 +104,11 @@ for i in "${!IDS[@]}"; do
     [ -n "${IDX[${IDS[$i]}]:-}" ] && err "id '${IDS[$i]}' used twice (lines ${LINE[${IDX[${IDS[$i]}]}]} and ${LINE[$i]})"
     IDX[${IDS[$i]}]=$i
     [ "${FIND[$i]}" = "${REPL[$i]}" ] && err "${IDS[$i]}: the replacement equals the pattern"
+    case ${SRC[$i]} in
+        widedeep.h) ;;
+        tools/wd.c) [ "${RUNS[$i]}" = cli ] || err "${IDS[$i]}: a mutation of tools/wd.c runs cli only (run: ${RUNS[$i]})" ;;
+        *) err "${IDS[$i]}: file '${SRC[$i]}': widedeep.h or tools/wd.c" ;;
+    esac
     for b in ${RUNS[$i]}; do
         case $b in
             cli) ;;
@@ -129,12 +136,15 @@ trap cleanup EXIT
 TREE=$W/tree
 mkdir -p "$TREE/tests" "$TREE/tools" "$W/bin" "$W/run"
 cp "$ROOT/widedeep.h" "$W/pristine.h"
+cp "$ROOT/tools/wd.c" "$W/pristine-wd.c"
 cp "$ROOT/tools/wd.c" "$TREE/tools/"
 cp "$ROOT"/tests/*.c "$ROOT"/tests/*.h "$ROOT"/tests/*.cpp "$ROOT/tests/cli.sh" "$TREE/tests/" 2>/dev/null
 cp -r "$ROOT/tests/golden" "$TREE/tests/"
 cp "$W/pristine.h" "$TREE/widedeep.h"
 
-# mutate I OUT: the header with mutation I applied, into OUT; the line number
+# pristine I: the snapshot of mutation I's source
+pristine() { if [ "${SRC[$1]}" = tools/wd.c ]; then echo "$W/pristine-wd.c"; else echo "$W/pristine.h"; fi; }
+# mutate I OUT: the source with mutation I applied, into OUT; the line number
 # of the match on stdout; fails (message on stderr) unless exactly one line matches
 mutate() {
     FIND_S=${FIND[$1]} REPL_S=${REPL[$1]} awk -v out="$2" '
@@ -148,16 +158,16 @@ mutate() {
                 print s > out
             }
             print at
-        }' "$W/pristine.h"
+        }' "$(pristine "$1")"
 }
 for i in "${sel[@]}"; do
     if ! at=$(mutate "$i" "$W/check.h"); then
-        err "${IDS[$i]} (list line ${LINE[$i]}): the pattern matches $at lines of widedeep.h, not exactly 1: ${FIND[$i]}"
-        [ "$at" != 0 ] && grep -nF -- "${FIND[$i]}" "$W/pristine.h" | head -5 | sed 's/^/    widedeep.h:/' >&2
+        err "${IDS[$i]} (list line ${LINE[$i]}): the pattern matches $at lines of ${SRC[$i]}, not exactly 1: ${FIND[$i]}"
+        [ "$at" != 0 ] && grep -nF -- "${FIND[$i]}" "$(pristine "$i")" | head -5 | sed "s|^|    ${SRC[$i]}:|" >&2
     fi
 done
 if [ $errors -gt 0 ]; then echo "mutate.sh: $errors error(s) in the list; nothing run" >&2; exit 2; fi
-if [ "$MODE" = check ]; then echo "# ${#sel[@]} mutations, every pattern matches exactly one line of widedeep.h"; exit 0; fi
+if [ "$MODE" = check ]; then echo "# ${#sel[@]} mutations, every pattern matches exactly one line of its file"; exit 0; fi
 
 # ---- builds ---------------------------------------------------------------------------
 if [ -z "${GEMM:-}" ]; then
@@ -300,23 +310,24 @@ ncaught=0; nmissed=0; nbroken=0; missed=()
 [ -n "$REPORT" ] && : > "$REPORT"
 for i in "${sel[@]}"; do
     id=${IDS[$i]}; t0=$SECONDS
-    at=$(mutate "$i" "$TREE/widedeep.h")
+    at=$(mutate "$i" "$TREE/${SRC[$i]}")
     # shellcheck disable=SC2086
     run_set "$W/bin/$id" ${RUNS[$i]}
     dt=$((SECONDS - t0))
     if [ -n "$BUILD_ERR" ]; then
         result=BROKEN; by=$BUILD_ERR; nbroken=$((nbroken + 1))
-        printf 'BROKEN  %-22s widedeep.h:%-5s %s (%d s)\n' "$id" "$at" "$BUILD_ERR" "$dt"
+        printf 'BROKEN  %-22s %s:%-5s %s (%d s)\n' "$id" "${SRC[$i]}" "$at" "$BUILD_ERR" "$dt"
     elif [ -n "$CAUGHT" ]; then
         result=caught; by=$CAUGHT; ncaught=$((ncaught + 1))
-        printf 'caught  %-22s widedeep.h:%-5s [%s] by %s (%d s)\n' "$id" "$at" "${SEC[$i]}" "$CAUGHT" "$dt"
+        printf 'caught  %-22s %s:%-5s [%s] by %s (%d s)\n' "$id" "${SRC[$i]}" "$at" "${SEC[$i]}" "$CAUGHT" "$dt"
     else
         result=MISSED; by="-"; nmissed=$((nmissed + 1)); missed+=("$id")
-        printf 'MISSED  %-22s widedeep.h:%-5s [%s] %s; ran %s (%d s)\n' "$id" "$at" "${SEC[$i]}" "${WHAT[$i]}" "${RUNS[$i]}" "$dt"
+        printf 'MISSED  %-22s %s:%-5s [%s] %s; ran %s (%d s)\n' "$id" "${SRC[$i]}" "$at" "${SEC[$i]}" "${WHAT[$i]}" "${RUNS[$i]}" "$dt"
     fi
     [ -n "$REPORT" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "${SEC[$i]}" "${WHAT[$i]}" "$result" "$by" "$dt" >> "$REPORT"
     rm -rf "$W/bin/$id"
     cp "$W/pristine.h" "$TREE/widedeep.h"
+    cp "$W/pristine-wd.c" "$TREE/tools/wd.c"
 done
 total=${#sel[@]}
 echo "# mutate.sh took $((SECONDS - start)) s"

@@ -17,7 +17,7 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=105                       # the tests in tests/cli.sh
+CLI_TESTS=106                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}

@@ -442,6 +442,137 @@ static void test_batch_from_values(void) {
     wd_batch_free(&b);
 }
 
+// Boundaries of the documented formats and limits, each at the limit and one
+// past it: the table sizing threshold (4096 distinct values: ids of their
+// own; 4097: hashed, 16 buckets a value), the label syntax of each text
+// format, the derived weekday on every day of 2000-2030 (both date forms),
+// and vocabulary ids of values of equal count whatever the block size and
+// thread count (ties broken by hash, not by arrival).
+static int days_from_civil(int y, int m, int d) {   // days since 1970-01-01 (Howard Hinnant's algorithm)
+    y -= m <= 2;
+    int era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+    int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+static void test_format_boundaries(void) {
+    // sizing: 4096 distinct values get a vocabulary, 4097 hash
+    char csv[300], out[300];
+    tmp(csv, sizeof csv, "edge.csv"); tmp(out, sizeof out, "edge.wdr");
+    size_t cap = 64 + 32 * 8194, n = 0;
+    char *text = (char *)malloc(cap);
+    n += (size_t)snprintf(text + n, cap - n, "y,a,b,c\n");
+    for (int i = 0; i < 8194; i++) n += (size_t)snprintf(text + n, cap - n, "%d,a%d,b%d,c\n", i & 1, i % 4096, i % 4097);
+    REQUIRE(spit(csv, text, n) == 0);
+    free(text);
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_csv(&t, "y,a,b,c", "y", NULL, "a,b,c", 0));
+    const char *in[1] = {csv};
+    wd_convert_report rep;
+    REQUIRE_OK(convert(&t, in, 1, out, 2, &rep));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    const wd_vocab *v = wd_reader_vocab(r);
+    printf("  4096 values: %u buckets; 4097: %u; 1: %u\n", rep.buckets[0], rep.buckets[1], rep.buckets[2]);
+    CHECK(v && wd_vocab_size(v, 0) == 4096 && rep.buckets[0] == 4097);
+    CHECK(v && wd_vocab_size(v, 1) == -1 && rep.buckets[1] >= 16 * 4097 * 97 / 100 && rep.buckets[1] <= 16 * 4097 * 103 / 100);
+    CHECK(v && wd_vocab_size(v, 2) == 1 && rep.buckets[2] == 2);
+    wd_reader_close(r);
+    // ties: every value of a seen twice; ids equal whatever the block size and threads
+    char out2[300];
+    tmp(out2, sizeof out2, "edge2.wdr");
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = &t; d.inputs = in; d.ninputs = 1; d.output = out2; d.threads = 1; d.block_samples = 7;
+    REQUIRE_OK(wd_convert(&d, NULL));
+    wd_reader *r1, *r2;
+    REQUIRE_OK(wd_reader_open(out, &r1));
+    REQUIRE_OK(wd_reader_open(out2, &r2));
+    const wd_vocab *v1 = wd_reader_vocab(r1), *v2 = wd_reader_vocab(r2);
+    REQUIRE(v1 && v2 && v1->n[0] == 4096 && v2->n[0] == 4096);
+    CHECK(memcmp(v1->hash[0], v2->hash[0], 8 * 4096) == 0 && memcmp(v1->hash[2], v2->hash[2], 8) == 0);
+    int sorted = 1;
+    for (int i = 1; i < 4096; i++) sorted &= i == 2 || v1->hash[0][i - 1] < v1->hash[0][i];   // a0, a1 3 times, the rest twice: by hash within each count
+    CHECK(sorted);
+    wd_batch a, b;
+    REQUIRE_OK(wd_batch_init(&a, wd_reader_schema(r1), 0, 0));
+    REQUIRE_OK(wd_batch_init(&b, wd_reader_schema(r2), 0, 0));
+    int64_t row = 0, same = 1;
+    for (int64_t bi = 0, bj = 0, ja = 0, jb = 0; same && row < 8194; row++) {   // sample by sample across block layouts
+        if (ja == 0 && wd_reader_read_block(r1, bi++, &a)) { same = 0; break; }
+        if (jb == 0 && wd_reader_read_block(r2, bj++, &b)) { same = 0; break; }
+        for (int k = 0; k < 3; k++) same &= a.ids[k][ja] == b.ids[k][jb];
+        if (++ja == a.n) ja = 0;
+        if (++jb == b.n) jb = 0;
+    }
+    CHECK(same && row == 8194);
+    wd_batch_free(&a); wd_batch_free(&b);
+    wd_reader_close(r1); wd_reader_close(r2);
+    // label syntax, each format: accepted spellings and what they mean, refused ones
+    wd_text_spec c, l, x;
+    wd_text_spec_criteo(&c, 100);
+    REQUIRE_OK(wd_text_spec_csv(&x, "y,d,k", "y", "d", "k", 100));
+    REQUIRE_OK(wd_text_spec_libsvm(&l, "s=0-9", NULL, 0));
+    struct { const wd_text_spec *t; const char *label; float want; } ok[] = {
+        {&c, "0", 0}, {&c, "1", 1}, {&x, "0", 0}, {&x, "1", 1}, {&x, "1.0", 1}, {&x, "0.0", 0}, {&x, "1e0", 1},
+        {&l, "0", 0}, {&l, "1", 1}, {&l, "-1", 0}, {&l, "+1", 1}, {&l, "1.0", 1}, {&l, "-1.0", 0}};
+    const char *bad_c[] = {"2", "01", "00", "", "-1", "1.0", "+1", " 1", "x"};
+    const char *bad_x[] = {"2", "-1", "0.5", "", "nan", "inf", "x", "1x", "0.9999999"};
+    const char *bad_l[] = {"2", "-2", "0.5", "", "+2", "x", "nan", "-0.5", "1.5"};
+    wd_batch bb;
+    REQUIRE_OK(wd_batch_init(&bb, &c.schema, 0, 0));
+    char line[600];
+    int fails = 0;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        wd_batch q;
+        REQUIRE_OK(wd_batch_init(&q, &ok[i].t->schema, 0, 0));
+        if (ok[i].t == &c) {
+            int k = snprintf(line, sizeof line, "%s", ok[i].label);
+            for (int f = 0; f < 13; f++) k += snprintf(line + k, sizeof line - (size_t)k, "\t%d", f);
+            for (int f = 0; f < 26; f++) k += snprintf(line + k, sizeof line - (size_t)k, "\tv%d", f);
+        } else if (ok[i].t == &x) snprintf(line, sizeof line, "%s,3,k1", ok[i].label);
+        else snprintf(line, sizeof line, "%s 2:1 5:1", ok[i].label);
+        wd_status st = wd_parse_line(ok[i].t, line, strlen(line), &q);
+        if (st || q.n != 1 || q.label[0] != ok[i].want) { fails++; printf("  label '%s' (%s): %s, %g\n", ok[i].label, ok[i].t == &c ? "criteo" : ok[i].t == &x ? "csv" : "libsvm", st ? wd_last_error() : "ok", q.n ? (double)q.label[0] : -1.0); }
+        wd_batch_free(&q);
+    }
+    for (int f = 0; f < 3; f++) {
+        const wd_text_spec *t3 = f == 0 ? &c : f == 1 ? &x : &l;
+        const char **bad = f == 0 ? bad_c : f == 1 ? bad_x : bad_l;
+        wd_batch q;
+        REQUIRE_OK(wd_batch_init(&q, &t3->schema, 0, 0));
+        for (int i = 0; i < 9; i++) {
+            if (f == 0) {
+                int k = snprintf(line, sizeof line, "%s", bad[i]);
+                for (int g = 0; g < 13; g++) k += snprintf(line + k, sizeof line - (size_t)k, "\t%d", g);
+                for (int g = 0; g < 26; g++) k += snprintf(line + k, sizeof line - (size_t)k, "\tv%d", g);
+            } else if (f == 1) snprintf(line, sizeof line, "%s,3,k1", bad[i]);
+            else snprintf(line, sizeof line, "%s 2:1 5:1", bad[i]);
+            wd_status st = wd_parse_line(t3, line, strlen(line), &q);
+            if (st != WD_ERR_PARSE || q.n != 0 || !strstr(wd_last_error(), "label")) { fails++; printf("  label '%s' (format %d) accepted or misreported: %s\n", bad[i], f, st ? wd_last_error() : "ok"); }
+        }
+        wd_batch_free(&q);
+    }
+    wd_batch_free(&bb);
+    CHECK(fails == 0);
+    // the weekday of every day of 2000-2030, YYMMDD and YYYYMMDD; no weekday for impossible dates
+    int wrong = 0;
+    for (int y = 2000; y <= 2030; y++)
+        for (int mo = 1; mo <= 12; mo++) {
+            int dim = mo == 2 ? (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11) ? 30 : 31;
+            for (int dd = 1; dd <= dim; dd++) {
+                int want = (days_from_civil(y, mo, dd) + 3) % 7;   // 1970-01-01 was a Thursday (Monday = 0)
+                char s6[48], s8[48];
+                snprintf(s6, sizeof s6, "%02d%02d%02d", y % 100, mo, dd);
+                snprintf(s8, sizeof s8, "%04d%02d%02d", y, mo, dd);
+                if (wd__weekday(s6, 6) != want || wd__weekday(s8, 8) != want) { if (wrong++ < 5) printf("  %s: weekday %d/%d, want %d\n", s8, wd__weekday(s6, 6), wd__weekday(s8, 8), want); }
+            }
+        }
+    CHECK(wrong == 0);
+    const char *not_dates[] = {"141300", "141000", "141032", "20141300", "20140000", "1410", "2014101", "14-101", "abcdef"};
+    for (int i = 0; i < 9; i++) CHECK(wd__weekday(not_dates[i], strlen(not_dates[i])) == -1);
+    unlink(csv); unlink(out); unlink(out2);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_setup);
@@ -453,6 +584,7 @@ int main(int argc, char **argv) {
     RUN(test_output_is_input);
     RUN(test_number_edges);
     RUN(test_batch_from_values);
+    RUN(test_format_boundaries);
     free(tsv_bytes);
     return test_summary("test_convert");
 }

@@ -505,6 +505,83 @@ static void test_crafted_vocabulary_opens_in_linear_time(void) {
     unlink(crafted); unlink(spread);
 }
 
+// Records that pass every checksum but disagree with each other: the
+// footer's total against its block entries (more and fewer), a block entry's
+// count against the block's own header, and values out of range inside a
+// block whose checksums are right (labels 2, -0.5 and NaN, an id past its
+// slot): each refused, naming the file and block, no sample exposed.
+static void refooter(unsigned char *f, size_t n, int64_t dtotal, int32_t dentry0) {
+    uint64_t foff = wd__get64(f + n - 24), fbytes = wd__get64(f + n - 16);
+    unsigned char *ft = f + foff;
+    wd__put64(ft + 16, wd__get64(ft + 16) + (uint64_t)dtotal);
+    wd__put32(ft + 24 + 8, wd__get32(ft + 24 + 8) + (uint32_t)dentry0);
+    wd__put32(ft + fbytes - 8, wd__crc32c(ft, (size_t)fbytes - 8));
+}
+static int write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(p, 1, n, f) == n;
+    if (f && fclose(f)) ok = 0;
+    return ok ? 0 : -1;
+}
+static void test_consistent_records(void) {
+    char good[300], bad[300];
+    tmp(good, sizeof good, "rec.wdr"); tmp(bad, sizeof bad, "rec-bad.wdr");
+    REQUIRE(write_mixed(good) == 0);
+    size_t n;
+    unsigned char *src = slurp(good, &n), *f = (unsigned char *)malloc(n);
+    REQUIRE(src && f);
+    wd_reader *r;
+    const int64_t dt[2] = {1, -1};
+    for (int i = 0; i < 2; i++) {   // the footer's total says one more, one fewer
+        memcpy(f, src, n);
+        refooter(f, n, dt[i], 0);
+        REQUIRE(write_bytes(bad, f, n) == 0);
+        CHECK(wd_reader_open(bad, &r) == WD_ERR_CORRUPT && strstr(wd_last_error(), "rec-bad.wdr") && strstr(wd_last_error(), dt[i] > 0 ? "footer says 21" : "footer says 19"));
+    }
+    memcpy(f, src, n);   // the footer says block 0 holds 19 (total 19, consistent); the block says 20
+    refooter(f, n, -1, -1);
+    REQUIRE(write_bytes(bad, f, n) == 0);
+    REQUIRE_OK(wd_reader_open(bad, &r));
+    CHECK(wd_reader_nsamples(r) == 19);
+    const wd_batch *b = NULL;
+    CHECK(wd_reader_block(r, 0, &b) == WD_ERR_CORRUPT && strstr(wd_last_error(), "block 0") && strstr(wd_last_error(), "disagrees with the footer"));
+    wd_reader_close(r);
+    // values out of range in a block whose checksums hold (written past the writer's checks)
+    wd_schema s;
+    mixed_schema(&s);
+    const float labels[3] = {2.0f, -0.5f, NAN};
+    for (int v = 0; v < 4; v++) {
+        wd_batch x;
+        REQUIRE_OK(wd_batch_init(&x, &s, 20, 200));
+        for (int i = 0; i < 20; i++) {
+            x.label[i] = (float)(i % 2); x.weight[i] = 1;
+            x.dense[2 * i] = (float)i; x.dense[2 * i + 1] = -1;
+            x.offs[0][i + 1] = x.offs[0][i] + 1; x.ids[0][i] = (uint32_t)i;
+            x.ids[1][i] = (uint32_t)i;
+        }
+        x.n = 20;
+        if (v < 3) x.label[13] = labels[v];
+        else x.ids[1][13] = 50;   // site has 50 buckets: ids 0..49
+        ZSTD_CCtx *cc = ZSTD_createCCtx();
+        wd__buf raw, blk;
+        memset(&raw, 0, sizeof raw); memset(&blk, 0, sizeof blk);
+        wd__blockfile bf;
+        int ok = wd__block_encode(&s, &x, 0, 20, cc, 3, &raw, &blk) == WD_OK && wd__bf_open(&bf, bad, &s, "crafted", NULL) == WD_OK;
+        if (ok) ok = wd__bf_put(&bf, blk.p, blk.len) == WD_OK && wd__bf_close(&bf) == WD_OK;
+        ZSTD_freeCCtx(cc); wd__buf_free(&raw); wd__buf_free(&blk); wd_batch_free(&x);
+        REQUIRE(ok);
+        REQUIRE_OK(wd_reader_open(bad, &r));
+        wd_batch y;
+        REQUIRE_OK(wd_batch_init(&y, &s, 0, 0));
+        wd_status st = wd_reader_read_block(r, 0, &y);
+        CHECK(st != WD_OK && strstr(wd_last_error(), "rec-bad.wdr: block 0") && strstr(wd_last_error(), "sample 13") && strstr(wd_last_error(), v < 3 ? "label" : "site") && y.n == 0);
+        wd_batch_free(&y);
+        wd_reader_close(r);
+    }
+    free(src); free(f);
+    unlink(good); unlink(bad);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_decode_into_mismatched_batch);
@@ -516,5 +593,6 @@ int main(int argc, char **argv) {
     RUN(test_memory_asked_for);
     RUN(test_outputs_and_empty_inputs);
     RUN(test_crafted_vocabulary_opens_in_linear_time);
+    RUN(test_consistent_records);
     return test_summary("test_hardening");
 }

@@ -146,6 +146,9 @@ static void test_early_stop_and_keep_best(void) {
     printf("  early stop after %lld steps (%g validations); best AUC %.4f at step %lld\n", (long long)step, seen[2], rep.best_auc, (long long)rep.best_step);
     CHECK(rep.stopped == 2 && step < 40 * 4096 / 128);   // it stopped early, and that is no error
     CHECK(rep.best_auc == seen[0] && (double)rep.best_step == seen[1] && rep.best_step < step);
+    // pinned: validations at every 4th step (epoch ends, every 32nd, are the
+    // same models), the stop right after the 3rd without a better AUC
+    CHECK(step == rep.best_step + 3 * 4 && seen[2] == (double)(step / 4));
     wd_model *b = NULL;
     REQUIRE_OK(wd_model_load(BEST, &b));
     int64_t bstep;
@@ -276,12 +279,58 @@ static void test_backend_interface(void) {
     wd_model_destroy(m); wd_model_destroy(ref); wd_model_destroy(snap);
 }
 
+// The steps at which validation and checkpoints happen, pinned exactly:
+// eval_every 3 validates the models of steps 3, 6, 9 and 12; checkpoint_every
+// 5 writes those of steps 5 and 10 (each after its step's progress call) and
+// the end writes step 13 (max_steps), which is no epoch end: no validation.
+typedef struct pin { int64_t valid[16], ck[16]; int nvalid, nsteps; } pin;
+static int record_steps(void *user, const wd_progress *p) {
+    pin *q = (pin *)user;
+    if (!isnan(p->valid_auc)) { if (q->nvalid < 16) q->valid[q->nvalid++] = p->step; return 0; }
+    wd_model *c = NULL;
+    int64_t st = -1;
+    if (wd_model_load(CK, &c) == WD_OK) wd_model_position(c, NULL, NULL, &st);
+    wd_model_destroy(c);
+    if (p->step >= 1 && p->step <= 16) q->ck[p->step - 1] = st;
+    q->nsteps++;
+    return 0;
+}
+static void test_loop_steps_pinned(void) {
+    REQUIRE(ready);
+    const char *files[1] = {DAY1}, *valid[1] = {VALID};
+    wd_model *m = model(9);
+    REQUIRE(m);
+    wd_train_desc td = desc(files, 1);
+    td.valid_files = valid; td.nvalid = 1; td.eval_every = 3;
+    td.checkpoint_path = CK; td.checkpoint_every = 5; td.max_steps = 13;
+    pin q;
+    memset(&q, 0, sizeof q);
+    td.progress = record_steps; td.user = &q;
+    unlink(CK);
+    REQUIRE_OK(wd_train(m, &td, NULL));
+    CHECK(q.nsteps == 13 && q.nvalid == 4 && q.valid[0] == 3 && q.valid[1] == 6 && q.valid[2] == 9 && q.valid[3] == 12);
+    int bad = 0;
+    for (int k = 1; k <= 13; k++) {
+        int64_t want = k <= 5 ? -1 : 5 * ((k - 1) / 5);
+        if (q.ck[k - 1] != want) { bad++; printf("  at step %d the checkpoint holds step %lld, want %lld\n", k, (long long)q.ck[k - 1], (long long)want); }
+    }
+    CHECK(bad == 0);
+    wd_model *c = NULL;
+    REQUIRE_OK(wd_model_load(CK, &c));
+    int64_t st;
+    wd_model_position(c, NULL, NULL, &st);
+    CHECK(st == 13);
+    wd_model_destroy(c); wd_model_destroy(m);
+    unlink(CK);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_setup);
     RUN(test_stop_and_resume);
     RUN(test_resume_other_files_refused);
     RUN(test_early_stop_and_keep_best);
+    RUN(test_loop_steps_pinned);
     RUN(test_checks_before_training);
     RUN(test_report);
     RUN(test_backend_interface);

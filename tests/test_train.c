@@ -937,6 +937,58 @@ static void test_error_keeps_progress(void) {
     unlink(bad); unlink(ck);
 }
 
+// Every checkpoint field at its full width: the position's counters at their
+// documented limits (2^53; batch size 2^30), the training files' fingerprint
+// and the seed with all 64 bits set, floats whose last mantissa bit is set,
+// a 31-byte slot name, bucket counts past 2^16, the after-error flag: each
+// comes back as it went in (a field written or read narrower loses bits).
+static void test_checkpoint_fields_full_width(void) {
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/wide-fields.wdm", TMP);
+    wd_schema s;
+    small_schema(&s);
+    snprintf(s.slot[2].name, WD_NAME_MAX, "%s", "abcdefghijklmnopqrstuvwxyz01234");   // 31 bytes, the most
+    s.slot[2].buckets = 70001;
+    wd_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.schema = &s; d.embed_dim = 3; d.hidden[0] = 5; d.hidden[1] = 3; d.hidden[2] = 2;
+    d.optimizer = WD_ADAM; d.pooling = WD_POOL_SUM;
+    d.ncross = 1; d.cross[0][0] = 0; d.cross[0][1] = 2; d.cross_buckets = 65537;
+    d.seed = 0xFFFFFFFFFFFFFFFFull;
+    d.lr_deep = nextafterf(0.01f, 1.0f); d.lr_wide = nextafterf(0.1f, 0.0f); d.ftrl_beta = 1.0000001f;
+    d.ftrl_l1 = 3.0000002f; d.ftrl_l2 = 7e-7f; d.adagrad_init = 0.30000001f;
+    d.adam_beta1 = nextafterf(1.0f, 0.0f); d.adam_beta2 = 0.99900001f; d.adam_eps = 1.1754944e-38f; d.emb_init = 0.123456789f;
+    wd_model *m = NULL;
+    REQUIRE_OK(wd_model_create(&d, &m));
+    const int64_t lim = (int64_t)1 << 53;
+    m->epoch = lim; m->batch = lim - 1; m->step = lim; m->batch_size = (int64_t)1 << 30;
+    m->data_fp = 0xFFFFFFFFFFFFFFFFull; m->after_error = 1;
+    REQUIRE_OK(wd_model_save(m, ck));
+    wd_model *b = NULL;
+    REQUIRE_OK(wd_model_load(ck, &b));
+    const wd_model_desc *x = wd_model_description(m), *y = wd_model_description(b);
+    CHECK(y->seed == 0xFFFFFFFFFFFFFFFFull && b->data_fp == 0xFFFFFFFFFFFFFFFFull && b->after_error == 1);
+    CHECK(b->epoch == lim && b->batch == lim - 1 && b->step == lim && b->batch_size == (int64_t)1 << 30);
+    CHECK(x->lr_deep == y->lr_deep && x->lr_wide == y->lr_wide && x->ftrl_beta == y->ftrl_beta && x->ftrl_l1 == y->ftrl_l1 && x->ftrl_l2 == y->ftrl_l2 &&
+          x->adagrad_init == y->adagrad_init && x->adam_beta1 == y->adam_beta1 && x->adam_beta2 == y->adam_beta2 && x->adam_eps == y->adam_eps &&
+          x->emb_init == y->emb_init);
+    CHECK(y->embed_dim == 3 && y->optimizer == WD_ADAM && y->pooling == WD_POOL_SUM && y->ncross == 1 && y->cross[0][0] == 0 && y->cross[0][1] == 2 &&
+          y->cross_buckets == 65537 && y->hidden[0] == 5 && y->hidden[1] == 3 && y->hidden[2] == 2 && y->hidden[3] == 0);
+    CHECK(wd_schema_equal(wd_model_schema(m), wd_model_schema(b)) && !strcmp(wd_model_schema(b)->slot[2].name, "abcdefghijklmnopqrstuvwxyz01234") &&
+          wd_model_schema(b)->slot[2].buckets == 70001);
+    CHECK(models_equal(m, b));
+    // one past each limit is refused on load (written by hand: save writes what it is given)
+    m->step = lim + 1;
+    REQUIRE_OK(wd_model_save(m, ck));
+    wd_model *c = NULL;
+    CHECK(wd_model_load(ck, &c) == WD_ERR_CORRUPT && strstr(wd_last_error(), "bad training position"));
+    m->step = lim; m->batch_size = ((int64_t)1 << 30) + 1;
+    REQUIRE_OK(wd_model_save(m, ck));
+    CHECK(wd_model_load(ck, &c) == WD_ERR_CORRUPT && strstr(wd_last_error(), "bad training position"));
+    wd_model_destroy(m); wd_model_destroy(b);
+    unlink(ck);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     snprintf(TRAIN, sizeof TRAIN, "%s/tt-train.wdr", TMP);
@@ -955,6 +1007,7 @@ int main(int argc, char **argv) {
     RUN(test_killed_during_save);
     RUN(test_numeric_guards);
     RUN(test_error_keeps_progress);
+    RUN(test_checkpoint_fields_full_width);
     RUN(test_device_plan);
     return test_summary("test_train");
 }
