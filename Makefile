@@ -92,7 +92,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_loader test_train test_loop test_faults test_ref test_golden test_edges test_hardening test_engine
+TESTS := test_wd test_convert test_contract test_loader test_train test_loop test_faults test_ref test_golden test_edges test_hardening test_engine
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
@@ -114,6 +114,12 @@ $(B)/train_criteo: examples/train_criteo.c $(HDR) $(ENGINE) | $(B)
 $(B)/predict_cpp: examples/predict.cpp $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 $(CFLAGS) $(WARN) $(GEMMF) -o $@ examples/predict.cpp $(LDLIBS) $(GEMML)
 
+# the README's "Using the header" blocks as a program that runs serve() on a model
+$(B)/readme_api.c: README.md | $(B)
+	awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$$/{c=1;next} c&&/^```$$/{c=0} c' README.md > $@
+$(B)/readme_serve: tests/readme_main.c $(B)/readme_api.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -I. -I$(B) -o $@ tests/readme_main.c $(LDLIBS) $(GEMML)
+
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd
 	bash tools/demo.sh $(B)/wd $(B)/demo
@@ -126,7 +132,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/train_criteo $(B)/predict_cpp
+	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps

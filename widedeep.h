@@ -24,7 +24,8 @@
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
     15. Training       wd_train(), wd_evaluate(), wd_predict()
-    16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format
+    16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
+                       wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
    with these subsections, found by their "// ---- name" rules:)
@@ -44,7 +45,8 @@
        wd_train_desc td;  memset(&td, 0, sizeof td);
        const char *files[] = {"day1.wdr"};  td.files = files;  td.nfiles = 1;
        wd_train(m, &td, NULL);                          // every call: wd_status
-       wd_model_save(m, "ctr.wdm");                     // then wd_predict(m, batch, probs)
+       wd_model_save(m, "ctr.wdm");                     // serving: wd_model_load, wd_model_spec,
+                                                        // wd_parse_line, wd_predict (section 16)
 
    ---------------------------------------------------------------------------
    SIZE LETTERS used in shape comments:
@@ -105,7 +107,11 @@
             v1 reads); gzip/zstd/stdin/CSV input, tables sized from the data;
             wd_batch_add; memory checked before large allocations; the
             backward's elementwise work in one pass per layer, bf16
-            activations written by the products.
+            activations written by the products; the model is the contract:
+            .wdr v3 (the input format; v1, v2 read), .wdm v3 (the training
+            files' input format and vocabularies; v1, v2 load), wd_model_spec,
+            specs own their vocabulary (wd_text_spec_free), vocabulary
+            fingerprints checked wherever files meet a model.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -251,7 +257,23 @@ WDDEF float wd_count_feature(int64_t x);    // the dense feature rule above
    Raw payload of a block of n samples, columns one after another, each
    4-byte column byte-shuffled (all byte 0s, then all byte 1s, ...):
      f32 label[n]; for each dense column f32 value[n]; for each slot:
-     one-hot u32 id[n] | multi-hot u32 count[n] then u32 id[sum of counts]. */
+     one-hot u32 id[n] | multi-hot u32 count[n] then u32 id[sum of counts].
+   Version 2 adds flags bit 0: a vocabulary after the slot entries (see
+   wd_vocab). Version 3 adds flags bit 1: the input format after it, u32
+   bytes then the text spec that wd_convert parsed with (format, column
+   mapping, derived slots, dense rule; see section 8), so that a model
+   trained from the file can map raw input as the file was mapped. Files are
+   written with the lowest version that holds what they carry (wd_writer: 1,
+   wd_convert: 3); versions 1 and 2 read as before.
+   Vocabulary fingerprints: each slot's ids are fixed by its vocabulary (the
+   values in id order) or, without one, by its bucket count (hashing, or ids
+   the writer's caller chose). wd_vocab_fingerprint is that vocabulary's
+   64-bit digest (0: none), computed from the header when a file opens, so
+   files of every version have one; training, validation, evaluation and
+   --init-from/resume refuse a file whose fingerprint of any slot differs
+   from the model's, naming the slot (two files converted separately get
+   their ids by each one's own value counts: permuted, with equal bucket
+   counts). */
 typedef struct wd_writer wd_writer;
 typedef struct wd_writer_desc {
     int block_samples;      // m, samples per block (0: 4096)
@@ -283,6 +305,10 @@ WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
 WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
 // The file's vocabulary (see wd_vocab; valid while r is open), or NULL.
 WDDEF const struct wd_vocab *wd_reader_vocab(const wd_reader *r);
+// The digest of slot `slot`'s vocabulary: its values in id order (0 when the
+// slot has none: hashed ids, or ids its writer chose). Equal fingerprints,
+// equal ids for every value.
+WDDEF uint64_t wd_vocab_fingerprint(const struct wd_vocab *v, int slot);
 // Block i into a caller-owned batch (grown as needed; n is overwritten).
 WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst);
 // Block i into a library-owned batch, valid until the next call on r.
@@ -329,8 +355,16 @@ typedef struct wd_text_spec {
     int id_col;                     // CSV: column written to wd_convert_desc.ids_output (-1: none)
     int nderived;                   // CSV: derived slots (wd_csv_desc.derive), the schema's last ones
     struct { int col, from, to, weekday; } derived[WD_MAX_SLOTS];
-    const struct wd_vocab *vocab;   // optional: categorical values -> dense ids (wd_text_spec_vocab)
+    const struct wd_vocab *vocab;   // optional, owned: categorical values -> dense ids (wd_text_spec_vocab)
 } wd_text_spec;
+/* A spec owns what it holds: wd_text_spec_vocab and wd_model_spec give it a
+   copy of a vocabulary, released by wd_text_spec_free (a spec without one
+   needs no freeing; freeing twice, or a zeroed spec, is harmless). The
+   wd_text_spec_criteo/_csv/_libsvm initialisers treat *t as uninitialised:
+   free a spec that holds a vocabulary before setting it up again, and do
+   not copy such a spec by value (both copies would own one vocabulary). A
+   spec is read-only while parsing: any number of threads may use one. */
+WDDEF void wd_text_spec_free(wd_text_spec *t);
 
 /* CSV per RFC 4180: fields may be quoted ("a,b"; "" inside quotes is one
    quote); a UTF-8 byte-order mark before the first header is ignored; lines
@@ -376,11 +410,14 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
    vocabulary is stored in the .wdr file (format version 2) so that
    validation and test files convert with the same ids: wd_reader_vocab,
    then wd_text_spec_vocab (the CLI's --schema-from does both). Values are
-   kept as their 64-bit wd_hash_bytes(value, len, slot). */
+   kept as their 64-bit wd_hash_bytes(value, len, slot). A model keeps the
+   vocabulary and the input format of the files it was trained on (section
+   16: wd_model_spec). */
 typedef struct wd_vocab wd_vocab;
 WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id of their own
-// Uses v (owned by the caller, e.g. a wd_reader, until conversion ends) for
-// every slot it covers: ids from it, buckets = size + 1. Slots must match.
+// Gives t a copy of v (t owns it: wd_text_spec_free; a vocabulary t held
+// before is freed) for every slot v covers: ids from it, buckets = size + 1.
+// Slots must match. v may be released right after (e.g. its reader closed).
 WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
 
 // Parses one line (no newline; a trailing '\r' is ignored) and appends the
@@ -394,8 +431,9 @@ WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t le
 // wd_count_feature; NULL: all 0); cat: one string per slot (NULL, or a NULL
 // entry: missing, hashed like ""; derived slots take the derived value, e.g.
 // the hour's two digits). t must have its buckets or vocabulary from the
-// training file (wd_text_spec_match / wd_text_spec_vocab). On failure b is
-// unchanged. wd_parse_line does the same from a whole text line.
+// training data: wd_model_spec (the model's own, the serving path), or
+// wd_text_spec_match / wd_text_spec_vocab from the training file. On failure
+// b is unchanged. wd_parse_line does the same from a whole text line.
 WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat);
 
 // ---- 9. Convert ----------------------------------------------------------------------
@@ -407,7 +445,9 @@ WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, co
    in the header); a larger one min(max(16 d, 4096), WD_DEFAULT_BUCKETS)
    hashed buckets (about 3% of values then share a bucket). min_count builds
    a vocabulary for every slot. Both need a first pass, so standard input
-   then needs explicit buckets. */
+   then needs explicit buckets. The output also holds the spec's input
+   format (format, column mapping, derived slots, dense rule: .wdr version
+   3), which a model trained on it keeps (wd_model_spec). */
 typedef struct wd_convert_desc {
     const wd_text_spec *spec;
     const char *const *inputs;      // text files ("-": standard input)
@@ -841,13 +881,18 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
 
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
-/* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version (2; version 1 files load),
+/* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version (3; versions 1 and 2 load),
    then sections, each {u32 tag, u32 0, u64 bytes, payload, u32
    crc32c(payload), u32 0}: 'DESC' model description + schema (flags: bit 0
    no_wide, bit 1 no_deep, bits 2.. precision), 'POS ' training position
    (u64 epoch, batch in epoch, global step, batch size; version 2 adds the
    training files' fingerprint and a u64 of flags: bit 0, saved by wd_train
-   after an error, see wd_model_after_error; other bits refused), 'DENS' dense parameters
+   after an error, see wd_model_after_error; version 3 adds bit 1, weights
+   only (wd_model_export); other bits refused), version 3: 'INPT' the
+   input contract {u32 flags (bit 0: recorded, bit 1: an input format
+   follows), u32 nslots, per slot i64 n (-1: no vocabulary) then n u64 value
+   hashes in id order, [u32 bytes, the text spec as in a .wdr header],
+   zero padding to 4 bytes}, 'DENS' dense parameters
    and their optimizer state, 'WIDE' wide tables (w, z, n), 'EMBD'
    embedding tables and their optimizer state, 'END '.
    Written to a temporary file, fsynced and renamed: a crash leaves the
@@ -857,6 +902,37 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
    are at most 2^53. */
 WDDEF wd_status wd_model_save(const wd_model *m, const char *path);
 WDDEF wd_status wd_model_load(const char *path, wd_model **out);
+// For serving: writes the parameters, the position and the input contract
+// without optimizer state ('POS ' flags bit 1; DENS, WIDE and EMBD then hold
+// the weights alone: about half the checkpoint with Adagrad, a third with
+// Adam). wd_model_load loads it for wd_predict, wd_evaluate and
+// wd_model_spec, with its optimizer state zero; wd_train refuses it (that
+// state is gone; train the checkpoint), and wd_model_save writes it
+// weights-only again.
+WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
+
+/* The model is the contract. wd_train records, from its training files, how
+   raw input became ids and features: the input format and column mapping
+   that wd_convert parsed with (Criteo TSV; CSV with its derived slots and
+   dense rule; LibSVM ranges), the bucket counts and every slot's vocabulary
+   (the first training file's; every training and validation file must have
+   the same vocabulary fingerprints, section 7). A model records them once,
+   on its first wd_train over files (a model that has them refuses files
+   whose fingerprints differ, also on resume and warm start); .wdm version 3
+   stores them ('INPT' section). wd_model_spec then gives a spec that maps
+   raw strings exactly as wd_convert mapped the training data: a service
+   needs the .wdm file and nothing else:
+       wd_model_load("ctr.wdm", &m);  wd_model_spec(m, &spec);
+       wd_parse_line(&spec, line, len, batch) or wd_batch_add(&spec, batch, ...);
+       wd_predict(m, batch, probs);   ...   wd_text_spec_free(&spec);
+   *out owns a copy of the vocabulary (wd_text_spec_free). It fails, saying
+   what the model lacks, with WD_ERR_UNSUPPORTED when the model has no input
+   format: a checkpoint saved before .wdm version 3 (it loads, trains and
+   predicts as before; its files are checked by schema alone until a
+   wd_train records their fingerprints), a model never trained on files, or
+   one trained on files that carry none (written by wd_writer, or converted
+   before .wdr version 3). */
+WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out);
 
 // ---- 17. Device interface ----------------------------------------------------------------------
 /* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
@@ -1469,7 +1545,7 @@ WDDEF float wd_count_feature(int64_t x) {
 
 // ---- 7. Records --------------------------------------------------------------------------
 #define WD__MAGIC "\x89WDR\r\n\x1a\n"
-#define WD__VERSION 2u   // the newest version read; files without a vocabulary are written as 1
+#define WD__VERSION 3u   // the newest version read; a file is written as the lowest that holds it
 #define WD__HDR_FIXED 96u
 #define WD__SLOT_BYTES 48u
 #define WD__BLK_HDR 32u
@@ -1784,16 +1860,47 @@ static uint64_t wd__vocab_bytes(const wd_vocab *v) {
     for (int k = 0; k < v->nslots; k++) if (v->n[k] > 0) b += 8 * (uint64_t)v->n[k];
     return b;
 }
-static uint64_t wd__header_bytes(int nslots, const wd_vocab *v) { return WD__HDR_FIXED + WD__SLOT_BYTES * (uint64_t)nslots + wd__vocab_bytes(v) + 4; }
-static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created, const wd_vocab *v) {
-    size_t n = (size_t)wd__header_bytes(s->nslots, v);
+WDDEF uint64_t wd_vocab_fingerprint(const wd_vocab *v, int k) {
+    if (!v || k < 0 || k >= v->nslots || v->n[k] < 0) return 0;
+    uint64_t h = wd_mix64(0x70CAB0F1A9E5ull ^ (uint64_t)v->n[k]);   // the values in id order
+    for (int64_t i = 0; i < v->n[k]; i++) h = wd_mix64(h ^ v->hash[k][i]) + (uint64_t)i;
+    return h ? h : 1;
+}
+// A copy of v (with its lookup tables), or NULL for NULL.
+static wd_status wd__vocab_copy(const wd_vocab *v, wd_vocab **out) {
+    *out = NULL;
+    if (!v) return WD_OK;
+    wd_vocab *c = WD__NEW(wd_vocab);
+    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    c->nslots = v->nslots;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) c->n[k] = k < v->nslots ? v->n[k] : -1;
+    for (int k = 0; k < v->nslots; k++)
+        if (v->n[k] > 0) {
+            if (!(c->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)v->n[k]))) { wd__vocab_free(c); return wd__fail(WD_ERR_NOMEM, "out of memory for a copy of a vocabulary"); }
+            memcpy(c->hash[k], v->hash[k], 8 * (size_t)v->n[k]);
+        }
+    wd_status st = wd__vocab_index(c);
+    if (st) { wd__vocab_free(c); return st; }
+    *out = c;
+    return WD_OK;
+}
+// The input format of section 8 as bytes (wd__spec_encode) and back, checked
+// against the schema it maps to (wd__spec_decode; defined there).
+static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out);
+static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s, const char *where, wd_text_spec **out);
+static uint64_t wd__header_bytes(int nslots, const wd_vocab *v, size_t spec_bytes) {
+    return WD__HDR_FIXED + WD__SLOT_BYTES * (uint64_t)nslots + wd__vocab_bytes(v) + (spec_bytes ? 4 + (uint64_t)spec_bytes : 0) + 4;
+}
+// spec: the encoded input format (NULL: none).
+static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created, const wd_vocab *v, const wd__buf *spec) {
+    size_t sb = spec ? spec->len : 0, n = (size_t)wd__header_bytes(s->nslots, v, sb);
     memset(h, 0, n);
     memcpy(h, WD__MAGIC, 8);
-    wd__put32(h + 8, v ? 2u : 1u);   // version 2 only when the header holds a vocabulary
+    wd__put32(h + 8, sb ? 3u : v ? 2u : 1u);   // the lowest version that holds what follows the slots
     wd__put32(h + 12, (uint32_t)n);
     wd__put32(h + 16, (uint32_t)s->ndense);
     wd__put32(h + 20, (uint32_t)s->nslots);
-    wd__put32(h + 24, v ? 1u : 0u);  // flags: bit 0, a vocabulary follows the slots
+    wd__put32(h + 24, (v ? 1u : 0u) | (sb ? 2u : 0u));   // flags: bit 0 a vocabulary, bit 1 an input format
     snprintf((char *)h + 32, 64, "%s", created ? created : "widedeep");
     for (int k = 0; k < s->nslots; k++) {
         uint8_t *e = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)k;
@@ -1806,6 +1913,7 @@ static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *create
         wd__put64(q, (uint64_t)v->n[k]); q += 8;
         for (int64_t i = 0; i < v->n[k]; i++, q += 8) wd__put64(q, v->hash[k][i]);
     }
+    if (sb) { wd__put32(q, (uint32_t)sb); memcpy(q + 4, spec->p, sb); }
     wd__put32(h + n - 4, wd__crc32c(h, n - 4));
 }
 
@@ -1840,16 +1948,20 @@ typedef struct wd__blockfile {
     int64_t nblocks, index_cap, nsamples;
 } wd__blockfile;
 
-static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created, const wd_vocab *v) {
+// t: the input format to store (NULL: none; its vocabulary is not looked at).
+static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created, const wd_vocab *v, const wd_text_spec *t) {
     memset(f, 0, sizeof *f);
     f->out.fd = -1;
     WD__TRY(wd_schema_check(s));
     f->schema = *s;
-    uint64_t hb = wd__header_bytes(s->nslots, v);
-    if (hb > 0xFFFFFFF0u) return wd__fail(WD_ERR_LIMIT, "%s: a vocabulary of %llu bytes does not fit a file header", path, (unsigned long long)hb);
+    wd__buf spec = {0, 0, 0};
+    if (t) WD__TRY(wd__spec_encode(t, &spec));
+    uint64_t hb = wd__header_bytes(s->nslots, v, spec.len);
+    if (hb > 0xFFFFFFF0u) { wd__buf_free(&spec); return wd__fail(WD_ERR_LIMIT, "%s: a vocabulary of %llu bytes does not fit a file header", path, (unsigned long long)hb); }
     uint8_t *hdr = (uint8_t *)wd__malloc((size_t)hb);
-    if (!hdr) return wd__fail(WD_ERR_NOMEM, "out of memory for a file header of %llu bytes", (unsigned long long)hb);
-    wd__header_encode(hdr, s, created, v);
+    if (!hdr) { wd__buf_free(&spec); return wd__fail(WD_ERR_NOMEM, "out of memory for a file header of %llu bytes", (unsigned long long)hb); }
+    wd__header_encode(hdr, s, created, v, t ? &spec : NULL);
+    wd__buf_free(&spec);
     wd_status st = wd__out_open(&f->out, path);
     if (!st) { st = wd__out_write(&f->out, hdr, (size_t)hb); if (st) wd__out_abort(&f->out); }
     wd__free(hdr);
@@ -1907,7 +2019,7 @@ WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s, const wd_wr
     if (st) { wd__free(w); return st; }
     w->cc = ZSTD_createCCtx();
     if (!w->cc) { wd_batch_free(&w->pending); wd__free(w); return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context"); }
-    st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING, NULL);
+    st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING, NULL, NULL);
     if (st) { ZSTD_freeCCtx(w->cc); wd_batch_free(&w->pending); wd__free(w); return st; }
     *out = w;
     return WD_OK;
@@ -1973,6 +2085,7 @@ struct wd_reader {
     wd__buf fetch;
     wd_batch own;
     wd_vocab *vocab;        // version 2 files may hold one
+    wd_text_spec *spec;     // version 3: the input format it was converted with (vocab not set)
 };
 struct wd_decoder { ZSTD_DCtx *dc; wd__buf raw; wd_decode_stats st; };
 WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out) { *out = d->st; }
@@ -2003,12 +2116,42 @@ WDDEF void wd_reader_close(wd_reader *r) {
     wd__free(r->index);
     wd__free(r->path);
     wd__vocab_free(r->vocab);
+    wd__free(r->spec);
     wd__free(r);
 }
 WDDEF const wd_vocab *wd_reader_vocab(const wd_reader *r) { return r ? r->vocab : NULL; }
 
+// The vocabulary at *qp (advanced past it) of a record ending at end, for
+// schema sc; where: "FILE: file header" for messages.
+static wd_status wd__vocab_decode(const char *where, const wd_schema *sc, const uint8_t **qp, const uint8_t *end, wd_vocab **out) {
+    uint32_t nslots = (uint32_t)sc->nslots;
+    const uint8_t *q = *qp;
+    *out = NULL;
+    wd_vocab *v = WD__NEW(wd_vocab);
+    if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    v->nslots = (int)nslots;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) v->n[k] = -1;
+    wd_status st = WD_OK;
+    for (uint32_t k = 0; !st && k < nslots; k++) {
+        if (end - q < 8) { st = wd__fail(WD_ERR_CORRUPT, "%s: the vocabulary ends early", where); break; }
+        int64_t n = (int64_t)wd__get64(q);
+        q += 8;
+        if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u's vocabulary claims %lld values", where, k, (long long)n); break; }
+        if (n >= 0 && (uint64_t)n + 1 != sc->slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u has %u buckets but a vocabulary of %lld values", where, k, sc->slot[k].buckets, (long long)n); break; }
+        v->n[k] = n;
+        if (n > 0) {
+            if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) { st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
+            for (int64_t i = 0; i < n; i++, q += 8) v->hash[k][i] = wd__get64(q);
+        }
+    }
+    if (!st && (st = wd__vocab_index(v)) != WD_OK && st != WD_ERR_NOMEM) st = wd__fail(WD_ERR_CORRUPT, "%s: %s", where, wd_last_error());
+    if (st) { wd__vocab_free(v); return st; }
+    *qp = q;
+    *out = v;
+    return WD_OK;
+}
 // The schema, created string and vocabulary of a checksummed header.
-static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbytes, uint32_t ndense, uint32_t nslots, int has_vocab) {
+static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbytes, uint32_t ndense, uint32_t nslots, int has_vocab, int has_spec) {
     const char *path = r->path;
     memset(&r->schema, 0, sizeof r->schema);
     r->schema.ndense = (int)ndense;
@@ -2022,28 +2165,19 @@ static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbyt
         r->schema.slot[k].kind = (int)wd__get32(e + 36);
     }
     if (wd_schema_check(&r->schema)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: %s", path, wd_last_error());
-    if (!has_vocab) return WD_OK;
-    wd_vocab *v = WD__NEW(wd_vocab);
-    if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    v->nslots = (int)nslots;
-    for (int k = 0; k < WD_MAX_SLOTS; k++) v->n[k] = -1;
     const uint8_t *q = h + WD__HDR_FIXED + WD__SLOT_BYTES * (size_t)nslots, *end = h + hbytes - 4;
+    wd_vocab *v = NULL;
     wd_status st = WD_OK;
-    for (uint32_t k = 0; !st && k < nslots; k++) {
-        if (end - q < 8) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: the vocabulary ends early", path); break; }
-        int64_t n = (int64_t)wd__get64(q);
-        q += 8;
-        if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: slot %u's vocabulary claims %lld values", path, k, (long long)n); break; }
-        if (n >= 0 && (uint64_t)n + 1 != r->schema.slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: file header: slot %u has %u buckets but a vocabulary of %lld values", path, k, r->schema.slot[k].buckets, (long long)n); break; }
-        v->n[k] = n;
-        if (n > 0) {
-            if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) { st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
-            for (int64_t i = 0; i < n; i++, q += 8) v->hash[k][i] = wd__get64(q);
-        }
+    char where[WD__ERR_MAX / 2];
+    snprintf(where, sizeof where, "%s: file header", wd__tail(path, 300));
+    if (has_vocab) st = wd__vocab_decode(where, &r->schema, &q, end, &v);
+    if (!st && has_spec) {   // u32 bytes, then the input format
+        uint32_t sn = end - q >= 4 ? wd__get32(q) : 0;
+        if (end - q < 4 || (uint64_t)(end - q - 4) < sn) st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
+        else { st = wd__spec_decode(q + 4, sn, &r->schema, where, &r->spec); q += 4 + (size_t)sn; }
     }
-    if (!st && q != end) st = wd__fail(WD_ERR_CORRUPT, "%s: file header: %lld bytes after the vocabulary", path, (long long)(end - q));
-    if (!st) st = wd__vocab_index(v);
-    if (st) { wd__vocab_free(v); return st == WD_ERR_NOMEM ? st : wd__fail(WD_ERR_CORRUPT, "%s", wd_last_error()); }
+    if (!st && q != end) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the %s", where, (long long)(end - q), has_spec ? "input format" : "vocabulary");
+    if (st) { wd__vocab_free(v); return st; }
     r->vocab = v;
     return WD_OK;
 }
@@ -2068,16 +2202,18 @@ static wd_status wd__reader_load(wd_reader *r) {
     if (ver < 1 || ver > WD__VERSION) return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads versions 1 to %u", path, ver, WD__VERSION);
     if (nslots > WD_MAX_SLOTS || ndense > WD_MAX_DENSE)
         return wd__fail(WD_ERR_CORRUPT, "%s: file header: %u slots / %u dense columns exceed the limits (%d/%d)", path, nslots, ndense, WD_MAX_SLOTS, WD_MAX_DENSE);
-    int has_vocab = ver >= 2 && (flags & 1);
-    if (flags & ~1u || (ver == 1 && flags)) return wd__fail(WD_ERR_CORRUPT, "%s: file header: unknown flags %#x", path, flags);
-    if (has_vocab ? hbytes < wd__header_bytes((int)nslots, NULL) + 8 * (uint64_t)nslots : hbytes != wd__header_bytes((int)nslots, NULL))
+    int has_vocab = ver >= 2 && (flags & 1), has_spec = ver >= 3 && (flags & 2);
+    uint32_t known = ver >= 3 ? 3u : ver == 2 ? 1u : 0u;   // the flags each version defines
+    if (flags & ~known) return wd__fail(WD_ERR_CORRUPT, "%s: file header: unknown flags %#x", path, flags);
+    uint64_t least = wd__header_bytes((int)nslots, NULL, 0) + (has_vocab ? 8 * (uint64_t)nslots : 0) + (has_spec ? 4 : 0);
+    if ((has_vocab || has_spec) ? hbytes < least : hbytes != least)
         return wd__fail(WD_ERR_CORRUPT, "%s: file header: size %u does not match %u slots", path, hbytes, nslots);
     if ((int64_t)hbytes + (int64_t)WD__TRAILER > r->file_bytes) return wd__fail(WD_ERR_CORRUPT, "%s: truncated (%lld bytes, header alone needs %u)", path, (long long)r->file_bytes, hbytes);
     uint8_t *h = (uint8_t *)wd__malloc(hbytes);
     if (!h) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for a file header of %u bytes", path, hbytes);
     wd_status st = wd__pread_all(r->fd, h, hbytes, 0, path);
     if (!st && wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4)) st = wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
-    if (!st) st = wd__header_decode(r, h, hbytes, ndense, nslots, has_vocab);
+    if (!st) st = wd__header_decode(r, h, hbytes, ndense, nslots, has_vocab, has_spec);
     wd__free(h);
     if (st) return st;
     // trailer and footer
@@ -2571,12 +2707,137 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
 }
 
 WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot) { return (v && slot >= 0 && slot < v->nslots) ? v->n[slot] : -1; }
-WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
-    if (!t || !v) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_vocab: NULL argument");
+// Points t at v for every slot v covers (buckets = size + 1); t does not own it.
+static wd_status wd__spec_use_vocab(wd_text_spec *t, const wd_vocab *v) {
     if (v->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "the vocabulary covers %d slots, the text format has %d", v->nslots, t->schema.nslots);
     if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "libsvm slots hold indexes, not values: no vocabulary");
     for (int k = 0; k < v->nslots; k++) if (v->n[k] >= 0) t->schema.slot[k].buckets = (uint32_t)(v->n[k] + 1);
     t->vocab = v;
+    return WD_OK;
+}
+WDDEF void wd_text_spec_free(wd_text_spec *t) {
+    if (!t) return;
+    wd__vocab_free((wd_vocab *)(uintptr_t)t->vocab);
+    t->vocab = NULL;
+}
+WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
+    if (!t || !v) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_vocab: NULL argument");
+    if (v == t->vocab) return WD_OK;   // already its own
+    wd_text_spec probe = *t;           // checked before anything changes
+    probe.vocab = NULL;
+    WD__TRY(wd__spec_use_vocab(&probe, v));
+    wd_vocab *c;
+    WD__TRY(wd__vocab_copy(v, &c));
+    wd_text_spec_free(t);
+    for (int k = 0; k < v->nslots; k++) t->schema.slot[k].buckets = probe.schema.slot[k].buckets;
+    t->vocab = c;
+    return WD_OK;
+}
+
+/* The input format as bytes (a .wdr v3 header, a .wdm v3 'INPT' section),
+   little-endian: u32 format, u32 flags (bit 0 dense_raw), u32 delimiter,
+   u32 ncols, i32 label_col, u32 nderived, u32 nranges, u32 header bytes,
+   i64 dense_lo, i64 dense_hi, nderived x {u32 col, from, to, weekday},
+   nranges x {u32 lo, hi, slot}, ncols x {u32 role, index}, the header line.
+   The schema (names, kinds, buckets) and the vocabulary are stored beside it,
+   not in it. */
+#define WD__SPEC_FIXED 48u
+static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out) {
+    size_t hl = strnlen(t->header, sizeof t->header - 1);
+    int ncols = t->format == WD_FMT_CSV ? t->ncols : 0, nder = t->format == WD_FMT_CSV ? t->nderived : 0, nr = t->format == WD_FMT_LIBSVM ? t->nranges : 0;
+    if (t->format != WD_FMT_CSV) hl = 0;
+    size_t n = WD__SPEC_FIXED + 16 * (size_t)nder + 12 * (size_t)nr + 8 * (size_t)ncols + hl;
+    out->len = 0;
+    WD__TRY(wd__buf_reserve(out, n));
+    uint8_t *p = out->p;
+    memset(p, 0, n);
+    int csv = t->format == WD_FMT_CSV;
+    wd__put32(p, (uint32_t)t->format); wd__put32(p + 4, csv && t->dense_raw ? 1u : 0u); wd__put32(p + 8, csv ? (uint32_t)(unsigned char)(t->delimiter ? t->delimiter : ',') : 0u);
+    wd__put32(p + 12, (uint32_t)ncols); wd__put32(p + 16, (uint32_t)(t->format == WD_FMT_CSV ? t->label_col : -1));
+    wd__put32(p + 20, (uint32_t)nder); wd__put32(p + 24, (uint32_t)nr); wd__put32(p + 28, (uint32_t)hl);
+    wd__put64(p + 32, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_lo : -1)); wd__put64(p + 40, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_hi : -1));
+    uint8_t *q = p + WD__SPEC_FIXED;
+    for (int i = 0; i < nder; i++, q += 16) {
+        wd__put32(q, (uint32_t)t->derived[i].col); wd__put32(q + 4, (uint32_t)t->derived[i].from);
+        wd__put32(q + 8, (uint32_t)t->derived[i].to); wd__put32(q + 12, (uint32_t)t->derived[i].weekday);
+    }
+    for (int i = 0; i < nr; i++, q += 12) { wd__put32(q, t->ranges[i].lo); wd__put32(q + 4, t->ranges[i].hi); wd__put32(q + 8, (uint32_t)t->ranges[i].slot); }
+    for (int i = 0; i < ncols; i++, q += 8) { wd__put32(q, (uint32_t)t->col_role[i]); wd__put32(q + 4, (uint32_t)t->col_index[i]); }
+    memcpy(q, t->header, hl);
+    out->len = n;
+    return WD_OK;
+}
+// Decodes and checks an input format against the schema s it maps to: every
+// column, range and derived slot inside its bounds, every dense column and
+// slot filled exactly once (a spec that passed its checksum but not these
+// could read or leave unset memory when parsing).
+static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s, const char *where, wd_text_spec **out) {
+    *out = NULL;
+    if (n < WD__SPEC_FIXED) return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, at least %u are needed", where, n, WD__SPEC_FIXED);
+    uint32_t format = wd__get32(p), flags = wd__get32(p + 4), delim = wd__get32(p + 8), ncols = wd__get32(p + 12);
+    int32_t label_col = (int32_t)wd__get32(p + 16);
+    uint32_t nder = wd__get32(p + 20), nr = wd__get32(p + 24), hl = wd__get32(p + 28);
+    int64_t dlo = (int64_t)wd__get64(p + 32), dhi = (int64_t)wd__get64(p + 40);
+    if (format > WD_FMT_CSV || flags > 1 || ncols > WD__CSV_MAXCOLS || nder > (uint32_t)s->nslots || nr > WD_MAX_SLOTS || hl >= sizeof(((wd_text_spec *)0)->header))
+        return wd__fail(WD_ERR_CORRUPT, "%s: the input format is not one this build knows (format %u, %u columns, %u derived slots, %u ranges)", where, format, ncols, nder, nr);
+    if ((uint64_t)n != WD__SPEC_FIXED + 16ull * nder + 12ull * nr + 8ull * ncols + hl)
+        return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, its counts make %llu", where, n, (unsigned long long)(WD__SPEC_FIXED + 16ull * nder + 12ull * nr + 8ull * ncols + hl));
+    wd_text_spec *t = (wd_text_spec *)wd__calloc(sizeof *t);
+    if (!t) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    t->format = (int)format; t->dense_raw = (int)flags; t->delimiter = (char)delim;
+    t->schema = *s; t->id_col = -1; t->dense_lo = dlo; t->dense_hi = dhi;
+    t->ncols = (int)ncols; t->label_col = label_col; t->nderived = (int)nder; t->nranges = (int)nr;
+    const uint8_t *q = p + WD__SPEC_FIXED;
+    for (uint32_t i = 0; i < nder; i++, q += 16) {
+        t->derived[i].col = (int)wd__get32(q); t->derived[i].from = (int)wd__get32(q + 4);
+        t->derived[i].to = (int)wd__get32(q + 8); t->derived[i].weekday = (int)wd__get32(q + 12);
+    }
+    for (uint32_t i = 0; i < nr; i++, q += 12) { t->ranges[i].lo = wd__get32(q); t->ranges[i].hi = wd__get32(q + 4); t->ranges[i].slot = (int)wd__get32(q + 8); }
+    for (uint32_t i = 0; i < ncols; i++, q += 8) { t->col_role[i] = (int)wd__get32(q); t->col_index[i] = (int)wd__get32(q + 4); }
+    memcpy(t->header, q, hl);
+    t->header[hl] = 0;
+    const char *bad = NULL;
+    int S = s->nslots, D = s->ndense;
+    unsigned char seen[WD_MAX_SLOTS + WD_MAX_DENSE];
+    memset(seen, 0, sizeof seen);
+    for (int k = 0; !bad && k < S; k++)
+        if (s->slot[k].kind != (format == WD_FMT_LIBSVM ? WD_MULTI_HOT : WD_ONE_HOT)) bad = "a slot's kind does not fit the format";
+    if (bad) {
+    } else if (format == WD_FMT_CRITEO) {
+        wd_schema c;
+        wd_schema_criteo(&c, 1);
+        if (D != 13 || S != 26 || ncols || nder || nr || hl || flags || delim || label_col != -1 || dlo != -1 || dhi != -1) bad = "a Criteo format with other fields set";
+        for (int k = 0; !bad && k < S; k++) if (strcmp(s->slot[k].name, c.slot[k].name) != 0) bad = "a Criteo format whose slots are not C1..C26";
+    } else if (format == WD_FMT_CSV) {
+        if (!ncols || label_col < 0 || (uint32_t)label_col >= ncols || t->col_role[label_col] != 1 || nr || dlo != -1 || dhi != -1 || !delim || delim > 255 || delim == '"' || delim == '\n' || delim == '\r')
+            bad = "a CSV format without its columns, label or delimiter";
+        int fixed = S - (int)nder, labels = 0;
+        for (uint32_t i = 0; !bad && i < ncols; i++) {
+            int role = t->col_role[i], ix = t->col_index[i];
+            labels += role == 1;
+            if (role < 0 || role > 3) bad = "a column of unknown role";
+            else if (role == 2 && (ix < 0 || ix >= D || seen[WD_MAX_SLOTS + ix]++)) bad = "a dense column outside the schema, or named twice";
+            else if (role == 3 && (ix < 0 || ix >= fixed || seen[ix]++)) bad = "a categorical column outside the schema, or named twice";
+        }
+        if (!bad && labels != 1) bad = "a CSV format with other than one label column";
+        for (int k = 0; !bad && k < fixed; k++) if (!seen[k]) bad = "a slot that no column fills";
+        for (int j = 0; !bad && j < D; j++) if (!seen[WD_MAX_SLOTS + j]) bad = "a dense column that no column fills";
+        for (uint32_t i = 0; !bad && i < nder; i++) {
+            int c = t->derived[i].col, a = t->derived[i].from, b = t->derived[i].to, w = t->derived[i].weekday;
+            if (c < 0 || (uint32_t)c >= ncols || a < 0 || b <= a || b > 4096 || w < 0 || w > 1 || (w && b - a != 6 && b - a != 8)) bad = "a derived slot outside its column";
+        }
+    } else {   // libsvm
+        if (ncols || nder || hl || flags || delim || label_col != -1 || nr != (uint32_t)S) bad = "a LibSVM format with other fields set, or not a range per slot";
+        for (uint32_t i = 0; !bad && i < nr; i++) {
+            const wd_range_map *r = &t->ranges[i];
+            if (r->lo > r->hi || r->slot < 0 || r->slot >= S || seen[r->slot]++ || (uint64_t)r->hi - r->lo + 1 != (uint64_t)s->slot[r->slot].buckets) bad = "a LibSVM range that does not match its slot";
+            for (uint32_t j = 0; !bad && j < i; j++) if (!(r->hi < t->ranges[j].lo || r->lo > t->ranges[j].hi)) bad = "LibSVM ranges that overlap";
+            if (!bad && dlo >= 0 && !((int64_t)r->hi < dlo || (int64_t)r->lo > dhi)) bad = "a LibSVM range that overlaps the dense range";
+        }
+        if (!bad && !(D == 0 ? dlo == -1 && dhi == -1 : dlo >= 0 && dhi >= dlo && dhi <= 0xFFFFFFFFll && dhi - dlo + 1 == D)) bad = "a LibSVM dense range that does not match the dense columns";
+    }
+    if (bad) { wd__free(t); return wd__fail(WD_ERR_CORRUPT, "%s: the input format is inconsistent: %s", where, bad); }
+    *out = t;
     return WD_OK;
 }
 
@@ -3431,7 +3692,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         if (!st) st = wd__conv_pass(&c, threads, m, total, &text);
         if (!st && c.counting) {
             st = wd__vocab_from(c.sink, d->min_count, NULL, &vocab);
-            if (!st) st = wd_text_spec_vocab(spec, vocab);
+            if (!st) st = wd__spec_use_vocab(spec, vocab);
         } else if (!st) {
             // slots of at most WD__EXACT_MAX values: an id per value (no
             // collisions, d + 1 rows), unless a vocabulary came with the spec
@@ -3439,7 +3700,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             for (int k = 0; !spec->vocab && k < spec->schema.nslots; k++)
                 if (!spec->schema.slot[k].buckets && !c.sink->over[k]) { exact[k] = 1; nexact++; }
             if (nexact) st = wd__vocab_from(c.sink, 1, exact, &vocab);
-            if (nexact && !st) st = wd_text_spec_vocab(spec, vocab);
+            if (nexact && !st) st = wd__spec_use_vocab(spec, vocab);
             for (int k = 0; !st && k < spec->schema.nslots; k++) {
                 if (spec->schema.slot[k].buckets) continue;
                 // more than WD__EXACT_MAX values: 16 buckets per distinct
@@ -3457,7 +3718,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     wd__blockfile bf;
     wd__outfile ids;
     int bf_open = 0, ids_open = 0;
-    if (!st) { st = wd__bf_open(&bf, d->output, &spec->schema, "wd convert " WD_VERSION_STRING, spec->vocab); bf_open = !st; }
+    if (!st) { st = wd__bf_open(&bf, d->output, &spec->schema, "wd convert " WD_VERSION_STRING, spec->vocab, spec); bf_open = !st; }
     if (!st && d->ids_output) { st = wd__out_open(&ids, d->ids_output); ids_open = !st; }
     c.bf = bf_open ? &bf : NULL;
     c.ids = ids_open ? &ids : NULL;
@@ -3669,7 +3930,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     wd__pipe pipe;
     int piped = 0, bfo = 0;
     wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities", (long long)d->rows);
-    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL); bfo = !st; }
+    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL, NULL); bfo = !st; }
     if (!st && d->tsv) st = wd__out_open(&tsv, d->tsv);
     if (!st) st = wd__out_open(&prob, probpath);
     if (!st) { st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &g->schema, wd__gen_run, g); piped = !st; }
@@ -4260,6 +4521,31 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s) {
 
 typedef struct wd__layer { int in, out; int64_t w, b; } wd__layer;   // offsets into the dense buffer
 
+// How raw input became the ids and features of a model's training files
+// (section 16, "The model is the contract").
+typedef struct wd__contract {
+    int known;                      // 1: recorded (from training files, or a .wdm v3)
+    wd_vocab *vocab;                // NULL: no slot has a vocabulary
+    wd_text_spec *spec;             // NULL: the files carried no input format (its vocab stays NULL)
+} wd__contract;
+static void wd__contract_free(wd__contract *c) {
+    wd__vocab_free(c->vocab);
+    wd__free(c->spec);
+    memset(c, 0, sizeof *c);
+}
+// The contract of an open file (copies).
+static wd_status wd__contract_of(const wd_reader *r, wd__contract *out) {
+    memset(out, 0, sizeof *out);
+    WD__TRY(wd__vocab_copy(r->vocab, &out->vocab));
+    if (r->spec) {
+        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) { wd__contract_free(out); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+        *out->spec = *r->spec;
+        out->spec->vocab = NULL;
+    }
+    out->known = 1;
+    return WD_OK;
+}
+
 struct wd_model {
     wd_model_desc d;
     wd_schema schema;
@@ -4277,6 +4563,8 @@ struct wd_model {
     int64_t batch_size;             // of the run that reached it (0: never trained)
     uint64_t data_fp;               // the training files of that run (wd__files_fingerprint; 0: none)
     int after_error;                // saved by wd_train after an error (wd_model_after_error)
+    wd__contract in;                // the input contract of its training files (wd_model_spec)
+    int weights_only;               // loaded from wd_model_export: no optimizer state, cannot train
     // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
@@ -4312,9 +4600,27 @@ static void wd__free_model(wd_model *m) {
     wd__free(m->dense); wd__free(m->dense_s1); wd__free(m->dense_s2);
     wd__free(m->wide); wd__free(m->wide_z); wd__free(m->wide_n);
     wd__free(m->emb); wd__free(m->emb_s1); wd__free(m->emb_s2);
+    wd__contract_free(&m->in);
     wd__free(m);
 }
 WDDEF void wd_model_destroy(wd_model *m) { wd__free_model(m); }
+WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out) {
+    if (!m || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_spec: %s is NULL", m ? "out" : "the model");
+    memset(out, 0, sizeof *out);
+    if (!m->in.known)
+        return wd__fail(WD_ERR_UNSUPPORTED, "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
+                        "Train it again on its files (the CLI's --init-from) to record them, or map raw input with its training file's spec (wd_text_spec_match, wd_text_spec_vocab)");
+    if (!m->in.spec)
+        return wd__fail(WD_ERR_UNSUPPORTED, "the model's training files carry no input format (written by wd_writer or wd gen, or converted before .wdr version 3): "
+                        "build its batches as those files were built, or convert the text again and train on that");
+    *out = *m->in.spec;
+    out->schema = m->schema;
+    out->vocab = NULL;
+    wd_vocab *v;
+    WD__TRY(wd__vocab_copy(m->in.vocab, &v));
+    out->vocab = v;
+    return WD_OK;
+}
 
 // Fills defaults and checks a description; sizes the model (no allocation).
 static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
@@ -5712,12 +6018,38 @@ static void wd__schema_diff(const wd_schema *data, const wd_schema *model, char 
     }
     snprintf(buf, n, "no difference");
 }
-// Opens every file and checks its schema against the model's; *samples gets
-// their total, *fp a fingerprint of the list (each file's samples, blocks and
-// bytes, in order: what a resumed run must see again).
-static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp) {
+// Slot k's ids in words: "a vocabulary of N values (fingerprint F)" or "hashed ids".
+static void wd__vocab_words(const wd_vocab *v, int k, char *buf, size_t n) {
+    uint64_t f = wd_vocab_fingerprint(v, k);
+    if (f) snprintf(buf, n, "ids from a vocabulary of %lld values (fingerprint %016llx)", (long long)v->n[k], (unsigned long long)f);
+    else snprintf(buf, n, "ids without a vocabulary (hashed, or chosen by its writer)");
+}
+// WD_OK when file r's vocabulary fingerprints equal those of want (whose
+// holder is named by `whose`, e.g. "the model's"), else an error naming the slot.
+static wd_status wd__check_vocab(const wd_reader *r, const wd__contract *want, const char *whose) {
+    for (int k = 0; k < r->schema.nslots; k++) {
+        if (wd_vocab_fingerprint(r->vocab, k) == wd_vocab_fingerprint(want->vocab, k)) continue;
+        char a[120], b[120];
+        wd__vocab_words(r->vocab, k, a, sizeof a);
+        wd__vocab_words(want->vocab, k, b, sizeof b);
+        return wd__fail(WD_ERR_SCHEMA, "%s: slot %d (%.31s) has %s, %s has %s: the same value would have another id "
+                        "(files converted separately number their values by their own counts); convert it with --schema-from a training file",
+                        wd__tail(r->path, 300), k, r->schema.slot[k].name, a, whose, b);
+    }
+    return WD_OK;
+}
+// Opens every file and checks its schema against the model's, and its
+// vocabulary fingerprints against want's (NULL: not checked; with capture,
+// the first file's contract is copied into *capture and the others checked
+// against it); *samples gets their total, *fp a fingerprint of the list
+// (each file's samples, blocks and bytes, in order: what a resumed run must
+// see again).
+static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp,
+                                 const wd__contract *want, wd__contract *capture) {
     if (samples) *samples = 0;
     if (fp) *fp = wd_mix64(0x5EEDF11E5ull + (uint64_t)nfiles);
+    char whose[400];
+    snprintf(whose, sizeof whose, "%s", want == &m->in ? "the model" : "the first training file");
     for (int f = 0; f < nfiles; f++) {
         if (!files[f]) return wd__fail(WD_ERR_INVALID_ARG, "%s file %d is NULL", what, f);
         wd_reader *r;
@@ -5729,6 +6061,12 @@ static wd_status wd__check_files(const wd_model *m, const char *const *files, in
             wd_reader_close(r);
             return wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's: %s (convert it with --schema-from a training file)", wd__tail(files[f], 400), why);
         }
+        if (!want && capture && f == 0) {
+            if ((st = wd__contract_of(r, capture)) != WD_OK) { wd_reader_close(r); return st; }
+            want = capture;
+            snprintf(whose, sizeof whose, "the first training file (%s)", wd__tail(files[0], 300));
+        }
+        if (want && (st = wd__check_vocab(r, want, whose)) != WD_OK) { wd_reader_close(r); return st; }
         if (samples) *samples += wd_reader_nsamples(r);
         if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull ^ (uint64_t)wd_reader_nblocks(r) << 40 ^ (uint64_t)wd_reader_file_bytes(r)));
         wd_reader_close(r);
@@ -5748,7 +6086,7 @@ typedef struct wd__evalio {
 static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
     memset(out, 0, sizeof *out);
     int64_t total = 0;
-    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL));
+    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL, m->in.known ? &m->in : NULL, NULL));
     if (total == 0) return wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
     if (io->predictions && io->predictions_cap < total)
         return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
@@ -6031,6 +6369,7 @@ static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64
 static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
+    if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export: weights only, no optimizer state to continue from); train its checkpoint");
     if (!d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 are required");
     if (d->nvalid < 0 || (d->nvalid > 0 && !d->valid_files)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: nvalid %d without valid_files", d->nvalid);
     if (d->epochs < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d is negative", d->epochs);
@@ -6071,10 +6410,17 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     const wd_backend_ops *ops;
     WD__TRY(wd__backend_for(d->device, &ops));
     // every file opened and its schema matched before anything starts
+    // and their vocabularies matched: the model's, or (a model that has none
+    // recorded yet) the first training file's, which the model then records
     int64_t samples;
     uint64_t fp;
-    WD__TRY(wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp));
-    WD__TRY(wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL));
+    wd__contract first;
+    memset(&first, 0, sizeof first);
+    const wd__contract *want = m->in.known ? &m->in : NULL;
+    wd_status cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, want ? NULL : &first);
+    if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? want : &first, NULL);
+    if (cst) { wd__contract_free(&first); return cst; }
+    if (!m->in.known) m->in = first;
     if (samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
     if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
@@ -6222,7 +6568,7 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
 
 // ---- 16. Checkpoints -------------------------------------------------------------------------
 #define WD__WDM_MAGIC "\x89WDM\r\n\x1a\n"
-#define WD__WDM_VERSION 2u   // reads 1 and 2
+#define WD__WDM_VERSION 3u   // reads 1, 2 and 3
 #define WD__TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define WD__DESC_BYTES (64 + 16 + 4 * WD_MAX_LAYERS + 8 * WD_MAX_CROSSES + 40 * WD_MAX_SLOTS)
 
@@ -6295,6 +6641,61 @@ static wd_status wd__write_section(wd__outfile *o, uint32_t tag, const wd__span 
     return wd__out_write(o, t, 8);
 }
 
+// The 'INPT' section's payload (section 16's layout), padded to 4 bytes.
+static wd_status wd__contract_encode(const wd_model *m, wd__buf *out) {
+    const wd__contract *c = &m->in;
+    wd__buf spec = {0, 0, 0};
+    if (c->spec) WD__TRY(wd__spec_encode(c->spec, &spec));
+    int S = m->schema.nslots;
+    uint64_t n = 8 + 8 * (uint64_t)S + (c->spec ? 4 + spec.len : 0);
+    for (int k = 0; c->vocab && k < S; k++) if (c->vocab->n[k] > 0) n += 8 * (uint64_t)c->vocab->n[k];
+    n = (n + 3) & ~(uint64_t)3;
+    out->len = 0;
+    wd_status st = wd__buf_reserve(out, (size_t)n);
+    if (st) { wd__buf_free(&spec); return st; }
+    uint8_t *q = out->p;
+    memset(q, 0, (size_t)n);
+    wd__put32(q, (uint32_t)(c->known ? 1 : 0) | (c->spec ? 2u : 0u)); wd__put32(q + 4, (uint32_t)S); q += 8;
+    for (int k = 0; k < S; k++) {
+        int64_t vn = c->vocab ? c->vocab->n[k] : -1;
+        wd__put64(q, (uint64_t)vn); q += 8;
+        for (int64_t i = 0; i < vn; i++, q += 8) wd__put64(q, c->vocab->hash[k][i]);
+    }
+    if (c->spec) { wd__put32(q, (uint32_t)spec.len); memcpy(q + 4, spec.p, spec.len); }
+    out->len = (size_t)n;
+    wd__buf_free(&spec);
+    return WD_OK;
+}
+// Decodes an 'INPT' payload into m->in (m's schema is known).
+static wd_status wd__contract_decode(wd_model *m, const uint8_t *p, size_t n, const char *path) {
+    char where[WD__ERR_MAX / 2];
+    snprintf(where, sizeof where, "%s: section INPT", wd__tail(path, 300));
+    if (n < 8) return wd__fail(WD_ERR_CORRUPT, "%s: %zu bytes, too short", where, n);
+    uint32_t flags = wd__get32(p), S = wd__get32(p + 4);
+    if (flags > 3 || (flags == 2) || S != (uint32_t)m->schema.nslots)
+        return wd__fail(WD_ERR_CORRUPT, "%s: flags %#x and %u slots do not fit a model of %d slots", where, flags, S, m->schema.nslots);
+    const uint8_t *q = p + 8, *end = p + n;
+    wd__contract c;
+    memset(&c, 0, sizeof c);
+    wd_status st = wd__vocab_decode(where, &m->schema, &q, end, &c.vocab);
+    int any = 0;
+    for (int k = 0; !st && k < m->schema.nslots; k++) any |= c.vocab->n[k] >= 0;
+    if (!st && !any) { wd__vocab_free(c.vocab); c.vocab = NULL; }
+    if (!st && !(flags & 1) && any) st = wd__fail(WD_ERR_CORRUPT, "%s: vocabularies in a contract marked not recorded", where);
+    if (!st && (flags & 2)) {
+        uint32_t sn = end - q >= 4 ? wd__get32(q) : 0;
+        if (end - q < 4 || (uint64_t)(end - q - 4) < sn) st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
+        else { st = wd__spec_decode(q + 4, sn, &m->schema, where, &c.spec); q += 4 + (size_t)sn; }
+    }
+    int junk = !st && end - q >= 4;   // at most 3 bytes of zero padding
+    for (const uint8_t *z = q; !st && !junk && z < end; z++) junk |= *z != 0;
+    if (junk) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the contract", where, (long long)(end - q));
+    if (st) { wd__contract_free(&c); return st; }
+    c.known = (int)(flags & 1);
+    m->in = c;
+    return WD_OK;
+}
+
 // The first non-finite parameter or state value, or a negative accumulator,
 // named in *what; 0 when the model is sound.
 static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
@@ -6319,8 +6720,7 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
     }
     return 0;
 }
-WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
-    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_save: NULL argument");
+static wd_status wd__model_write(const wd_model *m, const char *path, int weights_only) {
     char why[200];
     if (wd__model_unsound(m, why, sizeof why)) return wd__fail(WD_ERR_NUMERIC, "%s: not saved: %s (it could not be loaded)", wd__tail(path, 400), why);
     wd__outfile o;
@@ -6335,8 +6735,11 @@ WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     wd__put64((uint8_t *)pos, (uint64_t)m->epoch); wd__put64((uint8_t *)pos + 8, (uint64_t)m->batch);
     wd__put64((uint8_t *)pos + 16, (uint64_t)m->step); wd__put64((uint8_t *)pos + 24, (uint64_t)m->batch_size);
     wd__put64((uint8_t *)pos + 32, m->data_fp);
-    wd__put64((uint8_t *)pos + 40, m->after_error ? 1u : 0u);   // flags
-    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}};
+    wd__put64((uint8_t *)pos + 40, (m->after_error ? 1u : 0u) | (weights_only ? 2u : 0u));   // flags
+    wd__buf inpt = {0, 0, 0};
+    wd_status cst = wd__contract_encode(m, &inpt);
+    if (cst) { wd__out_abort(&o); return cst; }
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}}, si[1] = {{(const float *)(const void *)inpt.p, (int64_t)(inpt.len / 4)}};
     wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
     wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
     int64_t ne = m->emb ? m->emb_rows * m->E : 0;
@@ -6344,12 +6747,22 @@ WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
     wd_status st = wd__out_write(&o, head, 12);
     if (!st) st = wd__write_section(&o, WD__TAG('D', 'E', 'S', 'C'), sd, 1);
     if (!st) st = wd__write_section(&o, WD__TAG('P', 'O', 'S', ' '), sp, 1);
-    if (!st) st = wd__write_section(&o, WD__TAG('D', 'E', 'N', 'S'), dn, 3);
-    if (!st) st = wd__write_section(&o, WD__TAG('W', 'I', 'D', 'E'), wi, 3);
-    if (!st) st = wd__write_section(&o, WD__TAG('E', 'M', 'B', 'D'), em, m->emb_s2 ? 3 : 2);
+    if (!st) st = wd__write_section(&o, WD__TAG('I', 'N', 'P', 'T'), si, 1);
+    wd__buf_free(&inpt);
+    if (!st) st = wd__write_section(&o, WD__TAG('D', 'E', 'N', 'S'), dn, weights_only ? 1 : 3);
+    if (!st) st = wd__write_section(&o, WD__TAG('W', 'I', 'D', 'E'), wi, weights_only ? 1 : 3);
+    if (!st) st = wd__write_section(&o, WD__TAG('E', 'M', 'B', 'D'), em, weights_only ? 1 : m->emb_s2 ? 3 : 2);
     if (!st) st = wd__write_section(&o, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
     if (st) { wd__out_abort(&o); return st; }
     return wd__out_commit(&o);
+}
+WDDEF wd_status wd_model_save(const wd_model *m, const char *path) {
+    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_save: NULL argument");
+    return wd__model_write(m, path, m->weights_only);
+}
+WDDEF wd_status wd_model_export(const wd_model *m, const char *path) {
+    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export: NULL argument");
+    return wd__model_write(m, path, 1);
 }
 
 static const char *wd__tagname(uint32_t tag, char *buf) {
@@ -6387,6 +6800,28 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     return WD_OK;
 }
 
+// Reads a section of any length that must have `tag` into *out (caller frees).
+static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, uint8_t **out, size_t *len) {
+    char tn[5], gn[5];
+    uint8_t h[16];
+    *out = NULL; *len = 0;
+    if (*off + 16 > fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
+    WD__TRY(wd__pread_all(fd, h, 16, *off, path));
+    uint64_t bytes = wd__get64(h + 8);
+    if (wd__get32(h) != tag || wd__get32(h + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn), (long long)*off, wd__tagname(wd__get32(h), gn));
+    if (bytes > (uint64_t)fsize || (uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s (%llu bytes)", path, wd__tagname(tag, tn), (unsigned long long)bytes);
+    uint8_t *p = (uint8_t *)wd__malloc((size_t)WD__MAX(bytes, 1));
+    if (!p) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for section %s (%llu bytes)", path, wd__tagname(tag, tn), (unsigned long long)bytes);
+    uint8_t t[8];
+    wd_status st = wd__pread_all(fd, p, (size_t)bytes, *off + 16, path);
+    if (!st) st = wd__pread_all(fd, t, 8, *off + 16 + (int64_t)bytes, path);
+    if (!st && (wd__get32(t) != wd__crc32c(p, (size_t)bytes) || wd__get32(t + 4) != 0)) st = wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
+    if (st) { wd__free(p); return st; }
+    *off += 16 + (int64_t)bytes + 8;
+    *out = p; *len = (size_t)bytes;
+    return WD_OK;
+}
+
 WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_load: NULL argument");
     *out = NULL;
@@ -6419,12 +6854,6 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         st = wd__model_plan(m, &d);
         if (st) st = wd__fail(WD_ERR_CORRUPT, "%s: model description: %s", path, wd_last_error());
     }
-    if (!st) {   // the file must hold what the description implies before we allocate it
-        int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
-        int64_t need = off + npos * 4 + 24 + 3 * 4 * m->P + 24 + 3 * 4 * m->wide_rows + 24 + (1 + wd_opt_states(m->d.optimizer)) * 4 * ne + 24 + 24;
-        if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
-    }
-    if (!st) st = wd__model_alloc(m);
     float pos[12];
     memset(pos, 0, sizeof pos);
     wd__span sp[1] = {{pos, npos}};
@@ -6433,25 +6862,47 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         m->epoch = (int64_t)wd__get64((uint8_t *)pos); m->batch = (int64_t)wd__get64((uint8_t *)pos + 8);
         m->step = (int64_t)wd__get64((uint8_t *)pos + 16); m->batch_size = (int64_t)wd__get64((uint8_t *)pos + 24);
         m->data_fp = wd__get64((uint8_t *)pos + 32);
-        uint64_t flags = wd__get64((uint8_t *)pos + 40);
+        uint64_t flags = wd__get64((uint8_t *)pos + 40);   // bit 1 (weights only) from version 3
         m->after_error = (int)(flags & 1);
-        if (flags > 1) st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path, (unsigned long long)flags);
+        m->weights_only = (int)(flags >> 1 & 1);
+        if (flags > (version >= 3 ? 3u : 1u)) st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path, (unsigned long long)flags);
         const int64_t lim = (int64_t)1 << 53;   // counters stay far from overflow
         if (!st && (m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim || m->batch_size < 0 || m->batch_size > (1 << 30)))
             st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path, (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
     }
+    if (!st && version >= 3) {   // the input contract (older files have none: m->in.known stays 0)
+        uint8_t *blob = NULL;
+        size_t blen = 0;
+        st = wd__read_blob(fd, &off, fsize, path, WD__TAG('I', 'N', 'P', 'T'), &blob, &blen);
+        if (!st) st = wd__contract_decode(m, blob, blen, path);
+        wd__free(blob);
+    }
+    int k = m && m->weights_only ? 1 : 3, ke = m && m->weights_only ? 1 : m ? 1 + wd_opt_states(m->d.optimizer) : 0;   // arrays per section
+    if (!st) {   // the file must hold what the description implies before we allocate it
+        int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+        int64_t need = off + 24 + k * 4 * m->P + 24 + k * 4 * m->wide_rows + 24 + ke * 4 * ne + 24;
+        if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
+    }
+    if (!st) st = wd__model_alloc(m);
+    if (!st && m->weights_only) {   // no optimizer state in the file: zero (unused: it cannot train)
+        int64_t ne = m->emb ? m->emb_rows * m->E : 0;
+        memset(m->dense_s1, 0, 4 * (size_t)m->P); memset(m->dense_s2, 0, 4 * (size_t)m->P);
+        memset(m->wide_z, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1)); memset(m->wide_n, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1));
+        if (m->emb_s1) memset(m->emb_s1, 0, 4 * (size_t)ne);
+        if (m->emb_s2) memset(m->emb_s2, 0, 4 * (size_t)ne);
+    }
     if (!st) {
         wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
-        st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'N', 'S'), dn, 3);
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'N', 'S'), dn, k);
     }
     if (!st) {
         wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
-        st = wd__read_section(fd, &off, fsize, path, WD__TAG('W', 'I', 'D', 'E'), wi, 3);
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('W', 'I', 'D', 'E'), wi, k);
     }
     if (!st) {
         int64_t ne = m->emb ? m->emb_rows * m->E : 0;
         wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, m->emb_s2 ? ne : 0}};
-        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->emb_s2 ? 3 : 2);
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->weights_only ? 1 : m->emb_s2 ? 3 : 2);
     }
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
     if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));

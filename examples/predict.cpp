@@ -1,7 +1,8 @@
 // Serving from C++: load a .wdm model and score samples built in memory.
-// Build: c++ -O2 -std=c++17 -o predict examples/predict.cpp -lzstd -lpthread -lm
+// Build: c++ -O2 -std=c++17 -o predict examples/predict.cpp -lzstd -lz -lpthread -lm
 // Usage: predict MODEL.wdm DATA.wdr   (scores the first block of DATA.wdr,
-//        then one hand-built sample)
+//        then one request made of raw values, mapped by the model's own
+//        input format and vocabularies: the model file is all it needs)
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 struct ModelDeleter { void operator()(wd_model *m) const { wd_model_destroy(m); } };
 struct BatchDeleter { void operator()(wd_batch *b) const { wd_batch_free(b); delete b; } };
+struct SpecDeleter { void operator()(wd_text_spec *t) const { wd_text_spec_free(t); delete t; } };
 
 int main(int argc, char **argv) {
     if (argc < 3) { std::fprintf(stderr, "usage: %s MODEL.wdm DATA.wdr\n", argv[0]); return 2; }
@@ -30,16 +32,17 @@ int main(int argc, char **argv) {
     std::printf("scored %d stored samples, mean p = %.4f, first p = %.4f\n", blk->n, mean / blk->n, p[0]);
     wd_reader_close(r);
 
-    // one sample assembled by the serving code: dense counts and hashed ids
+    // one request assembled by the serving code from raw values: the model's
+    // spec maps them exactly as `wd convert` mapped its training data
+    std::unique_ptr<wd_text_spec, SpecDeleter> spec(new wd_text_spec());
+    if (wd_model_spec(model.get(), spec.get()) != WD_OK) { std::fprintf(stderr, "%s\n", wd_last_error()); return 1; }
+    if (spec->format == WD_FMT_LIBSVM) { std::fprintf(stderr, "a libsvm model takes feature indexes: build its batch with wd_parse_line\n"); return 1; }
     std::unique_ptr<wd_batch, BatchDeleter> one(new wd_batch());
-    if (wd_batch_init(one.get(), s, 1, 16) != WD_OK) return 1;
-    for (int d = 0; d < s->ndense; d++) one->dense[d] = wd_count_feature(d + 1);
-    for (int k = 0; k < s->nslots; k++) {
-        uint32_t id = wd_hash_bucket("example", 7, k, s->slot[k].buckets);
-        if (s->slot[k].kind == WD_MULTI_HOT) { one->ids[k][0] = id; one->offs[k][1] = 1; }
-        else one->ids[k][0] = id;
-    }
-    one->label[0] = 0; one->weight[0] = 1; one->n = 1;
+    if (wd_batch_init(one.get(), s, 1, 0) != WD_OK) return 1;
+    std::vector<float> dense((size_t)s->ndense);
+    for (int d = 0; d < s->ndense; d++) dense[(size_t)d] = wd_count_feature(d + 1);   // counts, as convert stores them
+    std::vector<const char *> cat((size_t)s->nslots, "example");                      // one raw string per slot
+    if (wd_batch_add(spec.get(), one.get(), 0.0f, dense.data(), cat.data()) != WD_OK) { std::fprintf(stderr, "%s\n", wd_last_error()); return 1; }
     float q = 0;
     if (wd_predict(model.get(), one.get(), &q) != WD_OK) { std::fprintf(stderr, "%s\n", wd_last_error()); return 1; }
     std::printf("hand-built sample: p = %.4f\n", q);

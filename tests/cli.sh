@@ -30,6 +30,10 @@ have() { local f; for f; do [ -s "$f" ] || return 1; done; }
 # same_after OFFSET A B: both files are longer than OFFSET bytes and equal after it
 same_after() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt "$1" ] && [ "$(stat -c %s "$3" 2>/dev/null || echo 0)" -gt "$1" ] &&
                cmp -s <(tail -c +$(($1 + 1)) "$2") <(tail -c +$(($1 + 1)) "$3"); }
+# same_blocks HA A HB B TAIL: A after its first HA bytes equals B after its
+# first HB bytes, the last TAIL bytes of each left out (both hold more)
+same_blocks() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt $(($1 + $5)) ] && [ "$(stat -c %s "$4" 2>/dev/null || echo 0)" -gt $(($3 + $5)) ] &&
+                cmp -s <(head -c -$5 "$2" | tail -c +$(($1 + 1))) <(head -c -$5 "$4" | tail -c +$(($3 + 1))); }
 # out_has / err_has TEXT: fixed text in the last command's stdout / stderr
 out_has() { grep -qF -- "$1" "$T/out"; }
 err_has() { grep -qF -- "$1" "$T/err"; }
@@ -119,7 +123,10 @@ ck "summary rows=20000 bad_rows=0 blocks=5" grep -q '^converted rows=20000 bad_r
 end
 begin cli_gen_equals_convert
 ck "setup: g.wdr and gc.wdr" have "$T/g.wdr" "$T/gc.wdr"
-ck "blocks differ" same_after $hdr "$T/g.wdr" "$T/gc.wdr"
+# gc.wdr's header also holds its input format (Criteo: 4 + 48 bytes); the
+# blocks must be the same bytes (the footers differ by those offsets: 5
+# blocks make 24 + 16 * 5 + 8 bytes of footer and 24 of trailer)
+ck "blocks differ" same_blocks $hdr "$T/g.wdr" $((hdr + 4 + 48)) "$T/gc.wdr" $((24 + 16 * 5 + 8 + 24))
 end
 
 # bad lines: error mode names file:line and leaves no output; skip mode counts
@@ -877,7 +884,10 @@ run "$WD" convert "${csv_args[@]}" --delimiter ';' -o "$T/s_semi.wdr" "$T/s_semi
 ck "--delimiter ';': exit $rc" [ "$rc" = 0 ]
 run "$WD" convert "${csv_args[@]}" --delimiter tab -o "$T/s_tab.wdr" "$T/s_tab.csv"
 ck "--delimiter tab: exit $rc" [ "$rc" = 0 ]
-ck "the same records" eval 'have "$T/s_comma.wdr" && cmp -s "$T/s_comma.wdr" "$T/s_semi.wdr" && cmp -s "$T/s_comma.wdr" "$T/s_tab.wdr"'
+# the same records: the headers differ only in the input format they store (the delimiter)
+shb=$(od -An -tu4 -j12 -N4 "$T/s_comma.wdr" 2>/dev/null | tr -d ' ')
+ck "the same records" eval 'have "$T/s_comma.wdr" && [ -n "$shb" ] && same_after $shb "$T/s_comma.wdr" "$T/s_semi.wdr" && same_after $shb "$T/s_comma.wdr" "$T/s_tab.wdr"'
+ck "the delimiter stored" eval '! cmp -s "$T/s_comma.wdr" "$T/s_semi.wdr"'
 run "$WD" convert "${csv_args[@]}" --delimiter ';;' -o "$T/x.wdr" "$T/s_semi.csv"
 ck "--delimiter ';;': exit $rc, wanted 2" [ "$rc" = 2 ]
 end
@@ -1057,6 +1067,54 @@ for c in convert gen train eval predict dump; do
 done
 ck "options given an option ($m)" [ "$m" -ge 50 ]
 end "($n ranges, $m options)"
+
+# vocabulary fingerprints (issue 21): a day converted on its own numbers its
+# values by its own counts: ids permuted, bucket counts equal. Slot c: x is
+# the training day's frequent value, y the other day's; the label follows x.
+{ echo "click,c,d"; for i in $(seq 0 199); do x=$((i % 5 < 3)); [ $x = 1 ] && v=x || v=y; echo "$x,$v,p$((i % 2))"; done; } > "$T/fa.csv"
+{ echo "click,c,d"; for i in $(seq 0 199); do x=$((i % 5 >= 3)); [ $x = 1 ] && v=x || v=y; echo "$x,$v,p$((i % 2))"; done; } > "$T/fb.csv"
+fp_args=(--format csv --label click --cat c,d)
+begin cli_fingerprint_refused
+run "$WD" convert "${fp_args[@]}" -o "$T/fa.wdr" "$T/fa.csv"; ck "convert fa: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert "${fp_args[@]}" -o "$T/fb_alone.wdr" "$T/fb.csv"; ck "convert fb alone: exit $rc" [ "$rc" = 0 ]
+run "$WD" convert "${fp_args[@]}" --schema-from "$T/fa.wdr" -o "$T/fb.wdr" "$T/fb.csv"; ck "convert fb --schema-from fa: exit $rc" [ "$rc" = 0 ]
+fpa=$("$WD" inspect "$T/fa.wdr" | sed -n 's/^  slot 0 .*vocabulary \([0-9a-f]*\)$/\1/p')
+fpb=$("$WD" inspect "$T/fb.wdr" | sed -n 's/^  slot 0 .*vocabulary \([0-9a-f]*\)$/\1/p')
+fpc=$("$WD" inspect "$T/fb_alone.wdr" | sed -n 's/^  slot 0 .*vocabulary \([0-9a-f]*\)$/\1/p')
+ck "inspect prints slot c's fingerprint, equal after --schema-from ($fpa $fpb), another alone ($fpc)" eval '[ -n "$fpa" ] && [ "$fpa" = "$fpb" ] && [ -n "$fpc" ] && [ "$fpa" != "$fpc" ]'
+ck "inspect names the input format" eval '"$WD" inspect "$T/fa.wdr" | grep -q "^input: *csv"'
+run "$WD" train --train "$T/fa.wdr" --hidden 4 --embed-dim 2 --epochs 3 --threads 2 --save "$T/fa.wdm"; ck "train fa: exit $rc" [ "$rc" = 0 ]
+run "$WD" eval --model "$T/fa.wdm" "$T/fb.wdr"; ck "eval fb (--schema-from): exit $rc" [ "$rc" = 0 ]
+run "$WD" eval --model "$T/fa.wdm" "$T/fb_alone.wdr"
+ck "eval fb alone: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "eval names the file and slot" eval 'err_has "fb_alone.wdr: slot 0 (c)" && err_has "--schema-from"'
+run "$WD" predict --model "$T/fa.wdm" "$T/fb_alone.wdr" -o "$T/fbp.txt"
+ck "predict fb alone: exit $rc, wanted 1, no output" eval '[ "$rc" = 1 ] && err_has "slot 0 (c)" && [ ! -e "$T/fbp.txt" ]'
+run "$WD" train --train "$T/fa.wdr,$T/fb_alone.wdr" --hidden 4 --max-steps 1 --threads 2
+ck "train on fa and fb alone: exit $rc, wanted 1, names fb_alone" eval '[ "$rc" = 1 ] && err_has "fb_alone.wdr: slot 0 (c)"'
+run "$WD" train --train "$T/fa.wdr" --valid "$T/fb_alone.wdr" --hidden 4 --max-steps 1 --threads 2
+ck "--valid fb alone: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "fb_alone.wdr: slot 0 (c)"'
+run "$WD" train --init-from "$T/fa.wdm" --train "$T/fb_alone.wdr" --max-steps 100 --threads 2 --save "$T/fb.wdm"
+ck "--init-from fa.wdm on fb alone: exit $rc, wanted 1, no model" eval '[ "$rc" = 1 ] && err_has "the model" && [ ! -e "$T/fb.wdm" ]'
+run "$WD" convert --format criteo --schema-from "$T/fa.wdr" -o "$T/fx.wdr" "$T/fb.csv"
+ck "convert --format criteo --schema-from a csv file: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "converted from --format csv"'
+end
+
+# the serving export: smaller, the same predictions, cannot train
+begin cli_export
+ck "setup: fa.wdm" have "$T/fa.wdm"
+run "$WD" export "$T/fa.wdm" "$T/fa-serve.wdm"
+ck "export: exit $rc" [ "$rc" = 0 ]
+ck "export reports the sizes" out_has "exported $T/fa.wdm -> $T/fa-serve.wdm"
+ck "smaller than the checkpoint" eval '[ "$(stat -c %s "$T/fa-serve.wdm" 2>/dev/null || echo 0)" -gt 0 ] && [ "$(stat -c %s "$T/fa-serve.wdm")" -lt "$(stat -c %s "$T/fa.wdm")" ]'
+"$WD" predict --model "$T/fa.wdm" "$T/fb.wdr" -o "$T/fe1.txt" > /dev/null 2>&1
+run "$WD" predict --model "$T/fa-serve.wdm" "$T/fb.wdr" -o "$T/fe2.txt"
+ck "predict with the export: exit $rc, the checkpoint's predictions" eval '[ "$rc" = 0 ] && have "$T/fe1.txt" && cmp -s "$T/fe1.txt" "$T/fe2.txt"'
+run "$WD" train --init-from "$T/fa-serve.wdm" --train "$T/fb.wdr" --max-steps 100 --threads 2
+ck "train from the export: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "exported for serving"'
+run "$WD" export "$T/fa-serve.wdm" "$T/fa-serve.wdm"
+ck "export onto its input: exit $rc, wanted 2" [ "$rc" = 2 ]
+end
 
 echo "# cli: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" = 0 ]

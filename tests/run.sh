@@ -17,7 +17,7 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=106                       # the tests in tests/cli.sh
+CLI_TESTS=108                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
@@ -135,6 +135,7 @@ else say "SKIP compile_cuda: nvcc not installed"; fi
 
 unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 unit "$B/test_convert" tests/test_convert.c "$T"
+unit "$B/test_contract" tests/test_contract.c "$T"   # the model is the contract: raw strings, fingerprints, old formats
 unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 unit "$B/test_loader" tests/test_loader.c "$T"
 unit "$B/test_train" tests/test_train.c "$T"
@@ -157,6 +158,7 @@ echo "# under ThreadSanitizer:" | tee -a "$log"
 unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 unit "$B/test_train_tsan" tests/test_train.c "$T"
 unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
+unit "$B/test_contract_tsan" tests/test_contract.c "$T"   # raw requests scored from 8 threads
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
@@ -172,6 +174,26 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
         say "PASS example_predict_cpp"
     else say "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")"; fi
 else say "SKIP examples: no data in $DATA"; fi
+
+# the README's serving block, run (build/readme_serve: its serve() on a model
+# trained from the Criteo sample): the probability it prints for its request
+# must equal, to the last bit (%.9g), what `wd predict` gives the same request
+# as a Criteo line converted --schema-from the training file
+if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && built readme_serving "$B/readme_serve"; then
+    R=$T/readme; mkdir -p "$R"
+    req=$(printf '0\t5'; for i in $(seq 12); do printf '\t'; done; printf '\t68fd1e64\t80e26c9b'; for i in $(seq 24); do printf '\t'; done)
+    printf '%s\n' "$req" > "$R/req.tsv"
+    if head -3000 "$DATA/criteo_kaggle_head8000_train.tsv" > "$R/day1.tsv" &&
+       "$B/wd" convert --format criteo -o "$R/day1.wdr" "$R/day1.tsv" > "$R/out" 2>&1 &&
+       "$B/wd" convert --format criteo --schema-from "$R/day1.wdr" -o "$R/req.wdr" "$R/req.tsv" >> "$R/out" 2>&1 &&
+       "$B/wd" train --train "$R/day1.wdr" --hidden 32,16 --embed-dim 8 --threads 2 --save "$R/ctr.wdm" >> "$R/out" 2>&1 &&
+       "$B/wd" predict --model "$R/ctr.wdm" -o "$R/want.txt" "$R/req.wdr" >> "$R/out" 2>&1 &&
+       timeout "$TEST_TIMEOUT" "$B/readme_serve" "$R/ctr.wdm" > "$R/got.txt" 2>> "$R/out"; then
+        want=$(cat "$R/want.txt"); got=$(sed -n 's/^p(click) //p' "$R/got.txt")
+        if [ -n "$got" ] && [ "$got" = "$want" ]; then say "PASS readme_serving: serve() printed p(click) $got, wd predict $want"
+        else say "FAIL readme_serving: serve() printed '$(head -c 200 "$R/got.txt")', wd predict '$want'"; fi
+    else say "FAIL readme_serving: $(tail -3 "$R/out" | tr '\n' ' ')"; fi
+elif [ ! -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then say "SKIP readme_serving: no data in $DATA"; fi
 
 # every regression input (tests/fuzz/regress/<name>/) and seed replayed through
 # its harness, built with gcc + ASan + UBSan (build/replay_<name>): no libFuzzer needed

@@ -722,20 +722,30 @@ static void check_model(const golden_model *g) {
 #endif
         wd_reader_close(r);
     } else CHECK(!"open v1.wdr");
-    // saving what was loaded writes version 2 with the same sections, byte for
+    // saving what was loaded writes version 3 with the same sections, byte for
     // byte, except POS: version 2 appends the training files' fingerprint
-    // (0 for a model from a version-1 file) and a reserved word
+    // (0 for a model from a version-1 file) and a reserved word; and version 3
+    // adds INPT after POS: the input contract, not recorded (flags 0, every
+    // slot without a vocabulary: 8 + 8 S bytes)
     char out[600];
     snprintf(out, sizeof out, "%s/golden-resave-%s", TMP, g->file);
     CHECK_OK(wd_model_save(m, out));
     size_t n1 = 0, n2 = 0;
     unsigned char *a = slurp(path, &n1), *b = slurp(out, &n2);
-    CHECK(a && b && n2 == n1 + 16 && memcmp(a, b, 8) == 0 && le32(a + 8) == 1 && le32(b + 8) == 2);
+    CHECK(a && b && n2 == n1 + 16 + 24 + 8 + 8 * 3 && memcmp(a, b, 8) == 0 && le32(a + 8) == 1 && le32(b + 8) == 3);
     size_t oa = 12, ob = 12;
     int sections = 0;
     while (a && b && oa + 16 <= n1 && ob + 16 <= n2) {
         uint32_t tag = le32(a + oa);
         uint64_t la = le64(a + oa + 8), lb = le64(b + ob + 8);
+        if (le32(b + ob) == 0x54504e49u && ob + 16 + 32 + 8 <= n2) {   // 'INPT'
+            const unsigned char *q = b + ob + 16;
+            CHECK(lb == 32 && le32(q) == 0 && le32(q + 4) == 3);
+            for (int k = 0; k < 3; k++) CHECK(le64(q + 8 + 8 * (size_t)k) == UINT64_MAX);
+            CHECK(le32(q + lb) == ref_crc32c(q, lb) && le32(q + lb + 4) == 0);
+            ob += 16 + (size_t)lb + 8;
+            continue;
+        }
         CHECK(le32(b + ob) == tag);
         if (tag == 0x20534f50u) {   // 'POS '
             CHECK(la == 32 && lb == 48 && memcmp(a + oa + 16, b + ob + 16, 32) == 0);

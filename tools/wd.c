@@ -5,6 +5,7 @@
 //   wd train     train a Wide&Deep model from .wdr files
 //   wd eval      AUC and log loss of a model on .wdr files
 //   wd predict   one probability per line (id<TAB>probability with ids), in input order
+//   wd export    a model for serving: weights and input contract, no optimizer state
 //   wd dump      raw arrays (labels, dense, ids) for other tools and peers
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error,
 // 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).
@@ -708,7 +709,7 @@ static const opt INSPECT_OPTS[] = {
 _Static_assert(WD_DEVICE_CPU == 0 && WD_DEVICE_CUDA == 1 && WD_ADAGRAD == 0 && WD_ADAM == 1 && WD_POOL_SUM == 0 && WD_POOL_MEAN == 1 &&
                WD_PRECISION_FP32 == 0 && WD_PRECISION_BF16 == 1, "a choice table no longer matches its enum");
 #define NOPTS(t) ((int)(sizeof t / sizeof t[0]))
-enum { C_CONVERT, C_INSPECT, C_GEN, C_TRAIN, C_EVAL, C_PREDICT, C_DUMP, C_COUNT };
+enum { C_CONVERT, C_INSPECT, C_GEN, C_TRAIN, C_EVAL, C_PREDICT, C_EXPORT, C_DUMP, C_COUNT };
 static const cmdinfo CMDS[C_COUNT] = {
     {"convert", "convert --format criteo|libsvm|csv [options] -o OUT.wdr IN...",
      "Converts text (Criteo TSV, LibSVM, CSV) into .wdr records.", CONVERT_OPTS, NOPTS(CONVERT_OPTS),
@@ -724,7 +725,7 @@ static const cmdinfo CMDS[C_COUNT] = {
      "The output is written as OUT.wdr.tmp-PID and renamed when complete: a failure or an\n"
      "interrupt (exit 130 on SIGINT) leaves nothing. Without --id-column an OUT.wdr.ids left\n"
      "by an earlier conversion to OUT.wdr is removed (it no longer matches).\n"},
-    {"inspect", "inspect [--verify] FILE.wdr", "Prints the schema, blocks, samples, label mean and bytes per sample of a .wdr file.",
+    {"inspect", "inspect [--verify] FILE.wdr", "Prints the input format, the schema (each vocabulary's fingerprint), blocks, samples, label\nmean and bytes per sample of a .wdr file.",
      INSPECT_OPTS, NOPTS(INSPECT_OPTS), NULL},
     {"gen", "gen -o OUT.wdr --rows N [options]",
      "Draws synthetic Criteo-shaped data from a planted model and prints its oracle AUC.", GEN_OPTS, NOPTS(GEN_OPTS),
@@ -745,9 +746,14 @@ static const cmdinfo CMDS[C_COUNT] = {
      "AUC and log loss of a model; ends with: auc=<x> logloss=<y> samples=<n>.", EVAL_OPTS, NOPTS(EVAL_OPTS),
      "Data without samples is an error; an AUC that is undefined (one class) prints as nan.\n"},
     {"predict", "predict --model M.wdm [options] DATA.wdr... -o PRED.txt",
-     "One probability per sample, in input order.", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
+     "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
      "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
      "PRED.txt is written under a temporary name and renamed when complete.\n"},
+    {"export", "export M.wdm OUT.wdm",
+     "Writes a model for serving: its weights and input contract without optimizer state.", NULL, 0,
+     "OUT.wdm loads for eval, predict and wd_model_spec (the input format and vocabularies it\n"
+     "was trained with) and cannot train (train M.wdm). It is written under a temporary name\n"
+     "and renamed when complete.\n"},
     {"dump", "dump DATA.wdr OUTDIR",
      "Raw arrays for other tools (one-hot schemas): creates OUTDIR and writes labels.f32 (N),\n"
      "dense.f32 (N x D), ids.u32 (N x S), little-endian, row-major, and meta.txt\n"
@@ -909,11 +915,18 @@ static int cmd_convert(int argc, char **argv) {
         st = wd_text_spec_libsvm(spec, a.slots, a.dense_range, 0);
     }
     if (!st && a.slot_buckets) st = wd_text_spec_buckets(spec, a.slot_buckets);
-    if (!st && a.schema_from) {   // its bucket counts, and its vocabulary (kept open until the conversion ends)
+    if (!st && a.schema_from) {   // its bucket counts and its vocabulary (copied into the spec)
         st = wd_reader_open(a.schema_from, &ref);
+        static const char *fmt_names[3] = {"criteo", "libsvm", "csv"};
+        if (!st && ref->spec && (ref->spec->format != spec->format || ref->spec->dense_raw != spec->dense_raw)) {   // the same input rule as F.wdr's
+            rc = fail_msg("--schema-from %s: that file was converted from --format %s%s, this conversion is --format %s%s: its ids and features would not mean the same",
+                             a.schema_from, fmt_names[ref->spec->format], ref->spec->dense_raw ? " --dense-raw" : "", fmt_names[spec->format], spec->dense_raw ? " --dense-raw" : "");
+            goto done;
+        }
         if (!st) st = wd_text_spec_match(spec, wd_reader_schema(ref));
         if (!st && wd_reader_vocab(ref)) st = wd_text_spec_vocab(spec, wd_reader_vocab(ref));
     }
+    if (ref) { wd_reader_close(ref); ref = NULL; }
     if (st) { rc = fail(st); goto done; }
 
     conv_ui ui;
@@ -959,6 +972,7 @@ static int cmd_convert(int argc, char **argv) {
     rc = 0;
 done:
     if (ref) wd_reader_close(ref);
+    wd_text_spec_free(spec);
     free(spec);
     sv_free(&in);
     return rc;
@@ -981,9 +995,17 @@ static int cmd_inspect(int argc, char **argv) {
     int64_t nb = wd_reader_nblocks(r), ns = wd_reader_nsamples(r);
     printf("file:     %s\n", path);
     printf("created:  %s\n", wd_reader_created(r));
+    static const char *fmt_names[3] = {"criteo (TSV)", "libsvm", "csv"};
+    if (r->spec) printf("input:    %s%s%s\n", fmt_names[r->spec->format], r->spec->format == WD_FMT_CSV ? (r->spec->dense_raw ? ", dense values as they are" : ", dense counts through log1p") : "",
+                        r->spec->nderived ? ", derived slots" : "");
+    else printf("input:    no input format stored (written by wd_writer or wd gen, or converted before .wdr version 3)\n");
     printf("schema:   %d dense, %d slots%s\n", s->ndense, s->nslots, v ? " (vocabulary ids)" : "");
-    for (int k = 0; k < s->nslots; k++)
-        printf("  slot %-3d %-20s %10u buckets  %s\n", k, s->slot[k].name, s->slot[k].buckets, s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot");
+    for (int k = 0; k < s->nslots; k++) {   // the fingerprint: two files' ids agree where theirs do
+        uint64_t fp = wd_vocab_fingerprint(v, k);
+        char fps[40] = "";
+        if (fp) snprintf(fps, sizeof fps, "  vocabulary %016llx", (unsigned long long)fp);
+        printf("  slot %-3d %-20s %10u buckets  %s%s\n", k, s->slot[k].name, s->slot[k].buckets, s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", fps);
+    }
     printf("blocks:   %lld (first holds %d samples)\n", (long long)nb, nb ? wd_reader_block_samples(r, 0) : 0);
     printf("samples:  %lld\n", (long long)ns);
     printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r), ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
@@ -1418,8 +1440,8 @@ static int write_predictions(FILE *f, const char *path, const float *pred, const
                 ssize_t n = getline(&line, &cap, in);
                 if (n < 0) { rc = fail_msg("%s: %lld ids for the %lld samples of %s", ids->v[k], (long long)i, (long long)counts[k], files->v[k]); break; }
                 while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-                if (fprintf(f, "%s\t%.7g\n", line, (double)pred[at]) < 0) break;
-            } else if (fprintf(f, "%.7g\n", (double)pred[at]) < 0) break;
+                if (fprintf(f, "%s\t%.9g\n", line, (double)pred[at]) < 0) break;
+            } else if (fprintf(f, "%.9g\n", (double)pred[at]) < 0) break;
         }
         if (in && !rc && getline(&line, &cap, in) >= 0) rc = fail_msg("%s: more ids than the %lld samples of %s", ids->v[k], (long long)counts[k], files->v[k]);
         if (in) fclose(in);
@@ -1551,6 +1573,31 @@ done:
     return rc;
 }
 
+// ---- export -------------------------------------------------------------------------------------------
+static int cmd_export(int argc, char **argv) {
+    const cmdinfo *c = &CMDS[C_EXPORT];
+    strvec pos = {0};
+    int rc = parse_args(c, NULL, argc, argv, &pos, NULL);
+    if (rc < 0 && pos.n != 2) rc = usage_error("export: M.wdm OUT.wdm");
+    if (rc >= 0) { sv_free(&pos); return rc; }
+    const char *in = pos.v[0], *out = pos.v[1];
+    wd_model *m = NULL;
+    if (wd__same_file(in, out)) { rc = refuse_same("export:", out, "the model", in); goto done; }
+    if ((rc = check_output("export:", out)) != 0) goto done;
+    wd_status st = wd_model_load(in, &m);
+    if (!st) { add_temp(out); install_signals(0, ""); st = wd_model_export(m, out); }
+    if (st) { rc = fail(st); goto done; }
+    struct stat a, b;
+    if (stat(in, &a) == 0 && stat(out, &b) == 0)
+        printf("exported %s -> %s: %lld bytes (the checkpoint %lld, %.1f%%)\n", in, out, (long long)b.st_size, (long long)a.st_size,
+               a.st_size ? 100.0 * (double)b.st_size / (double)a.st_size : 0.0);
+    rc = 0;
+done:
+    wd_model_destroy(m);
+    sv_free(&pos);
+    return rc;
+}
+
 // ---- dump ---------------------------------------------------------------------------------------------
 static int cmd_dump(int argc, char **argv) {
     const cmdinfo *c = &CMDS[C_DUMP];
@@ -1663,6 +1710,7 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return cmd_eval_predict(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "predict") == 0) return cmd_eval_predict(argc - 2, argv + 2, 1);
+    if (strcmp(cmd, "export") == 0) return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

@@ -23,6 +23,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
             for (int i = 0; i < 3; i++) if (!(probs[i] >= 0 && probs[i] <= 1)) abort();
         wd_batch_free(&b);
     }
+    wd_text_spec t;   // a model with an input contract gives a spec that parses
+    if (wd_model_spec(m, &t) == WD_OK) {
+        if (wd_batch_init(&b, &m->schema, 1, 1) == WD_OK) {
+            const char *line = t.format == WD_FMT_LIBSVM ? "1 0:1" : t.format == WD_FMT_CSV ? "1,0,14102100,1005,1fbe01fe,ecad2386" : "0\t1\t\t\t\t\t\t\t\t\t\t\t\t\ta\tb\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+            float p;
+            if (wd_parse_line(&t, line, strlen(line), &b) == WD_OK && wd_predict(m, &b, &p) == WD_OK && !(p >= 0 && p <= 1)) abort();
+            wd_batch_free(&b);
+        }
+        wd_text_spec_free(&t);
+    }
     wd_model_destroy(m);
     return 0;
 }

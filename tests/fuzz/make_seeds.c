@@ -52,5 +52,35 @@ int main(int argc, char **argv) {
     if (wd_model_save(m, path)) return 1;
     wd_model_destroy(m);
     wd_batch_free(&b);
+    // a converted file (.wdr v3: a vocabulary and the input format, derived
+    // slots) and a model trained on it (.wdm v3: its input contract)
+    char csvin[600], conv[600];
+    snprintf(csvin, sizeof csvin, "%s/lines.csv", d[3]);
+    snprintf(conv, sizeof conv, "%s/converted.wdr", d[0]);
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.header = "id,click,hour,C1,site_id,app_id"; cd.label = "click"; cd.cat = "C1,site_id,app_id"; cd.dense = "id";
+    cd.derive = "hour_of_day=hour[6:8],day_of_week=weekday(hour[0:6])";
+    wd_text_spec t;
+    if (wd_text_spec_csv_desc(&t, &cd)) return 1;
+    wd_convert_desc cv;
+    memset(&cv, 0, sizeof cv);
+    const char *ins[1] = {csvin};
+    cv.spec = &t; cv.inputs = ins; cv.ninputs = 1; cv.output = conv; cv.min_count = 1;
+    if (wd_convert(&cv, NULL)) return 1;
+    wd_reader *r;
+    if (wd_reader_open(conv, &r)) return 1;
+    md.schema = wd_reader_schema(r);
+    if (wd_model_create(&md, &m)) return 1;
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *tf[1] = {conv};
+    td.files = tf; td.nfiles = 1; td.threads = 1;
+    snprintf(path, sizeof path, "%s/contract.wdm", d[4]);
+    if (wd_train(m, &td, NULL) || wd_model_save(m, path)) return 1;
+    snprintf(path, sizeof path, "%s/export.wdm", d[4]);   // the same model for serving (no optimizer state)
+    if (wd_model_export(m, path)) return 1;
+    wd_model_destroy(m);
+    wd_reader_close(r);
     return 0;
 }
