@@ -47,7 +47,21 @@ NVFLAGS   := -O3 -std=c++17 $(GENCODE) -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcublas -lnccl -lcudart
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu)
 
-all: $(B)/wd $(CUDA_BINS)
+# MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
+# (widedeep.h section 14, tools/wd.c); built whenever mpicc exists
+# (tools/install-deps.sh installs Open MPI), with CUDA too as wd-mpi-cuda
+# (--device cuda: one GPU per local rank, NCCL bootstrapped by MPI_Bcast).
+MPICC     ?= $(shell command -v mpicc 2>/dev/null)
+MPICXX    ?= $(shell command -v mpicxx 2>/dev/null)
+MPI_BINS  := $(if $(MPICC),$(B)/wd-mpi $(if $(NVCC),$(if $(MPICXX),$(B)/wd-mpi-cuda)))
+
+all: $(B)/wd $(CUDA_BINS) $(MPI_BINS)
+
+$(B)/wd-mpi: tools/wd.c $(HDR) $(ENGINE) | $(B)
+	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -o $@ tools/wd.c $(LDLIBS) $(GEMML)
+$(B)/wd-mpi-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -DWD_HAVE_CUDA -c -o $(B)/wd-mpi-cuda.o tools/wd.c
+	$(MPICXX) -o $@ $(B)/wd-mpi-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
 
 $(B)/widedeep_cuda.o: widedeep_cuda.cu $(HDR) | $(B)
 	$(NVCC) $(NVFLAGS) -c -o $@ widedeep_cuda.cu
@@ -131,7 +145,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # Everything `make test` runs. -k: a binary that does not build (or whose
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
-TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
+TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
 	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)

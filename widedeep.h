@@ -125,6 +125,15 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifdef WD_USE_MPI                  // section 14's MPI communicator: MPI's C API (not its C++ bindings)
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+#endif
 
 // ---- 1. Options -------------------------------------------------------------
 #ifndef WDDEF
@@ -761,6 +770,25 @@ struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
 // The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
+#ifdef WD_USE_MPI
+/* One rank per MPI process of `comm` (MPI_COMM_WORLD or a split of it; link
+   the MPI library, e.g. build with mpicc). The dense sum is MPI_Allreduce,
+   the sparse rows MPI_Allgatherv after an allgather of their byte counts,
+   the barrier MPI_Barrier; each is started nonblocking and polled, so that a
+   rank whose peer called abort (the reason arrives as a message) or that
+   waited longer than the timeout (3600 s) returns WD_ERR_ABORTED naming the
+   rank and the reason instead of waiting forever. A program whose rank
+   failed should then end the job (MPI_Abort, as tools/wd.c does): a
+   collective left pending cannot be finished. A process killed outright is
+   the launcher's to report: mpirun ends the whole job. Every MPI call is
+   made on the thread that calls the collectives (with wd_train: the thread
+   that calls wd_train; its worker threads make none): initialize MPI with at
+   least MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
+   workers in each process; results are bit-identical run to run for a
+   given layout (processes x threads) as long as MPI's reduction order is. */
+WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out);
+WDDEF void wd_comm_mpi_destroy(wd_comm *c);
+#endif
 
 // ---- 15. Training, evaluation, prediction ------------------------------------------------------
 /* One training loop drives every device: per rank (one per GPU; the CPU is
@@ -1025,6 +1053,11 @@ WDDEF void wd_comm_nccl_destroy(wd_comm *c);
 // Several ranks on one GPU (tests of the multi-GPU logic on one device).
 WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
 WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
+#ifdef WD_USE_MPI
+// One rank of an NCCL job per process of `comm` on GPU `device`: rank 0's
+// unique id reaches every process by MPI_Bcast, then wd_comm_nccl_init_rank.
+WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out);
+#endif
 #endif
 
 /* The device plan: every buffer the CUDA backend allocates to train model m
@@ -1117,6 +1150,7 @@ WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offs
 extern ssize_t pread(int fd, void *buf, size_t n, off_t at);
 extern size_t strnlen(const char *s, size_t n);
 extern int clock_gettime(__clockid_t clock, struct timespec *ts);
+extern int nanosleep(const struct timespec *want, struct timespec *left);
 #endif
 
 #ifdef __cplusplus
@@ -5704,6 +5738,363 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks) {
     for (int r = 0; r < nranks; r++) ranks[r] = NULL;
 }
 
+// ---- workers of several processes: T threads here, one rank of a host communicator per process ----
+// The CPU backend's workers in a job of several processes: worker t of
+// process p is rank first[p] + t of first[P]. A sum is the workers' ring
+// sum here, then worker 0's sum between the processes, copied by the others;
+// an allgather concatenates this process's rows (a header of T byte counts,
+// then each worker's bytes at an 8-aligned offset), allgathers that between
+// the processes and hands out every worker's view. Worker 0 alone calls the
+// processes' communicator (it runs on the thread that called wd_train).
+typedef struct wd__hier {
+    wd_comm *ext;                   // between the processes
+    wd_comm **local;                // (T) between this process's workers
+    int T, total;
+    int *first;                     // (P + 1) the processes' first worker ranks
+    wd_comm *ranks;                 // (T)
+    float *buf0;                    // sum: worker 0's buffer, the result
+    const void **pv;                // (P) allgather: each process's bytes
+    size_t *ps;
+    const void **views;             // (total) every worker's bytes
+    size_t *sizes;
+    wd__buf cat;                    // this process's workers' bytes, concatenated
+} wd__hier;
+static size_t wd__align8(size_t n) { return (n + 7) & ~(size_t)7; }
+static int wd__hier_worker(const wd_comm *c) {
+    const wd__hier *h = (const wd__hier *)c->impl;
+    return c->rank - h->first[h->ext->rank];
+}
+static wd_status wd__hier_ext_failed(wd_comm *lc, wd_status st) {
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    lc->ops->abort(lc, st, err);   // this process's other workers stop waiting
+    return wd__fail(st, "%s", err);
+}
+static wd_status wd__hier_allreduce(wd_comm *c, float *buf, size_t n) {
+    wd__hier *h = (wd__hier *)c->impl;
+    int t = wd__hier_worker(c);
+    wd_comm *lc = h->local[t];
+    WD__TRY(lc->ops->allreduce_sum(lc, buf, n));
+    if (t == 0) {
+        h->buf0 = buf;
+        wd_status st = h->ext->ops->allreduce_sum(h->ext, buf, n);
+        if (st) return wd__hier_ext_failed(lc, st);
+    }
+    WD__TRY(lc->ops->barrier(lc));
+    if (t) memcpy(buf, h->buf0, sizeof(float) * n);   // worker 0 reads its buffer only until the next collective
+    return WD_OK;
+}
+static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const size_t *ls) {
+    size_t len = 8 * (size_t)(1 + h->T);
+    for (int t = 0; t < h->T; t++) len = wd__align8(len) + ls[t];
+    h->cat.len = 0;
+    WD__TRY(wd__buf_reserve(&h->cat, len));
+    uint8_t *p = h->cat.p;
+    uint64_t u = (uint64_t)h->T;
+    memcpy(p, &u, 8);
+    size_t off = 8 * (size_t)(1 + h->T);
+    for (int t = 0; t < h->T; t++) {
+        u = ls[t];
+        memcpy(p + 8 * (size_t)(1 + t), &u, 8);
+        size_t a = wd__align8(off);
+        memset(p + off, 0, a - off);
+        if (ls[t]) memcpy(p + a, lv[t], ls[t]);
+        off = a + ls[t];
+    }
+    h->cat.len = len;
+    WD__TRY(h->ext->ops->allgather(h->ext, h->cat.p, len, h->pv, h->ps));
+    for (int q = 0; q < h->ext->size; q++) {   // every process's header, checked against what it sent
+        const uint8_t *v = (const uint8_t *)h->pv[q];
+        int Tq = h->first[q + 1] - h->first[q];
+        uint64_t tq = 0;
+        if (h->ps[q] >= 8) memcpy(&tq, v, 8);
+        size_t o = 8 * (size_t)(1 + Tq);
+        if (h->ps[q] < o || tq != (uint64_t)Tq)
+            return wd__fail(WD_ERR_INTERNAL, "process rank %d sent %zu bytes of sparse rows with a header for %llu workers; it has %d", q, h->ps[q], (unsigned long long)tq, Tq);
+        for (int t = 0; t < Tq; t++) {
+            uint64_t sz;
+            memcpy(&sz, v + 8 * (size_t)(1 + t), 8);
+            o = wd__align8(o);
+            if (sz > h->ps[q] - WD__MIN(o, h->ps[q])) return wd__fail(WD_ERR_INTERNAL, "process rank %d: worker %d's %llu bytes of sparse rows overrun its %zu", q, t, (unsigned long long)sz, h->ps[q]);
+            h->views[h->first[q] + t] = v + o;
+            h->sizes[h->first[q] + t] = (size_t)sz;
+            o += (size_t)sz;
+        }
+    }
+    return WD_OK;
+}
+static wd_status wd__hier_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
+    wd__hier *h = (wd__hier *)c->impl;
+    int t = wd__hier_worker(c);
+    wd_comm *lc = h->local[t];
+    const void *lv[256];
+    size_t ls[256];
+    WD__TRY(lc->ops->allgather(lc, mine, bytes, lv, ls));
+    if (t == 0) {
+        wd_status st = wd__hier_exchange(h, lv, ls);
+        if (st) return wd__hier_ext_failed(lc, st);
+    }
+    WD__TRY(lc->ops->barrier(lc));
+    for (int q = 0; q < h->total; q++) { all[q] = h->views[q]; if (sizes) sizes[q] = h->sizes[q]; }
+    return WD_OK;
+}
+static wd_status wd__hier_barrier(wd_comm *c) {
+    wd__hier *h = (wd__hier *)c->impl;
+    int t = wd__hier_worker(c);
+    wd_comm *lc = h->local[t];
+    WD__TRY(lc->ops->barrier(lc));
+    if (t == 0) {
+        wd_status st = h->ext->ops->barrier(h->ext);
+        if (st) return wd__hier_ext_failed(lc, st);
+    }
+    return lc->ops->barrier(lc);
+}
+static void wd__hier_abort(wd_comm *c, wd_status st, const char *why) {
+    wd__hier *h = (wd__hier *)c->impl;
+    int t = wd__hier_worker(c);
+    h->local[t]->ops->abort(h->local[t], st, why);
+    if (t == 0) h->ext->ops->abort(h->ext, st, why);   // other workers' failures reach the processes through wd_train's rank
+}
+static const wd_comm_ops wd__hier_ops = {wd__hier_allreduce, wd__hier_allgather, wd__hier_barrier, wd__hier_abort, NULL, NULL, NULL};
+static void wd__hier_destroy(wd__hier *h) {
+    if (!h) return;
+    wd__free(h->first); wd__free(h->ranks); wd__free(h->pv); wd__free(h->ps); wd__free(h->views); wd__free(h->sizes);
+    wd__free(h->cat.p);
+    wd__free(h);
+}
+// Called by every process at once (an allgather of the worker counts).
+static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier **out) {
+    *out = NULL;
+    if (ext->ops->stream_allreduce_sum) return wd__fail(WD_ERR_INVALID_ARG, "the CPU device needs a host communicator (wd_comm_mpi_create), not a device one");
+    wd__hier *h = WD__NEW(wd__hier);
+    if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    int P = ext->size;
+    h->ext = ext; h->local = local; h->T = T;
+    h->first = (int *)wd__calloc(sizeof(int) * (size_t)(P + 1));
+    h->ranks = (wd_comm *)wd__calloc(sizeof(wd_comm) * (size_t)T);
+    h->pv = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
+    h->ps = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
+    if (!h->first || !h->ranks || !h->pv || !h->ps) { wd__hier_destroy(h); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    int32_t mine = T;
+    wd_status st = ext->ops->allgather(ext, &mine, sizeof mine, h->pv, h->ps);
+    for (int q = 0; !st && q < P; q++) {
+        int32_t tq = 0;
+        if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
+        if (tq < 1 || tq > 256 || h->first[q] > 1000000) st = wd__fail(WD_ERR_INTERNAL, "process rank %d reports %d workers", q, (int)tq);
+        else h->first[q + 1] = h->first[q] + tq;
+    }
+    if (!st) {
+        h->total = h->first[P];
+        h->views = (const void **)wd__calloc(sizeof(void *) * (size_t)h->total);
+        h->sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)h->total);
+        if (!h->views || !h->sizes) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
+    if (st) { wd__hier_destroy(h); return st; }
+    for (int t = 0; t < T; t++) { h->ranks[t].ops = &wd__hier_ops; h->ranks[t].rank = h->first[ext->rank] + t; h->ranks[t].size = h->total; h->ranks[t].impl = h; }
+    *out = h;
+    return WD_OK;
+}
+
+#ifdef WD_USE_MPI
+// ---- MPI: one rank per process ----
+#define WD__MPI_NOTE 400            // an abort notice: the reason, NUL-padded
+#define WD__MPI_TAG 7
+typedef struct wd__mpi {
+    wd_comm self;
+    MPI_Comm comm, ctl;             // collectives; abort notices
+    double timeout;
+    pid_t parent;                   // the launcher (mpirun, orted, slurmstepd): gone, the job is
+    int aborted;
+    char why[WD__MPI_NOTE];         // the reason, also the notice sent (kept until destroy)
+    long long *lens;                // (size) allgather: every rank's bytes
+    int *counts, *displs;
+    uint8_t *recv;
+    size_t recv_cap;
+} wd__mpi;
+
+static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    if (h->aborted) return;
+    h->aborted = 1;
+    memset(h->why, 0, sizeof h->why);
+    snprintf(h->why, sizeof h->why, "rank %d of %d failed: %s", c->rank, c->size, why ? why : wd_status_string(st));
+    for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
+        MPI_Request rq;
+        if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
+    }
+}
+// An abort notice from another rank: this rank is aborted too, with its reason.
+static void wd__mpi_notice(wd__mpi *h) {
+    int flag = 0;
+    MPI_Status s;
+    if (h->aborted || MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_TAG, h->ctl, &flag, &s) != MPI_SUCCESS || !flag) return;
+    char msg[WD__MPI_NOTE];
+    if (MPI_Recv(msg, WD__MPI_NOTE, MPI_CHAR, s.MPI_SOURCE, WD__MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
+    msg[WD__MPI_NOTE - 1] = 0;
+    h->aborted = 1;
+    snprintf(h->why, sizeof h->why, "%s", msg);
+}
+static wd_status wd__mpi_error(wd_comm *c, int e, const char *call) {
+    char es[MPI_MAX_ERROR_STRING], why[WD__MPI_NOTE];
+    int n = 0;
+    if (MPI_Error_string(e, es, &n) != MPI_SUCCESS) snprintf(es, sizeof es, "error %d", e);
+    snprintf(why, sizeof why, "%s: %s", call, es);
+    wd__mpi_abort(c, WD_ERR_ABORTED, why);
+    return wd__fail(WD_ERR_ABORTED, "%s", ((wd__mpi *)c->impl)->why);
+}
+// Polls a started collective until it finishes, another rank's abort notice
+// arrives or the timeout passes (yielding the core meanwhile).
+static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, const char *what) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    double t0 = wd__now();
+    for (int spin = 0;; spin++) {
+        int done = 0, e = MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, what);
+        if (done) return WD_OK;
+        wd__mpi_notice(h);
+        if (h->aborted) return wd__fail(WD_ERR_ABORTED, "%s", h->why);
+        double waited = wd__now() - t0;
+        if (spin % 1000 == 999 && getppid() != h->parent) {   // the launcher died: nobody will end this job
+            char why[WD__MPI_NOTE];
+            snprintf(why, sizeof why, "the launcher (process %ld) is gone while waiting in %s", (long)h->parent, what);
+            wd__mpi_abort(c, WD_ERR_ABORTED, why);
+            return wd__fail(WD_ERR_ABORTED, "%s", h->why);
+        }
+        if (waited > h->timeout) {
+            char why[WD__MPI_NOTE];
+            snprintf(why, sizeof why, "waited %.0f s in %s for the other ranks: timeout", waited, what);
+            wd__mpi_abort(c, WD_ERR_ABORTED, why);
+            return wd__fail(WD_ERR_ABORTED, "%s", h->why);
+        }
+        struct timespec ts = {0, spin < 100 ? 1000 : 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+static wd_status wd__mpi_check(wd_comm *c) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    wd__mpi_notice(h);
+    return h->aborted ? wd__fail(WD_ERR_ABORTED, "%s", h->why) : WD_OK;
+}
+static wd_status wd__mpi_allreduce(wd_comm *c, float *buf, size_t n) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    WD__TRY(wd__mpi_check(c));
+    for (size_t at = 0; at < n;) {   // MPI counts are ints
+        int k = (int)WD__MIN(n - at, (size_t)1 << 30);
+        MPI_Request rq;
+        int e = MPI_Iallreduce(MPI_IN_PLACE, buf + at, k, MPI_FLOAT, MPI_SUM, h->comm, &rq);
+        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallreduce");
+        WD__TRY(wd__mpi_wait(c, &rq, "the dense gradient's MPI_Allreduce"));
+        at += (size_t)k;
+    }
+    return WD_OK;
+}
+static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    WD__TRY(wd__mpi_check(c));
+    long long my = (long long)bytes;
+    MPI_Request rq;
+    int e = MPI_Iallgather(&my, 1, MPI_LONG_LONG, h->lens, 1, MPI_LONG_LONG, h->comm, &rq);
+    if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgather");
+    WD__TRY(wd__mpi_wait(c, &rq, "the sparse rows' byte counts (MPI_Allgather)"));
+    size_t total = 0;
+    for (int q = 0; q < c->size; q++) {   // the same sums on every rank: all fail or none
+        size_t at = wd__align8(total);
+        if (h->lens[q] < 0 || (unsigned long long)h->lens[q] > (unsigned long long)INT32_MAX - at)
+            return wd__fail(WD_ERR_LIMIT, "the sparse rows of one step reach %lld bytes by rank %d: more than MPI_Allgatherv's int counts (2 GiB) hold; use a smaller batch", (long long)at + h->lens[q], q);
+        h->displs[q] = (int)at; h->counts[q] = (int)h->lens[q];
+        total = at + (size_t)h->lens[q];
+    }
+    if (total > h->recv_cap) {
+        uint8_t *p = (uint8_t *)wd__malloc(WD__MAX(total, h->recv_cap + h->recv_cap / 2));
+        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for the sparse rows of every rank"); return wd__fail(WD_ERR_NOMEM, "out of memory for %zu bytes of sparse rows of every rank", total); }
+        wd__free(h->recv);
+        h->recv = p;
+        h->recv_cap = WD__MAX(total, h->recv_cap + h->recv_cap / 2);
+    }
+    e = MPI_Iallgatherv(mine, (int)bytes, MPI_BYTE, h->recv, h->counts, h->displs, MPI_BYTE, h->comm, &rq);
+    if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgatherv");
+    WD__TRY(wd__mpi_wait(c, &rq, "the sparse rows' MPI_Allgatherv"));
+    for (int q = 0; q < c->size; q++) { all[q] = h->recv + h->displs[q]; if (sizes) sizes[q] = (size_t)h->counts[q]; }
+    return WD_OK;
+}
+static wd_status wd__mpi_barrier(wd_comm *c) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    WD__TRY(wd__mpi_check(c));
+    MPI_Request rq;
+    int e = MPI_Ibarrier(h->comm, &rq);
+    if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibarrier");
+    return wd__mpi_wait(c, &rq, "MPI_Barrier");
+}
+static const wd_comm_ops wd__mpi_ops = {wd__mpi_allreduce, wd__mpi_allgather, wd__mpi_barrier, wd__mpi_abort, NULL, NULL, NULL};
+
+WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: out is NULL");
+    *out = NULL;
+    int init = 0, fin = 0, level = MPI_THREAD_SINGLE;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (!init || fin) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI is %s (MPI_Init_thread first)", fin ? "finalized" : "not initialized");
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_FUNNELED) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI was initialized with MPI_THREAD_SINGLE; the trainer's worker threads need MPI_THREAD_FUNNELED or more (MPI_Init_thread)");
+    if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
+    wd__mpi *h = WD__NEW(wd__mpi);
+    if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    h->timeout = 3600.0;
+    h->parent = getppid();
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int e = MPI_Comm_dup(comm, &h->comm);
+    if (e == MPI_SUCCESS) e = MPI_Comm_dup(comm, &h->ctl);
+    else h->ctl = MPI_COMM_NULL;
+    if (e != MPI_SUCCESS) {
+        char es[MPI_MAX_ERROR_STRING];
+        int n = 0;
+        MPI_Error_string(e, es, &n);
+        wd__free(h);
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI_Comm_dup: %s", es);
+    }
+    MPI_Comm_set_errhandler(h->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
+    h->lens = (long long *)wd__calloc(sizeof(long long) * (size_t)size);
+    h->counts = (int *)wd__calloc(sizeof(int) * (size_t)size);
+    h->displs = (int *)wd__calloc(sizeof(int) * (size_t)size);
+    h->self.ops = &wd__mpi_ops; h->self.rank = rank; h->self.size = size; h->self.impl = h;
+    if (!h->lens || !h->counts || !h->displs) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    *out = &h->self;
+    return WD_OK;
+}
+// After an abort the communicators are left to MPI_Abort/MPI_Finalize: a
+// collective may still be pending on them.
+WDDEF void wd_comm_mpi_destroy(wd_comm *c) {
+    if (!c) return;
+    wd__mpi *h = (wd__mpi *)c->impl;
+    if (!h->aborted) { MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl); }
+    wd__free(h->lens); wd__free(h->counts); wd__free(h->displs); wd__free(h->recv);
+    wd__free(h);
+}
+#ifdef WD_HAVE_CUDA
+WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_init_mpi: out is NULL");
+    *out = NULL;
+    char id[128];   // ncclUniqueId is 128 bytes
+    memset(id, 0, sizeof id);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int ok = rank != 0 || wd_comm_nccl_unique_id(id, sizeof id) == WD_OK, all = 0;
+    char err[WD__ERR_MAX] = "";
+    if (!ok) snprintf(err, sizeof err, "%s", wd_last_error());
+    // every rank learns whether rank 0 has an id before anyone waits for NCCL
+    int e = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (e == MPI_SUCCESS && all) e = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, comm);
+    if (e != MPI_SUCCESS) return wd__fail(WD_ERR_ABORTED, "wd_comm_nccl_init_mpi: sharing NCCL's unique id by MPI failed (MPI error %d)", e);
+    if (!all) return wd__fail(WD_ERR_DEVICE, "wd_comm_nccl_init_mpi: rank 0 could not make NCCL's unique id%s%s", err[0] ? ": " : "", err);
+    return wd_comm_nccl_init_rank(id, rank, size, device, out);
+}
+#endif
+#endif
+
 // ---- 15. Training, evaluation, prediction -----------------------------------------------------
 WDDEF const char *wd_stage_name(int stage) {
     static const char *names[WD_STAGE_COUNT] = {"data wait", "h2d copy", "embedding", "mlp forward", "wide+loss",
@@ -5791,13 +6182,19 @@ static void wd__team_run(wd__team *t, void (*fn)(void *, int), void *ctx) {
 // Each worker runs forward and backward on its share of the batch; the
 // dense gradient (with a tail of loss sum, weight sum, sample count and the
 // stop vote) is summed by a ring allreduce, merged sparse rows are
-// allgathered, and each worker applies its share of the update.
+// allgathered, and each worker applies its share of the update. With a
+// communicator between processes (wd_comm_mpi_create) the sum and the
+// allgather span every worker of every process (wd__hier), and each
+// process's workers apply the whole update to its replica.
 typedef struct wd__cpu {
     wd_model *m;
     int T, cap;                     // workers; samples per worker and round
     wd__ws *ws;                     // (T)
     wd_comm *comm[256];             // between the workers
     int comm_made;
+    wd__hier *hier;                 // with other processes: every worker of the job
+    wd_comm *wcomm[256];            // the workers' sums and allgathers (comm, or hier's)
+    const void **views;             // (T x every worker of the job) allgather views
     wd__team team;
     int team_made;
     // the round in progress
@@ -5825,7 +6222,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     wd__cpu *c = (wd__cpu *)ctx;
     wd_model *m = c->m;
     wd__ws *w = &c->ws[r];
-    wd_comm *cm = c->comm[r];
+    wd_comm *cm = c->wcomm[r], *lc = c->comm[r];   // the update's checks are this process's
     const wd_batch *b = c->b;
     int T = c->T;
     int i0 = (int)((int64_t)b->n * r / T), i1 = (int)((int64_t)b->n * (r + 1) / T);
@@ -5845,9 +6242,8 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     w->t_opt += t0 - tm;   // merging this worker's sparse rows: part of the optimizer stage
     if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
     st = cm->ops->allreduce_sum(cm, w->g, (size_t)(m->P + WD__TAIL));
-    const void *views[256];
-    size_t sizes[256];
-    if (!st) st = cm->ops->allgather(cm, w->pack.p, w->pack.len, views, sizes);
+    const void **views = c->views + (size_t)r * (size_t)cm->size;
+    if (!st) st = cm->ops->allgather(cm, w->pack.p, w->pack.len, views, NULL);
     double t1 = wd__now();
     w->t_comm += t1 - t0;
     if (st) { wd__cpu_worker_fail(c, r, st); return; }
@@ -5855,9 +6251,9 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop vote: every worker skips the update
     if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; }
     if (apply) {   // every worker checks its share of the gradient before anyone writes
-        st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, T, &c->wbad[r]);
+        st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
-        if ((st = cm->ops->barrier(cm)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
+        if ((st = lc->ops->barrier(lc)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
         int bad = 0;
         for (int q = 0; q < T; q++) bad += c->wbad[q];
         if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX);
@@ -5866,7 +6262,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     double t2 = wd__now();
     w->t_opt += t2 - t1;
     if (st) wd__cpu_worker_fail(c, r, st);
-    st = cm->ops->barrier(cm);   // every update done before anyone reads the model again
+    st = lc->ops->barrier(lc);   // every update done before anyone reads the model again
     w->t_comm += wd__now() - t2;   // waiting for the slowest worker
     if (st && !c->wst[r]) wd__cpu_worker_fail(c, r, st);
 }
@@ -5914,12 +6310,14 @@ static void wd__cpu_destroy(wd_backend *be) {
     if (c->team_made) wd__team_stop(&c->team);
     for (int r = 0; c->ws && r < c->T; r++) wd__ws_free(&c->ws[r]);
     wd__free(c->ws);
+    wd__hier_destroy(c->hier);
     if (c->comm_made) wd_comm_local_destroy(c->comm, c->T);
+    wd__free(c->views);
     wd__free(c);
 }
 static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     *out = NULL;
-    if (d->ranks > 1 || d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank (its `threads` workers split each batch)");
+    if (d->ranks > 1 && !d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank per process (its `threads` workers split each batch); ranks of several processes need their communicator (wd_comm_mpi_create)");
     if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);
     WD__TRY(wd__precision_check(d->model));
     wd__cpu *c = WD__NEW(wd__cpu);
@@ -5933,6 +6331,12 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     wd_status st = c->ws ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
     for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap);
     if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
+    if (!st && d->comm && d->comm->size > 1) st = wd__hier_create(d->comm, c->comm, c->T, &c->hier);
+    for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
+    if (!st) {
+        c->views = (const void **)wd__calloc(sizeof(void *) * (size_t)c->T * (size_t)c->wcomm[0]->size);
+        if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
@@ -5998,7 +6402,8 @@ static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     const wd__cpu *c = (const wd__cpu *)be;
     char eng[96];
     wd__engine_describe(c->m, eng, sizeof eng);
-    snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
+    if (c->hier) snprintf(buf, n, "cpu threads=%d processes=%d %s", c->T, c->hier->ext->size, eng);
+    else snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
 }
 static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
 static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_complete,

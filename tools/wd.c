@@ -1198,6 +1198,11 @@ static FILE *open_log(const char *path) {
         nanosleep(&ts, NULL);
     }
 }
+// The progress of the ranks other than 0 of a job: silent; a signal stops them too.
+static int train_follow(void *user, const wd_progress *p) {
+    (void)user; (void)p;
+    return g_signal != 0;
+}
 // The MLP on a slow GEMM engine: say so (report.engine names it).
 static void warn_engine(const char *engine) {
     static const char *const generic[] = {"Prescott", "Katmai", "Coppermine", "Northwood", "Banias", "Core2", "Penryn", "Dunnington",
@@ -1254,6 +1259,81 @@ static void warn_after_error(const char *path, const wd_model *m) {
     wd_model_position(m, NULL, NULL, &step);
     if (wd_model_after_error(m)) warn("%s was saved after an error stopped training: it holds the model after step %lld, the last step finished before the error", path, (long long)step);
 }
+
+// ---- a job of several processes: mpirun (build/wd-mpi, -DWD_USE_MPI) ------------------------------
+// `mpirun -np N wd-mpi train ...` (or srun): each process sees its rank in
+// Open MPI's OMPI_COMM_WORLD_RANK/SIZE or PMI's PMI_RANK/PMI_SIZE, trains
+// its shard of the blocks with --threads workers (default: the cores over
+// the processes of its node), or with --device cuda one GPU per local rank
+// (NCCL, its id shared by MPI_Bcast). Rank 0 alone writes --save, --log and
+// progress; every rank reports its own errors. A failed rank ends the job
+// (MPI_Abort) so that none waits on it; a stop (SIGINT/SIGTERM to every
+// rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
+#ifdef WD_USE_MPI
+static int g_mpi_rank, g_mpi_size = 1, g_mpi_init;
+static wd_comm *g_mpi_comm;
+static int env_int(const char *a, const char *b, int dflt) {
+    const char *v = getenv(a);
+    if (!v || !*v) v = getenv(b);
+    return v && *v ? atoi(v) : dflt;
+}
+static int mpi_rank(void) { return g_mpi_rank; }
+// MPI and the job's communicator when mpirun launched this process; 0 or the exit status.
+static int mpi_begin(wd_train_desc *td) {
+    int size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 0);
+    if (size <= 0) return 0;   // not launched by mpirun/srun: one process
+    int level = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level) != MPI_SUCCESS) return fail_msg("MPI_Init_thread failed");
+    g_mpi_init = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_mpi_size);
+    if (level < MPI_THREAD_FUNNELED) return fail_msg("rank %d: MPI gives thread level %d, the trainer needs MPI_THREAD_FUNNELED", g_mpi_rank, level);
+    int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", g_mpi_rank);
+    int nlocal = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", g_mpi_size);
+    if (td->devices > 1 || td->devices == WD_ALL_GPUS) return usage_error("under mpirun each process trains one GPU (its local rank's): drop --gpus");
+    wd_status st = WD_OK;
+    if (td->device == WD_DEVICE_CUDA) {
+#ifdef WD_HAVE_CUDA
+        int ngpu = 0;
+        st = wd_cuda_device_count(&ngpu);
+        if (!st && ngpu < 1) st = wd__fail(WD_ERR_UNSUPPORTED, "no CUDA device");
+        if (!st) { td->device_index = local % ngpu; st = wd_comm_nccl_init_mpi(MPI_COMM_WORLD, td->device_index, &g_mpi_comm); }
+#else
+        (void)local;
+        st = wd__fail(WD_ERR_UNSUPPORTED, "this wd was built without CUDA (build/wd-mpi-cuda has both)");
+#endif
+    } else {
+        if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
+        st = wd_comm_mpi_create(MPI_COMM_WORLD, &g_mpi_comm);
+    }
+    if (st) { fprintf(stderr, "wd: rank %d: ", g_mpi_rank); return fail(st); }
+    td->comm = g_mpi_comm;
+    return 0;
+}
+// Ends MPI: a failure on any rank ends the whole job (MPI_Abort), so that
+// no rank waits for this one; a success or a stop finalizes.
+static int mpi_end(int rc) {
+    if (!g_mpi_init) return rc;
+    fflush(stdout);
+    fflush(stderr);
+    if (rc != 0 && rc < 128 && g_mpi_size > 1) {
+        fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+    }
+#ifdef WD_HAVE_CUDA
+    if (g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum) wd_comm_nccl_destroy(g_mpi_comm);
+    else
+#endif
+    wd_comm_mpi_destroy(g_mpi_comm);
+    g_mpi_comm = NULL;
+    MPI_Finalize();
+    return rc;
+}
+#else
+static int mpi_rank(void) { return 0; }
+static int mpi_begin(wd_train_desc *td) { (void)td; return 0; }
+static int mpi_end(int rc) { return rc; }
+#endif
 
 static int cmd_train(int argc, char **argv) {
     const cmdinfo *c = &CMDS[C_TRAIN];
@@ -1336,13 +1416,15 @@ static int cmd_train(int argc, char **argv) {
     }
     wd_reader_close(r);
     r = NULL;
-    ui.tty = isatty(2);
+    if ((rc = mpi_begin(td)) != 0) goto done;
+    rc = 1;
+    ui.tty = isatty(2) && mpi_rank() == 0;
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
     ui.last_line = wd__now();
     add_temp(a.save);
     install_signals(1, "\nwd: stopping after the current step (then --save is written); interrupt again to quit at once\n");
     signal(SIGPIPE, SIG_IGN);   // a closed pipe (stdout, stderr, a --log FIFO) is a write error: stop and save
-    if (a.log) {   // written line by line: a stopped run leaves whole lines
+    if (a.log && mpi_rank() == 0) {   // written line by line: a stopped run leaves whole lines
         ui.log = open_log(a.log);
         if (!ui.log && g_signal) { fprintf(stderr, "wd: interrupted by %s before training started (waiting for a reader of --log %s)\n", signal_name(g_signal), a.log); rc = 128 + g_signal; goto done; }
         if (!ui.log) { rc = fail_msg("%s: cannot create the log: %s", a.log, strerror(errno)); goto done; }
@@ -1351,11 +1433,11 @@ static int cmd_train(int argc, char **argv) {
         fputs("step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n", ui.log);
         if (fflush(ui.log) != 0 || ferror(ui.log)) { rc = fail_msg("%s: write failed: %s", a.log, strerror(errno ? errno : EIO)); goto done; }
     }
-    if (!a.save) warn("no --save: the trained model will be thrown away when training ends");
-    warn_dense_scale(files.v[0]);
+    if (!a.save && mpi_rank() == 0) warn("no --save: the trained model will be thrown away when training ends");
+    if (mpi_rank() == 0) warn_dense_scale(files.v[0]);
     td->files = files.v; td->nfiles = files.n; td->valid_files = vfiles.v; td->nvalid = vfiles.n;
     td->checkpoint_path = a.save;
-    td->progress = train_progress; td->user = &ui;
+    td->progress = mpi_rank() == 0 ? train_progress : train_follow; td->user = &ui;
     ui.early_stop = td->early_stop; ui.keep_best = td->keep_best;
     wd_train_report rep;
     memset(&rep, 0, sizeof rep);
@@ -1371,7 +1453,9 @@ static int cmd_train(int argc, char **argv) {
     wd_model_position(m, &epoch, &inb, &step);
     // what --save holds after a stop: the last step, or with --keep-best the best one so far
     char where[PATH_MAX + 96] = "";
-    if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1) {
+    if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1 && mpi_rank() != 0) {
+        snprintf(where, sizeof where, "; rank 0 saves the checkpoint");
+    } else if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1) {
         if (td->keep_best && rep.best_step >= 0) snprintf(where, sizeof where, "; %s holds the best model so far (step %lld)", a.save, (long long)rep.best_step);
         else snprintf(where, sizeof where, "; checkpoint saved to %s (continue with --resume)", a.save);
     } else if (!a.save) snprintf(where, sizeof where, "; no --save: the model is lost");
@@ -1391,6 +1475,8 @@ static int cmd_train(int argc, char **argv) {
     } else if (st) {
         rc = fail(st);
         if (rep.error_saved) fprintf(stderr, "wd: %s holds the state before the error (step %lld); continue with --resume %s once its cause is fixed\n", a.save, (long long)step, a.save);
+    } else if (mpi_rank() != 0) {
+        rc = 0;   // rank 0 reports the job
     } else {
         printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
                rep.samples_per_s, rep.last_loss);
@@ -1409,7 +1495,7 @@ static int cmd_train(int argc, char **argv) {
         if (td->keep_best && rep.best_step >= 0) fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save, (long long)rep.best_step);
         rc = 0;
     }
-    if (rep.engine[0]) warn_engine(rep.engine);
+    if (rep.engine[0] && mpi_rank() == 0) warn_engine(rep.engine);
 done:
     if (ui.log) fclose(ui.log);
     if (r) wd_reader_close(r);
@@ -1417,7 +1503,7 @@ done:
     sv_free(&pos);
     sv_free(&files);
     sv_free(&vfiles);
-    return rc;
+    return mpi_end(rc);
 }
 
 // ---- eval and predict -------------------------------------------------------------------------------

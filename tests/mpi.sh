@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Training on several processes under mpirun (widedeep.h section 14's MPI
+# communicator, tools/wd.c built as build/wd-mpi). Usage: tests/mpi.sh BUILD_DIR TMPDIR
+# Prints one PASS/FAIL/SKIP line per test and ends with "# mpi: N passed, N
+# failed, N skipped"; tests/run.sh checks the number of tests (MPI_TESTS there).
+#
+# The same samples make every step in each layout: blocks of 100 samples, a
+# global batch of 600, no shuffling, so that 1, 2 and 3 processes (and 1 to 4
+# workers) each see blocks 6k..6k+5 in step k. Models are compared by their
+# predictions on held-out data (within float rounding: the sums run in
+# another order) and by cmp (run to run, the same layout: bit-identical).
+B=$1; T=$2
+WD=$B/wd-mpi; WD1=$B/wd-mpi
+mkdir -p "$T"
+npass=0; nfail=0; nskip=0
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
+begin() { tname=$1; tfail=; }
+ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi; return 0; }
+ctx() { printf '%s' "$(tail -c 400 "$1" 2>/dev/null | tr '\n' '|')"; }
+end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
+run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
+have() { local f; for f; do [ -s "$f" ] || return 1; done; }
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !(a != "" && b != "" && a - b <= t && b - a <= t) }'; }
+# mp N ARGS...: wd-mpi on N processes (as root in CI and containers)
+mp() { local n=$1; shift; timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np "$n" "$WD" "$@"; }
+# maxdiff A B: the largest |a - b| of two prediction files (line by line)
+maxdiff() { paste "$1" "$2" | awk 'NF != 2 { bad = 1 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { if (bad || NR == 0) print "mismatch"; else printf "%.3g\n", m }'; }
+pred() { "$WD1" predict --model "$1" -o "$2" "$T/v.wdr" >/dev/null 2>&1; }
+auc() { "$WD1" eval --model "$1" "$T/v.wdr" 2>/dev/null | sed -n 's/^auc=\([0-9.]*\) .*/\1/p'; }
+close() { local d; d=$(maxdiff "$1" "$2"); [ "$d" != mismatch ] && near "$d" 0 1e-5; }
+# gone PID...: none of them is running (exited, or a zombie waiting for init), within 10 s
+gone() { local i p left; for i in $(seq 100); do left=
+             for p; do [ -e /proc/$p ] && [ "$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)" != Z ] && left="$left $p"; done
+             [ -z "$left" ] && return 0; sleep 0.1; done; echo "left running:$left" >> "$T/err"; return 1; }
+# rank_pid PID R: the child of mpirun PID that is rank R (its OMPI_COMM_WORLD_RANK)
+rank_pid() { local p r; for p in $(pgrep -P "$1"); do r=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'); [ "$r" = "$2" ] && echo "$p"; done; }
+wait_file() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_lines() { local i; for i in $(seq 300); do [ "$(grep -c '' "$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+
+if ! command -v mpirun >/dev/null || [ ! -x "$WD" ]; then
+    skip mpi "mpirun or $WD missing (tools/install-deps.sh installs Open MPI; make builds wd-mpi where mpicc exists)"
+    echo "# mpi: $npass passed, $nfail failed, $nskip skipped"; exit 0
+fi
+
+# the header with WD_USE_MPI compiles warning-free as C11 and C++17 (alone, after libc headers)
+begin compile_mpi_header
+printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/alone.c"
+printf '#include <stdio.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
+for src in "$T/alone.c" "$T/libc_first.c"; do
+    ck "mpicc $(basename "$src"): $(mpicc -std=c11 -Wall -Wextra -Werror -DWD_USE_MPI -I. -c "$src" -o "$T/c.o" 2>&1 | head -c 600)" \
+        mpicc -std=c11 -Wall -Wextra -Werror -DWD_USE_MPI -I. -c "$src" -o "$T/c.o"
+done
+ck "mpicxx: $(mpicxx -std=c++17 -x c++ -Wall -Wextra -Werror -DWD_USE_MPI -I. -c "$T/alone.c" -o "$T/c.o" 2>&1 | head -c 600)" \
+    mpicxx -std=c++17 -x c++ -Wall -Wextra -Werror -DWD_USE_MPI -I. -c "$T/alone.c" -o "$T/c.o"
+end
+
+"$WD1" gen -o "$T/t.wdr" --rows 7200 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
+"$WD1" gen -o "$T/v.wdr" --rows 2000 --seed 1 --first-row 7200 --max-card 200 --block 100 >/dev/null 2>&1
+C="--train $T/t.wdr --batch 600 --no-shuffle --hidden 32,16 --seed 3"
+
+# N processes x 1 thread against 1 process x N threads; the comparison can
+# fail: half the batch (another model) is far outside the tolerance
+"$WD1" train $C --threads 2 --save "$T/p12.wdm" >/dev/null 2>&1; pred "$T/p12.wdm" "$T/p12.txt"
+"$WD1" train --train "$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --seed 3 --threads 1 --save "$T/h.wdm" >/dev/null 2>&1; pred "$T/h.wdm" "$T/h.txt"
+for L in "2 1 2" "3 1 3" "2 2 4"; do
+    set -- $L; np=$1; th=$2; one=$3
+    begin "mpi_np${np}x${th}_matches_1x${one}"
+    [ -s "$T/p1$one.wdm" ] || { "$WD1" train $C --threads "$one" --save "$T/p1$one.wdm" >/dev/null 2>&1; pred "$T/p1$one.wdm" "$T/p1$one.txt"; }
+    run mp "$np" train $C --threads "$th" --save "$T/m$np$th.wdm"
+    ck "mpirun -np $np: exit $rc" [ "$rc" = 0 ]
+    ck "one report, by rank 0" [ "$(grep -c '^trained steps=12 samples=7200 ' "$T/out")" = 1 ]
+    ck "the engine names $np processes of $th threads" grep -q "engine=cpu threads=$th processes=$np " "$T/out"
+    pred "$T/m$np$th.wdm" "$T/m$np$th.txt"
+    ck "predictions" have "$T/m$np$th.txt" "$T/p1$one.txt" "$T/h.txt"
+    d=$(maxdiff "$T/m$np$th.txt" "$T/p1$one.txt"); dh=$(maxdiff "$T/h.txt" "$T/p1$one.txt")
+    ck "largest prediction difference $d against 1 process x $one threads (tolerance 1e-5)" close "$T/m$np$th.txt" "$T/p1$one.txt"
+    ck "the control (batch 300) differs by only $dh" eval '[ "$dh" != mismatch ] && ! near "$dh" 0 1e-3'
+    end "(largest difference $d; batch 300: $dh)"
+done
+
+begin mpi_bit_identical_run_to_run
+for L in "2 1" "3 1" "2 2"; do
+    set -- $L
+    run mp "$1" train $C --threads "$2" --save "$T/again$1$2.wdm"
+    ck "-np $1 --threads $2: exit $rc" [ "$rc" = 0 ]
+    ck "-np $1 --threads $2: the checkpoint differs from the first run's" cmp -s "$T/m$1$2.wdm" "$T/again$1$2.wdm"
+done
+end
+
+# a checkpoint of 3 processes (step 6 of 24) resumes on 3, 1 and 2 processes:
+# the same model, the same evaluation
+begin mpi_resume_3_on_1_and_2
+run mp 3 train $C --threads 1 --epochs 2 --max-steps 6 --save "$T/c3.wdm"
+ck "3 processes, 6 steps: exit $rc" [ "$rc" = 0 ]
+ck "c3.wdm" have "$T/c3.wdm"
+run mp 3 train --train "$T/t.wdr" --no-shuffle --threads 1 --epochs 2 --resume "$T/c3.wdm" --save "$T/r3.wdm"
+ck "resumed on 3: exit $rc" [ "$rc" = 0 ]
+ck "resumed on 3: 18 more steps" grep -q '^trained steps=18 ' "$T/out"
+run "$WD1" train --train "$T/t.wdr" --no-shuffle --threads 3 --epochs 2 --resume "$T/c3.wdm" --save "$T/r1.wdm"
+ck "resumed on 1 process: exit $rc" [ "$rc" = 0 ]
+run mp 2 train --train "$T/t.wdr" --no-shuffle --threads 1 --epochs 2 --resume "$T/c3.wdm" --save "$T/r2.wdm"
+ck "resumed on 2: exit $rc" [ "$rc" = 0 ]
+ck "resumed on 2: 18 more steps" grep -q '^trained steps=18 ' "$T/out"
+for n in 3 1 2; do pred "$T/r$n.wdm" "$T/r$n.txt"; done
+a3=$(auc "$T/r3.wdm"); a1=$(auc "$T/r1.wdm"); a2=$(auc "$T/r2.wdm")
+ck "AUCs of the resumed models: '$a3' '$a1' '$a2'" eval '[ -n "$a3" ] && [ "$a3" = "$a1" ] && [ "$a3" = "$a2" ]'
+ck "1 process against 3: difference $(maxdiff "$T/r1.txt" "$T/r3.txt")" close "$T/r1.txt" "$T/r3.txt"
+ck "2 processes against 3: difference $(maxdiff "$T/r2.txt" "$T/r3.txt")" close "$T/r2.txt" "$T/r3.txt"
+end "(auc $a3 on 3, $a1 on 1, $a2 on 2)"
+
+# rank 0 alone validates (over every validation sample: the AUC is exact),
+# writes the log, the checkpoint and the report
+begin mpi_rank0_validates_logs_saves
+run mp 3 train $C --threads 1 --valid "$T/v.wdr" --log "$T/l.csv" --save "$T/val.wdm"
+ck "exit $rc" [ "$rc" = 0 ]
+ck "one report" [ "$(grep -c '^trained ' "$T/out")" = 1 ]
+va=$(sed -n 's/.* valid_auc=\([0-9.]*\) .*/\1/p' "$T/out")
+ea=$("$WD1" eval --model "$T/val.wdm" "$T/v.wdr" 2>/dev/null | sed -n 's/^auc=\([0-9.]*\) .*/\1/p')
+ck "the validation AUC '$va' is not wd eval's '$ea' over all 2000 samples" near "$va" "$ea" 0.000006
+ck "the log: a header, 12 steps and a validation (one writer), got $(grep -c '' "$T/l.csv") lines" [ "$(grep -c '' "$T/l.csv")" = 14 ]
+end "(valid auc $va)"
+
+# a rank that fails mid-run (a corrupt block of its shard) ends the job: the
+# other ranks hear why, mpirun exits non-zero
+begin mpi_rank_failure_ends_job
+"$WD1" gen -o "$T/b0.wdr" --rows 200 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
+cp "$T/b0.wdr" "$T/bad.wdr"
+printf '\377' | dd of="$T/bad.wdr" bs=1 seek=$(($(stat -c %s "$T/b0.wdr") * 7 / 10)) conv=notrunc 2>/dev/null   # in block 1: rank 1's
+t0=$SECONDS
+run mp 2 train --train "$T/bad.wdr,$T/t.wdr" --batch 200 --no-shuffle --hidden 32,16 --threads 1 --save "$T/e.wdm"
+ck "mpirun exit $rc, wanted non-zero" [ "$rc" != 0 ]
+ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 30 ]
+ck "rank 1 names the block" grep -q 'bad.wdr: block 1: payload checksum mismatch' "$T/err"
+ck "the job is ended naming rank 1" grep -q 'rank 1 of 2 failed' "$T/err"
+end
+
+# kill -9 one rank mid-run: every rank and mpirun end within 30 s, mpirun
+# names the lost rank, the last checkpoint loads
+begin mpi_kill9_one_rank
+rm -f "$T/k.wdm"
+(exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$WD" train $C --threads 1 --epochs 2000 --save "$T/k.wdm" --checkpoint-every 20) > "$T/out" 2> "$T/err" &
+mpid=$!
+ck "no checkpoint within 30 s" wait_file "$T/k.wdm"
+sleep 0.3
+mpirun_pid=$(pgrep -P $mpid | head -1)
+victim=$(rank_pid "$mpirun_pid" 1)
+ranks=$(pgrep -P "$mpirun_pid")
+ck "rank 1's process not found among mpirun's ($mpirun_pid) children" [ -n "$victim" ]
+t0=$SECONDS
+[ -n "$victim" ] && kill -9 "$victim"
+wait $mpid; rc=$?
+ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 30 ]
+ck "the message names rank 1 and its signal" grep -q 'process rank 1 .*signal 9' "$T/out" "$T/err"
+ck "ranks left running" gone $ranks
+ck "the last checkpoint does not load" eval '"$WD1" eval --model "$T/k.wdm" "$T/v.wdr" 2>/dev/null | grep -q "^auc=0\.[0-9]"'
+end
+
+# SIGINT to mpirun (Ctrl-C): it sends SIGTERM to every rank, all stop at the
+# same step, rank 0 saves it; the checkpoint resumes from that step
+begin mpi_sigint_stops_and_saves
+rm -f "$T/s.wdm" "$T/sl.csv"
+(trap - INT; exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$WD" train $C --threads 1 --epochs 2000 --save "$T/s.wdm" --log "$T/sl.csv") > "$T/out" 2> "$T/err" &
+mpid=$!
+ck "no progress within 30 s" wait_lines "$T/sl.csv" 30
+mpirun_pid=$(pgrep -P $mpid | head -1)
+ranks=$(pgrep -P "$mpirun_pid")
+kill -INT "$mpirun_pid"
+wait $mpid; rc=$?
+ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+steps=$(sed -n 's/.*training stopped at step \([0-9]*\) .*/\1/p' "$T/err" | sort -u)
+ck "every rank stops at one step: got $(sed -n 's/.*training stopped at step \([0-9]*\) .*/\1/p' "$T/err" | tr '\n' ' ')" \
+    eval '[ "$(grep -c "training stopped at step" "$T/err")" = 3 ] && [ "$(echo "$steps" | wc -l)" = 1 ] && [ -n "$steps" ]'
+ck "rank 0 saved" grep -q "checkpoint saved to $T/s.wdm" "$T/err"
+ck "ranks left running" gone $ranks
+ck "temporary files left" eval '[ -z "$(find "$T" -name "*.tmp-*" | head -1)" ]'
+run "$WD1" train --train "$T/t.wdr" --no-shuffle --threads 1 --epochs 2000 --resume "$T/s.wdm" --max-steps $((steps + 1))
+ck "the checkpoint holds step $steps (one more step: exit $rc)" grep -q '^trained steps=1 ' "$T/out"
+end "(stopped at step $steps)"
+
+# the CUDA build's bootstrap (NCCL's id by MPI_Bcast): built with nvcc; one
+# rank trains on a GPU, or says there is none
+if command -v nvcc >/dev/null; then
+    begin mpi_cuda_bootstrap
+    ck "$B/wd-mpi-cuda did not build" [ -x "$B/wd-mpi-cuda" ]
+    WD=$B/wd-mpi-cuda run mp 1 train $C --device cuda --max-steps 1
+    ck "neither trained nor reported a missing GPU (exit $rc)" eval 'grep -q "^trained steps=1 " "$T/out" || grep -q "no CUDA device" "$T/err"'
+    end
+else skip mpi_cuda_bootstrap "nvcc not installed"; fi
+
+echo "# mpi: $npass passed, $nfail failed, $nskip skipped"
+[ "$nfail" = 0 ]
