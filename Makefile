@@ -59,6 +59,9 @@ all: $(B)/wd $(CUDA_BINS) $(MPI_BINS)
 
 $(B)/wd-mpi: tools/wd.c $(HDR) $(ENGINE) | $(B)
 	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -o $@ tools/wd.c $(LDLIBS) $(GEMML)
+# bench: the bytes a step exchanges between processes (bench/MULTINODE.md)
+$(B)/mpi_exchange: bench/mpi_exchange.c $(HDR) $(ENGINE) | $(B)
+	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -o $@ bench/mpi_exchange.c $(LDLIBS) $(GEMML)
 $(B)/wd-mpi-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -DWD_HAVE_CUDA -c -o $(B)/wd-mpi-cuda.o tools/wd.c
 	$(MPICXX) -o $@ $(B)/wd-mpi-cuda.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)

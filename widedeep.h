@@ -23,6 +23,7 @@
     12. Loader         wd_loader_*: batch-then-map pipeline with budgets
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
+                       (threads; MPI processes with WD_USE_MPI)
     15. Training       wd_train(), wd_evaluate(), wd_predict()
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
@@ -111,7 +112,8 @@
             .wdr v3 (the input format; v1, v2 read), .wdm v3 (the training
             files' input format and vocabularies; v1, v2 load), wd_model_spec,
             specs own their vocabulary (wd_text_spec_free), vocabulary
-            fingerprints checked wherever files meet a model.
+            fingerprints checked wherever files meet a model; MPI processes
+            (WD_USE_MPI: wd_comm_mpi_create, wd_comm_nccl_init_mpi).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -133,6 +135,7 @@
 #define MPICH_SKIP_MPICXX 1
 #endif
 #include <mpi.h>
+#include <sched.h>
 #endif
 
 // ---- 1. Options -------------------------------------------------------------
@@ -1151,6 +1154,7 @@ extern ssize_t pread(int fd, void *buf, size_t n, off_t at);
 extern size_t strnlen(const char *s, size_t n);
 extern int clock_gettime(__clockid_t clock, struct timespec *ts);
 extern int nanosleep(const struct timespec *want, struct timespec *left);
+extern int sched_yield(void);
 #endif
 
 #ifdef __cplusplus
@@ -5966,8 +5970,10 @@ static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, const char *what) {
             wd__mpi_abort(c, WD_ERR_ABORTED, why);
             return wd__fail(WD_ERR_ABORTED, "%s", h->why);
         }
-        struct timespec ts = {0, spin < 100 ? 1000 : 50000};
-        nanosleep(&ts, NULL);
+        if (waited > 0.01) {   // a long wait (a validation on rank 0, a slow peer): sleep between polls
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        } else sched_yield();   // each poll drives MPI's progress; yield the core to a peer sharing it
     }
 }
 static wd_status wd__mpi_check(wd_comm *c) {

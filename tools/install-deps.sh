@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the build needs when it is missing: libzstd-dev and
 # zlib1g-dev (headers and libraries: .wdr blocks, gzip input) and the fast GEMM engine, oneDNN (libdnnl-dev; without it the
-# Makefile falls back to OpenBLAS, then to the header's portable loops); and
-# for the package tests (tests/consumer.sh), cmake and pkg-config.
+# Makefile falls back to OpenBLAS, then to the header's portable loops); for
+# the package tests (tests/consumer.sh), cmake and pkg-config; and Open MPI
+# (openmpi-bin, libopenmpi-dev: build/wd-mpi and tests/mpi.sh).
 # Run by `make deps`, which `make demo` and `make test` call first.
 set -e
 have_zstd() { printf '#include <zstd.h>\n#include <zlib.h>\nint main(void){return ZSTD_versionNumber()==0 || !zlibVersion();}\n' | ${CC:-cc} -x c - -o /dev/null -lzstd -lz >/dev/null 2>&1; }
 have_dnnl() { printf '#include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_get_effective_cpu_isa()==0;}\n' | ${CC:-cc} -x c - -o /dev/null -ldnnl >/dev/null 2>&1; }
 have_tools() { command -v cmake >/dev/null && command -v pkg-config >/dev/null; }
-have_zstd && have_dnnl && have_tools && exit 0
-echo "widedeep: installing build dependencies (libzstd-dev; libdnnl-dev for fast CPU training; cmake, pkg-config for the package tests)" >&2
+have_mpi() { command -v mpirun >/dev/null && printf '#include <mpi.h>\nint main(void){return MPI_Init(0,0);}\n' | mpicc -x c - -o /dev/null >/dev/null 2>&1; }
+have_zstd && have_dnnl && have_tools && have_mpi && exit 0
+echo "widedeep: installing build dependencies (libzstd-dev; libdnnl-dev for fast CPU training; cmake, pkg-config for the package tests; Open MPI for training on several processes)" >&2
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 if command -v apt-get >/dev/null; then
@@ -18,7 +20,9 @@ if command -v apt-get >/dev/null; then
     # oneDNN: the MLP's GEMMs, dispatched on the CPU's instruction set (BF16 too)
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libdnnl-dev >/dev/null || echo "widedeep: libdnnl-dev not installed; the build falls back to OpenBLAS or the portable GEMM" >&2
     have_tools || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq cmake pkg-config >/dev/null || echo "widedeep: cmake/pkg-config not installed; the package tests skip" >&2
-elif command -v dnf >/dev/null; then $SUDO dnf install -y libzstd-devel zlib-devel; $SUDO dnf install -y onednn-devel || true; $SUDO dnf install -y cmake pkgconf-pkg-config || true
+    # Open MPI: mpirun launches build/wd-mpi on several processes (tests/mpi.sh)
+    have_mpi || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null || echo "widedeep: Open MPI not installed; build/wd-mpi is not built and the MPI tests skip" >&2
+elif command -v dnf >/dev/null; then $SUDO dnf install -y libzstd-devel zlib-devel; $SUDO dnf install -y onednn-devel || true; $SUDO dnf install -y cmake pkgconf-pkg-config || true; $SUDO dnf install -y openmpi-devel || true
 elif command -v apk >/dev/null; then $SUDO apk add zstd-dev zlib-dev; $SUDO apk add cmake pkgconf || true
 else echo "widedeep: please install the zstd and zlib development packages (zstd.h, zlib.h)" >&2; exit 1
 fi
