@@ -1306,7 +1306,7 @@ static int mpi_begin(wd_train_desc *td) {
         if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
         st = wd_comm_mpi_create(MPI_COMM_WORLD, &g_mpi_comm);
     }
-    if (st) { fprintf(stderr, "wd: rank %d: ", g_mpi_rank); return fail(st); }
+    if (st) return fail_msg("rank %d: %s: %s", g_mpi_rank, wd_status_string(st), wd_last_error());
     td->comm = g_mpi_comm;
     return 0;
 }
