@@ -5756,6 +5756,7 @@ typedef struct wd__hier {
     int T, total;
     int *first;                     // (P + 1) the processes' first worker ranks
     wd_comm *ranks;                 // (T)
+    int32_t T32;                    // T, sent at creation (kept: others may read it until our next collective)
     float *buf0;                    // sum: worker 0's buffer, the result
     const void **pv;                // (P) allgather: each process's bytes
     size_t *ps;
@@ -5879,8 +5880,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
     h->pv = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     h->ps = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     if (!h->first || !h->ranks || !h->pv || !h->ps) { wd__hier_destroy(h); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
-    int32_t mine = T;
-    wd_status st = ext->ops->allgather(ext, &mine, sizeof mine, h->pv, h->ps);
+    h->T32 = T;
+    wd_status st = ext->ops->allgather(ext, &h->T32, sizeof h->T32, h->pv, h->ps);
     for (int q = 0; !st && q < P; q++) {
         int32_t tq = 0;
         if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
@@ -6228,7 +6229,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     wd__cpu *c = (wd__cpu *)ctx;
     wd_model *m = c->m;
     wd__ws *w = &c->ws[r];
-    wd_comm *cm = c->wcomm[r], *lc = c->comm[r];   // the update's checks are this process's
+    wd_comm *cm = c->wcomm[r], *lc = c->comm[r];   // the update's check is this process's (lc)
     const wd_batch *b = c->b;
     int T = c->T;
     int i0 = (int)((int64_t)b->n * r / T), i1 = (int)((int64_t)b->n * (r + 1) / T);
@@ -6268,7 +6269,10 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     double t2 = wd__now();
     w->t_opt += t2 - t1;
     if (st) wd__cpu_worker_fail(c, r, st);
-    st = lc->ops->barrier(lc);   // every update done before anyone reads the model again
+    // every update done before anyone reads the model again; and, between
+    // processes, every view of this step's allgather read before any
+    // process may change or free its rows
+    st = cm->ops->barrier(cm);
     w->t_comm += wd__now() - t2;   // waiting for the slowest worker
     if (st && !c->wst[r]) wd__cpu_worker_fail(c, r, st);
 }

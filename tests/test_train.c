@@ -354,6 +354,90 @@ static void test_workers_equivalence(void) {
     }
 }
 
+// Several processes, each a replica with its own workers (the CPU backend
+// given a host communicator between them, as wd_comm_mpi_create gives one):
+// simulated by one thread per process over wd_comm_local_create. Batches of
+// one 512-sample block per process, so every step reads the samples the
+// single-process run reads: the same model up to float rounding, replicas
+// identical bit for bit, and bit-identical from run to run.
+typedef struct proc_arg { wd_model *m; wd_train_desc td; wd_status st; char err[1024]; } proc_arg;
+static char g_proc_err[4][1024];
+static void *proc_main(void *p) {
+    proc_arg *a = (proc_arg *)p;
+    a->st = wd_train(a->m, &a->td, NULL);
+    snprintf(a->err, sizeof a->err, "%s", a->st ? wd_last_error() : "");
+    return NULL;
+}
+// a map callback that fails the third block it sees (one process's: its shard)
+static wd_status fail_third(void *user, wd_batch *b, int worker) {
+    (void)b; (void)worker;
+    return __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3 ? wd__fail(WD_ERR_CORRUPT, "injected: the third block of process 1") : WD_OK;
+}
+// P processes of T workers each; the replicas in ms[P]; WD_OK or the first
+// error (not an abort); process fail_proc (-1: none) fails its third block.
+static wd_status train_processes(int P, int T, wd_model **ms, int fail_proc) {
+    wd_comm *c[4];
+    wd_status st = wd_comm_local_create(P, 30.0, c);
+    if (st) return st;
+    proc_arg a[4];
+    pthread_t th[4];
+    static const char *files[1];
+    files[0] = TRAIN;
+    int seen = 0;
+    for (int p = 0; p < P; p++) {
+        memset(&a[p], 0, sizeof a[p]);
+        a[p].m = ms[p] = criteo_model(0, TRAIN);
+        if (!ms[p]) return WD_ERR_NOMEM;
+        a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * P; a[p].td.threads = T;
+        a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = c[p];
+        if (p == fail_proc) { a[p].td.map = fail_third; a[p].td.map_user = &seen; }
+    }
+    for (int p = 0; p < P; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
+    for (int p = 0; p < P; p++) pthread_join(th[p], NULL);
+    memset(g_proc_err, 0, sizeof g_proc_err);
+    for (int p = 0; p < P; p++) {
+        if (a[p].st && (!st || st == WD_ERR_ABORTED)) { st = a[p].st; wd__fail(st, "process %d: %s", p, a[p].err); }
+        if (a[p].st) snprintf(g_proc_err[p], sizeof g_proc_err[p], "%s", a[p].err);
+    }
+    wd_comm_local_destroy(c, P);
+    return st;
+}
+static void test_processes_equivalence(void) {
+    REQUIRE(g_data_ok);
+    int layouts[3][2] = {{2, 1}, {2, 2}, {3, 1}};
+    for (int li = 0; li < 3; li++) {
+        int P = layouts[li][0], T = layouts[li][1];
+        wd_model *ref = criteo_model(0, TRAIN), *ms[4] = {0}, *again[4] = {0};
+        REQUIRE(ref != NULL);
+        const char *files[1] = {TRAIN};
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.files = files; td.nfiles = 1; td.batch_size = 512 * P; td.threads = P * T; td.no_shuffle = 1; td.epochs = 2;
+        CHECK_OK(wd_train(ref, &td, NULL));
+        CHECK_OK(train_processes(P, T, ms, -1));
+        CHECK_OK(train_processes(P, T, again, -1));
+        if (ms[0]) {
+            double dd = max_rel_diff(ref->dense, ms[0]->dense, ref->P), dw = max_rel_diff(ref->wide, ms[0]->wide, ref->wide_rows);
+            double de = max_rel_diff(ref->emb, ms[0]->emb, ref->emb_rows * ref->E);
+            printf("  %d processes x %d workers against 1 x %d, %lld steps: max relative difference dense %.2e wide %.2e emb %.2e\n", P, T, P * T,
+                   (long long)ms[0]->step, dd, dw, de);
+            CHECK(dd < 1e-4 && dw < 1e-4 && de < 1e-4 && ms[0]->step == ref->step && ref->step == 2 * ((6000 + 512 * P - 1) / (512 * P)));
+        }
+        for (int p = 0; p < P; p++) {
+            CHECK(ms[p] && again[p] && models_equal(ms[0], ms[p]));   // replicas identical
+            CHECK(ms[p] && again[p] && models_equal(ms[p], again[p]));   // run to run
+        }
+        for (int p = 0; p < P; p++) { wd_model_destroy(ms[p]); wd_model_destroy(again[p]); }
+        wd_model_destroy(ref);
+    }
+    // process 1 fails mid-run: it reports why, process 0 stops with an abort naming it
+    wd_model *ms[4] = {0};
+    wd_status st = train_processes(2, 2, ms, 1);
+    CHECK(st == WD_ERR_CORRUPT && strstr(g_proc_err[1], "injected: the third block of process 1"));
+    CHECK(strstr(g_proc_err[0], "rank 1 aborted") && strstr(g_proc_err[0], "injected: the third block of process 1"));
+    for (int p = 0; p < 2; p++) wd_model_destroy(ms[p]);
+}
+
 // Exact AUC by brute force over all (positive, negative) pairs, weighted:
 // pair (i, j) counts w_i w_j, ties half. Independent of wd_auc's sort.
 static double brute_auc(const float *s, const float *y, const float *w, int64_t n) {
@@ -1000,6 +1084,7 @@ int main(int argc, char **argv) {
     RUN(test_one_step_by_finite_differences);
     RUN(test_comm);
     RUN(test_workers_equivalence);
+    RUN(test_processes_equivalence);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);
