@@ -5786,7 +5786,7 @@ static wd_status wd__hier_allreduce(wd_comm *c, float *buf, size_t n) {
         if (st) return wd__hier_ext_failed(lc, st);
     }
     WD__TRY(lc->ops->barrier(lc));
-    if (t) memcpy(buf, h->buf0, sizeof(float) * n);   // worker 0 reads its buffer only until the next collective
+    if (t) memcpy(buf, h->buf0, sizeof(float) * n);   // worker 0 leaves it alone until its next collective, which waits for us
     return WD_OK;
 }
 static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const size_t *ls) {
