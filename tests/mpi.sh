@@ -160,11 +160,12 @@ end
 
 # SIGINT to mpirun (Ctrl-C): it sends SIGTERM to every rank, all stop at the
 # same step, rank 0 saves it; the checkpoint resumes from that step. (Open
-# MPI sends SIGKILL 1 s after SIGTERM by default: a loaded machine may need
-# longer to save, as may a large model; README says so.)
+# MPI 4.1 waits odls_base_sigkill_timeout seconds, 1 by default, before the
+# SIGTERM and as long again before a SIGKILL: 5 s here, so that a loaded
+# machine's save is not killed; README says so.)
 begin mpi_sigint_stops_and_saves
 rm -f "$T/s.wdm" "$T/sl.csv"
-(trap - INT; exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe --mca odls_base_sigkill_timeout 30 -np 3 "$WD" train $C --threads 1 --epochs 2000 --save "$T/s.wdm" --log "$T/sl.csv") > "$T/out" 2> "$T/err" &
+(trap - INT; exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe --mca odls_base_sigkill_timeout 5 -np 3 "$WD" train $C --threads 1 --epochs 2000 --save "$T/s.wdm" --log "$T/sl.csv") > "$T/out" 2> "$T/err" &
 mpid=$!
 ck "no progress within 30 s" wait_lines "$T/sl.csv" 30
 mpirun_pid=$(pgrep -P $mpid | head -1)
