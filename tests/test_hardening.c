@@ -468,7 +468,7 @@ static int write_vocab_file(const char *path, int64_t n, int crafted) {
     v.hash[0] = (uint64_t *)malloc(8 * (size_t)n);
     for (int64_t i = 0; i < n; i++) v.hash[0][i] = crafted ? unmix64((uint64_t)(i + 1) << 32) : wd_mix64((uint64_t)i + 12345);
     wd__blockfile bf;
-    int rc = wd__bf_open(&bf, path, &s, "crafted", &v) || wd__bf_close(&bf);
+    int rc = wd__bf_open(&bf, path, &s, "crafted", &v, NULL) || wd__bf_close(&bf);
     free(v.hash[0]);
     return rc ? -1 : 0;
 }
@@ -566,7 +566,7 @@ static void test_consistent_records(void) {
         wd__buf raw, blk;
         memset(&raw, 0, sizeof raw); memset(&blk, 0, sizeof blk);
         wd__blockfile bf;
-        int ok = wd__block_encode(&s, &x, 0, 20, cc, 3, &raw, &blk) == WD_OK && wd__bf_open(&bf, bad, &s, "crafted", NULL) == WD_OK;
+        int ok = wd__block_encode(&s, &x, 0, 20, cc, 3, &raw, &blk) == WD_OK && wd__bf_open(&bf, bad, &s, "crafted", NULL, NULL) == WD_OK;
         if (ok) ok = wd__bf_put(&bf, blk.p, blk.len) == WD_OK && wd__bf_close(&bf) == WD_OK;
         ZSTD_freeCCtx(cc); wd__buf_free(&raw); wd__buf_free(&blk); wd_batch_free(&x);
         REQUIRE(ok);
