@@ -753,6 +753,7 @@ typedef struct wd_comm_ops {
     wd_status (*allreduce_sum)(wd_comm *c, float *buf, size_t n);
     // every rank's `bytes` bytes; views valid until the caller's next
     // collective, and `mine` must stay unchanged until that one returns
+    // (`mine` and the views are host memory, device communicators' too)
     wd_status (*allgather)(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes);
     wd_status (*barrier)(wd_comm *c);
     void (*abort)(wd_comm *c, wd_status st, const char *why);
@@ -1049,6 +1050,11 @@ WDDEF const wd_backend_ops *wd_backend_cuda(void);
 WDDEF wd_status wd_cuda_device_count(int *n);
 // NCCL communicators: every GPU of this process, or one rank of a job whose
 // unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
+// libnccl.so.2 is loaded by the first of these calls (WD_NCCL_LIB names
+// another path); without it they fail with WD_ERR_UNSUPPORTED saying so.
+// Making one ends with a warm-up collective: every rank there, every
+// connection made, within WD_COMM_TIMEOUT seconds (default 600), as every
+// later wait, teardown included.
 WDDEF wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **ranks);
 WDDEF wd_status wd_comm_nccl_unique_id(void *id, size_t bytes);
 WDDEF wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out);
@@ -7428,7 +7434,7 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     WD__P(WD_BUF_EXCHANGE, 0, ranks > 1 ? (int64_t)(ranks + 1) * (16 + (8 + 4 * (int64_t)m->R) * rows) : 0);
     WD__P(WD_BUF_SORT_SCRATCH, 0, 8 * N + (4 << 20));
     WD__P(WD_BUF_GEMM_WS, 0, 32 << 20);
-    WD__P(WD_BUF_STATE, 0, 4096);
+    WD__P(WD_BUF_STATE, 0, 16384);   // the CUDA backend's wdc_state: flags, results, shapes, batch pointers
 #undef WD__P
     for (int i = 0; i < n; i++) WD__TRY(wd__plan_add(out, want[i].buf, want[i].index, want[i].bytes));
     return WD_OK;

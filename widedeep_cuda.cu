@@ -4,8 +4,12 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -DWD_HAVE_CUDA -c widedeep_cuda.cu, then link the
 // host program (built with -DWD_HAVE_CUDA) against widedeep_cuda.o
-// -lcublasLt -lcublas -lnccl -lcudart. This file includes widedeep.h for the
-// declarations only; the host program holds the implementation.
+// -lcublasLt -lcublas -lcudart -ldl. This file includes widedeep.h for the
+// declarations only; the host program holds the implementation. NCCL (nccl.h
+// at compile time) is loaded when a communicator is first made: dlopen of
+// libnccl.so.2 (the loader's path: LD_LIBRARY_PATH, the program's RUNPATH),
+// or of WD_NCCL_LIB when set. Without it every single-GPU path works and the
+// NCCL calls fail with WD_ERR_UNSUPPORTED saying what is missing.
 //
 // Contents
 //   1. Checks        every CUDA / cuBLASLt / NCCL call -> wd_status with call, file, line, message
@@ -15,7 +19,8 @@
 //   4. Device rank   the plan's buffers (wd_plan_find), upload and download of the model
 //   5. Step          forward, backward, exchange, checks, updates; a CUDA graph on one rank
 //   6. Backend       submit / complete / predict / download for wd_train's loop
-//   7. Communicators NCCL (a shared abort flag per process), and several ranks on one GPU
+//   7. Communicators NCCL (loaded lazily; nonblocking communicators polled with a shared abort
+//                    flag per process and the timeout), and several ranks on one GPU
 //
 // A step, in order: gather embeddings into x -> MLP forward (cuBLASLt, bias and
 // ReLU epilogues) -> wide logit, loss, dlogit (per-block partials, summed in a
@@ -36,7 +41,8 @@
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
 // no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph);
 // WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
-// seconds before a rank waiting on others gives up (default 600);
+// seconds before a rank waiting on others gives up (default 600: set-up, the
+// warm-up collective, every collective, teardown); WD_NCCL_LIB the NCCL library;
 // WD_CHECK_TABLES=K compares the replicas' table checksums every K steps.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
@@ -47,6 +53,7 @@
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -71,8 +78,25 @@ static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
     return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); } while (0)
 #define WDC_LT(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) \
     return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: cuBLAS status %d", #call, __FILE__, __LINE__, (int)s_); } while (0)
-#define WDC_NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) \
-    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, ncclGetErrorString(r_)); } while (0)
+// NCCL through dlopen (section 7 loads it): wdc_nc.X is ncclX.
+struct wdc_nccl_api {
+    ncclResult_t (*GetVersion)(int *);
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
+    ncclResult_t (*CommFinalize)(ncclComm_t);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*CommAbort)(ncclComm_t);
+    const char *(*GetErrorString)(ncclResult_t);
+};
+static wdc_nccl_api wdc_nc;
+// A call on a nonblocking communicator may answer ncclInProgress: not a failure (section 7 waits for it).
+#define WDC_NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess && r_ != ncclInProgress) \
+    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, wdc_nc.GetErrorString(r_)); } while (0)
 #define WDC_TRY(expr) do { wd_status t_ = (expr); if (t_ != WD_OK) return t_; } while (0)
 #define WDC_LAUNCH(name) do { cudaError_t e_ = cudaGetLastError(); if (e_ != cudaSuccess) \
     return wdc_fail(WD_ERR_DEVICE, "kernel %s failed to launch at %s:%d: %s", name, __FILE__, __LINE__, cudaGetErrorString(e_)); } while (0)
@@ -81,6 +105,15 @@ static double wdc_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+// Whether a stream's work ended within `limit` seconds (a stream in error has ended).
+static int wdc_drained(cudaStream_t st, double limit) {
+    double t0 = wdc_now();
+    for (;;) {
+        if (cudaStreamQuery(st) != cudaErrorNotReady) return 1;
+        if (wdc_now() - t0 > limit) return 0;
+        usleep(100);
+    }
 }
 static double wdc_env(const char *name, double dflt) {
     const char *v = getenv(name);
@@ -109,20 +142,6 @@ struct wdc_result {
     long long step;                 // steps applied after it
     unsigned long long checksum;    // WD_CHECK_TABLES: this replica's checksum
 };
-// Device-side state of a rank (WD_BUF_STATE).
-struct wdc_state {
-    long long step;                 // steps applied: Adam's t
-    int halted;                     // failure flags of an earlier step: nothing changes any more
-    int flags;                      // this step's
-    float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
-    float c1, c2;                   // Adam's bias corrections for this step
-    int nruns, nsegs;               // runs and segments of the current sort
-    int vote[2];                    // the host's stop vote, per input buffer
-    unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
-    wdc_result res[2];              // per input buffer
-    long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
-};
-
 // A device batch: pointers into one input buffer (same carve as a host wd_batch).
 struct wdc_batch {
     const float *label, *weight, *dense;
@@ -145,6 +164,23 @@ struct wdc_dims {
     unsigned long long sentinel;    // key of unused occurrences: above every real key
 };
 
+// Device-side state of a rank (WD_BUF_STATE).
+struct wdc_state {
+    long long step;                 // steps applied: Adam's t
+    int halted;                     // failure flags of an earlier step: nothing changes any more
+    int flags;                      // this step's
+    float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
+    float c1, c2;                   // Adam's bias corrections for this step
+    int nruns, nsegs;               // runs and segments of the current sort
+    int vote[2];                    // the host's stop vote, per input buffer
+    unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
+    int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
+    wdc_result res[2];              // per input buffer
+    long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
+    wdc_dims d;                     // the kernels' shapes and batches, read through pointers (about 6 KB:
+    wdc_batch b[2];                 // by value they would near the 4 KB a launch's parameters may take)
+};
+
 // A sample's ids in slot k.
 __device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc_dims &d, int k, int i, int *count) {
     if (d.kind[k] == WD_MULTI_HOT) { uint32_t a = b.offs[k][i]; *count = (int)(b.offs[k][i + 1] - a); return b.ids[k] + a; }
@@ -153,7 +189,9 @@ __device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc
 }
 
 // x (n, INp) = [dense | pooled embedding of every slot | zero padding], one block per sample.
-__global__ void wdc_gather_k(float *x, wdc_batch b, const float *emb, const long long *table_off, wdc_dims d, int n) {
+__global__ void wdc_gather_k(float *x, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off, const wdc_dims *__restrict__ dp, int n) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
     int i = blockIdx.x;
     if (i >= n) return;
     for (int c = threadIdx.x; c < d.INp; c += blockDim.x) {
@@ -168,7 +206,7 @@ __global__ void wdc_gather_k(float *x, wdc_batch b, const float *emb, const long
         x[(size_t)i * d.INp + c] = v;
     }
 }
-static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch &b, const float *emb, const long long *toff, const wdc_dims &d, int n) {
+static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
     wdc_gather_k<<<n, 128, 0, st>>>(x, b, emb, toff, d, n);
     WDC_LAUNCH("gather");
     return WD_OK;
@@ -192,8 +230,10 @@ __device__ __forceinline__ float wdc_wide_logit(int i, const wdc_batch &b, const
 }
 // Per sample: probability, dlogit = w (p - y); per block: partial sums of
 // loss, weight, samples (w != 0) and dlogit, summed by wdc_loss_final.
-__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, wdc_batch b, wdc_dims d,
+__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
                            const float *wide, const float *wdense, const long long *table_off, int n) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
     __shared__ float sh[4][WDC_THREADS];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float l = 0.0f, w = 0.0f, cnt = 0.0f, dl = 0.0f;
@@ -227,7 +267,7 @@ __global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, i
     if (gbias) *gbias = acc[3];
 }
 static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out,
-                          const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense, const long long *toff,
+                          const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense, const long long *toff,
                           const wdc_state *s, int slot, int n) {
     unsigned nb = wdc_blocks(n, WDC_THREADS);
     wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, b, d, wide, wdense, toff, n);
@@ -237,15 +277,17 @@ static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *pa
     return WD_OK;
 }
 // Probabilities only (evaluation and prediction).
-__global__ void wdc_predict_k(float *prob, const float *deep_out, wdc_batch b, wdc_dims d, const float *wide, const float *wdense,
+__global__ void wdc_predict_k(float *prob, const float *deep_out, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *wide, const float *wdense,
                               const long long *table_off, int n) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float z = deep_out ? deep_out[i] : 0.0f;
     if (d.wide) z += wdc_wide_logit(i, b, d, wide, wdense, table_off);
     prob[i] = 1.0f / (1.0f + expf(-z));
 }
-static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const wdc_batch &b, const wdc_dims &d,
+static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const wdc_batch *b, const wdc_dims *d,
                                     const float *wide, const float *wdense, const long long *toff, int n) {
     wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("predict");
@@ -327,7 +369,9 @@ __device__ __forceinline__ wdc_occ wdc_occ_at(long long q, const wdc_batch &b, c
     if (d.mean && cnt > 1) o.scale = 1.0f / (float)cnt;
     return o;
 }
-__global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, wdc_batch b, wdc_dims d, const long long *table_off) {
+__global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const long long *table_off) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
     long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= d.rows) return;
     wdc_occ o = wdc_occ_at(q, b, d);
@@ -343,8 +387,8 @@ __global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, wdc_batch b, 
     key[q] = k;
     occ[q] = (uint32_t)q;
 }
-static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch &b, const wdc_dims &d, const long long *toff) {
-    wdc_keys_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(key, occ, b, d, toff);
+static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch *b, const wdc_dims *d, long long rows, const long long *toff) {
+    wdc_keys_k<<<wdc_blocks(rows, WDC_THREADS), WDC_THREADS, 0, st>>>(key, occ, b, d, toff);
     WDC_LAUNCH("keys");
     return WD_OK;
 }
@@ -364,7 +408,9 @@ __global__ void wdc_seg_fill_k(int *seg_run, const int *seg_cnt, const int *seg_
 // One warp per segment: the sum of its occurrences' gradient rows (R floats:
 // wide, then E deep) in sorted (= occurrence) order, from dlogit and dx.
 __global__ void wdc_seg_sum_occ_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off, const int *run_cnt,
-                                  const uint32_t *occ_s, const wdc_state *s, wdc_batch b, wdc_dims d, const float *dlogit, const float *dx) {
+                                  const uint32_t *occ_s, const wdc_state *s, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
     int seg = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (seg >= s->nsegs) return;
     int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG, j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
@@ -408,9 +454,14 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
     }
 }
 // One warp per run: FTRL on the wide weight (col 0), the deep rule on the
-// embedding row (cols 1..E). Nothing when the step is flagged or halted.
-__global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *ukey, wdc_state *s, wdc_dims d, wd_opt o,
+// embedding row (cols 1..E). Nothing when the step is flagged or halted
+// (flags set by earlier kernels only: every update of a step is applied
+// whole, or none is). A non-finite result marks post_bad, which no update
+// reads, so the step is applied in full and deterministically, as on the
+// CPU, and reported at its end (WDC_BAD_PARAM: the model is unusable).
+__global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *ukey, wdc_state *s, const wdc_dims *__restrict__ dp, wd_opt o,
                                    float *wide, float *wz, float *wn, float *emb, float *es1, float *es2) {
+    const wdc_dims &d = *dp;
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= s->nruns || ukey[r] == d.sentinel || s->flags || s->halted || s->inv_w == 0.0f) return;
     long long key = (long long)ukey[r];
@@ -427,7 +478,7 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
             w = &emb[at];
             wd_opt_deep(&o, w, &es1[at], es2 ? &es2[at] : NULL, g);
         }
-        if (!isfinite(*w)) atomicOr(&s->flags, WDC_BAD_PARAM);
+        if (!isfinite(*w)) atomicOr(&s->post_bad, 1);
     }
 }
 
@@ -437,6 +488,7 @@ __global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, floa
     if (tail[3] > 0.0f) f |= WDC_STOP;
     else if (!isfinite(tail[0])) f |= WDC_BAD_LOSS;
     s->flags = f;
+    s->post_bad = 0;
     s->inv_w = tail[1] > 0.0f ? 1.0f / tail[1] : 0.0f;
     wd_opt o;
     o.b1 = b1; o.b2 = b2;
@@ -450,7 +502,7 @@ __global__ void wdc_dense_check_k(wdc_state *s, const float *g, long long P) {
     if (!(fabsf(g[i] * s->inv_w) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
 }
 // The dense update over the flat device buffer: the deep rule for the MLP,
-// FTRL for the wide dense weights and bias.
+// FTRL for the wide dense weights and bias (flags and post_bad: as above).
 __global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp, long long P, int wide, wd_opt o) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= P || s->flags || s->halted || s->inv_w == 0.0f) return;
@@ -459,11 +511,12 @@ __global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *
     if (i < P_mlp) wd_opt_deep(&o, &w[i], &s1[i], &s2[i], gi);
     else if (wide) wd_opt_ftrl(&w[i], &s1[i], &s2[i], gi, &o);
     else return;
-    if (!isfinite(w[i])) atomicOr(&s->flags, WDC_BAD_PARAM);
+    if (!isfinite(w[i])) atomicOr(&s->post_bad, 1);
 }
 // After the updates: the step counts unless it was a stop or failed; a
 // failure halts every later step; the results for the host.
 __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
+    if (s->post_bad) s->flags |= WDC_BAD_PARAM;
     int was = s->halted;
     if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
     if (!(s->flags & (WDC_STOP | WDC_FAILED)) && !was) s->step++;
@@ -665,10 +718,26 @@ static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; retu
 static void wdc_pinned_free(void *p, void *u) { (void)u; cudaFreeHost(p); }
 static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL};
 
+// Teardown waits for the last step, bounded: with a communicator its poll
+// runs meanwhile (a failed group or the timeout aborts it, and NCCL's
+// kernels then end); a stream still busy 10 s after that leaves the rank's
+// device memory allocated (cudaFree would wait for the kernel) rather than hang.
+static int wdc_rank_drain(wdc_rank *r) {
+    if (!r->comm) return cudaStreamSynchronize(r->compute), 1;   // one rank's own kernels always end
+    double t0 = wdc_now(), failed = -1;
+    for (;;) {
+        if (wdc_drained(r->compute, 0.01)) return 1;
+        double now = wdc_now();
+        if (failed < 0 && r->comm->ops->poll(r->comm, now - t0) != WD_OK) failed = now;
+        if (failed >= 0 && now - failed > 10) return 0;
+    }
+}
 static void wdc_rank_free(wdc_rank *r) {
     if (!r) return;
+    char keep[1024];   // the caller's error stays the last one
+    snprintf(keep, sizeof keep, "%s", wd_last_error());
     cudaSetDevice(r->device);
-    if (r->compute) cudaStreamSynchronize(r->compute);
+    if (r->compute && !wdc_rank_drain(r)) { wd_free(r); wd_set_last_error(keep); return; }
     for (int i = 0; i < 2; i++) if (r->graph[i]) cudaGraphExecDestroy(r->graph[i]);
     for (int l = 0; l <= WD_MAX_LAYERS; l++) { wdc_mm_free(&r->fwd[l]); wdc_mm_free(&r->bw[l]); wdc_mm_free(&r->ba[l]); }
     if (r->lt) cublasLtDestroy(r->lt);
@@ -681,6 +750,7 @@ static void wdc_rank_free(wdc_rank *r) {
     if (r->vote_host) cudaFreeHost(r->vote_host);
     if (r->staging) cudaFreeHost(r->staging);
     wd_free(r);
+    wd_set_last_error(keep);
 }
 
 // Host <-> device copies of large arrays through the pinned staging buffer,
@@ -794,7 +864,9 @@ static wd_status wdc_carve(wdc_rank *r) {
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SORT_SCRATCH, 0, NULL, &b1));
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_GEMM_WS, 0, NULL, &b2));
     r->scratch_bytes = (size_t)b1; r->gemm_ws_bytes = (size_t)b2;
-    if (sizeof(wdc_state) > 4096) return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry", sizeof(wdc_state));
+    int64_t sb;
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_STATE, 0, NULL, &sb));
+    if ((int64_t)sizeof(wdc_state) > sb) return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry (%lld)", sizeof(wdc_state), (long long)sb);
     r->table_off = r->state->table_off;
     return WD_OK;
 }
@@ -908,7 +980,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->opt.beta = md->ftrl_beta; r->opt.l1 = md->ftrl_l1; r->opt.l2 = md->ftrl_l2;
     r->opt.b1 = md->adam_beta1; r->opt.b2 = md->adam_beta2; r->opt.eps = md->adam_eps;
     // memory
-    WDC_TRY(wd_plan_make(r->model, r->B, r->ranks, &r->plan));
+    // a 1-rank communicator (tests of the exchange) is planned as 2 ranks, so that the exchange buffer exists
+    WDC_TRY(wd_plan_make(r->model, r->B, r->comm && r->ranks == 1 ? 2 : r->ranks, &r->plan));
     size_t free_b = 0, total_b = 0;
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
     double cap = wdc_env("WD_CUDA_MAX_BYTES", 0);   // tests: pretend a smaller device
@@ -935,7 +1008,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < 8; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
-    r->use_graph = r->ranks == 1 && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
+    r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof(int), cudaHostAllocPortable));
     r->staging_bytes = 16 << 20;
@@ -970,6 +1043,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     memset(&init, 0, sizeof init);
     init.step = *v->step;
     for (int t = 0; t <= v->ntables; t++) init.table_off[t] = v->table_off[t];
+    init.d = r->d;
+    for (int i = 0; i < 2; i++) init.b[i] = wdc_batch_at(r, i);
     WDC_CUDA(cudaMemcpyAsync(r->state, &init, sizeof init, cudaMemcpyHostToDevice, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     WDC_CUDA(cudaMemsetAsync(r->x, 0, 4 * (size_t)r->B * d->INp, r->compute));   // the padding columns stay 0
@@ -1004,10 +1079,11 @@ static wd_status wdc_mark(wdc_rank *r, int slot, int i) {
     return WD_OK;
 }
 // The forward pass on batch b (n samples); the deep logit in the last activation.
-static wd_status wdc_forward(wdc_rank *r, const wdc_batch &b, int n, int slot) {
+// b: the batch's pointers on the device (wdc_state.b).
+static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     cudaStream_t st = r->compute;
     if (!r->v.nlayers) return wdc_mark(r, slot, 1);
-    WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, r->d, n));
+    WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, &r->state->d, n));
     WDC_TRY(wdc_mark(r, slot, 1));
     const float *in = r->x;
     for (int l = 0; l < r->v.nlayers; l++) {
@@ -1022,15 +1098,17 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     const wdc_dims &d = r->d;
     cudaStream_t st = r->compute;
     int n = r->B, L = v->nlayers;
-    wdc_batch b = wdc_batch_at(r, slot);
+    wdc_batch b = wdc_batch_at(r, slot);   // its pointers on the host; the kernels read db and dd
+    const wdc_batch *db = &r->state->b[slot];
+    const wdc_dims *dd = &r->state->d;
     float *prob = r->logits, *dlogit = r->logits + n, *tail = r->g + d.Pd;
     WDC_TRY(wdc_mark(r, slot, 0));
     WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + 4), st));
-    WDC_TRY(wdc_forward(r, b, n, slot));
+    WDC_TRY(wdc_forward(r, db, n, slot));
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
-    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, b, d, r->wide, wdense,
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, db, dd, r->wide, wdense,
                      r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
@@ -1050,14 +1128,14 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     }
     WDC_TRY(wdc_mark(r, slot, 4));
     // sparse rows: keys, sort, runs, segments, per-segment sums
-    WDC_TRY(wdc_keys(st, r->keys, r->occ, b, d, r->table_off));
+    WDC_TRY(wdc_keys(st, r->keys, r->occ, db, dd, d.rows, r->table_off));
     const uint32_t *occ_s;
     WDC_TRY(wdc_sort_runs(r, st, (int)d.rows, &occ_s));
     unsigned segblocks = wdc_blocks(d.rows + d.rows / WDC_SEG + 1, WDC_WARPS), runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
-    wdc_seg_sum_occ_k<<<segblocks, WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, b, d, dlogit, dx);
+    wdc_seg_sum_occ_k<<<segblocks, WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, db, dd, dlogit, dx);
     WDC_LAUNCH("seg_sum_occ");
     wd_comm *c = r->comm;
-    if (c && c->size > 1) {
+    if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
         // and merged rows gathered (on the compute stream: no host wait inside the step)
         wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 0);
@@ -1085,7 +1163,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     WDC_LAUNCH("run_merge");
     wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt);
     WDC_LAUNCH("dense_update");
-    wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, d, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
+    wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
     if (r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0) {
         unsigned long long *sum = &r->state->checksum, *all = r->state->checksums;
@@ -1113,7 +1191,7 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     if (wd_model_description(bd->model)->precision != WD_PRECISION_FP32)
         return wdc_fail(WD_ERR_UNSUPPORTED, "precision bf16 is not implemented by the CUDA backend (it computes the MLP in fp32, "
                         "on TF32 tensor cores unless WD_CUDA_FP32=1); use precision fp32 on the GPU, or bf16 on a CPU with the oneDNN engine");
-    if (bd->ranks > 1 && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
+    if ((bd->ranks > 1 || bd->comm) && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
         return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
     int ndev = 0;
     WDC_TRY(wd_cuda_device_count(&ndev));
@@ -1142,7 +1220,7 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
         cudaError_t e = cudaEventQuery(ev);
         if (e == cudaSuccess) return WD_OK;
         if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: waiting for %s: %s", r->rank, what, cudaGetErrorString(e));
-        if (r->comm && r->comm->size > 1) WDC_TRY(r->comm->ops->poll(r->comm, wdc_now() - t0));
+        if (r->comm) WDC_TRY(r->comm->ops->poll(r->comm, wdc_now() - t0));
         usleep(20);
     }
 }
@@ -1211,14 +1289,15 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: predict with a step in flight");
     if (b->n > r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d", b->n, r->B);
+    if (b->n <= 0) return WD_OK;   // nothing to copy or launch
     WDC_CUDA(cudaSetDevice(r->device));
     WDC_TRY(wdc_batch_copy(r, b, 0));
     WDC_CUDA(cudaEventRecord(r->copied[0], r->copy));
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[0], 0));
-    wdc_batch db = wdc_batch_at(r, 0);
+    const wdc_batch *db = &r->state->b[0];
     WDC_TRY(wdc_forward(r, db, b->n, -1));
     const float *deep_out = r->v.nlayers ? r->act[r->v.nlayers - 1] : NULL;
-    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, db, r->d, r->wide, r->dense + r->d.P_mlp, r->table_off, b->n));
+    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, db, &r->state->d, r->wide, r->dense + r->d.P_mlp, r->table_off, b->n));
     WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     return WD_OK;
@@ -1262,7 +1341,10 @@ struct wdc_group {
 };
 static void wdc_group_abort(wdc_group *g, int rank, wd_status st, const char *why) {
     pthread_mutex_lock(&g->mu);
-    if (!g->aborted) { g->aborted = 1; snprintf(g->why, sizeof g->why, "rank %d: %s: %.300s", rank, wd_status_string(st), why ? why : ""); }
+    if (!g->aborted) {   // why first: a reader that sees aborted reads it without the lock
+        snprintf(g->why, sizeof g->why, "rank %d: %s: %.300s", rank, wd_status_string(st), why ? why : "");
+        __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&g->mu);
 }
 static wdc_group *wdc_group_new(int users) {
@@ -1280,42 +1362,126 @@ static void wdc_group_release(wdc_group *g) {
     if (left == 0) { pthread_mutex_destroy(&g->mu); wd_free(g); }
 }
 
-// NCCL: collectives enqueued on the caller's stream; the host-side ops wait
-// on their own stream with the same poll.
+static int wdc_group_aborted(wdc_group *g) { return __atomic_load_n(&g->aborted, __ATOMIC_ACQUIRE); }
+
+// NCCL, loaded on first use (dlopen: a program without NCCL runs every
+// single-GPU path). Communicators are nonblocking (config.blocking = 0): the
+// set-up, a collective's enqueue (NCCL >= 2.22 connects inside the first one)
+// and the finalize may answer ncclInProgress, and are then polled here with
+// the group's abort flag and the timeout, so that no NCCL call holds the host
+// where the timeout cannot reach it. Making a communicator ends with a
+// warm-up collective (every connection made, every rank present) under the
+// same poll. Collectives are enqueued on the caller's stream; the host-side
+// ops wait on their own stream with the same poll.
+static pthread_once_t wdc_nccl_once = PTHREAD_ONCE_INIT;
+static char wdc_nccl_why[700];      // why NCCL cannot be used (empty: loaded)
+static void wdc_nccl_load_once(void) {
+    const char *name = getenv("WD_NCCL_LIB");
+    if (!name || !*name) name = "libnccl.so.2";
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not available: %.300s (install NCCL 2.14 or newer, put the folder holding "
+                 "libnccl.so.2 on LD_LIBRARY_PATH, e.g. python3's site-packages/nvidia/nccl/lib, or set WD_NCCL_LIB to the library's path)", dlerror());
+        return;
+    }
+    struct { void **fn; const char *sym; } want[] = {
+        {(void **)&wdc_nc.GetVersion, "ncclGetVersion"}, {(void **)&wdc_nc.GetUniqueId, "ncclGetUniqueId"},
+        {(void **)&wdc_nc.CommInitRankConfig, "ncclCommInitRankConfig"}, {(void **)&wdc_nc.GroupStart, "ncclGroupStart"},
+        {(void **)&wdc_nc.GroupEnd, "ncclGroupEnd"}, {(void **)&wdc_nc.AllReduce, "ncclAllReduce"}, {(void **)&wdc_nc.AllGather, "ncclAllGather"},
+        {(void **)&wdc_nc.CommGetAsyncError, "ncclCommGetAsyncError"}, {(void **)&wdc_nc.CommFinalize, "ncclCommFinalize"},
+        {(void **)&wdc_nc.CommDestroy, "ncclCommDestroy"}, {(void **)&wdc_nc.CommAbort, "ncclCommAbort"},
+        {(void **)&wdc_nc.GetErrorString, "ncclGetErrorString"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!(*want[i].fn = dlsym(h, want[i].sym))) {
+            snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not usable: %.300s has no %s (NCCL 2.14 or newer is needed)", name, want[i].sym);
+            return;
+        }
+    int v = 0;
+    if (wdc_nc.GetVersion(&v) != ncclSuccess || v < 21400)
+        snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not usable: %.300s is version %d; nonblocking communicators need 2.14 or newer", name, v);
+}
+static wd_status wdc_nccl_load(void) {
+    pthread_once(&wdc_nccl_once, wdc_nccl_load_once);
+    return wdc_nccl_why[0] ? wdc_fail(WD_ERR_UNSUPPORTED, "%s", wdc_nccl_why) : WD_OK;
+}
+// Waits while communicator comm's last operation (set-up, finalize) is in
+// progress: WD_OK once done; its failure, the group's abort or the timeout
+// as an error (the caller then aborts the communicator).
+static wd_status wdc_nccl_settle(ncclComm_t comm, wdc_group *g, int rank, double timeout, const char *what) {
+    double t0 = wdc_now();
+    for (;;) {
+        ncclResult_t st = ncclInProgress, q = wdc_nc.CommGetAsyncError(comm, &st);
+        if (q != ncclSuccess) st = q;
+        if (st == ncclSuccess) return WD_OK;
+        if (st != ncclInProgress) return wdc_fail(WD_ERR_DEVICE, "rank %d: %s: %s", rank, what, wdc_nc.GetErrorString(st));
+        if (g && wdc_group_aborted(g)) return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: stopped because %s", rank, what, g->why);
+        if (wdc_now() - t0 > timeout) return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: not done after %.0f s (WD_COMM_TIMEOUT)", rank, what, timeout);
+        usleep(100);
+    }
+}
+static ncclConfig_t wdc_nccl_config(void) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    return cfg;
+}
+
 struct wdc_nccl {
     ncclComm_t comm;
     cudaStream_t st;
-    int device, aborted;
+    int device, aborted;            // aborted: ncclCommAbort was called (never destroy it then)
     double timeout;
     wdc_group *group;
     uint64_t *cnt;                  // (1 + size) device: a size to gather, and the gathered sizes
-    char *sendpad, *gbuf;
-    size_t sendpad_cap, gbuf_cap;
-    float *one;
+    char *sendpad, *gbuf, *hbuf;    // the host allgather's device send and receive buffers, and its host views
+    size_t sendpad_cap, gbuf_cap, hbuf_cap;
+    float *zero;                    // one float, 0: what the barrier and the warm-up allreduce
 };
+static void wdc_nccl_kill(wdc_nccl *n) {
+    if (n->aborted) return;
+    n->aborted = 1;
+    wdc_nc.CommAbort(n->comm);
+}
 static wd_status wdc_nccl_poll(wd_comm *c, double waited) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     if (n->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: the communicator was aborted: %s", c->rank, n->group->why);
-    if (n->group->aborted) {
-        ncclCommAbort(n->comm);
-        n->aborted = 1;
+    if (wdc_group_aborted(n->group)) {
+        wdc_nccl_kill(n);
         return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, n->group->why);
     }
-    ncclResult_t ar = ncclSuccess;
-    ncclCommGetAsyncError(n->comm, &ar);
+    ncclResult_t ar = ncclSuccess, q = wdc_nc.CommGetAsyncError(n->comm, &ar);
+    if (q != ncclSuccess) ar = q;
     if (ar != ncclSuccess && ar != ncclInProgress) {
-        wdc_group_abort(n->group, c->rank, WD_ERR_DEVICE, ncclGetErrorString(ar));
-        ncclCommAbort(n->comm);
-        n->aborted = 1;
-        return wdc_fail(WD_ERR_ABORTED, "rank %d: a collective failed in NCCL: %s (communicator aborted)", c->rank, ncclGetErrorString(ar));
+        wdc_group_abort(n->group, c->rank, WD_ERR_DEVICE, wdc_nc.GetErrorString(ar));
+        wdc_nccl_kill(n);
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: a collective failed in NCCL: %s (communicator aborted)", c->rank, wdc_nc.GetErrorString(ar));
     }
     if (waited > n->timeout) {
         wdc_group_abort(n->group, c->rank, WD_ERR_ABORTED, "timeout");
-        ncclCommAbort(n->comm);
-        n->aborted = 1;
+        wdc_nccl_kill(n);
         return wdc_fail(WD_ERR_ABORTED, "rank %d: waited %.0f s for the other ranks (WD_COMM_TIMEOUT): one failed or stopped (communicator aborted)", c->rank, waited);
     }
     return WD_OK;
+}
+// After an NCCL call on the communicator: an error aborts the group; an
+// enqueue still in progress is waited for (no other NCCL call may come
+// before it ends) with the poll.
+static wd_status wdc_nccl_enqueued(wd_comm *c, ncclResult_t r, const char *what) {
+    wdc_nccl *n = (wdc_nccl *)c->impl;
+    if (r == ncclSuccess) return WD_OK;
+    if (r != ncclInProgress) {
+        char why[300];
+        snprintf(why, sizeof why, "%s: %s", what, wdc_nc.GetErrorString(r));
+        wdc_group_abort(n->group, c->rank, WD_ERR_DEVICE, why);
+        wdc_nccl_kill(n);
+        return wdc_fail(WD_ERR_DEVICE, "rank %d: %s (communicator aborted)", c->rank, why);
+    }
+    double t0 = wdc_now();
+    for (;;) {
+        ncclResult_t st = ncclInProgress;
+        if (wdc_nc.CommGetAsyncError(n->comm, &st) == ncclSuccess && st == ncclSuccess) return WD_OK;
+        WDC_TRY(wdc_nccl_poll(c, wdc_now() - t0));
+        usleep(50);
+    }
 }
 static wd_status wdc_nccl_wait(wd_comm *c) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
@@ -1331,14 +1497,12 @@ static wd_status wdc_nccl_wait(wd_comm *c) {
 static wd_status wdc_nccl_stream_allreduce(wd_comm *c, float *buf, size_t count, void *stream) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_TRY(wdc_nccl_poll(c, 0));
-    WDC_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, (cudaStream_t)stream));
-    return WD_OK;
+    return wdc_nccl_enqueued(c, wdc_nc.AllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, (cudaStream_t)stream), "ncclAllReduce");
 }
 static wd_status wdc_nccl_stream_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_TRY(wdc_nccl_poll(c, 0));
-    WDC_NCCL(ncclAllGather(send, recv, bytes, ncclUint8, n->comm, (cudaStream_t)stream));
-    return WD_OK;
+    return wdc_nccl_enqueued(c, wdc_nc.AllGather(send, recv, bytes, ncclUint8, n->comm, (cudaStream_t)stream), "ncclAllGather");
 }
 static wd_status wdc_nccl_allreduce(wd_comm *c, float *buf, size_t count) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
@@ -1346,46 +1510,54 @@ static wd_status wdc_nccl_allreduce(wd_comm *c, float *buf, size_t count) {
     WDC_TRY(wdc_nccl_stream_allreduce(c, buf, count, (void *)n->st));
     return wdc_nccl_wait(c);
 }
-// Host-side allgather of device buffers of any size per rank (sizes first).
+// A device buffer of at least `want` bytes (grown, never shrunk).
+static wd_status wdc_grow(char **p, size_t *cap, size_t want) {
+    if (want <= *cap) return WD_OK;
+    cudaFree(*p);
+    *p = NULL; *cap = 0;
+    WDC_CUDA(cudaMalloc((void **)p, want));
+    *cap = want;
+    return WD_OK;
+}
+// The host-side allgather, with the CPU communicator's contract: `mine` is
+// host memory (device memory works too), sizes may differ per rank, and the
+// views are host memory, valid until this rank's next collective.
 static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_CUDA(cudaSetDevice(n->device));
     uint64_t b = bytes, got[256];
     WDC_CUDA(cudaMemcpyAsync(n->cnt, &b, 8, cudaMemcpyHostToDevice, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->cnt, n->cnt + 1, 8, (void *)n->st));
+    WDC_CUDA(cudaMemcpyAsync(got, n->cnt + 1, 8 * (size_t)c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
-    WDC_CUDA(cudaMemcpy(got, n->cnt + 1, 8 * (size_t)c->size, cudaMemcpyDeviceToHost));
     size_t most = 1;
     for (int q = 0; q < c->size; q++) most = got[q] > most ? got[q] : most;
-    if (most > n->sendpad_cap) {
-        cudaFree(n->sendpad);
-        n->sendpad = NULL; n->sendpad_cap = 0;
-        WDC_CUDA(cudaMalloc((void **)&n->sendpad, most));
-        n->sendpad_cap = most;
+    WDC_TRY(wdc_grow(&n->sendpad, &n->sendpad_cap, most));
+    WDC_TRY(wdc_grow(&n->gbuf, &n->gbuf_cap, most * c->size));
+    if (most * c->size > n->hbuf_cap) {
+        wd_free(n->hbuf);
+        n->hbuf_cap = 0;
+        if (!(n->hbuf = (char *)wd_alloc(most * c->size))) return wdc_fail(WD_ERR_NOMEM, "out of memory");
+        n->hbuf_cap = most * c->size;
     }
-    if (most * c->size > n->gbuf_cap) {
-        cudaFree(n->gbuf);
-        n->gbuf = NULL; n->gbuf_cap = 0;
-        WDC_CUDA(cudaMalloc((void **)&n->gbuf, most * c->size));
-        n->gbuf_cap = most * c->size;
-    }
+    WDC_CUDA(cudaMemsetAsync(n->sendpad, 0, most, n->st));   // the padding past `bytes` is sent too
     if (bytes) WDC_CUDA(cudaMemcpyAsync(n->sendpad, mine, bytes, cudaMemcpyDefault, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->sendpad, n->gbuf, most, (void *)n->st));
+    WDC_CUDA(cudaMemcpyAsync(n->hbuf, n->gbuf, most * c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
-    for (int q = 0; q < c->size; q++) { all[q] = n->gbuf + most * q; if (sizes) sizes[q] = got[q]; }
+    for (int q = 0; q < c->size; q++) { all[q] = n->hbuf + most * q; if (sizes) sizes[q] = got[q]; }
     return WD_OK;
 }
-static wd_status wdc_nccl_barrier(wd_comm *c) { return wdc_nccl_allreduce(c, ((wdc_nccl *)c->impl)->one, 1); }
+static wd_status wdc_nccl_barrier(wd_comm *c) { return wdc_nccl_allreduce(c, ((wdc_nccl *)c->impl)->zero, 1); }
 static void wdc_nccl_abort(wd_comm *c, wd_status st, const char *why) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     wdc_group_abort(n->group, c->rank, st, why);
-    if (n->aborted) return;
-    ncclCommAbort(n->comm);
-    n->aborted = 1;
+    wdc_nccl_kill(n);
 }
 static const wd_comm_ops wdc_nccl_ops = {wdc_nccl_allreduce, wdc_nccl_allgather, wdc_nccl_barrier, wdc_nccl_abort,
                                          wdc_nccl_stream_allreduce, wdc_nccl_stream_allgather, wdc_nccl_poll};
 
+// Wraps a set-up communicator (on failure the caller still owns comm and g).
 static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, wdc_group *g, wd_comm **out) {
     *out = NULL;
     wd_comm *c = (wd_comm *)wd_alloc(sizeof(wd_comm));
@@ -1399,59 +1571,139 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaMalloc((void **)&n->cnt, 8 * (size_t)(1 + size));
-    if (e == cudaSuccess) e = cudaMalloc((void **)&n->one, sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&n->zero, sizeof(float));
+    if (e == cudaSuccess) e = cudaMemset(n->zero, 0, sizeof(float));
     if (e != cudaSuccess) {
         if (n->st) cudaStreamDestroy(n->st);
-        cudaFree(n->cnt);
+        cudaFree(n->cnt); cudaFree(n->zero);
         wd_free(n); wd_free(c);
         return wdc_fail(WD_ERR_DEVICE, "NCCL communicator set-up on GPU %d: %s", device, cudaGetErrorString(e));
     }
     *out = c;
     return WD_OK;
 }
+// Teardown, every wait bounded by the timeout: a communicator of an aborted
+// group, or one whose finalize fails or does not end, is aborted (never
+// destroyed after an abort).
 extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (!c) return;
     wdc_nccl *n = (wdc_nccl *)c->impl;
+    char keep[1024];   // the caller's error stays the last one
+    snprintf(keep, sizeof keep, "%s", wd_last_error());
     cudaSetDevice(n->device);
-    if (!n->aborted) ncclCommDestroy(n->comm);
-    cudaFree(n->cnt); cudaFree(n->one); cudaFree(n->sendpad); cudaFree(n->gbuf);
-    cudaStreamDestroy(n->st);
+    if (wdc_group_aborted(n->group)) wdc_nccl_kill(n);
+    if (!n->aborted) {
+        ncclResult_t r = wdc_nc.CommFinalize(n->comm);
+        if ((r == ncclSuccess || r == ncclInProgress) && wdc_nccl_settle(n->comm, n->group, c->rank, n->timeout, "NCCL finalize") == WD_OK)
+            wdc_nc.CommDestroy(n->comm);
+        else wdc_nccl_kill(n);
+    }
+    if (wdc_drained(n->st, 10)) {   // the communicator is gone: nothing of NCCL's left running on it
+        cudaFree(n->cnt); cudaFree(n->zero); cudaFree(n->sendpad); cudaFree(n->gbuf);
+        cudaStreamDestroy(n->st);
+    }   // else its device memory stays allocated: cudaFree would wait for the kernel that hangs
+    wd_free(n->hbuf);
     wdc_group_release(n->group);
     wd_free(n); wd_free(c);
+    wd_set_last_error(keep);
+}
+// The warm-up: one allreduce of every rank (called for every rank of this
+// process inside one NCCL group when one thread drives them all), waited for
+// with the poll. An error leaves the communicators to the caller.
+static wd_status wdc_nccl_warm_up(wd_comm **ranks, int n) {
+    WDC_NCCL(wdc_nc.GroupStart());
+    ncclResult_t first = ncclSuccess;
+    for (int i = 0; i < n; i++) {
+        wdc_nccl *x = (wdc_nccl *)ranks[i]->impl;
+        WDC_CUDA(cudaSetDevice(x->device));
+        ncclResult_t r = wdc_nc.AllReduce(x->zero, x->zero, 1, ncclFloat, ncclSum, x->comm, x->st);
+        if (first == ncclSuccess && r != ncclSuccess && r != ncclInProgress) first = r;
+    }
+    ncclResult_t r = wdc_nc.GroupEnd();
+    if (first != ncclSuccess) r = first;
+    for (int i = 0; i < n; i++) WDC_TRY(wdc_nccl_enqueued(ranks[i], r, "the warm-up allreduce"));
+    for (int i = 0; i < n; i++) WDC_TRY(wdc_nccl_wait(ranks[i]));
+    return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **ranks) {
-    if (ndev < 1 || ndev > 256) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
+    if (ndev < 1 || ndev > 256 || !ranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
+    WDC_TRY(wdc_nccl_load());
     ncclComm_t comms[256];
     int devs[256];
-    for (int i = 0; i < ndev; i++) devs[i] = devices ? devices[i] : i;
-    WDC_NCCL(ncclCommInitAll(comms, ndev, devs));
+    memset(comms, 0, sizeof comms);
+    for (int i = 0; i < ndev; i++) { devs[i] = devices ? devices[i] : i; ranks[i] = NULL; }
+    ncclUniqueId uid;
+    WDC_NCCL(wdc_nc.GetUniqueId(&uid));
     wdc_group *g = wdc_group_new(ndev);
-    wd_status st = g ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
-    int made = 0;
-    for (int i = 0; !st && i < ndev; i++) { st = wdc_nccl_wrap(comms[i], i, ndev, devs[i], g, &ranks[i]); made += !st; }
-    if (st) {
-        for (int i = 0; i < made; i++) wd_comm_nccl_destroy(ranks[i]);
-        for (int i = made; i < ndev; i++) { ncclCommDestroy(comms[i]); if (g) wdc_group_release(g); }
+    if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
+    double timeout = wdc_env("WD_COMM_TIMEOUT", 600);
+    wd_status st = WD_OK;
+    ncclResult_t r = wdc_nc.GroupStart();
+    for (int i = 0; r == ncclSuccess && i < ndev; i++) {
+        ncclConfig_t cfg = wdc_nccl_config();
+        if (cudaSetDevice(devs[i]) != cudaSuccess) { st = wdc_fail(WD_ERR_INVALID_ARG, "GPU %d: %s", devs[i], cudaGetErrorString(cudaGetLastError())); break; }
+        ncclResult_t q = wdc_nc.CommInitRankConfig(&comms[i], ndev, uid, i, &cfg);
+        if (q != ncclSuccess && q != ncclInProgress) r = q;
     }
-    return st;
+    ncclResult_t e = wdc_nc.GroupEnd();
+    if (r == ncclSuccess && e != ncclInProgress) r = e;
+    if (!st && r != ncclSuccess) st = wdc_fail(WD_ERR_DEVICE, "NCCL set-up of %d GPUs: %s", ndev, wdc_nc.GetErrorString(r));
+    for (int i = 0; !st && i < ndev; i++) st = wdc_nccl_settle(comms[i], g, i, timeout, "NCCL set-up");
+    for (int i = 0; !st && i < ndev; i++) st = wdc_nccl_wrap(comms[i], i, ndev, devs[i], g, &ranks[i]);
+    if (!st) st = wdc_nccl_warm_up(ranks, ndev);
+    if (st) {
+        char err[1024];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wdc_group_abort(g, 0, st, err);   // the wrapped ones abort in their teardown
+        for (int i = 0; i < ndev; i++) {
+            if (ranks[i]) { wd_comm_nccl_destroy(ranks[i]); ranks[i] = NULL; }
+            else { if (comms[i]) wdc_nc.CommAbort(comms[i]); wdc_group_release(g); }
+        }
+        return wdc_fail(st, "%s", err);
+    }
+    return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_unique_id(void *id, size_t bytes) {
     if (!id || bytes < sizeof(ncclUniqueId)) return wdc_fail(WD_ERR_INVALID_ARG, "unique id buffer of %zu bytes, NCCL needs %zu", bytes, sizeof(ncclUniqueId));
-    WDC_NCCL(ncclGetUniqueId((ncclUniqueId *)id));
+    WDC_TRY(wdc_nccl_load());
+    WDC_NCCL(wdc_nc.GetUniqueId((ncclUniqueId *)id));
     return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out) {
     if (!id || !out || nranks < 1 || rank < 0 || rank >= nranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_init_rank: rank %d of %d", rank, nranks);
+    *out = NULL;
+    WDC_TRY(wdc_nccl_load());
     ncclUniqueId uid;
     memcpy(&uid, id, sizeof uid);
     WDC_CUDA(cudaSetDevice(device));
-    ncclComm_t comm;
-    WDC_NCCL(ncclCommInitRank(&comm, nranks, uid, rank));
     wdc_group *g = wdc_group_new(1);
-    if (!g) { ncclCommDestroy(comm); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
-    wd_status st = wdc_nccl_wrap(comm, rank, nranks, device, g, out);
-    if (st) { ncclCommDestroy(comm); wdc_group_release(g); }
-    return st;
+    if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
+    ncclComm_t comm = NULL;
+    ncclConfig_t cfg = wdc_nccl_config();
+    ncclResult_t r = wdc_nc.CommInitRankConfig(&comm, nranks, uid, rank, &cfg);
+    wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
+                 : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks, wdc_nc.GetErrorString(r));
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wdc_env("WD_COMM_TIMEOUT", 600), "NCCL set-up (waiting for every rank)");
+    if (st) {
+        if (comm) wdc_nc.CommAbort(comm);
+        wdc_group_release(g);
+        return st;
+    }
+    if ((st = wdc_nccl_wrap(comm, rank, nranks, device, g, out)) != WD_OK) {
+        wdc_nc.CommAbort(comm);
+        wdc_group_release(g);
+        return st;
+    }
+    st = wdc_nccl_warm_up(out, 1);
+    if (st) {
+        char err[1024];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wdc_group_abort(g, rank, st, err);
+        wd_comm_nccl_destroy(*out);
+        *out = NULL;
+        return wdc_fail(st, "%s", err);
+    }
+    return WD_OK;
 }
 
 // Several ranks on one GPU (tests of the multi-GPU logic on one device): the
@@ -1510,18 +1762,21 @@ static wd_status wdc_hub_allreduce(wd_comm *c, float *buf, size_t count) {
     WDC_CUDA(cudaSetDevice(h->device));
     return wdc_hub_stream_allreduce(c, buf, count, (void *)h->st[c->rank]);
 }
+// Views of every rank's `mine` (host memory, as the CPU communicator's); the
+// trailing barrier: no rank's next collective overwrites g and gs before
+// every rank has read them.
 static wd_status wdc_hub_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wdc_hub *h = (wdc_hub *)c->impl;
     h->g[c->rank] = mine;
     h->gs[c->rank] = bytes;
     WDC_TRY(wdc_hub_barrier(c));
     for (int q = 0; q < h->n; q++) { all[q] = h->g[q]; if (sizes) sizes[q] = h->gs[q]; }
-    return WD_OK;
+    return wdc_hub_barrier(c);
 }
 static wd_status wdc_hub_poll(wd_comm *c, double waited) {
     (void)waited;   // the hub's collectives wait on the host (with the CPU communicator's timeout)
     wdc_hub *h = (wdc_hub *)c->impl;
-    if (h->group->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, h->group->why);
+    if (wdc_group_aborted(h->group)) return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, h->group->why);
     return WD_OK;
 }
 static void wdc_hub_abort(wd_comm *c, wd_status st, const char *why) {

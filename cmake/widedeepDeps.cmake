@@ -69,11 +69,12 @@ function(widedeep_find_deps engine)
 endfunction()
 
 # widedeep_find_cuda_libs(ROOT...): the libraries widedeep_cuda.cu links
-# (cuBLASLt, cuBLAS, NCCL, the shared CUDA runtime), searched first under
-# each ROOT (a CUDA toolkit or NCCL install: ROOT/lib64, ROOT/lib), then in
-# $CUDA_HOME, $NCCL_HOME and the system paths. Sets in the caller's scope
-# WIDEDEEP_CUDA_LIBRARIES (with the C++ runtime and libdl the object needs),
-# WIDEDEEP_NCCL_INCLUDE_DIR and WIDEDEEP_CUDA_ERROR ("" when all were found).
+# (cuBLASLt, the shared CUDA runtime; NCCL is loaded at run time with dlopen,
+# only nccl.h is needed here), searched first under each ROOT (a CUDA toolkit
+# or NCCL install: ROOT/lib64, ROOT/lib), then in $CUDA_HOME, $NCCL_HOME and
+# the system paths. Sets in the caller's scope WIDEDEEP_CUDA_LIBRARIES (with
+# the C++ runtime and libdl the object needs), WIDEDEEP_NCCL_INCLUDE_DIR and
+# WIDEDEEP_CUDA_ERROR ("" when all were found).
 function(widedeep_find_cuda_libs)
   set(hints "")
   foreach(root IN LISTS ARGN ITEMS "$ENV{CUDA_HOME}" "$ENV{NCCL_HOME}")
@@ -83,7 +84,7 @@ function(widedeep_find_cuda_libs)
   endforeach()
   set(libs "")
   set(missing "")
-  foreach(name IN ITEMS cublasLt cublas nccl cudart)
+  foreach(name IN ITEMS cublasLt cudart)
     find_library(WIDEDEEP_${name}_LIBRARY ${name} HINTS ${hints})
     if(WIDEDEEP_${name}_LIBRARY)
       list(APPEND libs "${WIDEDEEP_${name}_LIBRARY}")
@@ -98,6 +99,9 @@ function(widedeep_find_cuda_libs)
     endif()
   endforeach()
   find_path(WIDEDEEP_NCCL_INCLUDE_DIR nccl.h HINTS ${inc_hints})
+  if(NOT WIDEDEEP_NCCL_INCLUDE_DIR)
+    list(APPEND missing nccl.h)
+  endif()
   set(err "")
   if(missing)
     string(REPLACE ";" ", " missing "${missing}")

@@ -7,7 +7,11 @@
 // 0 (tests/run.sh accepts that on machines without one); with
 // WD_REQUIRE_GPU=1 (make test-gpu, bench/gpu_check.sh) it fails instead.
 // WD_GPU_TEST_QUICK=1 runs fewer steps on less data (the compute-sanitizer
-// runs); every test still runs.
+// runs); every test still runs. WD_GPU_TESTS=a,b runs only the tests named
+// (with or without "test_"; the others print SKIP). WD_COMM_TIMEOUT: the
+// communicators' timeout in seconds (default here 30; the tests that need a
+// failure to end the other ranks want it within 20 s, never at the timeout).
+// Output is line-buffered (a run killed at its time limit keeps every line).
 //
 // What can fail, and the tolerances. An element passes when
 //     |gpu - ref| <= TOL * rms(its tensor) + TOL * |ref|
@@ -794,12 +798,43 @@ static void test_simulated_ranks(void) {
     unsetenv("WD_CHECK_TABLES");
 }
 
+#ifndef WD_TEST_GPU_ON_CPU
+// Steps on a direct backend (the batches of c->data), with comm (the
+// exchange path) or without; the model downloaded into m.
+static void backend_steps(wd_model *m, const char *data, int steps, wd_comm *comm) {
+    wd_backend_desc bd;
+    memset(&bd, 0, sizeof bd);
+    bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = comm;
+    const wd_backend_ops *ops = TEST_BACKEND();
+    wd_backend *be = NULL;
+    REQUIRE_OK(ops->create(&bd, &be));
+    wd_batch b;
+    memset(&b, 0, sizeof b);
+    for (int t = 0; t < steps; t++) {
+        wd_batch_free(&b);
+        wd_step_result res;
+        CHECK_OK(read_batch(data, t, &b));
+        CHECK_OK(ops->submit(be, &b, 0));
+        CHECK_OK(ops->complete(be, &res));
+    }
+    CHECK_OK(ops->download(be));
+    ops->destroy(be);
+    wd_batch_free(&b);
+}
+#endif
+// A 1-rank NCCL communicator: the host collectives (the allgather with the
+// CPU communicator's contract: host views, sizes per rank), then training
+// through it, which runs the multi-GPU exchange (allreduce, allgather of the
+// merged rows, the second sort): the model must be the 1-rank path's bit
+// for bit.
 static void test_nccl_one_rank(void) {
 #ifdef WD_TEST_GPU_ON_CPU
     SKIP("NCCL: GPU only");
 #else
     wd_comm *c[1];
+    double t0 = now_s();
     REQUIRE_OK(wd_comm_nccl_create_all(1, NULL, c));
+    printf("  NCCL communicator made (with its warm-up) in %.2f s\n", now_s() - t0);
     float h[1000], *d = NULL;
     for (int i = 0; i < 1000; i++) h[i] = (float)i;
     CHECK(cudaMalloc((void **)&d, sizeof h) == cudaSuccess);
@@ -807,13 +842,30 @@ static void test_nccl_one_rank(void) {
     CHECK_OK(c[0]->ops->allreduce_sum(c[0], d, 1000));
     const void *views[1];
     size_t sizes[1];
-    CHECK_OK(c[0]->ops->allgather(c[0], d, 400, views, sizes));
-    float back[100];
-    CHECK(cudaMemcpy(back, views[0], 400, cudaMemcpyDeviceToHost) == cudaSuccess);
-    CHECK(sizes[0] == 400 && back[99] == 99.0f);
+    CHECK_OK(c[0]->ops->allgather(c[0], h, 400, views, sizes));
+    CHECK(sizes[0] == 400 && views[0] != (const void *)h && memcmp(views[0], h, 400) == 0);   // host memory, a copy
     CHECK_OK(c[0]->ops->barrier(c[0]));
-    wd_comm_nccl_destroy(c[0]);
     cudaFree(d);
+    set_fp32(1);
+    setenv("WD_CUDA_GRAPH", "0", 1);   // the exchange path runs without a graph: compare like with like
+    int steps = QUICK ? 2 : 4;
+    const cfg *cs[2] = {&C_CRITEO, &C_MH_MEAN};
+    for (int i = 0; i < 2; i++) {
+        wd_schema s;
+        wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s);
+        REQUIRE(one && ex);
+        backend_steps(one, cs[i]->data, steps, NULL);
+        backend_steps(ex, cs[i]->data, steps, c[0]);
+        char what[120];
+        snprintf(what, sizeof what, "%s: 1-rank NCCL exchange vs none", cs[i]->name);
+        int64_t differ = -1;
+        CHECK(models_rel_l2(ex, one, &differ, what) == 0 && differ == 0);
+        wd_model_destroy(one); wd_model_destroy(ex);
+    }
+    unsetenv("WD_CUDA_GRAPH");
+    t0 = now_s();
+    wd_comm_nccl_destroy(c[0]);
+    printf("  torn down in %.2f s\n", now_s() - t0);
 #endif
 }
 
@@ -868,7 +920,6 @@ static void test_rank_failure_aborts_all(void) {
     SKIP("ranks and the device plan: GPU only");
     (void)failing_map;
 #else
-    setenv("WD_COMM_TIMEOUT", "120", 1);   // a hang would end here, not after 600 s; the test wants < 20 s
     // the communicator alone: rank 1 aborts, rank 0's allreduce returns WD_ERR_ABORTED
     {
         wd_comm *c[2];
@@ -924,7 +975,6 @@ static void test_rank_failure_aborts_all(void) {
         CHECK(st == WD_ERR_NOMEM && strstr(wd_last_error(), "plan needs") && now_s() - t0 < 20);
         wd_model_destroy(m);
     }
-    unsetenv("WD_COMM_TIMEOUT");
 #endif
 }
 
@@ -989,8 +1039,70 @@ static void test_failed_steps_change_nothing(void) {
     }
 }
 
+// WD_GPU_TESTS=a,b: only these tests run (the others print SKIP, so that
+// tests/run.sh still counts one result per RUN).
+static const char *ONLY;
+static int selected(const char *fn) {
+    if (!ONLY || !*ONLY) return 1;
+    const char *bare = strncmp(fn, "test_", 5) == 0 ? fn + 5 : fn;
+    for (const char *p = ONLY; *p;) {
+        size_t n = strcspn(p, ",");
+        if ((strlen(fn) == n && !strncmp(p, fn, n)) || (strlen(bare) == n && !strncmp(p, bare, n))) return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+#undef RUN
+#define RUN(fn) do { if (selected(#fn)) TL_RUN(fn); else { printf("SKIP %s: not in WD_GPU_TESTS\n", #fn); tl_skips++; } } while (0)
+
+// A step whose update leaves parameters non-finite (every Adagrad
+// accumulator of layer 0 made negative: sqrt gives NaN) is applied whole and
+// the same way every time, as on the CPU, and reported: two runs give
+// bit-identical models, and the embeddings (updated after the dense part)
+// moved too.
+static void test_non_finite_update_whole(void) {
+    set_fp32(0);
+    wd_model *m[2] = {NULL, NULL};
+    wd_schema s;
+    for (int run = 0; run < 2; run++) {
+        REQUIRE((m[run] = cfg_model(&C_CRITEO, &s)) != NULL);
+        wd_model_view v;
+        wd_model_view_get(m[run], &v);
+        for (int64_t i = v.layer_w[0]; i < v.layer_w[0] + (int64_t)v.layer_in[0] * v.layer_out[0]; i++) v.dense_s1[i] = -1e30f;
+        wd_batch b;
+        memset(&b, 0, sizeof b);
+        REQUIRE_OK(read_batch(CRITEO, 0, &b));
+        wd_backend *be;
+        REQUIRE_OK(backend_open(m[run], NB, &be));
+        const wd_backend_ops *ops = TEST_BACKEND();
+        wd_step_result res;
+        CHECK_OK(ops->submit(be, &b, 0));
+        wd_status st = ops->complete(be, &res);
+        printf("  run %d: %s: %s\n", run, wd_status_string(st), wd_last_error());
+        CHECK(st == WD_ERR_NUMERIC && strstr(wd_last_error(), "non-finite"));
+        CHECK_OK(ops->download(be));
+        ops->destroy(be);
+        wd_batch_free(&b);
+    }
+    wd_model *init = cfg_model(&C_CRITEO, &s);
+    REQUIRE(init);
+    int64_t differ = -1, moved = 0;
+    models_rel_l2(m[0], m[1], &differ, "non-finite update, run 1 vs 2");
+    CHECK(differ == 0);
+    wd_model_view a, z;
+    wd_model_view_get(m[0], &a);
+    wd_model_view_get(init, &z);
+    for (int64_t i = 0; a.emb && i < a.emb_rows * a.E; i++) moved += a.emb[i] != z.emb[i];
+    printf("  %lld embedding values moved\n", (long long)moved);
+    CHECK(moved > 0);
+    wd_model_destroy(m[0]); wd_model_destroy(m[1]); wd_model_destroy(init);
+}
+
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);   // line by line, also into a pipe or a file
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    ONLY = getenv("WD_GPU_TESTS");
+    setenv("WD_COMM_TIMEOUT", "30", 0);   // the caller's, else 30 s
     const char *q = getenv("WD_GPU_TEST_QUICK"), *req = getenv("WD_REQUIRE_GPU");
     QUICK = q && *q && strcmp(q, "0") != 0;
 #ifdef WD_TEST_GPU_ON_CPU
@@ -1008,7 +1120,9 @@ int main(int argc, char **argv) {
     }
     {
         cudaDeviceProp p;
-        if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) printf("device count: %d; GPU 0: %s, sm_%d%d%s\n", NDEV, p.name, p.major, p.minor, QUICK ? " (quick)" : "");
+        if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
+            printf("device count: %d; GPU 0: %s, sm_%d%d%s; WD_COMM_TIMEOUT=%s%s%s\n", NDEV, p.name, p.major, p.minor, QUICK ? " (quick)" : "",
+                   getenv("WD_COMM_TIMEOUT"), ONLY && *ONLY ? "; WD_GPU_TESTS=" : "", ONLY && *ONLY ? ONLY : "");
     }
 #endif
     snprintf(CRITEO, sizeof CRITEO, "%s/g-criteo.wdr", TMP);
@@ -1038,5 +1152,6 @@ int main(int argc, char **argv) {
     RUN(test_nccl_two_gpus);
     RUN(test_rank_failure_aborts_all);
     RUN(test_failed_steps_change_nothing);
+    RUN(test_non_finite_update_whole);
     return test_summary("test_gpu");
 }

@@ -28,13 +28,14 @@ static char tl_skip_why[256];
 #define SKIP(...) do { tl_skipped = 1; snprintf(tl_skip_why, sizeof tl_skip_why, __VA_ARGS__); } while (0)
 // checks that failed since the last test ended: in main, outside any RUN
 #define TL_OUTSIDE() do { if (tl_fails) { printf("  %d check(s) failed in main, outside any test\n", tl_fails); tl_outside += tl_fails; tl_fails = 0; } } while (0)
-#define RUN(fn) do { \
+#define TL_RUN(fn) do { \
         TL_OUTSIDE(); tl_skipped = 0; fflush(stdout); fn(); \
         if (tl_fails) { printf("FAIL %s (%d checks)\n", #fn, tl_fails); tl_failed++; } \
         else if (tl_skipped) { printf("SKIP %s: %s\n", #fn, tl_skip_why); tl_skips++; } \
         else { printf("PASS %s\n", #fn); tl_passed++; } \
         tl_fails = 0; fflush(stdout); \
     } while (0)
+#define RUN(fn) TL_RUN(fn)   // a test file may redefine RUN to select tests (tests/test_gpu.cu)
 
 static inline int file_exists(const char *path) { FILE *f = fopen(path, "rb"); if (f) fclose(f); return f != NULL; }
 
