@@ -34,18 +34,24 @@ ENGINE  := $(B)/engine-$(GEMM).stamp
 $(ENGINE): | $(B)
 	@rm -f $(B)/engine-*.stamp; touch $@
 
-.PHONY: all deps demo test test-gpu fuzz clean
+.PHONY: all deps demo test test-gpu gpu-pack fuzz clean
 
 # CUDA: built whenever nvcc exists (CI compiles it on every change; running it
-# needs a GPU: `make test-gpu`). CUDA_HOME and NCCL_HOME locate the toolkit and
-# NCCL (e.g. PyTorch's nvidia-nccl wheel on a GPU host).
+# needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
+# GPU host). CUDA_HOME locates the toolkit, NCCL_HOME nccl.h (compile time);
+# libnccl.so.2 is loaded when a communicator is made (dlopen: the loader's
+# path, then NCCL_HOME/lib through the RUNPATH; WD_NCCL_LIB names it), so a
+# program without NCCL fails only where it asks for NCCL. -lineinfo: source
+# lines in compute-sanitizer's reports (no effect on the code).
 CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
 NCCL_HOME ?= $(CUDA_HOME)
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))
 GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
-NVFLAGS   := -O3 -std=c++17 $(GENCODE) -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
-CUDALIBS  := -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcublas -lnccl -lcudart
-CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu)
+NVFLAGS   := -O3 -std=c++17 $(GENCODE) -lineinfo -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
+CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudart -ldl
+PACK      := $(B)/gpu-pack
+PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py))
+CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(PACK_BINS))
 
 # MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
 # (widedeep.h section 14, tools/wd.c); built whenever mpicc exists
@@ -75,15 +81,52 @@ $(B)/wd-cuda: tools/wd.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 $(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_HAVE_CUDA -c -o $(B)/multi_gpu.o examples/multi_gpu.c
 	$(CXX) -o $@ $(B)/multi_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
-$(B)/test_gpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
-	$(NVCC) $(NVFLAGS) $(GEMMF) -c -o $(B)/test_gpu.o tests/test_gpu.cu
-	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
+# test_gpu compares against tests/ref.h and the CPU backend with the portable
+# GEMM loops, whatever GEMM says (so gpu-pack links the same object)
+$(B)/test_gpu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) | $(B)
+	$(NVCC) $(NVFLAGS) -c -o $@ tests/test_gpu.cu
+$(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
+	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
+
+# ---- the GPU pack ---------------------------------------------------------------------------
+# `make gpu-pack`: build/gpu-pack/, what a GPU host with no package registry
+# runs (bench/GPU_RUN.md): test_gpu, wd-cuda, multi_gpu, ceilings,
+# loader_ladder, the PyTorch peer and bench/gpu_run.sh. Built here for the host there: sm_90 code and
+# compute_80 PTX, -lineinfo; GEMM=portable (no oneDNN there); cudart, zstd and
+# zlib static; libstdc++ dynamic (static libstdc++/libgcc on Debian 12 pull in
+# glibc 2.35/2.36 symbols); cuBLASLt from the toolkit there; NCCL through
+# dlopen (gpu_run.sh puts python3's nvidia/*/lib wheels on LD_LIBRARY_PATH).
+# RUNPATH $ORIGIN/lib:/usr/local/cuda/lib64. `bench/gpu_run.sh --dry` checks
+# every binary's NEEDED list, newest glibc symbol and the pack's size.
+PACK_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/lib:/usr/local/cuda/lib64' -lcublasLt -lcudart_static \
+	-Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -ldl -lrt -lm
+$(PACK):
+	@mkdir -p $(PACK)
+$(PACK)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(PACK)
+	$(CXX) -o $@ $^ $(PACK_LIBS)
+$(B)/wd-cuda-pack.o: tools/wd.c $(HDR) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $@ tools/wd.c
+$(B)/multi_gpu-pack.o: examples/multi_gpu.c $(HDR) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $@ examples/multi_gpu.c
+$(PACK)/wd-cuda $(PACK)/multi_gpu: $(PACK)/%: $(B)/%-pack.o $(B)/widedeep_cuda.o | $(PACK)
+	$(CXX) -o $@ $^ $(PACK_LIBS)
+$(PACK)/loader_ladder: bench/loader_ladder.c $(HDR) | $(PACK)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ bench/loader_ladder.c -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm
+$(B)/ceilings.o: bench/ceilings.cu | $(B)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall,-Wextra -c -o $@ bench/ceilings.cu
+$(PACK)/ceilings: $(B)/ceilings.o | $(PACK)
+	$(CXX) -o $@ $^ $(PACK_LIBS)
+$(PACK)/gpu_run.sh $(PACK)/peer_torch.py: $(PACK)/%: bench/% | $(PACK)
+	cp $< $@
+gpu-pack: $(PACK_BINS)
+	@du -sh $(PACK)
 
 # on a machine with an NVIDIA GPU: the GPU tests (no GPU fails here:
 # WD_REQUIRE_GPU=1), then the same binary under compute-sanitizer's memcheck,
 # racecheck, initcheck and synccheck (shorter runs: WD_GPU_TEST_QUICK=1). Every
 # run happens; the target fails if any failed, or if compute-sanitizer is
-# missing. NO_DEPS=1 skips `make deps` (offline hosts: bench/gpu_check.sh).
+# missing. NO_DEPS=1 skips `make deps`. A GPU host without the build's
+# dependencies runs `make gpu-pack`'s binaries instead (bench/GPU_RUN.md).
 test-gpu: $(if $(NO_DEPS),,deps)
 	@$(MAKE) --no-print-directory $(B)/test_gpu
 	@mkdir -p $(B)/gpu-tmp

@@ -4,6 +4,8 @@
 // step: the 12 products of forward and backward (per layer: forward, dW,
 // dX) at batch B with layers IN -> H1 -> ... -> 1, each timed alone with the
 // heuristic's algorithm (no transposes: same shapes, roughly the same speed).
+// Every operand holds random values in [-1, 1) (products of zeros run faster
+// than real ones: a ceiling measured on them would flatter every ratio).
 // Usage: ceilings [B [IN,H1,H2,...]]   (default 16384 432,1024,512,256,1:
 // 13 dense + 26 slots x E=16 = 429 inputs, padded to 432 as the backend does)
 #include <cublasLt.h>
@@ -14,6 +16,19 @@
 
 #define CK(x) do { if ((x) != 0) { printf("failed: %s at line %d\n", #x, __LINE__); return 1; } } while (0)
 #define WS_BYTES (64 << 20)
+
+// p[i] = a uniform value in [-1, 1) from a hash of (seed, i).
+__global__ void fill_k(float *p, size_t n, unsigned seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull + seed;
+        x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 27; x *= 0x94d049bb133111ebull; x ^= x >> 31;
+        p[i] = (float)(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+static int fill(float *p, size_t n, unsigned seed) {
+    fill_k<<<1024, 256>>>(p, n, seed);
+    return cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess;
+}
 
 // Milliseconds per C (m x n) = A (m x k) B (k x n), column-major, over reps calls after warm-up.
 static int gemm_ms(cublasLtHandle_t lt, cublasComputeType_t ct, int m, int n, int k, const float *a, const float *b, float *c, void *ws, int reps,
@@ -79,12 +94,12 @@ int main(int argc, char **argv) {
         int n = 8192;
         float *x, *y, *z;
         CK(cudaMalloc(&x, 4ull * n * n)); CK(cudaMalloc(&y, 4ull * n * n)); CK(cudaMalloc(&z, 4ull * n * n));
-        CK(cudaMemset(x, 0, 4ull * n * n)); CK(cudaMemset(y, 0, 4ull * n * n));
+        CK(fill(x, (size_t)n * n, 1)); CK(fill(y, (size_t)n * n, 2));
         double t_tf32, t_fp32;
         if (gemm_ms(lt, CUBLAS_COMPUTE_32F_FAST_TF32, n, n, n, x, y, z, ws, 20, &t_tf32)) return 1;
         if (gemm_ms(lt, CUBLAS_COMPUTE_32F, n, n, n, x, y, z, ws, 5, &t_fp32)) return 1;
         double flop = 2.0 * n * (double)n * n;
-        printf("gemm 8192^3: TF32 %.1f TFLOP/s, FP32 %.1f TFLOP/s\n", flop / (t_tf32 * 1e-3) / 1e12, flop / (t_fp32 * 1e-3) / 1e12);
+        printf("gemm 8192^3 (random operands): TF32 %.1f TFLOP/s, FP32 %.1f TFLOP/s\n", flop / (t_tf32 * 1e-3) / 1e12, flop / (t_fp32 * 1e-3) / 1e12);
         cudaFree(x); cudaFree(y); cudaFree(z);
     }
     // the MLP's products at batch B
@@ -96,7 +111,7 @@ int main(int argc, char **argv) {
         }
         float *x, *y, *z;
         CK(cudaMalloc(&x, 4 * most)); CK(cudaMalloc(&y, 4 * most)); CK(cudaMalloc(&z, 4 * most));
-        CK(cudaMemset(x, 0, 4 * most)); CK(cudaMemset(y, 0, 4 * most));
+        CK(fill(x, most, 3)); CK(fill(y, most, 4));
         const cublasComputeType_t ct[2] = {CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_COMPUTE_32F};
         const char *name[2] = {"TF32", "FP32"};
         double flop = 0;

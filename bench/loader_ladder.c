@@ -304,10 +304,14 @@ int main(int argc, char **argv) {
     snprintf(rawp, sizeof rawp, "%s/ladder.rec", work);
     snprintf(zp, sizeof zp, "%s/ladder.zrec", work);
     if (strpbrk(stages, "45")) make_record_files(wdr, rawp, zp);
-    FILE *f = fopen(tsv, "rb");
-    fseek(f, 0, SEEK_END);
-    int64_t tsv_bytes = ftell(f);
-    fclose(f);
+    int64_t tsv_bytes = 0;   // stages 1-3 only read the TSV
+    if (strpbrk(stages, "123")) {
+        FILE *f = fopen(tsv, "rb");
+        if (!f) { perror(tsv); return 1; }
+        fseek(f, 0, SEEK_END);
+        tsv_bytes = ftell(f);
+        fclose(f);
+    }
     job jobs[256];
     double first = 0;
     for (const char *s = stages; *s; s++) {

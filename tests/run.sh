@@ -134,6 +134,24 @@ if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; t
     else say "FAIL wd_cuda: neither trained nor reported a missing GPU: $(tail -2 "$T/cuda.out" 2>/dev/null)"; fi
 elif command -v nvcc >/dev/null; then say "FAIL compile_cuda: nvcc present but the CUDA build is missing"
 else say "SKIP compile_cuda: nvcc not installed"; fi
+# the GPU pack (make gpu-pack, bench/GPU_RUN.md): the linkage check refuses a
+# binary the GPU host could not load (the plain build needs libzstd, libcudart
+# and the GEMM engine's libraries), then the dry run of bench/gpu_run.sh: the
+# pack's size and linkage, its binaries starting without a GPU or NCCL, the
+# data of phases 0 and 3 (phase 3's at 100k rows), the peer's dump, the
+# loader ladder, the script's logic, the predicted times
+if command -v nvcc >/dev/null; then
+    if [ -x "$B/test_gpu" ] && ! bash bench/gpu_run.sh --check-elf "$B/test_gpu" > "$T/elf.out" 2>&1 && grep -q 'needs libzstd.so.1, which the GPU host does not have' "$T/elf.out"; then
+        say "PASS gpu_pack_check_refuses: $B/test_gpu: $(grep -c 'which the GPU host does not have' "$T/elf.out") libraries the GPU host lacks"
+    else say "FAIL gpu_pack_check_refuses: bench/gpu_run.sh --check-elf $B/test_gpu did not refuse it: $(tail -2 "$T/elf.out" 2>/dev/null)"; fi
+    if built gpu_run_dry "$B/gpu-pack/test_gpu" && timed gpu_run_dry "" env PACK="$B/gpu-pack" WORK="$T/gpu-work" bash bench/gpu_run.sh --dry "$T/gpu-dry"; then
+        s=$T/gpu-dry/summary.txt
+        if [ $rc = 0 ] && grep -q '^  pack: .* binaries: glibc 2.36 or older' "$s" && grep -q '^    multi_gpu without NCCL: .*NCCL is not available' "$s" &&
+           grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ]; then
+            say "PASS gpu_run_dry: $(grep '^  pack: ' "$s" | sed 's/^  pack: //'); $(grep -c ': DRY (' "$s") GPU commands listed"
+        else say "FAIL gpu_run_dry: exit $rc: $(grep -E 'FAIL|MISSING|did not' "$s" | head -3 | tr '\n' ' ')"; fi
+    fi
+fi
 
 unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 unit "$B/test_convert" tests/test_convert.c "$T"

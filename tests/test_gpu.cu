@@ -5,7 +5,7 @@
 //
 // Without a GPU it prints one "SKIP test_gpu: no CUDA device: ..." and exits
 // 0 (tests/run.sh accepts that on machines without one); with
-// WD_REQUIRE_GPU=1 (make test-gpu, bench/gpu_check.sh) it fails instead.
+// WD_REQUIRE_GPU=1 (make test-gpu, bench/gpu_run.sh) it fails instead.
 // WD_GPU_TEST_QUICK=1 runs fewer steps on less data (the compute-sanitizer
 // runs); every test still runs. WD_GPU_TESTS=a,b runs only the tests named
 // (with or without "test_"; the others print SKIP). WD_COMM_TIMEOUT: the
