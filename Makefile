@@ -165,6 +165,11 @@ TSAN_CC := $(shell command -v clang >/dev/null && echo clang || echo $(CC))
 $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
 
+# tests/test_gpu.cu's harness on the CPU backend (no nvcc needed): the
+# reference runs, the screen, the read-backs, the tolerances, WD_GPU_TESTS
+$(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) | $(B)
+	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(WARN) -o $@ tests/test_gpu.cu $(LDLIBS)
+
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
 
@@ -192,7 +197,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve
+	$(B)/test_cpp $(B)/test_gpu_on_cpu $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps

@@ -4,7 +4,7 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -DWD_HAVE_CUDA -c widedeep_cuda.cu, then link the
 // host program (built with -DWD_HAVE_CUDA) against widedeep_cuda.o
-// -lcublasLt -lcublas -lcudart -ldl. This file includes widedeep.h for the
+// -lcublasLt -lcudart -ldl. This file includes widedeep.h for the
 // declarations only; the host program holds the implementation. NCCL (nccl.h
 // at compile time) is loaded when a communicator is first made: dlopen of
 // libnccl.so.2 (the loader's path: LD_LIBRARY_PATH, the program's RUNPATH),
