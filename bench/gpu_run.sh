@@ -174,11 +174,11 @@ SMI=$(grep -m1 '^GPU 0:' "$LOGS/env.log" || echo "no GPU listed (nvidia-smi -L)"
 say "  device: $SMI"
 note "$(grep -A1 '^name, driver_version' "$LOGS/env.log" | tail -1)"
 # NCCL: only as the nvidia-nccl wheel under python3's site-packages there
-NCCL_DIR=$(python3 -c 'import glob, site
-d = [x for s in site.getsitepackages() + [site.getusersitepackages()] for x in glob.glob(s + "/nvidia/nccl/lib")]
+NCCL_DIR=$(python3 -c 'import glob, os, site
+d = [os.path.dirname(x) for s in site.getsitepackages() + [site.getusersitepackages()] for x in glob.glob(s + "/nvidia/**/libnccl.so.2", recursive=True)]
 print(":".join(sorted(set(d))))' 2>/dev/null)
 if [ -n "$NCCL_DIR" ]; then export LD_LIBRARY_PATH="$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
-export CUDA_MODULE_LOADING=LAZY NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+export CUDA_MODULE_LOADING=LAZY NCCL_DEBUG=${NCCL_DEBUG:-WARN} PYTHONUNBUFFERED=1
 {
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     echo "NCCL wheel: ${NCCL_DIR:-none found}; $(ls "${NCCL_DIR%%:*}"/libnccl.so* 2>/dev/null | tr '\n' ' ')"
@@ -238,8 +238,11 @@ if has 2; then
         REFUSED=
         SAN_TINY=("$PACK/wd-cuda" train --train "$TINY" --device cuda --batch 512 --embed-dim 4 --hidden 16,8 --max-steps 3)
         mkdir -p "$WORK/t2"
-        SAN_QUICK=(env WD_REQUIRE_GPU=1 WD_GPU_TEST_QUICK=1 WD_COMM_TIMEOUT=30 WD_GPU_TESTS=gradients_fp32,predict_and_evaluate,failed_steps_change_nothing
-                   "$PACK/test_gpu" "$WORK/t2")
+        SAN_QUICK=("$PACK/test_gpu" "$WORK/t2")   # with the settings below (no env in between: the tool follows one process)
+        # the kernel filter's option: --kernel-name in current compute-sanitizers, --kernel-regex or --filter in older ones
+        KF=$("$CS" --help 2>&1 | grep -o -m1 -E -- '--(kernel-name|kernel-regex|filter)' | head -1)
+        [ $DRY = 1 ] && KF=--kernel-name
+        [ -n "$KF" ] || say "  (this compute-sanitizer has no kernel filter: synccheck and racecheck check every kernel)"
         for what in tiny quick; do
             for tool in memcheck initcheck synccheck racecheck; do
                 name=san-$tool-$what
@@ -248,9 +251,10 @@ if has 2; then
                 if [ $what = tiny ]; then lim=30; else lim=$(( room / 2 > 60 ? 60 : room / 2 )); fi
                 [ "$room" -ge 8 ] || { say "  $name: not run (phase 2's 150 s used)"; continue; }
                 flt=()
-                case $tool in synccheck|racecheck) flt=(--kernel-name kns=wdc_);; esac
-                if [ $what = tiny ]; then cmd=("${SAN_TINY[@]}"); else cmd=("${SAN_QUICK[@]}"); fi
-                gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${cmd[@]}"
+                case $tool in synccheck|racecheck) [ -n "$KF" ] && flt=("$KF" kns=wdc_);; esac
+                if [ $what = tiny ]; then gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_TINY[@]}"
+                else WD_REQUIRE_GPU=1 WD_GPU_TEST_QUICK=1 WD_COMM_TIMEOUT=30 WD_GPU_TESTS=gradients_fp32,predict_and_evaluate,failed_steps_change_nothing \
+                         gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_QUICK[@]}"; fi
                 [ $DRY = 1 ] && continue
                 log=$LOGS/$name.log
                 if [ $RC != 0 ] && grep -qiE 'not supported|unable to|failed to (initiali[sz]e|attach)|LibraryNotLoaded' "$log"; then

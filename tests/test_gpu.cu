@@ -1053,7 +1053,12 @@ static int selected(const char *fn) {
     return 0;
 }
 #undef RUN
-#define RUN(fn) do { if (selected(#fn)) TL_RUN(fn); else { printf("SKIP %s: not in WD_GPU_TESTS\n", #fn); tl_skips++; } } while (0)
+#define RUN(fn) do { \
+        if (!selected(#fn)) { printf("SKIP %s: not in WD_GPU_TESTS\n", #fn); tl_skips++; break; } \
+        double t_ = now_s(); \
+        TL_RUN(fn); \
+        printf("  (%s: %.1f s)\n", #fn, now_s() - t_); \
+    } while (0)
 
 // A step whose update leaves parameters non-finite (every Adagrad
 // accumulator of layer 0 made negative: sqrt gives NaN) is applied whole and
