@@ -50,7 +50,7 @@ GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=c
 NVFLAGS   := -O3 -std=c++17 $(GENCODE) -lineinfo -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudart -ldl
 PACK      := $(B)/gpu-pack
-PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py))
+PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py gpu_model.py))
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(PACK_BINS))
 
 # MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
@@ -91,13 +91,14 @@ $(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
 # ---- the GPU pack ---------------------------------------------------------------------------
 # `make gpu-pack`: build/gpu-pack/, what a GPU host with no package registry
 # runs (bench/GPU_RUN.md): test_gpu, wd-cuda, multi_gpu, ceilings,
-# loader_ladder, the PyTorch peer and bench/gpu_run.sh. Built here for the host there: sm_90 code and
-# compute_80 PTX, -lineinfo; GEMM=portable (no oneDNN there); cudart, zstd and
-# zlib static; libstdc++ dynamic (static libstdc++/libgcc on Debian 12 pull in
-# glibc 2.35/2.36 symbols); cuBLASLt from the toolkit there; NCCL through
-# dlopen (gpu_run.sh puts python3's nvidia/*/lib wheels on LD_LIBRARY_PATH).
-# RUNPATH $ORIGIN/lib:/usr/local/cuda/lib64. `bench/gpu_run.sh --dry` checks
-# every binary's NEEDED list, newest glibc symbol and the pack's size.
+# loader_ladder, the PyTorch peer, bench/gpu_model.py and bench/gpu_run.sh.
+# Built here for the host there: sm_90 code and compute_80 PTX, -lineinfo;
+# GEMM=portable (no oneDNN there); cudart, zstd and zlib static; libstdc++
+# dynamic (static libstdc++/libgcc on Debian 12 pull in glibc 2.35/2.36
+# symbols); cuBLASLt from the toolkit there; NCCL through dlopen (gpu_run.sh
+# puts python3's nvidia/nccl/lib wheel on LD_LIBRARY_PATH). RUNPATH
+# $ORIGIN/lib:/usr/local/cuda/lib64. `bench/gpu_run.sh --dry` checks every
+# binary's NEEDED list, newest glibc symbol and the pack's size.
 PACK_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/lib:/usr/local/cuda/lib64' -lcublasLt -lcudart_static \
 	-Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -ldl -lrt -lm
 $(PACK):
@@ -116,7 +117,7 @@ $(B)/ceilings.o: bench/ceilings.cu | $(B)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall,-Wextra -c -o $@ bench/ceilings.cu
 $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)
 	$(CXX) -o $@ $^ $(PACK_LIBS)
-$(PACK)/gpu_run.sh $(PACK)/peer_torch.py: $(PACK)/%: bench/% | $(PACK)
+$(PACK)/gpu_run.sh $(PACK)/peer_torch.py $(PACK)/gpu_model.py: $(PACK)/%: bench/% | $(PACK)
 	cp $< $@
 gpu-pack: $(PACK_BINS)
 	@du -sh $(PACK)

@@ -15,7 +15,8 @@
 #                the background from phase 0 on, batch 16384, end to end from
 #                .wdr through the loader: steady-state samples/s, the stage
 #                breakdown with the data-wait share, the MLP's FLOP/s against
-#                the TF32 ceiling
+#                the TF32 ceiling, and bench/GPU_MODEL.md's prediction at the
+#                ceilings measured
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -56,7 +57,7 @@ if [ "${1:-}" = --check-elf ]; then
     files=()
     for a in "$@"; do
         if [ -d "$a" ]; then
-            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py; do
+            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py gpu_model.py; do
                 [ -e "$a/$want" ] || { echo "$a: $want is missing"; bad=1; }
             done
             size=$(du -sb "$a" | cut -f1)
@@ -284,6 +285,12 @@ if has 3; then
     P3=$SECONDS
     if gpu ceilings 30 "$PACK/ceilings"; then
         grep -h -E '^(device:|d2d copy|gemm 8192|mlp gemms)' "$LOGS/ceilings.log" | while IFS= read -r l; do note "$l"; done
+        # bench/GPU_MODEL.md's prediction at the ceilings measured here
+        bw=$(sed -n 's/^d2d copy: \([0-9.]*\) GB\/s.*/\1/p' "$LOGS/ceilings.log" | head -1)
+        tf=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" | head -1)
+        if [ -n "$bw" ] && [ -n "$tf" ] && python3 "$PACK/gpu_model.py" --bw "$(awk -v b="$bw" 'BEGIN { print b / 1000 }')" --tf32 "$tf" > "$LOGS/gpu_model.log" 2>&1; then
+            note "predicted (bench/GPU_MODEL.md at these ceilings): $(grep -m1 '^## ' "$LOGS/gpu_model.log" | sed 's/^## //')"
+        fi
     else failed; fi
     t0=$SECONDS
     if wait_big $(( 150 - (SECONDS - P3) - 60 > 5 ? 150 - (SECONDS - P3) - 60 : 5 )); then
