@@ -113,7 +113,11 @@
             files' input format and vocabularies; v1, v2 load), wd_model_spec,
             specs own their vocabulary (wd_text_spec_free), vocabulary
             fingerprints checked wherever files meet a model; MPI processes
-            (WD_USE_MPI: wd_comm_mpi_create, wd_comm_nccl_init_mpi).
+            (WD_USE_MPI: wd_comm_mpi_create, wd_comm_nccl_init_mpi);
+            vocabularies that grow: vocab_capacity and extend_vocab (wd
+            convert --vocab-capacity, --extend-vocab), a model records a
+            training file's longer vocabulary; wd_oov: convert, train and
+            evaluate report the out-of-vocabulary share.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -281,11 +285,17 @@ WDDEF float wd_count_feature(int64_t x);    // the dense feature rule above
    values in id order) or, without one, by its bucket count (hashing, or ids
    the writer's caller chose). wd_vocab_fingerprint is that vocabulary's
    64-bit digest (0: none), computed from the header when a file opens, so
-   files of every version have one; training, validation, evaluation and
-   --init-from/resume refuse a file whose fingerprint of any slot differs
-   from the model's, naming the slot (two files converted separately get
-   their ids by each one's own value counts: permuted, with equal bucket
-   counts). */
+   files of every version have one. Wherever a file meets a model, every
+   value both vocabularies hold must have the same id: one list a prefix of
+   the other. Training (also --init-from/resume) accepts a file that extends
+   the model's list (a day converted with extend_vocab, section 9) and the
+   model records the longer one; validation, evaluation and prediction
+   accept the model's list or a prefix of it (a file of an earlier day),
+   never a longer one (ids the model never trained). Anything else is
+   refused naming the slot (two files converted separately get their ids
+   by each one's own value counts: permuted, with equal bucket counts). A
+   slot's table may have rows past its vocabulary (vocab_capacity): room
+   for the values later days bring. */
 typedef struct wd_writer wd_writer;
 typedef struct wd_writer_desc {
     int block_samples;      // m, samples per block (0: 4096)
@@ -418,19 +428,58 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
 /* Vocabularies. wd_convert with min_count K gives each categorical value
    seen at least K times in the inputs an id of its own (1, 2, ... by
    falling frequency) and every other value the slot's out-of-vocabulary id
-   0; the slot's table is then exactly (distinct values kept + 1) rows. The
+   0; the slot's table is then (distinct values kept + 1) rows, or
+   vocab_capacity + 1 when that is larger. The
    vocabulary is stored in the .wdr file (format version 2) so that
    validation and test files convert with the same ids: wd_reader_vocab,
    then wd_text_spec_vocab (the CLI's --schema-from does both). Values are
    kept as their 64-bit wd_hash_bytes(value, len, slot). A model keeps the
    vocabulary and the input format of the files it was trained on (section
-   16: wd_model_spec). */
+   16: wd_model_spec).
+
+   Vocabularies that grow (daily files). A day converted with the previous
+   day's spec and extend_vocab (`wd convert --schema-from day1.wdr
+   --extend-vocab`) appends the values that spec lacks after its ids, in
+   the rows its tables have left: every old value keeps its id, a new value
+   gets a row of its own instead of the out-of-vocabulary id, and wd_train
+   --init-from the previous model trains those rows and records the longer
+   vocabulary (so wd_model_spec maps the new values too). The table sizes
+   are fixed on day 1 (vocab_capacity): the model's shape never changes, so
+   checkpoints, optimizer state, the device backends and data-parallel
+   ranks need nothing new, and the rows a value claims later are still as
+   the model's seed initialised them (no update touches a row before a
+   value has it). Growing the model's tables on --init-from instead would
+   change every table offset and optimizer array of every backend, and
+   still leave the ids of files converted before. When a slot's table is
+   full, the rest of its new values take the out-of-vocabulary id, counted
+   per slot (wd_convert_report.vocab_no_room; the CLI warns naming the
+   slot). Held-out files convert --schema-from the last training day
+   without extend_vocab: their unseen values are out of vocabulary, as the
+   model knows them. */
 typedef struct wd_vocab wd_vocab;
 WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id of their own
 // Gives t a copy of v (t owns it: wd_text_spec_free; a vocabulary t held
-// before is freed) for every slot v covers: ids from it, buckets = size + 1.
+// before is freed) for every slot v covers: ids from it, buckets = the rows
+// of its table (size + 1, or more with wd_convert_desc.vocab_capacity).
 // Slots must match. v may be released right after (e.g. its reader closed).
 WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
+
+/* Out-of-vocabulary share. In a slot with a vocabulary, a value without an
+   id of its own gets id 0; wd_oov counts those against every categorical
+   value (all slots: hashed slots have no out-of-vocabulary id), overall and
+   per slot. wd_convert, wd_train and wd_evaluate report it (the CLI prints
+   the share and the worst slots): a share that climbs day after day says
+   the vocabulary is stale (see wd_convert_desc.extend_vocab). */
+typedef struct wd_oov {
+    int64_t values, oov;            // categorical values, those with the out-of-vocabulary id
+    int64_t slot_values[WD_MAX_SLOTS], slot_oov[WD_MAX_SLOTS];
+} wd_oov;
+// Adds the samples of b with a nonzero weight: ids 0 count in slots where v
+// has a vocabulary (v NULL: none; every value still counts).
+WDDEF void wd_oov_count(const wd_vocab *v, const wd_batch *b, wd_oov *o);
+// The slots with the highest out-of-vocabulary share (ties: the lower slot),
+// those with any, into slots[0 .. n-1]; returns how many.
+WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n);
 
 // Parses one line (no newline; a trailing '\r' is ignored) and appends the
 // sample to b. On failure returns WD_ERR_PARSE with a reason in
@@ -470,6 +519,16 @@ typedef struct wd_convert_desc {
     int level;                      // zstd level (0: 3)
     int skip_bad_lines;             // 0: stop at the first bad line, no output file
     int min_count;                  // > 0: build a vocabulary (see wd_vocab) of values seen this often
+    // A new vocabulary's table capacity: each slot that gets one has
+    // max(values, vocab_capacity) + 1 rows, room for later extend_vocab days
+    // (0: no room). Not with a spec that holds a vocabulary (its rows stay).
+    uint32_t vocab_capacity;
+    // 1: with a spec that holds a vocabulary (--schema-from), values it lacks
+    // seen at least max(min_count, 1) times in the inputs get the next ids
+    // (n + 1, n + 2, ... by falling count, then hash), as long as the slot's
+    // table has rows left; every old value keeps its id. Values that find
+    // no room take the out-of-vocabulary id 0 (report: vocab_no_room).
+    int extend_vocab;
     const char *ids_output;         // optional: the spec's id column, one line per converted row
     // progress: called from the calling thread, about 10 times a second at
     // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
@@ -479,6 +538,10 @@ typedef struct wd_convert_desc {
 typedef struct wd_convert_report {
     int64_t rows, bad_rows, bytes_in, bytes_out, blocks;   // bytes_in: text read (decompressed)
     uint32_t buckets[WD_MAX_SLOTS]; // each slot's bucket count in the output
+    int64_t vocab_size[WD_MAX_SLOTS];     // each slot's vocabulary in the output (-1: hashed)
+    int64_t vocab_added[WD_MAX_SLOTS];    // extend_vocab: ids given to new values
+    int64_t vocab_no_room[WD_MAX_SLOTS];  // extend_vocab: distinct new values left out of vocabulary (table full)
+    wd_oov oov;                     // out-of-vocabulary values of the output
     double seconds;
     int nbad_shown;                 // first bad lines (skip mode)
     char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
@@ -890,6 +953,7 @@ typedef struct wd_train_report {
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
     char engine[128];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
+    wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
 
@@ -905,7 +969,11 @@ typedef struct wd_eval_desc {
     wd_map_fn map;                  // optional: called on every decoded block (see wd_map_fn)
     void *map_user;
 } wd_eval_desc;
-typedef struct wd_metrics { double auc, logloss, mean_pred, ctr; int64_t samples; } wd_metrics;
+typedef struct wd_metrics {
+    double auc, logloss, mean_pred, ctr;
+    int64_t samples;
+    wd_oov oov;                     // out-of-vocabulary values of the files (by the model's vocabularies)
+} wd_metrics;
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
 // Probabilities for the b->n samples of a batch (any size), on the calling
 // thread. Safe to call from several threads at once on one model (while no
@@ -947,10 +1015,11 @@ WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
    raw input became ids and features: the input format and column mapping
    that wd_convert parsed with (Criteo TSV; CSV with its derived slots and
    dense rule; LibSVM ranges), the bucket counts and every slot's vocabulary
-   (the first training file's; every training and validation file must have
-   the same vocabulary fingerprints, section 7). A model records them once,
-   on its first wd_train over files (a model that has them refuses files
-   whose fingerprints differ, also on resume and warm start); .wdm version 3
+   (the first training file's; training and validation files must give
+   every value the same id, section 7). A model records them on its first
+   wd_train over files, and records a training file's longer vocabulary
+   when the file extends it (wd_convert's extend_vocab; a model refuses
+   files whose ids differ, also on resume and warm start); .wdm version 3
    stores them ('INPT' section). wd_model_spec then gives a spec that maps
    raw strings exactly as wd_convert mapped the training data: a service
    needs the .wdm file and nothing else:
@@ -1840,6 +1909,7 @@ static wd_status wd__out_commit(wd__outfile *o) {
 struct wd_vocab {
     int nslots;
     int64_t n[WD_MAX_SLOTS];        // values with an id of their own (-1: the slot hashes)
+    uint32_t rows[WD_MAX_SLOTS];    // the slot's table: ids 0 .. rows - 1 (n + 1 <= rows; ids past n unused yet)
     uint64_t *hash[WD_MAX_SLOTS];   // (n) their hashes in id order: hash[i] has id i + 1
     uint64_t *key[WD_MAX_SLOTS];    // lookup, open addressing: key[j] has id val[j] (val 0: empty)
     uint32_t *val[WD_MAX_SLOTS];
@@ -1917,7 +1987,7 @@ static wd_status wd__vocab_copy(const wd_vocab *v, wd_vocab **out) {
     wd_vocab *c = WD__NEW(wd_vocab);
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->nslots = v->nslots;
-    for (int k = 0; k < WD_MAX_SLOTS; k++) c->n[k] = k < v->nslots ? v->n[k] : -1;
+    for (int k = 0; k < WD_MAX_SLOTS; k++) { c->n[k] = k < v->nslots ? v->n[k] : -1; c->rows[k] = v->rows[k]; }
     for (int k = 0; k < v->nslots; k++)
         if (v->n[k] > 0) {
             if (!(c->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)v->n[k]))) { wd__vocab_free(c); return wd__fail(WD_ERR_NOMEM, "out of memory for a copy of a vocabulary"); }
@@ -2181,8 +2251,9 @@ static wd_status wd__vocab_decode(const char *where, const wd_schema *sc, const 
         int64_t n = (int64_t)wd__get64(q);
         q += 8;
         if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u's vocabulary claims %lld values", where, k, (long long)n); break; }
-        if (n >= 0 && (uint64_t)n + 1 != sc->slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u has %u buckets but a vocabulary of %lld values", where, k, sc->slot[k].buckets, (long long)n); break; }
+        if (n >= 0 && (uint64_t)n + 1 > sc->slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u has %u buckets but a vocabulary of %lld values", where, k, sc->slot[k].buckets, (long long)n); break; }
         v->n[k] = n;
+        v->rows[k] = sc->slot[k].buckets;
         if (n > 0) {
             if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) { st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
             for (int64_t i = 0; i < n; i++, q += 8) v->hash[k][i] = wd__get64(q);
@@ -2751,11 +2822,11 @@ WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
 }
 
 WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot) { return (v && slot >= 0 && slot < v->nslots) ? v->n[slot] : -1; }
-// Points t at v for every slot v covers (buckets = size + 1); t does not own it.
+// Points t at v for every slot v covers (buckets = its table's rows); t does not own it.
 static wd_status wd__spec_use_vocab(wd_text_spec *t, const wd_vocab *v) {
     if (v->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "the vocabulary covers %d slots, the text format has %d", v->nslots, t->schema.nslots);
     if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "libsvm slots hold indexes, not values: no vocabulary");
-    for (int k = 0; k < v->nslots; k++) if (v->n[k] >= 0) t->schema.slot[k].buckets = (uint32_t)(v->n[k] + 1);
+    for (int k = 0; k < v->nslots; k++) if (v->n[k] >= 0) t->schema.slot[k].buckets = v->rows[k];
     t->vocab = v;
     return WD_OK;
 }
@@ -2894,6 +2965,7 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
 typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap, salt; } wd__cmap;   // cnt 0: empty; salt: wd__table_salt
 typedef struct wd__sink {
     int counting;
+    int extend;                     // counting the values a spec's vocabulary lacks (extend_vocab)
     int nslots;
     wd__cmap map[WD_MAX_SLOTS];
     uint8_t *hll[WD_MAX_SLOTS];
@@ -2985,8 +3057,9 @@ static int wd__vc_cmp(const void *a, const void *b) {   // by falling count, the
     return x->h < y->h ? -1 : x->h > y->h;
 }
 // The vocabulary of the values counted at least min_count times, per slot
-// (only: the slots to cover, NULL for all; the others hash: n = -1).
-static wd_status wd__vocab_from(const wd__sink *s, int min_count, const int *only, wd_vocab **out) {
+// (only: the slots to cover, NULL for all; the others hash: n = -1), each
+// slot's table max(values, capacity) + 1 rows.
+static wd_status wd__vocab_from(const wd__sink *s, int min_count, uint32_t capacity, const int *only, wd_vocab **out) {
     *out = NULL;
     wd_vocab *v = WD__NEW(wd_vocab);
     if (!v) return wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -3006,6 +3079,7 @@ static wd_status wd__vocab_from(const wd__sink *s, int min_count, const int *onl
         qsort(e, (size_t)kept, sizeof *e, wd__vc_cmp);
         for (uint64_t i = 0; i < kept; i++) v->hash[k][i] = e[i].h;
         v->n[k] = (int64_t)kept;
+        v->rows[k] = (uint32_t)WD__MAX(kept, (uint64_t)capacity) + 1;
         wd__free(e);
     }
     for (int k = s->nslots; k < WD_MAX_SLOTS; k++) v->n[k] = -1;
@@ -3014,11 +3088,82 @@ static wd_status wd__vocab_from(const wd__sink *s, int min_count, const int *onl
     *out = v;
     return WD_OK;
 }
+// old extended by the values counted in s (those old lacks) at least
+// min_count times: appended after old's ids by falling count, then hash,
+// while the slot's table has rows; added[k] / no_room[k] count those given
+// ids and those left out.
+static wd_status wd__vocab_extend(const wd_vocab *old, const wd__sink *s, int min_count, wd_vocab **out, int64_t *added, int64_t *no_room) {
+    wd_vocab *v;
+    *out = NULL;
+    WD__TRY(wd__vocab_copy(old, &v));
+    wd_status st = WD_OK;
+    for (int k = 0; !st && k < v->nslots; k++) {
+        if (v->n[k] < 0) continue;
+        const wd__cmap *m = &s->map[k];
+        uint64_t kept = 0, room = (uint64_t)v->rows[k] - 1 - (uint64_t)v->n[k], q = 0;
+        for (uint64_t i = 0; i < m->cap; i++) kept += m->cnt[i] >= (uint32_t)min_count;
+        if (!kept) continue;
+        uint64_t take = WD__MIN(kept, room);
+        wd__vc *e = (wd__vc *)wd__malloc(sizeof(wd__vc) * (size_t)kept);
+        uint64_t *h = (uint64_t *)wd__malloc(8 * (size_t)(v->n[k] + (int64_t)take + 1));
+        if (!e || !h) { wd__free(e); wd__free(h); st = wd__fail(WD_ERR_NOMEM, "out of memory extending a vocabulary"); break; }
+        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
+        qsort(e, (size_t)kept, sizeof *e, wd__vc_cmp);
+        if (v->n[k] > 0) memcpy(h, v->hash[k], 8 * (size_t)v->n[k]);
+        for (uint64_t i = 0; i < take; i++) h[v->n[k] + (int64_t)i] = e[i].h;
+        wd__free(e);
+        wd__free(v->hash[k]);
+        v->hash[k] = h;
+        v->n[k] += (int64_t)take;
+        added[k] = (int64_t)take;
+        no_room[k] = (int64_t)(kept - take);
+    }
+    for (int k = 0; !st && k < v->nslots; k++) {   // the lookup tables again, for the longer lists
+        wd__free(v->key[k]); wd__free(v->val[k]);
+        v->key[k] = NULL; v->val[k] = NULL;
+    }
+    if (!st) st = wd__vocab_index(v);
+    if (st) { wd__vocab_free(v); return st; }
+    *out = v;
+    return WD_OK;
+}
+WDDEF void wd_oov_count(const wd_vocab *v, const wd_batch *b, wd_oov *o) {
+    if (!b || !o) return;
+    for (int k = 0; k < b->nslots && k < WD_MAX_SLOTS; k++) {
+        int voc = v && k < v->nslots && v->n[k] >= 0;
+        int64_t vals = 0, oov = 0;
+        for (int i = 0; i < b->n; i++) {
+            if (b->weight && b->weight[i] == 0) continue;
+            uint32_t a = b->offs[k] ? b->offs[k][i] : (uint32_t)i, z = b->offs[k] ? b->offs[k][i + 1] : (uint32_t)i + 1;
+            vals += z - a;
+            for (uint32_t j = a; voc && j < z; j++) oov += b->ids[k][j] == 0;
+        }
+        o->slot_values[k] += vals; o->slot_oov[k] += oov;
+        o->values += vals; o->oov += oov;
+    }
+}
+WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n) {
+    int got = 0;
+    for (int k = 0; o && k < nslots && k < WD_MAX_SLOTS; k++) {
+        if (!o->slot_oov[k]) continue;
+        double sk = (double)o->slot_oov[k] / (double)o->slot_values[k];
+        int at = got < n ? got++ : n;   // insertion into the top n, by falling share
+        while (at > 0 && (double)o->slot_oov[slots[at - 1]] / (double)o->slot_values[slots[at - 1]] < sk) {
+            if (at < n) slots[at] = slots[at - 1];
+            at--;
+        }
+        if (at < n) slots[at] = k;
+    }
+    return got;
+}
 // The id of categorical value s of slot k (or, in the first pass of
 // wd_convert, a note of it).
 static uint32_t wd__cat_id(const wd_text_spec *t, int k, const char *s, size_t n) {
     uint64_t h = wd_hash_bytes(s, n, (uint64_t)k);
-    if (wd__cat_sink) { wd__sink_add(wd__cat_sink, k, h); return 0; }
+    if (wd__cat_sink) {   // extending: only the values the vocabulary lacks
+        if (!wd__cat_sink->extend || (t->vocab && t->vocab->n[k] >= 0 && !wd__vocab_id(t->vocab, k, h))) wd__sink_add(wd__cat_sink, k, h);
+        return 0;
+    }
     if (t->vocab && t->vocab->n[k] >= 0) return wd__vocab_id(t->vocab, k, h);
     return (uint32_t)(h % t->schema.slot[k].buckets);
 }
@@ -3506,6 +3651,7 @@ typedef struct wd__conv {
     int level;
     int count_pass;                 // 1: the first pass (watching values), 0: converting
     int counting;                   // first pass: exact counts (a vocabulary) rather than estimates
+    int extend;                     // first pass: counting the values the spec's vocabulary lacks
     wd__sink *sink;                 // first pass: every job's values, merged in order
     wd__blockfile *bf;              // second pass: the output
     wd__outfile *ids;               // second pass: the ids side file (or NULL)
@@ -3525,6 +3671,7 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
     if (c->count_pass) {
         if (!j->sink && !(j->sink = WD__NEW(wd__sink))) { j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); return; }
         j->sink->counting = c->counting;
+        j->sink->extend = c->extend;
         j->sink->nslots = t->schema.nslots;
         wd__cat_sink = j->sink;
     } else wd__id_sink = c->ids ? &j->side1 : NULL;
@@ -3579,6 +3726,7 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
         wd_convert_report *rep = c->rep;
         rep->rows += w->rows;
         rep->bad_rows += w->bad;
+        wd_oov_count(c->spec->vocab, &w->batch, &rep->oov);
         for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
         if (w->block.len) *st = wd__bf_put(c->bf, w->block.p, w->block.len);
         if (!*st && c->ids && w->side1.len) *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
@@ -3694,6 +3842,9 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     if (d->block_samples < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: block_samples %d is negative", d->block_samples);
     if (d->ids_output && d->spec->id_col < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output needs a spec with an id column (wd_csv_desc.id)");
     if (d->min_count > 0 && d->spec->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count: libsvm slots hold indexes, not values: no vocabulary");
+    if (d->extend_vocab && !d->spec->vocab) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: extend_vocab needs a spec that holds a vocabulary (wd_text_spec_vocab; the CLI's --schema-from a file that has one)");
+    if (d->vocab_capacity && d->spec->vocab) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: vocab_capacity sizes a new vocabulary's tables; the spec's vocabulary keeps its own (%s)", d->extend_vocab ? "extend_vocab fills them" : "use extend_vocab to fill them");
+    if (d->vocab_capacity >= 0xFFFFFFFFu) return wd__fail(WD_ERR_LIMIT, "wd_convert: vocab_capacity %u leaves no id for out-of-vocabulary values (at most 2^32 - 2)", d->vocab_capacity);
     wd_convert_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -3701,7 +3852,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
     if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
     const wd_text_spec *t = d->spec;
-    int sized = d->min_count > 0, stdin_used = 0;   // a first pass is needed for a vocabulary or for 0-bucket slots
+    int sized = d->min_count > 0 || d->extend_vocab, stdin_used = 0;   // a first pass is needed for a vocabulary, its extension or 0-bucket slots
     const char *once = NULL;   // an input that can be read once only (standard input, a pipe)
     for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k);
     int64_t total = 0;
@@ -3717,7 +3868,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     }
     if (d->ids_output && wd__same_file(d->ids_output, d->output)) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
     if (sized && once)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->extend_vocab ? "extend_vocab (counting new values)" : d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
     wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
     if (!spec) return wd__fail(WD_ERR_NOMEM, "out of memory");
     *spec = *t;
@@ -3729,13 +3880,16 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     wd_status st = WD_OK;
     int64_t text = 0;
     if (sized) {   // first pass: what values each slot holds
-        c.count_pass = 1; c.counting = d->min_count > 0;
+        c.count_pass = 1; c.counting = d->min_count > 0 || d->extend_vocab; c.extend = d->extend_vocab;
         c.sink = WD__NEW(wd__sink);
         if (!c.sink) st = wd__fail(WD_ERR_NOMEM, "out of memory");
         else { c.sink->counting = c.counting; c.sink->nslots = spec->schema.nslots; }
         if (!st) st = wd__conv_pass(&c, threads, m, total, &text);
-        if (!st && c.counting) {
-            st = wd__vocab_from(c.sink, d->min_count, NULL, &vocab);
+        if (!st && c.extend) {
+            st = wd__vocab_extend(spec->vocab, c.sink, WD__MAX(d->min_count, 1), &vocab, rep->vocab_added, rep->vocab_no_room);
+            if (!st) st = wd__spec_use_vocab(spec, vocab);
+        } else if (!st && c.counting) {
+            st = wd__vocab_from(c.sink, d->min_count, d->vocab_capacity, NULL, &vocab);
             if (!st) st = wd__spec_use_vocab(spec, vocab);
         } else if (!st) {
             // slots of at most WD__EXACT_MAX values: an id per value (no
@@ -3743,7 +3897,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             int exact[WD_MAX_SLOTS] = {0}, nexact = 0;
             for (int k = 0; !spec->vocab && k < spec->schema.nslots; k++)
                 if (!spec->schema.slot[k].buckets && !c.sink->over[k]) { exact[k] = 1; nexact++; }
-            if (nexact) st = wd__vocab_from(c.sink, 1, exact, &vocab);
+            if (nexact) st = wd__vocab_from(c.sink, 1, d->vocab_capacity, exact, &vocab);
             if (nexact && !st) st = wd__spec_use_vocab(spec, vocab);
             for (int k = 0; !st && k < spec->schema.nslots; k++) {
                 if (spec->schema.slot[k].buckets) continue;
@@ -3756,7 +3910,10 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         wd__sink_free(c.sink);
         c.sink = NULL;
         c.count_pass = 0;
+        int64_t added[WD_MAX_SLOTS], no_room[WD_MAX_SLOTS];
+        memcpy(added, rep->vocab_added, sizeof added); memcpy(no_room, rep->vocab_no_room, sizeof no_room);
         memset(rep, 0, sizeof *rep);
+        memcpy(rep->vocab_added, added, sizeof added); memcpy(rep->vocab_no_room, no_room, sizeof no_room);
     }
     if (!st) st = wd_schema_check(&spec->schema);
     wd__blockfile bf;
@@ -3773,7 +3930,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     else if (st) wd__fail(st, "%s", err);
     if (!st) {
         rep->blocks = bf.nblocks;
-        for (int k = 0; k < spec->schema.nslots; k++) rep->buckets[k] = spec->schema.slot[k].buckets;
+        for (int k = 0; k < spec->schema.nslots; k++) { rep->buckets[k] = spec->schema.slot[k].buckets; rep->vocab_size[k] = wd_vocab_size(spec->vocab, k); }
         st = wd__bf_close(&bf);
         bf_open = 0;
         if (!st && ids_open) { st = wd__out_commit(&ids); ids_open = 0; }
@@ -6445,14 +6602,54 @@ static void wd__vocab_words(const wd_vocab *v, int k, char *buf, size_t n) {
     if (f) snprintf(buf, n, "ids from a vocabulary of %lld values (fingerprint %016llx)", (long long)v->n[k], (unsigned long long)f);
     else snprintf(buf, n, "ids without a vocabulary (hashed, or chosen by its writer)");
 }
-// WD_OK when file r's vocabulary fingerprints equal those of want (whose
-// holder is named by `whose`, e.g. "the model's"), else an error naming the slot.
-static wd_status wd__check_vocab(const wd_reader *r, const wd__contract *want, const char *whose) {
+// How slot k's ids of vocabulary a stand to b's: 0 the same (the same
+// list, or neither has one), 1 a extends b (b's list is a prefix of a's),
+// -1 b extends a, 2 neither (a value with two ids, or one of them hashes).
+static int wd__vocab_rel(const wd_vocab *a, const wd_vocab *b, int k) {
+    int64_t na = a && k < a->nslots ? a->n[k] : -1, nb = b && k < b->nslots ? b->n[k] : -1;
+    if (na < 0 || nb < 0) return na == nb ? 0 : 2;
+    int64_t n = WD__MIN(na, nb);
+    if (n > 0 && memcmp(a->hash[k], b->hash[k], 8 * (size_t)n) != 0) return 2;
+    return na == nb ? 0 : na > nb ? 1 : -1;
+}
+// A copy of a with every slot where b's vocabulary extends a's taken from b.
+static wd_status wd__vocab_longer(const wd_vocab *a, const wd_vocab *b, wd_vocab **out) {
+    WD__TRY(wd__vocab_copy(a, out));
+    wd_vocab *v = *out;
+    int grown = 0;
+    for (int k = 0; v && k < v->nslots; k++) {
+        if (wd__vocab_rel(b, a, k) != 1) continue;
+        uint64_t *h = (uint64_t *)wd__malloc(8 * (size_t)b->n[k]);
+        if (!h) { wd__vocab_free(v); *out = NULL; return wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); }
+        memcpy(h, b->hash[k], 8 * (size_t)b->n[k]);
+        wd__free(v->hash[k]); wd__free(v->key[k]); wd__free(v->val[k]);
+        v->hash[k] = h; v->key[k] = NULL; v->val[k] = NULL;
+        v->n[k] = b->n[k];
+        grown = 1;
+    }
+    if (!grown) return WD_OK;
+    for (int k = 0; k < v->nslots; k++) { wd__free(v->key[k]); wd__free(v->val[k]); v->key[k] = NULL; v->val[k] = NULL; }
+    wd_status st = wd__vocab_index(v);
+    if (st) { wd__vocab_free(v); *out = NULL; }
+    return st;
+}
+// WD_OK when file r's ids mean what they mean to want (whose holder is
+// named by `whose`, e.g. "the model"): every value both vocabularies hold
+// has the same id, one list a prefix of the other. training: r may extend
+// want (new values, new ids: the model then records r's). Otherwise (a
+// file read for validation or evaluation) r's list must be want's or a
+// prefix of it: ids past the model's vocabulary were never trained.
+static wd_status wd__check_vocab(const wd_reader *r, const wd__contract *want, const char *whose, int training) {
     for (int k = 0; k < r->schema.nslots; k++) {
-        if (wd_vocab_fingerprint(r->vocab, k) == wd_vocab_fingerprint(want->vocab, k)) continue;
+        int rel = wd__vocab_rel(r->vocab, want->vocab, k);
+        if (rel == 0 || rel == -1 || (rel == 1 && training)) continue;
         char a[120], b[120];
         wd__vocab_words(r->vocab, k, a, sizeof a);
         wd__vocab_words(want->vocab, k, b, sizeof b);
+        if (rel == 1)
+            return wd__fail(WD_ERR_SCHEMA, "%s: slot %d (%.31s) has %s, which extends %s %s: the values past it have ids the model never trained; "
+                            "train on this file first (the CLI's --init-from), or convert it with --schema-from the model's last training file (no --extend-vocab)",
+                            wd__tail(r->path, 300), k, r->schema.slot[k].name, a, whose, b);
         return wd__fail(WD_ERR_SCHEMA, "%s: slot %d (%.31s) has %s, %s has %s: the same value would have another id "
                         "(files converted separately number their values by their own counts); convert it with --schema-from a training file",
                         wd__tail(r->path, 300), k, r->schema.slot[k].name, a, whose, b);
@@ -6460,17 +6657,17 @@ static wd_status wd__check_vocab(const wd_reader *r, const wd__contract *want, c
     return WD_OK;
 }
 // Opens every file and checks its schema against the model's, and its
-// vocabulary fingerprints against want's (NULL: not checked; with capture,
-// the first file's contract is copied into *capture and the others checked
-// against it); *samples gets their total, *fp a fingerprint of the list
-// (each file's samples, blocks and bytes, in order: what a resumed run must
-// see again).
+// vocabularies against want's (NULL: not checked; see wd__check_vocab).
+// capture (training files): every file may extend want, the files' ids
+// must agree with each other, and *capture gets the first file's contract
+// with the longest vocabulary of each slot. *samples gets their total, *fp
+// a fingerprint of the list (each file's samples, blocks and bytes, in
+// order: what a resumed run must see again).
 static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp,
                                  const wd__contract *want, wd__contract *capture) {
     if (samples) *samples = 0;
     if (fp) *fp = wd_mix64(0x5EEDF11E5ull + (uint64_t)nfiles);
-    char whose[400];
-    snprintf(whose, sizeof whose, "%s", want == &m->in ? "the model" : "the first training file");
+    const char *whose = want == &m->in ? "the model's" : "the training files'";
     for (int f = 0; f < nfiles; f++) {
         if (!files[f]) return wd__fail(WD_ERR_INVALID_ARG, "%s file %d is NULL", what, f);
         wd_reader *r;
@@ -6482,12 +6679,15 @@ static wd_status wd__check_files(const wd_model *m, const char *const *files, in
             wd_reader_close(r);
             return wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's: %s (convert it with --schema-from a training file)", wd__tail(files[f], 400), why);
         }
-        if (!want && capture && f == 0) {
-            if ((st = wd__contract_of(r, capture)) != WD_OK) { wd_reader_close(r); return st; }
-            want = capture;
-            snprintf(whose, sizeof whose, "the first training file (%s)", wd__tail(files[0], 300));
+        if (want) st = wd__check_vocab(r, want, whose, capture != NULL);
+        if (!st && capture && f == 0) st = wd__contract_of(r, capture);
+        else if (!st && capture) {   // agrees with the files before it; the longest lists kept
+            st = wd__check_vocab(r, capture, "the training files before it", 1);
+            wd_vocab *v = NULL;
+            if (!st) st = wd__vocab_longer(capture->vocab, r->vocab, &v);
+            if (!st) { wd__vocab_free(capture->vocab); capture->vocab = v; }
         }
-        if (want && (st = wd__check_vocab(r, want, whose)) != WD_OK) { wd_reader_close(r); return st; }
+        if (st) { wd_reader_close(r); return st; }
         if (samples) *samples += wd_reader_nsamples(r);
         if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull ^ (uint64_t)wd_reader_nblocks(r) << 40 ^ (uint64_t)wd_reader_file_bytes(r)));
         wd_reader_close(r);
@@ -6531,6 +6731,7 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
         const wd_batch *b;
         st = wd_loader_next(l, &b);
         if (st || !b) break;
+        wd_oov_count(m->in.vocab, b, &out->oov);
         if (!st) st = ops->predict(be, b, probs);
         int k = (int)WD__MIN((int64_t)b->n, total - at);   // the last batch may end in padding
         if (!st) {
@@ -6621,6 +6822,7 @@ typedef struct wd__rank {
     double stage[WD_STAGE_COUNT];
     double loop_s;
     int stopped;
+    wd_oov oov;                     // out-of-vocabulary values of the batches it trained on
 } wd__rank;
 
 static int wd__call_progress(wd__run *run, double loss, double auc, double ll) {
@@ -6724,6 +6926,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             k->stage[WD_STAGE_DATA] += wd__now() - t0;
             if (st) break;
             if (!b) { epoch_over = 1; break; }
+            wd_oov_count(m->in.vocab, b, &k->oov);
             st = ops->submit(k->be, b, k->local == 0 && run->stop);
             if (st) break;
             submitted++; inflight++;
@@ -6832,16 +7035,23 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     WD__TRY(wd__backend_for(d->device, &ops));
     // every file opened and its schema matched before anything starts
     // and their vocabularies matched: the model's, or (a model that has none
-    // recorded yet) the first training file's, which the model then records
+    // recorded yet) the first training file's, which the model then records.
+    // Training files may extend the model's vocabularies (wd_convert's
+    // extend_vocab): the model records the longer lists, and validation
+    // files must agree with them.
     int64_t samples;
     uint64_t fp;
-    wd__contract first;
-    memset(&first, 0, sizeof first);
+    wd__contract files, next;
+    memset(&files, 0, sizeof files);
+    memset(&next, 0, sizeof next);
     const wd__contract *want = m->in.known ? &m->in : NULL;
-    wd_status cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, want ? NULL : &first);
-    if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? want : &first, NULL);
-    if (cst) { wd__contract_free(&first); return cst; }
-    if (!m->in.known) m->in = first;
+    wd_status cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
+    if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
+    if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? &next : &files, NULL);
+    if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
+    if (!m->in.known) { m->in = files; memset(&files, 0, sizeof files); }
+    else { wd__vocab_free(m->in.vocab); m->in.vocab = next.vocab; }
+    wd__contract_free(&files);
     if (samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
     if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
@@ -6923,7 +7133,12 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
                          (long long)m->step, (long long)m->epoch, (long long)m->batch, wd__tail(d->checkpoint_path, 300));
             }
         }
-        for (int i = 0; i < run->nlocal; i++) { if (ks[i].be) ops->destroy(ks[i].be); wd_loader_close(ks[i].loader); }
+        for (int i = 0; i < run->nlocal; i++) {
+            if (ks[i].be) ops->destroy(ks[i].be);
+            wd_loader_close(ks[i].loader);
+            rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
+            for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j]; rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
+        }
     }
     // rank 0 writes the checkpoint: at the end, and when stopped early (with
     // keep_best the best one was written already, unless none was validated)

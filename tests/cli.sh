@@ -1100,6 +1100,31 @@ run "$WD" convert --format criteo --schema-from "$T/fa.wdr" -o "$T/fx.wdr" "$T/f
 ck "convert --format criteo --schema-from a csv file: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "converted from --format csv"'
 end
 
+# vocabularies that grow (issue 20): day 1 with room, day 2 extended from it;
+# the oov lines of convert, train and eval; a full table warned about
+begin cli_vocab_grows
+{ echo "click,c,d"; for i in $(seq 0 199); do echo "$((i % 2)),a$((i % 10)),d$((i % 3))"; done; } > "$T/va.csv"
+{ echo "click,c,d"; for i in $(seq 0 199); do echo "$((i % 2)),b$((i % 20)),d$((i % 3))"; done; } > "$T/vb.csv"
+va=(--format csv --label click --cat c,d)
+run "$WD" convert "${va[@]}" --vocab-capacity 15 -o "$T/va.wdr" "$T/va.csv"
+ck "day 1 with room: exit $rc, oov line" eval '[ "$rc" = 0 ] && grep -q "^oov converted values=400 oov=0 share=0.0000 worst=-$" "$T/out"'
+run "$WD" convert "${va[@]}" --schema-from "$T/va.wdr" -o "$T/vb-frozen.wdr" "$T/vb.csv"
+ck "day 2 frozen: every c out of vocabulary" eval '[ "$rc" = 0 ] && grep -q "^oov converted values=400 oov=200 share=0.5000 worst=c:1.0000$" "$T/out"'
+run "$WD" convert "${va[@]}" --schema-from "$T/va.wdr" --extend-vocab -o "$T/vb.wdr" "$T/vb.csv"
+ck "day 2 extended: 5 new ids, 15 without room, named" eval '[ "$rc" = 0 ] && out_has "vocabulary extended new_ids=5 slots=1 no_room=15" && grep -q "^oov converted values=400 oov=150 share=0.3750 worst=c:0.7500$" "$T/out" && err_has "slot c: its table is full (15 values in 16 rows): 15 new values"'
+"$WD" train --train "$T/va.wdr" --hidden 4 --threads 2 --save "$T/va.wdm" > /dev/null 2>&1
+run "$WD" train --train "$T/vb.wdr" --init-from "$T/va.wdm" --hidden 4 --threads 2 --save "$T/vb.wdm"
+ck "--init-from on the extended day: exit $rc, oov line" eval '[ "$rc" = 0 ] && grep -q "^oov trained values=400 oov=150 share=0.3750 worst=c:0.7500$" "$T/out"'
+run "$WD" eval --model "$T/va.wdm" "$T/vb.wdr"
+ck "eval of the extended day by day 1's model: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "slot 0 (c)" && err_has "extends the model'"'"'s"'
+run "$WD" eval --model "$T/vb.wdm" "$T/va.wdr"
+ck "eval of day 1 by day 2's model: exit $rc, oov line before auc" eval '[ "$rc" = 0 ] && grep -q "^oov evaluated values=400 oov=0 share=0.0000 worst=-$" "$T/out" && tail -1 "$T/out" | grep -q "^auc="'
+run "$WD" convert "${va[@]}" --extend-vocab -o "$T/vx.wdr" "$T/vb.csv"
+ck "--extend-vocab without --schema-from: exit $rc, wanted 2" eval '[ "$rc" = 2 ] && err_has "--schema-from"'
+run "$WD" convert "${va[@]}" --schema-from "$T/va.wdr" --vocab-capacity 100 -o "$T/vx.wdr" "$T/vb.csv"
+ck "--vocab-capacity with --schema-from: exit $rc, wanted 2" [ "$rc" = 2 ]
+end
+
 # the serving export: smaller, the same predictions, cannot train
 begin cli_export
 ck "setup: fa.wdm" have "$T/fa.wdm"

@@ -20,7 +20,7 @@
 #   --keep         keep the work directory (printed at the end)
 # Environment: GEMM=onednn|openblas|portable (default: what the Makefile
 #   picks), MUTATE_TIMEOUT=S seconds per binary (default 180), DATA=DIR (the
-#   sample data for test_wd and tests/cli.sh, default ../shared/data), CC, CXX.
+#   sample data for test_wd, test_contract and tests/cli.sh, default ../shared/data), CC, CXX.
 #
 # The list: stanzas of "key: value" lines separated by blank lines ('#' starts
 # a comment line):
@@ -231,6 +231,7 @@ run_bin() {
     case $b in
         cli) (cd "$TREE" && timeout -k 10 "$TIMEOUT" bash tests/cli.sh "$o/wd" "$T/cli" "$DATA") > "$log" 2>&1 || rc=$? ;;
         test_wd) (cd "$TREE" && timeout -k 10 "$TIMEOUT" "$o/$b" "$T" "$DATA") > "$log" 2>&1 || rc=$? ;;
+        test_contract|test_contract_portable) (cd "$TREE" && timeout -k 10 "$TIMEOUT" "$o/$b" "$T" "$TREE/tests/golden" "$DATA") > "$log" 2>&1 || rc=$? ;;
         test_golden|test_golden_portable) (cd "$TREE" && timeout -k 10 "$TIMEOUT" "$o/$b" "$T" "$TREE/tests/golden") > "$log" 2>&1 || rc=$? ;;
         *) (cd "$TREE" && timeout -k 10 "$TIMEOUT" "$o/$b" "$T") > "$log" 2>&1 || rc=$? ;;
     esac

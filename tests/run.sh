@@ -18,7 +18,7 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=108                       # the tests in tests/cli.sh
+CLI_TESTS=109                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=11                        # the tests in tests/mpi.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
@@ -164,7 +164,7 @@ if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
 fi
 unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 unit "$B/test_convert" tests/test_convert.c "$T"
-unit "$B/test_contract" tests/test_contract.c "$T"   # the model is the contract: raw strings, fingerprints, old formats
+unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
 unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 unit "$B/test_loader" tests/test_loader.c "$T"
 unit "$B/test_train" tests/test_train.c "$T"
@@ -187,7 +187,7 @@ echo "# under ThreadSanitizer:" | tee -a "$log"
 unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 unit "$B/test_train_tsan" tests/test_train.c "$T"
 unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
-unit "$B/test_contract_tsan" tests/test_contract.c "$T"   # raw requests scored from 8 threads
+unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI
 check mpi "$MPI_TESTS" mpi "" bash tests/mpi.sh "$B" "$T/mpi"

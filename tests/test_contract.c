@@ -6,14 +6,16 @@
 // files whose vocabularies differ (converted separately: permuted ids, equal
 // bucket counts) are refused naming the slot, in training, validation,
 // evaluation and resume; models and files of the older formats still load
-// and say what they lack. Usage: test_contract [TMPDIR [GOLDEN_DIR]]
+// and say what they lack; vocabularies that grow day by day keep every old
+// id (the Criteo sample as 4 days, from DATA_DIR; skipped without it).
+// Usage: test_contract [TMPDIR [GOLDEN_DIR [DATA_DIR]]]
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include "testlib.h"
 #include <pthread.h>
 #include <stdarg.h>
 
-static char TMP[300] = "/tmp", GOLD[300] = "tests/golden";
+static char TMP[300] = "/tmp", GOLD[300] = "tests/golden", DATA[300] = "../shared/data";
 static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/ct-%s", TMP, name); }
 static int spit(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
@@ -343,9 +345,263 @@ static void test_permuted_vocabulary_refused(void) {
     wd_model_destroy(m);
     // a new model over both files: the second is refused against the first
     const char *both[2] = {trw, tal};
-    CHECK(train_small(both, 2, mp) == WD_ERR_SCHEMA && strstr(wd_last_error(), "slot 0 (c)") && strstr(wd_last_error(), "first training file"));
+    CHECK(train_small(both, 2, mp) == WD_ERR_SCHEMA && strstr(wd_last_error(), "slot 0 (c)") && strstr(wd_last_error(), "training files before it"));
     const char *both_ok[2] = {trw, tew};
     CHECK_OK(train_small(both_ok, 2, mp));
+}
+
+// Ids that grow with the data (issue 20, Build 3): the Criteo sample's
+// 7,200 training rows as 4 days of 1,800, converted frozen (days 2-4
+// --schema-from day 1: new values take the out-of-vocabulary id) and
+// growing (day 1 with vocab_capacity, day N --schema-from day N-1 with
+// extend_vocab). Day 4's out-of-vocabulary share: over 15% frozen, under 2%
+// growing; every old value keeps its id (day-1 lines parsed with day 4's
+// spec give day 1's ids, and the day-1 model scores them bit for bit as
+// before); warm start (day 1, then each day from the previous model) scores
+// the held-out rows at least as well growing as frozen (mean AUC of 3
+// seeds); the model records the extended vocabulary (wd_model_spec, and
+// after save/load); a file with an extended vocabulary is refused for
+// evaluation by a model that never trained on it, a permuted one for
+// training, naming the slot; an older day's file is accepted.
+static wd_status convert_day(const char *in, const char *out, const char *from, uint32_t capacity, int extend, wd_convert_report *rep) {
+    wd_text_spec t;
+    wd_text_spec_criteo(&t, 0);
+    wd_status st = from ? spec_from(&t, from) : WD_OK;
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    const char *ins[1] = {in};
+    d.spec = &t; d.inputs = ins; d.ninputs = 1; d.output = out; d.threads = 2;
+    d.vocab_capacity = capacity; d.extend_vocab = extend;
+    if (!st) st = wd_convert(&d, rep);
+    wd_text_spec_free(&t);
+    return st;
+}
+static wd_status day_train(wd_model **m, const char *wdr, uint64_t seed) {
+    wd_status st = WD_OK;
+    if (!*m) {
+        wd_reader *r;
+        WD__TRY(wd_reader_open(wdr, &r));
+        wd_model_desc md;
+        memset(&md, 0, sizeof md);
+        md.schema = wd_reader_schema(r);
+        md.embed_dim = 8; md.hidden[0] = 32; md.hidden[1] = 16; md.seed = seed;
+        st = wd_model_create(&md, m);
+        wd_reader_close(r);
+        if (st) return st;
+    }
+    wd_model_new_run(*m);   // the CLI's --init-from
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[1] = {wdr};
+    td.files = files; td.nfiles = 1; td.batch_size = 128; td.threads = 2;
+    return wd_train(*m, &td, NULL);
+}
+static double oov_share(const wd_oov *o) { return o->values ? (double)o->oov / (double)o->values : -1; }
+static void test_daily_vocabulary_grows(void) {
+    char src[400 + 40];
+    snprintf(src, sizeof src, "%s/criteo_kaggle_head8000_train.tsv", DATA);
+    if (!file_exists(src)) { SKIP("the Criteo sample is not in %.150s", DATA); return; }
+    FILE *f = fopen(src, "rb");
+    REQUIRE(f);
+    char day[4][400], fz[4][400], gr[4][400], held[3][400], line[1 << 16];
+    FILE *out[4];
+    for (int d = 0; d < 4; d++) {
+        char n[64];
+        snprintf(n, sizeof n, "day%d.tsv", d + 1); tmp(day[d], sizeof day[d], n);
+        snprintf(n, sizeof n, "day%d-frozen.wdr", d + 1); tmp(fz[d], sizeof fz[d], n);
+        snprintf(n, sizeof n, "day%d-growing.wdr", d + 1); tmp(gr[d], sizeof gr[d], n);
+        out[d] = fopen(day[d], "wb");
+        REQUIRE(out[d]);
+    }
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) { if (rows < 7200) fputs(line, out[rows / 1800]); rows++; }
+    fclose(f);
+    for (int d = 0; d < 4; d++) fclose(out[d]);
+    REQUIRE(rows == 7200);
+    wd_convert_report rep;
+    REQUIRE_OK(convert_day(day[0], fz[0], NULL, 0, 0, &rep));
+    REQUIRE_OK(convert_day(day[0], gr[0], NULL, 8192, 0, &rep));
+    for (int k = 0; k < 26; k++) CHECK(rep.vocab_size[k] > 0 && rep.buckets[k] == 8193);   // every slot of a day: <= 4096 values, a vocabulary
+    double frozen = 0, growing = 0;
+    for (int d = 1; d < 4; d++) {
+        REQUIRE_OK(convert_day(day[d], fz[d], fz[0], 0, 0, &rep));
+        frozen = oov_share(&rep.oov);
+        REQUIRE_OK(convert_day(day[d], gr[d], gr[d - 1], 0, 1, &rep));
+        growing = oov_share(&rep.oov);
+        int64_t added = 0;
+        for (int k = 0; k < 26; k++) { added += rep.vocab_added[k]; CHECK(rep.vocab_no_room[k] == 0); }
+        CHECK(added > 1000);
+    }
+    printf("  day 4 out-of-vocabulary share: frozen %.4f, growing %.4f\n", frozen, growing);
+    CHECK(frozen > 0.15);
+    CHECK(growing >= 0 && growing < 0.02);
+    // held out: dev + test, --schema-from each scheme's day 4
+    char heldtxt[2][400 + 40];
+    snprintf(heldtxt[0], sizeof heldtxt[0], "%s/criteo_kaggle_head8000_dev.tsv", DATA);
+    snprintf(heldtxt[1], sizeof heldtxt[1], "%s/criteo_kaggle_head8000_test.tsv", DATA);
+    tmp(held[0], sizeof held[0], "held-frozen.wdr"); tmp(held[1], sizeof held[1], "held-growing.wdr");
+    tmp(held[2], sizeof held[2], "day2-alone.wdr");
+    for (int g = 0; g < 2; g++) {
+        wd_text_spec t;
+        wd_text_spec_criteo(&t, 0);
+        REQUIRE_OK(spec_from(&t, g ? gr[3] : fz[3]));
+        wd_convert_desc d;
+        memset(&d, 0, sizeof d);
+        const char *ins[2] = {heldtxt[0], heldtxt[1]};
+        d.spec = &t; d.inputs = ins; d.ninputs = 2; d.output = held[g];
+        wd_status st = wd_convert(&d, &rep);
+        wd_text_spec_free(&t);
+        REQUIRE_OK(st);
+    }
+    // warm start, 3 seeds: growing at least as good as frozen
+    double auc[2] = {0, 0};
+    wd_model *m1 = NULL, *m2 = NULL, *m4 = NULL;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        for (int g = 0; g < 2; g++) {
+            wd_model *m = NULL;
+            for (int d = 0; d < 4; d++) {
+                REQUIRE_OK(day_train(&m, g ? gr[d] : fz[d], seed));
+                if (g && seed == 1 && d == 0) REQUIRE_OK(wd_model_save(m, held[2]));   // the day-1 model (reloaded below)
+                if (g && seed == 1 && d == 1) {
+                    char mp[400];
+                    tmp(mp, sizeof mp, "day2-growing.wdm");
+                    REQUIRE_OK(wd_model_save(m, mp));
+                    REQUIRE_OK(wd_model_load(mp, &m2));
+                }
+            }
+            wd_eval_desc ed;
+            memset(&ed, 0, sizeof ed);
+            const char *ev[1] = {held[g]};
+            ed.files = ev; ed.nfiles = 1; ed.threads = 2;
+            wd_metrics mt;
+            REQUIRE_OK(wd_evaluate(m, &ed, &mt));
+            CHECK(mt.oov.values == 800 * 26 && mt.oov.oov > 0);
+            auc[g] += mt.auc / 3;
+            if (g && seed == 1) m4 = m;
+            else wd_model_destroy(m);
+        }
+    }
+    printf("  warm start, held-out AUC (mean of 3 seeds): frozen %.4f, growing %.4f\n", auc[0], auc[1]);
+    CHECK(auc[1] >= auc[0]);
+    REQUIRE_OK(wd_model_load(held[2], &m1));
+    unlink(held[2]);
+    // old ids unchanged: day-1 lines through day 4's spec (and the day-4
+    // model's own) give day 1's ids and the day-1 model's very scores
+    wd_text_spec s1, s4, sm;
+    wd_text_spec_criteo(&s1, 0); wd_text_spec_criteo(&s4, 0);
+    memset(&sm, 0, sizeof sm);
+    REQUIRE_OK(spec_from(&s1, gr[0]));
+    REQUIRE_OK(spec_from(&s4, gr[3]));
+    REQUIRE_OK(wd_model_spec(m4, &sm));
+    wd_reader *r1, *r4;
+    int grew = 0;
+    REQUIRE_OK(wd_reader_open(gr[0], &r1));
+    REQUIRE_OK(wd_reader_open(gr[3], &r4));
+    for (int k = 0; k < 26; k++) {
+        CHECK(wd_vocab_size(sm.vocab, k) == wd_vocab_size(wd_reader_vocab(r4), k));   // the model recorded day 4's
+        CHECK(wd_vocab_fingerprint(sm.vocab, k) == wd_vocab_fingerprint(wd_reader_vocab(r4), k));
+        CHECK(wd_vocab_size(s4.vocab, k) >= wd_vocab_size(s1.vocab, k));
+        grew += wd_vocab_size(s4.vocab, k) > wd_vocab_size(s1.vocab, k);
+        CHECK(sm.schema.slot[k].buckets == 8193 && s4.schema.slot[k].buckets == 8193);
+    }
+    CHECK(grew >= 20);
+    wd_reader_close(r1); wd_reader_close(r4);
+    wd_batch b1, b4, bm;
+    REQUIRE_OK(wd_batch_init(&b1, wd_model_schema(m1), 1800, 4));
+    REQUIRE_OK(wd_batch_init(&b4, wd_model_schema(m1), 1800, 4));
+    REQUIRE_OK(wd_batch_init(&bm, wd_model_schema(m1), 1800, 4));
+    f = fopen(day[0], "rb");
+    REQUIRE(f);
+    int bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (n && line[n - 1] == '\n') n--;
+        bad |= wd_parse_line(&s1, line, n, &b1) || wd_parse_line(&s4, line, n, &b4) || wd_parse_line(&sm, line, n, &bm);
+    }
+    fclose(f);
+    CHECK(!bad && b1.n == 1800 && b4.n == 1800 && bm.n == 1800);
+    int same = 1;
+    for (int k = 0; k < 26; k++) same &= memcmp(b1.ids[k], b4.ids[k], 4 * 1800) == 0 && memcmp(b1.ids[k], bm.ids[k], 4 * 1800) == 0;
+    CHECK(same);
+    float *p1 = (float *)malloc(4 * 1800), *p4 = (float *)malloc(4 * 1800);
+    REQUIRE(p1 && p4);
+    CHECK_OK(wd_predict(m1, &b1, p1));
+    CHECK_OK(wd_predict(m1, &b4, p4));
+    CHECK(memcmp(p1, p4, 4 * 1800) == 0);
+    free(p1); free(p4);
+    wd_batch_free(&b1); wd_batch_free(&b4); wd_batch_free(&bm);
+    wd_text_spec_free(&s1); wd_text_spec_free(&s4); wd_text_spec_free(&sm);
+    // the day-2 model after save and load: day 2's vocabulary
+    REQUIRE_OK(wd_model_spec(m2, &sm));
+    REQUIRE_OK(wd_reader_open(gr[1], &r1));
+    for (int k = 0; k < 26; k++) CHECK(wd_vocab_fingerprint(sm.vocab, k) == wd_vocab_fingerprint(wd_reader_vocab(r1), k));
+    wd_reader_close(r1);
+    wd_text_spec_free(&sm);
+    // refusals: day 2's extended file evaluated by the day-1 model; day 2
+    // converted alone (its own ids, the same table sizes) trained on from
+    // the day-1 model; accepted: day 1's file evaluated by the day-4 model
+    wd_eval_desc ed;
+    memset(&ed, 0, sizeof ed);
+    const char *ev[1] = {gr[1]};
+    ed.files = ev; ed.nfiles = 1; ed.threads = 2;
+    wd_metrics mt;
+    CHECK(wd_evaluate(m1, &ed, &mt) == WD_ERR_SCHEMA && strstr(wd_last_error(), "extends the model's") && strstr(wd_last_error(), "slot 0 (C1)"));
+    ev[0] = gr[0];
+    CHECK_OK(wd_evaluate(m4, &ed, &mt));
+    REQUIRE_OK(convert_day(day[1], held[2], NULL, 8192, 0, &rep));
+    wd_status st = day_train(&m1, held[2], 1);
+    CHECK(st == WD_ERR_SCHEMA && strstr(wd_last_error(), "day2-alone.wdr") && strstr(wd_last_error(), "the same value would have another id"));
+    if (st != WD_ERR_SCHEMA) printf("  permuted: %s\n", wd_last_error());
+    CHECK_OK(day_train(&m1, gr[1], 1));   // the extension: accepted
+    wd_model_destroy(m1); wd_model_destroy(m2); wd_model_destroy(m4);
+    for (int d = 0; d < 4; d++) { unlink(day[d]); unlink(fz[d]); unlink(gr[d]); }
+    for (int i = 0; i < 3; i++) unlink(held[i]);
+}
+// The table full: values past its rows stay out of vocabulary, reported per
+// slot; ids never pass the table; a spec with a vocabulary refuses
+// vocab_capacity, extend_vocab needs one.
+static void test_vocabulary_capacity_full(void) {
+    text a = {0}, b = {0};
+    tput(&a, "click,c,d\n");
+    tput(&b, "click,c,d\n");
+    for (int i = 0; i < 200; i++) {
+        tput(&a, "%d,a%d,d%d\n", i % 2, i % 10, i % 3);        // c: 10 values, d: 3
+        tput(&b, "%d,b%d,d%d\n", i % 2, i % 20, i % 3);        // c: 20 new values (b0 most often? all equal), d: none new
+    }
+    char ap[400], bp[400], aw[400], bw[400];
+    tmp(ap, sizeof ap, "cap-a.csv"); tmp(bp, sizeof bp, "cap-b.csv"); tmp(aw, sizeof aw, "cap-a.wdr"); tmp(bw, sizeof bw, "cap-b.wdr");
+    CHECK(spit(ap, a.p) == 0 && spit(bp, b.p) == 0);
+    free(a.p); free(b.p);
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_csv(&t, "click,c,d", "click", NULL, "c,d", 0));
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    const char *ins[1] = {ap};
+    d.spec = &t; d.inputs = ins; d.ninputs = 1; d.output = aw; d.vocab_capacity = 15;
+    wd_convert_report rep;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    CHECK(rep.buckets[0] == 16 && rep.vocab_size[0] == 10 && rep.buckets[1] == 16 && rep.vocab_size[1] == 3);
+    d.extend_vocab = 1;
+    CHECK(wd_convert(&d, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "extend_vocab needs"));
+    REQUIRE_OK(spec_from(&t, aw));
+    CHECK(wd_convert(&d, &rep) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "vocab_capacity"));
+    d.vocab_capacity = 0; ins[0] = bp; d.output = bw;
+    REQUIRE_OK(wd_convert(&d, &rep));
+    CHECK(rep.vocab_added[0] == 5 && rep.vocab_no_room[0] == 15 && rep.vocab_size[0] == 15 && rep.buckets[0] == 16);
+    CHECK(rep.vocab_added[1] == 0 && rep.vocab_no_room[1] == 0);
+    CHECK(rep.oov.slot_values[0] == 200 && rep.oov.slot_oov[0] == 150 && rep.oov.slot_oov[1] == 0 && rep.oov.oov == 150 && rep.oov.values == 400);
+    int worst[3];
+    CHECK(wd_oov_worst(&rep.oov, 2, worst, 3) == 1 && worst[0] == 0);
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(bw, &r));
+    const wd_batch *blk;
+    REQUIRE_OK(wd_reader_block(r, 0, &blk));
+    uint32_t top = 0;
+    for (int i = 0; i < blk->n; i++) top = blk->ids[0][i] > top ? blk->ids[0][i] : top;
+    CHECK(top == 15);
+    wd_reader_close(r);
+    wd_text_spec_free(&t);
+    unlink(ap); unlink(bp); unlink(aw); unlink(bw);
 }
 
 // Specs own their vocabulary: the reader it came from may close first (it
@@ -547,6 +803,7 @@ static void test_export(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    if (argc > 3) snprintf(DATA, sizeof DATA, "%s", argv[3]);
     if (argc > 2) snprintf(GOLD, sizeof GOLD, "%s", argv[2]);
     else if (!file_exists("tests/golden/v1.wdr")) {   // build/test_contract -> build/../tests/golden
         const char *slash = strrchr(argv[0], '/');
@@ -560,5 +817,7 @@ int main(int argc, char **argv) {
     RUN(test_contract_in_checkpoint);
     RUN(test_old_formats);
     RUN(test_export);
+    RUN(test_daily_vocabulary_grows);
+    RUN(test_vocabulary_capacity_full);
     return test_summary("test_contract");
 }

@@ -489,13 +489,23 @@ static const opt *first_given(const cmdinfo *c, const unsigned char *given, int 
     return NULL;
 }
 
+// One line: the out-of-vocabulary share of what `what` read, and the worst slots.
+static void print_oov(const char *what, const wd_oov *o, const wd_schema *s) {
+    if (!o->values) return;
+    int worst[3];
+    int n = wd_oov_worst(o, s->nslots, worst, 3);
+    printf("oov %s values=%lld oov=%lld share=%.4f worst=", what, (long long)o->values, (long long)o->oov, (double)o->oov / (double)o->values);
+    for (int i = 0; i < n; i++) printf("%s%s:%.4f", i ? "," : "", s->slot[worst[i]].name, (double)o->slot_oov[worst[i]] / (double)o->slot_values[worst[i]]);
+    printf("%s\n", n ? "" : "-");
+}
+
 // ---- the arguments of each command, and their tables --------------------------------------------
 typedef struct convert_args {
     int format, preset, skip, dense_raw;
     const char *out, *label, *dense, *cat, *columns, *slots, *dense_range, *slot_buckets, *schema_from;
     const char *delimiter, *id_column, *derive;
-    int threads, block, level, min_count;
-    uint32_t buckets;
+    int threads, block, level, min_count, extend_vocab;
+    uint32_t buckets, vocab_capacity;
     double progress_every;
 } convert_args;
 enum { FMT_CRITEO, FMT_LIBSVM, FMT_CSV };
@@ -521,6 +531,11 @@ static const opt CONVERT_OPTS[] = {
      .help = "a vocabulary instead of hashing: values seen K times or more get\nids of their own, the others one out-of-vocabulary id (stored in OUT.wdr)"},
     {.name = "--schema-from", .kind = K_IN, .type = T_STR, .meta = "F.wdr", .off = CA(schema_from), .sets = "wd_text_spec_match, wd_text_spec_vocab",
      .example = "{data}", .help = "the bucket counts, and vocabulary if any, of an existing file,\nso that a test set shares the training set's ids"},
+    {.name = "--extend-vocab", .kind = K_FLAG, .type = T_INT, .off = CA(extend_vocab), .sets = "wd_convert_desc.extend_vocab",
+     .help = "with --schema-from: values F.wdr's vocabulary lacks get the next ids\n(every old id kept) while the slot's table has rows; a day's file\nfor --init-from (see --vocab-capacity)"},
+    {.name = "--vocab-capacity", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFEll, .off = CA(vocab_capacity),
+     .sets = "wd_convert_desc.vocab_capacity", .example = "4096",
+     .help = "a new vocabulary's tables hold N values or more: room for the\nvalues later --extend-vocab days bring"},
     {.name = "--bad-lines", .kind = K_CHOICE, .type = T_INT, .meta = "error|skip", .off = CA(skip), .sets = "wd_convert_desc.skip_bad_lines",
      .example = "skip", .help = "stop at the first bad line (default) or skip and count them"},
     {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
@@ -847,7 +862,10 @@ static int cmd_convert(int argc, char **argv) {
     if (a.format == FMT_LIBSVM && a.min_count) { usage_error("--min-count: libsvm slots hold indexes, not values to count"); goto done; }
     if (a.schema_from && opt_given(c, given, "--buckets")) { usage_error("--buckets and --schema-from both set the bucket counts: choose one"); goto done; }
     if (a.schema_from && a.slot_buckets) { usage_error("--slot-buckets and --schema-from both set the bucket counts: choose one"); goto done; }
-    if (a.schema_from && a.min_count) { usage_error("--min-count builds a new vocabulary, --schema-from takes F.wdr's ids: choose one"); goto done; }
+    if (a.schema_from && a.min_count && !a.extend_vocab) { usage_error("--min-count builds a new vocabulary, --schema-from takes F.wdr's ids: choose one (or --extend-vocab: K counts for new values)"); goto done; }
+    if (a.extend_vocab && !a.schema_from) { usage_error("--extend-vocab extends the vocabulary of --schema-from F.wdr: give it"); goto done; }
+    if (a.vocab_capacity && a.schema_from) { usage_error("--vocab-capacity sizes a new vocabulary's tables; --schema-from keeps F.wdr's"); goto done; }
+    if (a.vocab_capacity && a.format == FMT_LIBSVM) { usage_error("--vocab-capacity: libsvm slots hold indexes, not values: no vocabulary"); goto done; }
     int nstdin = 0;
     const char *stream = NULL;   // an input that can be read once: standard input, a pipe
     for (int i = 0; i < in.n; i++) {
@@ -855,7 +873,7 @@ static int cmd_convert(int argc, char **argv) {
         if (!stream && is_stream(in.v[i])) stream = strcmp(in.v[i], "-") == 0 ? "standard input" : in.v[i];
     }
     if (nstdin > 1) { usage_error("convert: standard input ('-') can be read once"); goto done; }
-    if (stream && a.min_count) { usage_error("convert: --min-count needs a first pass over the input, and %s can be read once", stream); goto done; }
+    if (stream && (a.min_count || a.extend_vocab)) { usage_error("convert: %s needs a first pass over the input, and %s can be read once", a.extend_vocab ? "--extend-vocab" : "--min-count", stream); goto done; }
     if (stream && a.format != FMT_LIBSVM && !a.buckets && !a.schema_from && !a.slot_buckets) {
         usage_error("convert: %s can be read once: give --buckets N or --schema-from F.wdr (sizing the tables from the data needs a first pass)", stream);
         goto done;
@@ -939,6 +957,7 @@ static int cmd_convert(int argc, char **argv) {
     d.spec = spec; d.inputs = in.v; d.ninputs = in.n; d.output = a.out;
     d.threads = a.threads; d.block_samples = a.block; d.level = a.level; d.skip_bad_lines = a.skip;
     d.min_count = a.min_count; d.ids_output = ids_path[0] ? ids_path : NULL;
+    d.vocab_capacity = a.vocab_capacity; d.extend_vocab = a.extend_vocab;
     d.progress = convert_progress; d.user = &ui;
     add_temp(a.out);
     if (ids_path[0]) add_temp(ids_path);
@@ -959,6 +978,17 @@ static int cmd_convert(int argc, char **argv) {
            (long long)rep.rows, (long long)rep.bad_rows, (long long)rep.blocks, rep.seconds,
            rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0, rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
            (long long)rep.bytes_in, (long long)rep.bytes_out, rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
+    print_oov("converted", &rep.oov, &spec->schema);
+    if (a.extend_vocab) {
+        int64_t added = 0, full = 0;
+        int grown = 0;
+        for (int k = 0; k < spec->schema.nslots; k++) { added += rep.vocab_added[k]; full += rep.vocab_no_room[k]; grown += rep.vocab_added[k] > 0; }
+        printf("vocabulary extended new_ids=%lld slots=%d no_room=%lld\n", (long long)added, grown, (long long)full);
+        for (int k = 0; k < spec->schema.nslots; k++)
+            if (rep.vocab_no_room[k])
+                warn("slot %s: its table is full (%lld values in %u rows): %lld new values stay out of vocabulary; convert the first day with a larger --vocab-capacity",
+                     spec->schema.slot[k].name, (long long)rep.vocab_size[k], rep.buckets[k], (long long)rep.vocab_no_room[k]);
+    }
     if (ids_path[0]) printf("ids -> %s\n", ids_path);
     else {   // an ids file of an earlier conversion to this name no longer matches it
         char stale[PATH_MAX + 8];
@@ -1484,6 +1514,7 @@ static int cmd_train(int argc, char **argv) {
         if (vfiles.n && rep.best_step >= 0) printf(" best_auc=%.5f best_step=%lld", rep.best_auc, (long long)rep.best_step);
         if (rep.stopped == 2) printf(" early_stop=1");
         printf(" engine=%s\n", rep.engine);
+        print_oov("trained", &rep.oov, wd_model_schema(m));
         if (rep.steps > 0 && rep.train_s > 0) {   // where the step loop's time went
             printf("time per step (rank 0, ms):");
             for (int s = 0; s < WD_STAGE_COUNT; s++) printf(" %s %.3f", wd_stage_name(s), 1e3 * rep.stage_s[s] / (double)rep.steps);
@@ -1629,6 +1660,7 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     }
     if (!predict) {
         printf("mean_pred=%.6f ctr=%.6f\n", mt.mean_pred, mt.ctr);
+        print_oov("evaluated", &mt.oov, wd_model_schema(m));
         printf("auc=%.6f logloss=%.6f samples=%lld\n", mt.auc, mt.logloss, (long long)mt.samples);
         if (isnan(mt.auc)) warn("the AUC is undefined: every sample has label %g", mt.ctr);
         rc = 0;
