@@ -18,6 +18,8 @@
 # held-out AUC / log loss per seed and their means.
 # Usage: bench/daily_bench.sh [WORKDIR]   (default /tmp/wd-daily)
 # Environment: SEEDS="0 1 2 3 4" CAP=8192 EXTEND_MIN_COUNT= DATA=../shared/data
+#   MODEL_OPTS= (wd train options of the day-1 model, e.g. "--embed-dim 8 --hidden 64,32";
+#   later days take them from the checkpoint)
 set -e -o pipefail
 cd "$(dirname "$0")/.."
 make -s build/wd >/dev/null
@@ -26,6 +28,7 @@ cp build/wd "$W/wd"; WD=$W/wd
 DATA=${DATA:-../shared/data}; SEEDS=${SEEDS:-0 1 2 3 4}; CAP=${CAP:-8192}
 EXT=${EXTEND_MIN_COUNT:+--min-count $EXTEND_MIN_COUNT}
 echo "date: $(date -u '+%F %T UTC'); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+echo "model: ${MODEL_OPTS:-wd train defaults}; cap $CAP; seeds $SEEDS"
 echo "source: $(git rev-parse --short HEAD 2>/dev/null || echo ?)$(git diff --quiet HEAD -- widedeep.h tools/wd.c 2>/dev/null || echo ' + uncommitted changes')"
 split -l 1800 -d -a 1 "$DATA/criteo_kaggle_head8000_train.tsv" "$W/day"
 HELD="$DATA/criteo_kaggle_head8000_dev.tsv $DATA/criteo_kaggle_head8000_test.tsv"
@@ -45,7 +48,8 @@ for mode in frozen growing; do
     echo "$mode held-out oov: $($WD convert --format criteo --schema-from "$p-4.wdr" -o "$p-held.wdr" $HELD | oov)"
     aucs=""; lls=""
     for s in $SEEDS; do
-        $WD train --train "$p-1.wdr" --seed "$s" --save "$p-m1.wdm" >/dev/null
+        # shellcheck disable=SC2086
+        $WD train --train "$p-1.wdr" --seed "$s" --save "$p-m1.wdm" ${MODEL_OPTS:-} >/dev/null
         for d in 2 3 4; do $WD train --train "$p-$d.wdr" --init-from "$p-m$((d - 1)).wdm" --save "$p-m$d.wdm" >/dev/null; done
         r=$($WD eval --model "$p-m4.wdm" "$p-held.wdr" | tail -1)
         aucs="$aucs $(echo "$r" | sed -n 's/^auc=\([0-9.]*\) .*/\1/p')"; lls="$lls $(echo "$r" | sed -n 's/.* logloss=\([0-9.]*\) .*/\1/p')"

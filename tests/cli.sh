@@ -1113,7 +1113,7 @@ ck "day 2 frozen: every c out of vocabulary" eval '[ "$rc" = 0 ] && grep -q "^oo
 run "$WD" convert "${va[@]}" --schema-from "$T/va.wdr" --extend-vocab -o "$T/vb.wdr" "$T/vb.csv"
 ck "day 2 extended: 5 new ids, 15 without room, named" eval '[ "$rc" = 0 ] && out_has "vocabulary extended new_ids=5 slots=1 no_room=15" && grep -q "^oov converted values=400 oov=150 share=0.3750 worst=c:0.7500$" "$T/out" && err_has "slot c: its table is full (15 values in 16 rows): 15 new values"'
 "$WD" train --train "$T/va.wdr" --hidden 4 --threads 2 --save "$T/va.wdm" > /dev/null 2>&1
-run "$WD" train --train "$T/vb.wdr" --init-from "$T/va.wdm" --hidden 4 --threads 2 --save "$T/vb.wdm"
+run "$WD" train --train "$T/vb.wdr" --init-from "$T/va.wdm" --threads 2 --save "$T/vb.wdm"
 ck "--init-from on the extended day: exit $rc, oov line" eval '[ "$rc" = 0 ] && grep -q "^oov trained values=400 oov=150 share=0.3750 worst=c:0.7500$" "$T/out"'
 run "$WD" eval --model "$T/va.wdm" "$T/vb.wdr"
 ck "eval of the extended day by day 1's model: exit $rc, wanted 1" eval '[ "$rc" = 1 ] && err_has "slot 0 (c)" && err_has "extends the model'"'"'s"'
