@@ -869,7 +869,42 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    report.stopped and returns WD_ERR_ABORTED; the model holds the last
    finished step and its position, so training can resume from it. The
    library installs no signal handlers: a program turns SIGINT into such a
-   stop (tools/wd.c shows how). */
+   stop (tools/wd.c shows how).
+
+   Training from the application's data (a stream). Instead of files, the
+   desc's `source` hands the same loop one batch per step (impressions and
+   clicks in memory, a message queue); wd_trainer_* below push batches from
+   the application's own thread through it. Each batch holds 1..batch_size
+   samples of the model's schema (checked like a decoded block: labels in
+   [0,1], finite weights >= 0 and dense values, ids inside their buckets,
+   CSR offsets); a shorter one is padded to batch_size with weight-0 samples,
+   as the loader pads an epoch's last batch, so a stream of the samples of a
+   .wdr in file order, batch_size at a time, trains the bit-identical model
+   of wd_train over the file with no_shuffle. Validation (eval_every, and
+   once at the end of the stream), checkpoints, max_steps, the progress
+   callback's stop and publishing work as with files. A stream has no
+   epochs (`epochs` must be 0): the position's step advances, epoch and
+   batch stay 0 and no training files are recorded, so a saved model
+   resumes a stream from its step count (Adam's bias correction included);
+   which samples come next is the application's to know (step x batch_size
+   of them were consumed since the stream's first step). A model in the
+   middle of a run over files is refused: call wd_model_new_run first. One
+   rank only (CPU, or one GPU).
+
+   Online learning (publish_every). wd_predict normally reads the model's
+   parameters in place, so it must not run during wd_train. After
+   wd_model_publish(m), wd_predict reads the latest published snapshot
+   instead: a copy of the parameters (no optimizer state) taken between
+   steps, so a prediction sees the model after some whole step, never a
+   half-applied one, and the same snapshot for its whole batch. wd_train
+   with publish_every = K publishes when it starts, after every K-th step
+   and when it ends (also on errors and stops); predictions lag training by
+   at most K steps. Cost: two snapshots' memory (4 bytes per parameter
+   each: dense, wide and embedding tables), and per publish one copy of
+   every parameter on the training thread (with a GPU backend, also the
+   download of the model), plus a wait for predictions still reading the
+   older snapshot. The snapshot stays in use until the model is destroyed:
+   a later wd_train without publish_every publishes when it ends. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 typedef struct wd_progress {
@@ -921,6 +956,13 @@ typedef struct wd_train_desc {
     void *map_user;
     wd_progress_fn progress;        // optional
     void *user;
+    // Optional, instead of files (a stream, see above): called on the
+    // training thread for each step's batch; sets *out to a batch (valid
+    // until the next call) or NULL at the end of the stream. A non-OK status
+    // stops training with it (wd_last_error() names why).
+    wd_status (*source)(void *user, const wd_batch **out);
+    void *source_user;
+    int64_t publish_every;          // online learning: publish a snapshot every K steps (0: never)
 } wd_train_desc;
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
 // the stages add up to train_s.
@@ -956,6 +998,24 @@ typedef struct wd_train_report {
     wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
+/* Pushing batches: wd_train over a stream on a thread of its own, fed by
+   wd_trainer_push from any one thread at a time. open takes the desc's
+   settings (files and source must be unset); push checks the batch (its
+   errors name the push; the training goes on), copies it into one of two
+   buffers and returns while the step runs (it waits when both are full), or
+   returns the training's error once it failed or stopped (progress stop,
+   max_steps); close ends the stream, waits for the last step, fills rep and
+   returns wd_train's status; push and close after close are refused; free
+   closes if needed and releases the trainer. The model must not be used
+   meanwhile except through wd_predict with publish_every. */
+typedef struct wd_trainer wd_trainer;
+WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out);
+WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b);
+WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep);
+WDDEF void wd_trainer_free(wd_trainer *t);
+// Publishes a snapshot of m's parameters for wd_predict (online learning,
+// above); call it before predicting threads start while wd_train runs.
+WDDEF wd_status wd_model_publish(wd_model *m);
 
 typedef struct wd_eval_desc {
     const char *const *files;
@@ -977,7 +1037,8 @@ typedef struct wd_metrics {
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
 // Probabilities for the b->n samples of a batch (any size), on the calling
 // thread. Safe to call from several threads at once on one model (while no
-// wd_train runs on it).
+// wd_train runs on it, or, once the model has a published snapshot, while
+// one does: it then reads the latest snapshot; see Online learning above).
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
 
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
@@ -4772,6 +4833,7 @@ struct wd_model {
     int lp_fresh;
     pthread_mutex_t lp_mu;
     int lp_mu_made;
+    struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -4794,8 +4856,10 @@ WDDEF int64_t wd_model_bytes(const wd_model *m) {   // from the plan: valid befo
     return 4 * (3 * m->P + 3 * m->wide_rows + (1 + wd_opt_states(m->d.optimizer)) * ne);
 }
 
+static void wd__pub_free(struct wd__pub *p);
 static void wd__free_model(wd_model *m) {
     if (!m) return;
+    wd__pub_free(m->pub);
     if (m->lp_mu_made) pthread_mutex_destroy(&m->lp_mu);
     wd__free(m->dense_lp);
     wd__free(m->dense); wd__free(m->dense_s1); wd__free(m->dense_s2);
@@ -6811,6 +6875,8 @@ typedef struct wd__run {
     int64_t best_step;              //   validations since it improved
     int stale;
     int64_t last_eval;              // the step of the last validation (-1: none)
+    int stream;                     // batches come from d->source (one rank), not files
+    int64_t src_batches;            // batches the source gave so far
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -6823,6 +6889,8 @@ typedef struct wd__rank {
     double loop_s;
     int stopped;
     wd_oov oov;                     // out-of-vocabulary values of the batches it trained on
+    wd_batch pad;                   // a stream's short batch, padded to the rank's batch
+    int pad_made;
 } wd__rank;
 
 static int wd__call_progress(wd__run *run, double loss, double auc, double ll) {
@@ -6871,7 +6939,8 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
     wd_status st = run->ops->complete(k->be, &r);
     if (st) return st;
     if (r.stopped) { k->stopped = 1; return WD_OK; }
-    (*step)++; (*in_epoch)++;
+    (*step)++;
+    if (!run->stream) (*in_epoch)++;   // a stream has no epochs: its position is the step
     if (k->local != 0) return WD_OK;
     wd_model *m = run->m;
     wd_train_report *rep = run->rep;
@@ -6882,7 +6951,51 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
     if (wd__call_progress(run, rep->last_loss, NAN, NAN)) run->stop = 1;
     return WD_OK;
 }
-// One rank's training: its loader shard through its backend.
+// Whether b can be a step's batch of at most `most` samples of schema s:
+// its layout, arrays, CSR offsets and values; `who` names it in messages.
+static wd_status wd__batch_check(const wd_batch *b, const wd_schema *s, const char *who, int most) {
+    WD__TRY(wd__batch_layout(b, s, who, -1, "model"));
+    if (b->n < 1 || b->n > most) return wd__fail(WD_ERR_INVALID_ARG, "%s holds %d samples; a step takes 1..%d (batch_size)", who, b->n, most);
+    if (b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "%s says it holds %d samples, its capacity is %d", who, b->n, b->cap);
+    if (!b->label || !b->weight || (s->ndense && !b->dense)) return wd__fail(WD_ERR_INVALID_ARG, "%s has no %s array", who, !b->label ? "label" : !b->weight ? "weight" : "dense");
+    for (int k = 0; k < s->nslots; k++) {
+        if (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k])) return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s) has no id array", who, k, s->slot[k].name);
+        if (b->kind[k] == WD_MULTI_HOT)
+            for (int i = 0; i < b->n; i++)
+                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
+                    return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s): offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who, k, s->slot[k].name, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
+    }
+    return wd__check_values(s, b, 0, b->n, who);
+}
+// A stream's next batch from the source, checked and padded to the rank's
+// batch with weight-0 samples (as the loader pads); *out = NULL at its end.
+static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
+    wd__run *run = k->run;
+    const wd_train_desc *d = run->d;
+    const wd_batch *b = NULL;
+    long long i = (long long)run->src_batches;
+    *out = NULL;
+    wd_set_last_error("");
+    wd_status st = d->source(d->source_user, &b);
+    if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i, (long long)run->m->step + 1, wd_last_error()[0] ? wd_last_error() : wd_status_string(st));
+    if (!b) return WD_OK;
+    run->src_batches++;
+    char who[80];
+    snprintf(who, sizeof who, "training source: batch %lld", i);
+    WD__TRY(wd__batch_check(b, &run->m->schema, who, run->batch));
+    if (b->n == run->batch) { *out = b; return WD_OK; }
+    if (!k->pad_made) {
+        WD__TRY(wd_batch_init_with(&k->pad, &run->m->schema, run->batch, 0, run->ops->batch_alloc));
+        k->pad_made = 1;
+    }
+    k->pad.n = 0;
+    WD__TRY(wd_batch_append(&k->pad, b, 0, b->n));
+    while (k->pad.n < run->batch) wd__pad_sample(&k->pad);
+    *out = &k->pad;
+    return WD_OK;
+}
+static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be);
+// One rank's training: its loader shard (or the stream) through its backend.
 static wd_status wd__rank_train(wd__rank *k) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
@@ -6904,15 +7017,18 @@ static wd_status wd__rank_train(wd__rank *k) {
     ld.remainder = WD_REMAINDER_PAD;
     ld.map = d->map; ld.map_user = d->map_user;
     ld.batch_alloc = ops->batch_alloc;
-    WD__TRY(wd_loader_open(&ld, &k->loader));
+    if (!run->stream) WD__TRY(wd_loader_open(&ld, &k->loader));
+    int publish = chief && d->publish_every > 0;
+    if (publish) WD__TRY(wd__publish_from(m, ops, k->be));   // predictions never read the live model
     // every rank keeps its own copy of the position; local rank 0 writes the model's
     int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
     int inflight = 0;
     wd_status st = WD_OK;
     double t_loop = wd__now();
     while (!st && !k->stopped && epoch < run->epochs && !(d->max_steps > 0 && step >= d->max_steps)) {
-        st = wd_loader_reset(k->loader, epoch, in_epoch);
-        if (!st && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
+        if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
+        else st = wd_loader_reset(k->loader, epoch, in_epoch);
+        if (!st && !run->stream && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
             run->total_steps = step + (run->epochs - epoch) * wd_loader_batches(k->loader) - in_epoch;
             if (d->max_steps > 0) run->total_steps = WD__MIN(run->total_steps, d->max_steps);
         }
@@ -6922,7 +7038,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (d->max_steps > 0 && submitted >= d->max_steps) break;
             const wd_batch *b = NULL;
             double t0 = wd__now();
-            st = wd_loader_next(k->loader, &b);
+            st = run->stream ? wd__source_next(k, &b) : wd_loader_next(k->loader, &b);
             k->stage[WD_STAGE_DATA] += wd__now() - t0;
             if (st) break;
             if (!b) { epoch_over = 1; break; }
@@ -6932,7 +7048,8 @@ static wd_status wd__rank_train(wd__rank *k) {
             submitted++; inflight++;
             // validation and checkpoints see exactly the model after their step
             int sync = (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
-                       (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0);
+                       (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
+                       (publish && submitted % d->publish_every == 0);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
@@ -6941,6 +7058,7 @@ static wd_status wd__rank_train(wd__rank *k) {
                 st = ops->download(k->be);
                 if (!st) st = wd_model_save(m, d->checkpoint_path);
             }
+            if (!st && publish && step % d->publish_every == 0) st = wd__publish_from(m, ops, k->be);
             k->stage[WD_STAGE_OTHER] += wd__now() - t1;
         }
         if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
@@ -6951,6 +7069,14 @@ static wd_status wd__rank_train(wd__rank *k) {
         }
         if (st) wd__fail(st, "%s", k->err);
         if (st || k->stopped || !epoch_over) break;
+        if (run->stream) {   // the stream ended: validated once, like an epoch's end
+            if (chief && d->nvalid > 0) {
+                double t1 = wd__now();
+                st = wd__validate(k);
+                k->stage[WD_STAGE_OTHER] += wd__now() - t1;
+            }
+            break;
+        }
         epoch++;
         in_epoch = 0;
         if (k->local == 0) { m->epoch = epoch; m->batch = 0; }
@@ -6962,6 +7088,7 @@ static wd_status wd__rank_train(wd__rank *k) {
     }
     k->loop_s = wd__now() - t_loop;
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
+    if (!st && chief && (publish || m->pub)) st = wd__publish_from(m, ops, k->be);   // predictions see the end
     return st;
 }
 static void *wd__rank_thread(void *arg) {
@@ -6994,7 +7121,12 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
     if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export: weights only, no optimizer state to continue from); train its checkpoint");
-    if (!d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 are required");
+    if (d->source && (d->files || d->nfiles)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: both training files and a source are given; train from one of them");
+    if (!d->source && (!d->files || d->nfiles <= 0)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
+    if (d->source && d->epochs) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
+    if (d->source && (m->epoch > 0 || m->batch > 0))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model is at epoch %lld, batch %lld of a run over files; a stream starts a new run: call wd_model_new_run first (the CLI's --init-from)", (long long)m->epoch, (long long)m->batch);
+    if (d->publish_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: publish_every %lld is negative", (long long)d->publish_every);
     if (d->nvalid < 0 || (d->nvalid > 0 && !d->valid_files)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: nvalid %d without valid_files", d->nvalid);
     if (d->epochs < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d is negative", d->epochs);
     if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %d is negative", d->batch_size);
@@ -7038,21 +7170,29 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     // recorded yet) the first training file's, which the model then records.
     // Training files may extend the model's vocabularies (wd_convert's
     // extend_vocab): the model records the longer lists, and validation
-    // files must agree with them.
-    int64_t samples;
-    uint64_t fp;
+    // files must agree with them. A stream has no files: it records nothing,
+    // and validation files are checked against the model's vocabularies
+    // only when it has some.
+    int64_t samples = 0;
+    uint64_t fp = 0;
     wd__contract files, next;
     memset(&files, 0, sizeof files);
     memset(&next, 0, sizeof next);
     const wd__contract *want = m->in.known ? &m->in : NULL;
-    wd_status cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
-    if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
-    if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? &next : &files, NULL);
+    wd_status cst = WD_OK;
+    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want, NULL);
+    else {
+        cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
+        if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
+        if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? &next : &files, NULL);
+    }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
-    if (!m->in.known) { m->in = files; memset(&files, 0, sizeof files); }
-    else { wd__vocab_free(m->in.vocab); m->in.vocab = next.vocab; }
+    if (!d->source) {
+        if (!m->in.known) { m->in = files; memset(&files, 0, sizeof files); }
+        else { wd__vocab_free(m->in.vocab); m->in.vocab = next.vocab; }
+    }
     wd__contract_free(&files);
-    if (samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
+    if (!d->source && samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
     if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
                         "resuming continues a run on the same files; to train on new data from this model, start a new run "
@@ -7063,6 +7203,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     run->best_auc = NAN; run->best_step = -1; run->last_eval = -1;
     rep->best_auc = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
+    run->stream = d->source != NULL;
     wd_status st = WD_OK;
     int own_comm = 0;
     if (d->comm) {   // this process is one rank of a job spanning processes
@@ -7086,8 +7227,10 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
             else { st = ops->comm_create(n, run->device, run->comm); own_comm = !st; }
         }
     }
+    if (!st && run->stream && run->ranks > 1) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU", run->ranks);
     int B = 0;
-    if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
+    if (!st && run->stream) B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;   // the most samples of one step
+    else if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
     if (!st) { run->batch = B / run->ranks; m->batch_size = B; m->data_fp = fp; m->after_error = 0; }
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
     if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -7138,6 +7281,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
             wd_loader_close(ks[i].loader);
             rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
             for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j]; rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
+            if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
         }
     }
     // rank 0 writes the checkpoint: at the end, and when stopped early (with
@@ -7165,6 +7309,228 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     return st;
 }
 
+// ---- online learning: published snapshots; pushing batches (a trainer) -------------------------
+// A snapshot is a shallow copy of the model whose parameter pointers lead to
+// copies of its own (no optimizer state): wd__forward reads it like a model.
+typedef struct wd__snap {
+    wd_model view;
+    int refs;                       // predictions reading it (under wd__pub.mu)
+} wd__snap;
+typedef struct wd__pub {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;            // a snapshot's last reader left
+    wd__snap *slot[2];              // double buffer: slot[cur] is published
+    int cur;                        // -1: nothing published yet
+    pthread_mutex_t writer;         // one publisher at a time
+} wd__pub;
+static void wd__snap_free(wd__snap *q) {
+    if (!q) return;
+    wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp);
+    wd__free(q);
+}
+static void wd__pub_free(wd__pub *p) {
+    if (!p) return;
+    wd__snap_free(p->slot[0]); wd__snap_free(p->slot[1]);
+    pthread_mutex_destroy(&p->mu); pthread_cond_destroy(&p->idle); pthread_mutex_destroy(&p->writer);
+    wd__free(p);
+}
+static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
+    wd__snap *q = WD__NEW(wd__snap);
+    if (!q) return wd__fail(WD_ERR_NOMEM, "publish: out of memory");
+    wd_status st = WD_OK;
+    q->view.dense = wd__alloc_floats(m->P, "the published dense parameters", &st);
+    if (m->wide) q->view.wide = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "the published wide weights", &st);
+    if (m->emb) q->view.emb = wd__alloc_floats(m->emb_rows * m->E, "the published embedding tables", &st);
+    if (!st && m->dense_lp) {
+        q->view.dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
+        if (!q->view.dense_lp) st = wd__fail(WD_ERR_NOMEM, "publish: out of memory for the bf16 weights");
+    }
+    if (st) { wd__snap_free(q); return st; }
+    *out = q;
+    return WD_OK;
+}
+WDDEF wd_status wd_model_publish(wd_model *m) {
+    if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_publish: the model is NULL");
+    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
+    if (!p) {   // made by the (one) training or publishing thread before predictions read it
+        p = WD__NEW(wd__pub);
+        if (!p) return wd__fail(WD_ERR_NOMEM, "publish: out of memory");
+        pthread_mutex_init(&p->mu, NULL); pthread_cond_init(&p->idle, NULL); pthread_mutex_init(&p->writer, NULL);
+        p->cur = -1;
+        __atomic_store_n(&m->pub, p, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_lock(&p->writer);
+    pthread_mutex_lock(&p->mu);
+    int next = p->cur == 0 ? 1 : 0;
+    while (p->slot[next] && p->slot[next]->refs > 0) pthread_cond_wait(&p->idle, &p->mu);   // its readers finish
+    pthread_mutex_unlock(&p->mu);
+    wd_status st = WD_OK;
+    if (!p->slot[next]) st = wd__snap_alloc(m, &p->slot[next]);
+    if (!st) {   // nobody reads slot[next] now: copy without the lock
+        wd__snap *q = p->slot[next];
+        float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
+        uint16_t *lp = q->view.dense_lp;
+        q->view = *m;   // shape, description, tables' offsets; then the copies
+        q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
+        q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
+        q->view.lp_mu_made = 0; q->view.pub = NULL;
+        memcpy(dense, m->dense, sizeof(float) * (size_t)m->P);
+        if (wide) memcpy(wide, m->wide, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+        if (emb) memcpy(emb, m->emb, sizeof(float) * (size_t)(m->emb_rows * m->E));
+        if (lp) wd__to_bf16(lp, dense, (size_t)m->P_mlp);
+        q->view.lp_fresh = 1;   // never refreshed: wd__lp_refresh leaves it alone
+        pthread_mutex_lock(&p->mu);
+        p->cur = next;
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->writer);
+    return st;
+}
+// The model after the backend's last step, published (no step in flight).
+static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be) {
+    WD__TRY(ops->download(be));
+    wd_status st = wd_model_publish(m);
+    return st ? wd__fail(st, "publishing the model of step %lld: %s", (long long)m->step, wd_last_error()) : WD_OK;
+}
+// The latest snapshot, held until wd__snap_release (NULL: none published).
+static wd__snap *wd__snap_get(const wd_model *m) {
+    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
+    if (!p) return NULL;
+    pthread_mutex_lock(&p->mu);
+    wd__snap *q = p->cur >= 0 ? p->slot[p->cur] : NULL;
+    if (q) q->refs++;
+    pthread_mutex_unlock(&p->mu);
+    return q;
+}
+static void wd__snap_release(const wd_model *m, wd__snap *q) {
+    if (!q) return;
+    wd__pub *p = m->pub;
+    pthread_mutex_lock(&p->mu);
+    if (--q->refs == 0) pthread_cond_broadcast(&p->idle);
+    pthread_mutex_unlock(&p->mu);
+}
+
+// wd_train on a thread of its own, fed through a source by wd_trainer_push.
+struct wd_trainer {
+    wd_model *m;
+    wd_train_desc d;
+    wd_train_report rep;
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    wd_batch buf[2];                // copies of pushed batches, a ring
+    int state[2];                   // 0 free, 1 filled (waits for the loop), 2 the loop's
+    int taken;                      // the buffer the loop holds (-1: none)
+    int head, tail;                 // the next buffer the loop takes; push fills
+    int ended;                      // push: no more batches (close)
+    int done;                       // wd_train returned: status, message
+    wd_status st;
+    char err[WD__ERR_MAX];
+    int64_t pushed;
+    int closed;
+};
+static wd_status wd__trainer_source(void *user, const wd_batch **out) {
+    wd_trainer *t = (wd_trainer *)user;
+    pthread_mutex_lock(&t->mu);
+    if (t->taken >= 0) { t->state[t->taken] = 0; t->taken = -1; pthread_cond_broadcast(&t->cv); }   // the step has its copy
+    while (t->state[t->head] != 1 && !t->ended) pthread_cond_wait(&t->cv, &t->mu);
+    *out = NULL;
+    if (t->state[t->head] == 1) { t->state[t->head] = 2; t->taken = t->head; *out = &t->buf[t->head]; t->head ^= 1; }
+    pthread_mutex_unlock(&t->mu);
+    return WD_OK;
+}
+static void *wd__trainer_thread(void *arg) {
+    wd_trainer *t = (wd_trainer *)arg;
+    wd_status st = wd_train(t->m, &t->d, &t->rep);
+    pthread_mutex_lock(&t->mu);
+    t->st = st;
+    snprintf(t->err, sizeof t->err, "%s", st ? wd_last_error() : "");
+    t->done = 1;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: out is NULL");
+    *out = NULL;
+    if (!m || !d) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: %s is NULL", m ? "the desc" : "the model");
+    if (d->files || d->nfiles || d->source) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: the desc names %s; a trainer's batches come from wd_trainer_push", d->source ? "a source" : "training files");
+    wd_trainer *t = WD__NEW(wd_trainer);
+    if (!t) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    t->m = m; t->d = *d; t->taken = -1;
+    t->d.source = wd__trainer_source; t->d.source_user = t;
+    wd_status st = wd__train_check(m, &t->d);   // what wd_train would refuse, refused now
+    const wd_backend_ops *ops = NULL;
+    if (!st) st = wd__backend_for(d->device, &ops);
+    for (int i = 0; !st && i < 2; i++) st = wd_batch_init_with(&t->buf[i], &m->schema, 0, 0, ops->batch_alloc);
+    if (st) { wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]); wd__free(t); return st; }
+    pthread_mutex_init(&t->mu, NULL); pthread_cond_init(&t->cv, NULL);
+    if (pthread_create(&t->th, NULL, wd__trainer_thread, t) != 0) {
+        pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
+        wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]); wd__free(t);
+        return wd__fail(WD_ERR_NOMEM, "wd_trainer_open: cannot start the training thread");
+    }
+    t->started = 1;
+    *out = t;
+    return WD_OK;
+}
+WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
+    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
+    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
+    char who[80];
+    snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
+    int most = t->d.batch_size > 0 ? t->d.batch_size : t->m->batch_size > 0 ? (int)t->m->batch_size : 4096;   // as wd_train counts
+    WD__TRY(wd__batch_check(b, &t->m->schema, who, most));
+    pthread_mutex_lock(&t->mu);
+    int i = t->tail;
+    while (!t->done && t->state[i] != 0) pthread_cond_wait(&t->cv, &t->mu);
+    if (t->done) {
+        wd_status st = t->st ? t->st : WD_ERR_ABORTED;
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", t->st ? t->err : "training ended (max_steps reached or stopped)");
+        pthread_mutex_unlock(&t->mu);
+        return wd__fail(st, "%s: not trained: %s", who, err);
+    }
+    pthread_mutex_unlock(&t->mu);
+    // buffer i is nobody's but ours until it is marked full
+    t->buf[i].n = 0;
+    wd_status st = wd_batch_append(&t->buf[i], b, 0, b->n);
+    if (st) return wd__fail(st, "%s: %s", who, wd_last_error());
+    pthread_mutex_lock(&t->mu);
+    t->state[i] = 1;
+    t->tail ^= 1;
+    t->pushed++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return WD_OK;
+}
+WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep) {
+    if (!t) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_close: the trainer is NULL");
+    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_close: the trainer is closed already");
+    t->closed = 1;
+    pthread_mutex_lock(&t->mu);
+    t->ended = 1;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->th, NULL);
+    t->started = 0;
+    if (rep) *rep = t->rep;
+    return t->st ? wd__fail(t->st, "%s", t->err) : WD_OK;
+}
+WDDEF void wd_trainer_free(wd_trainer *t) {
+    if (!t) return;
+    if (!t->closed) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wd_trainer_close(t, NULL);
+        wd_set_last_error(err);
+    }
+    pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
+    wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]);
+    wd__free(t);
+}
+
 WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
     if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
     WD__TRY(wd__batch_layout(b, &m->schema, "wd_predict", -1, "model"));
@@ -7188,17 +7554,20 @@ WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
                 if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: sample %d: slot %s id %u is outside its %u buckets", i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
         }
     WD__TRY(wd__precision_check(m));
-    wd__lp_refresh(m);
+    wd__snap *snap = wd__snap_get(m);   // online learning: the latest published model, whole
+    const wd_model *src = snap ? &snap->view : m;
+    if (!snap) wd__lp_refresh(m);
     wd__ws w;
     int chunk = WD__MIN(WD__MAX(b->n, 1), 4096);
-    WD__TRY(wd__ws_init(&w, m, chunk));
-    wd_status st = WD_OK;
+    wd_status st = wd__ws_init(&w, src, chunk);
+    if (st) { wd__snap_release(m, snap); return st; }
     for (int at = 0; !st && at < b->n; at += chunk) {
         int k = WD__MIN(chunk, b->n - at);
-        st = wd__forward(m, &w, b, at, k);
+        st = wd__forward(src, &w, b, at, k);
         if (!st) memcpy(probs + at, w.prob, sizeof(float) * (size_t)k);
     }
     wd__ws_free(&w);
+    wd__snap_release(m, snap);
     return st;
 }
 

@@ -168,6 +168,7 @@ unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the 
 unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 unit "$B/test_loader" tests/test_loader.c "$T"
 unit "$B/test_train" tests/test_train.c "$T"
+unit "$B/test_stream" tests/test_stream.c "$T"   # training from the application's data, online learning
 unit "$B/test_loop" tests/test_loop.c "$T"
 unit "$B/test_ref" tests/test_ref.c "$T"
 unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
@@ -186,6 +187,7 @@ unit "$B/test_engine_portable" tests/test_engine.c allow-skip "$T"   # bf16 skip
 echo "# under ThreadSanitizer:" | tee -a "$log"
 unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 unit "$B/test_train_tsan" tests/test_train.c "$T"
+unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting while 2 train
 unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
