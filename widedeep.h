@@ -24,7 +24,9 @@
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
                        (threads; MPI processes with WD_USE_MPI)
-    15. Training       wd_train(), wd_evaluate(), wd_predict()
+    15. Training       wd_train(), wd_evaluate(), wd_predict(); streams
+                       (desc.source, wd_trainer_push), online learning
+                       (publish_every, wd_model_publish)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
@@ -35,7 +37,8 @@
      13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
          conversion, forward, backward, sparse row merging, optimizers
      15. a team (persistent worker threads); the CPU backend; evaluation;
-         the training loop (one per rank, the same for every backend)
+         the training loop (one per rank, the same for every backend);
+         online learning: published snapshots; pushing batches (a trainer)
 
    QUICK START (README.md's "Using the header" is the whole example, with
    error handling and serving; examples/ holds a C trainer, a C++ server):
@@ -117,7 +120,9 @@
             vocabularies that grow: vocab_capacity and extend_vocab (wd
             convert --vocab-capacity, --extend-vocab), a model records a
             training file's longer vocabulary; wd_oov: convert, train and
-            evaluate report the out-of-vocabulary share.
+            evaluate report the out-of-vocabulary share; training from a
+            batch source or pushed batches (wd_trainer_*) through the same
+            loop; snapshots published for wd_predict during training.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -898,8 +903,8 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    steps, so a prediction sees the model after some whole step, never a
    half-applied one, and the same snapshot for its whole batch. wd_train
    with publish_every = K publishes when it starts, after every K-th step
-   and when it ends (also on errors and stops); predictions lag training by
-   at most K steps. Cost: two snapshots' memory (4 bytes per parameter
+   and when it ends (also when stopped; after an error predictions keep the
+   last snapshot); predictions lag training by at most K steps. Cost: two snapshots' memory (4 bytes per parameter
    each: dense, wide and embedding tables), and per publish one copy of
    every parameter on the training thread (with a GPU backend, also the
    download of the model), plus a wait for predictions still reading the
@@ -1004,7 +1009,8 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
    errors name the push; the training goes on), copies it into one of two
    buffers and returns while the step runs (it waits when both are full), or
    returns the training's error once it failed or stopped (progress stop,
-   max_steps); close ends the stream, waits for the last step, fills rep and
+   max_steps: a batch still queued then is not trained; report.steps counts
+   what was); close ends the stream, waits for the last step, fills rep and
    returns wd_train's status; push and close after close are refused; free
    closes if needed and releases the trainer. The model must not be used
    meanwhile except through wd_predict with publish_every. */

@@ -729,6 +729,64 @@ static void test_epochs_checkpoint_resume(void) {
     wd_model_destroy(a); wd_model_destroy(b); wd_model_destroy(c); wd_model_destroy(cpu); wd_model_destroy(back);
 }
 
+// Training from the application's data on the device: batches pushed
+// through wd_trainer_push train what the same samples from the file train
+// (same loop, same shapes: bitwise expected; within 1e-6 as resume is
+// checked); a short pushed batch is padded to the device's fixed batch; with
+// publish_every the published snapshot (downloaded from the device) predicts
+// what the downloaded host model predicts, bit for bit.
+static void test_stream_matches_files(void) {
+    const char *files[1] = {CRITEO};
+    wd_schema s;
+    set_fp32(0);
+    wd_model *a = cfg_model(&C_CRITEO, &s), *b = cfg_model(&C_CRITEO, &s), *c = NULL;
+    REQUIRE(a && b);
+    const int steps = 6;
+    wd_train_desc td = train_desc(files, NB);
+    td.no_shuffle = 1; td.max_steps = steps;
+    CHECK_OK(wd_train(a, &td, NULL));
+    wd_train_desc tp = train_desc(NULL, NB);
+    tp.files = NULL; tp.nfiles = 0; tp.publish_every = 2;
+    wd_trainer *t = NULL;
+    REQUIRE_OK(wd_trainer_open(b, &tp, &t));
+    wd_batch one;
+    memset(&one, 0, sizeof one);
+    for (int k = 0; k < steps; k++) {
+        CHECK_OK(read_batch(CRITEO, k, &one));
+        CHECK_OK(wd_trainer_push(t, &one));
+        wd_batch_free(&one);
+    }
+    CHECK_OK(read_batch(CRITEO, steps, &one));
+    wd_train_report rep;
+    CHECK_OK(wd_trainer_close(t, &rep));
+    wd_trainer_free(t);
+    int64_t differ = 0;
+    CHECK(rep.steps == steps && b->step == steps && b->epoch == 0 && b->batch == 0);
+    CHECK(models_rel_l2(a, b, &differ, "pushed vs the file") <= 1e-6);
+    // the published model is the downloaded one
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/g-stream.wdm", TMP);
+    CHECK_OK(wd_model_save(b, ck));
+    REQUIRE_OK(wd_model_load(ck, &c));
+    float *p1 = (float *)malloc(sizeof(float) * NB), *p2 = (float *)malloc(sizeof(float) * NB);
+    REQUIRE(p1 && p2);
+    CHECK_OK(wd_predict(b, &one, p1));
+    CHECK_OK(wd_predict(c, &one, p2));
+    CHECK(memcmp(p1, p2, sizeof(float) * NB) == 0);
+    // a short batch: padded to the device's batch, one step
+    one.n = NB / 2 + 3;
+    t = NULL;
+    REQUIRE_OK(wd_trainer_open(c, &tp, &t));
+    CHECK_OK(wd_trainer_push(t, &one));
+    CHECK_OK(wd_trainer_close(t, &rep));
+    wd_trainer_free(t);
+    CHECK(rep.steps == 1 && rep.samples == NB / 2 + 3 && c->step == steps + 1);
+    free(p1); free(p2);
+    wd_batch_free(&one);
+    wd_model_destroy(a); wd_model_destroy(b); wd_model_destroy(c);
+    unlink(ck);
+}
+
 // The premise of the rank test: with blocks of b samples, no shuffling and a
 // per-rank batch of b, shard r's batch s is block s N + r, so the N shards'
 // batch s together are the one-shard batch s of N b samples, in order.
@@ -1152,6 +1210,7 @@ int main(int argc, char **argv) {
     RUN(test_graph_matches_stream);
     RUN(test_predict_and_evaluate);
     RUN(test_epochs_checkpoint_resume);
+    RUN(test_stream_matches_files);
     RUN(test_simulated_ranks);
     RUN(test_nccl_one_rank);
     RUN(test_nccl_two_gpus);
