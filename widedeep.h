@@ -904,11 +904,11 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    half-applied one, and the same snapshot for its whole batch. wd_train
    with publish_every = K publishes when it starts, after every K-th step
    and when it ends (also when stopped; after an error predictions keep the
-   last snapshot); predictions lag training by at most K steps. Cost: two snapshots' memory (4 bytes per parameter
-   each: dense, wide and embedding tables), and per publish one copy of
-   every parameter on the training thread (with a GPU backend, also the
-   download of the model), plus a wait for predictions still reading the
-   older snapshot. The snapshot stays in use until the model is destroyed:
+   last snapshot); predictions lag training by at most K steps. Cost: two
+   snapshots' memory (4 bytes per parameter each: dense, wide and embedding
+   tables), and per publish one copy of every parameter on the training
+   thread (with a GPU backend, also the download of the model), plus a wait
+   for predictions still reading the older snapshot (bench/online_bench.c). The snapshot stays in use until the model is destroyed:
    a later wd_train without publish_every publishes when it ends. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
@@ -1012,7 +1012,9 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
    max_steps: a batch still queued then is not trained; report.steps counts
    what was); close ends the stream, waits for the last step, fills rep and
    returns wd_train's status; push and close after close are refused; free
-   closes if needed and releases the trainer. The model must not be used
+   closes if needed and releases the trainer. The desc is copied; what it
+   points to (paths, validation files, callbacks' user data) must live
+   until close. The model must not be used
    meanwhile except through wd_predict with publish_every. */
 typedef struct wd_trainer wd_trainer;
 WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out);
