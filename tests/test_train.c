@@ -933,10 +933,19 @@ static int poison_progress(void *user, const wd_progress *p) {
     if (p->step == poison_at && isnan(p->valid_auc)) poison_model->dense[poison_model->P_mlp + 4] = 3e38f;
     return 0;
 }
+static const char *cut_path;   // progress callback: at this step, the training file loses its second half
+static int cut_at;
+static int cut_progress(void *user, const wd_progress *p) {
+    (void)user;
+    struct stat sb;
+    if (p->step == cut_at && stat(cut_path, &sb) == 0 && truncate(cut_path, sb.st_size / 2) != 0) return 1;
+    return 0;
+}
 // wd_train failing after finished steps saves the model after the last of
 // them to checkpoint_path, marked (wd_model_after_error, the position, the
 // message), and still fails: a block found corrupt late in a training file,
-// a validation file that fails, a non-finite step. The saved state is
+// a validation file that fails, a non-finite step, a training file cut short
+// while it is read. The saved state is
 // exactly the run's state at that step: resumed on the repaired file it
 // ends bit for bit where an uninterrupted run ends.
 static void test_error_keeps_progress(void) {
@@ -1017,8 +1026,32 @@ static void test_error_keeps_progress(void) {
     CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && rep.error_saved == 0 && !strstr(wd_last_error(), "saved to"));
     td.checkpoint_path = ck;   // the poisoned model: its first step fails
     CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && rep.steps == 0 && rep.error_saved == 0 && !file_exists(ck));
-    wd_model_destroy(m); wd_model_destroy(full);
-    unlink(bad); unlink(ck);
+    wd_model_destroy(m); m = NULL;
+    // 4. the training file cut short while training reads it (a loader budget
+    // of a few blocks, so it reads as it goes): the steps before are kept
+    char cut[300];
+    snprintf(cut, sizeof cut, "%s/cut.wdr", TMP);
+    size_t n;
+    unsigned char *all = slurp(TRAIN, &n);
+    REQUIRE(all != NULL);
+    FILE *f = fopen(cut, "wb");
+    REQUIRE(f && fwrite(all, 1, n, f) == n && fclose(f) == 0);
+    free(all);
+    m = criteo_model(WD_ADAGRAD, TRAIN);
+    REQUIRE(m != NULL);
+    const char *cfiles[1] = {cut};
+    td.files = cfiles; td.loader_ram = 1 << 20; td.loader_threads = 1;
+    cut_path = cut; cut_at = 3;
+    td.progress = cut_progress;
+    unlink(ck);
+    wd_status st = wd_train(m, &td, &rep);
+    printf("  training file cut at step 3: %s (%s)\n", wd_status_string(st), st ? wd_last_error() : "");
+    CHECK(st != WD_OK && strstr(wd_last_error(), "cut.wdr") && rep.error_saved == 1 && rep.steps >= 3);
+    REQUIRE_OK(wd_model_load(ck, &c));
+    wd_model_position(c, &ep, &bt, &stp);
+    CHECK(stp == rep.steps && wd_model_after_error(c) && models_equal(m, c));
+    wd_model_destroy(c); wd_model_destroy(m); wd_model_destroy(full);
+    unlink(bad); unlink(ck); unlink(cut);
 }
 
 // Every checkpoint field at its full width: the position's counters at their
