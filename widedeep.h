@@ -1253,6 +1253,55 @@ WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, 
 // Offset of buffer (buf, index); WD_ERR_INTERNAL naming it when the plan has none.
 WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes);
 
+// ---- 18. ONNX export ----------------------------------------------------------------------------
+/* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
+   version 8) that ONNX Runtime, Triton or TensorRT serve: the same
+   probabilities as wd_predict (fp32 throughout; within 1e-6, tested against
+   ONNX Runtime). The library encodes the protobuf itself (section 18's
+   encoder, also used by section 19); no protobuf library is needed.
+   Inputs (names and shapes also in the graph's doc strings; N samples):
+     dense            float [N, D]   the dense features as a .wdr holds them
+                                     (after the dense feature rule); absent when D = 0
+     ids.<slot>       int64 [N]      one-hot slot: the id of each sample, in
+                                     [0, buckets) as wd convert assigns them
+     ids.<slot>       int64 [T]      multi-hot slot: every sample's ids, one after
+     offsets.<slot>   int64 [N]      another, and where each sample's start (as
+                                     PyTorch's EmbeddingBag: offsets[0] = 0, non-
+                                     decreasing, at most T; a sample may have none).
+                                     Pooled by the model's sum or mean (section 13).
+     cross<c>         int64 [N]      crossed pair c (0-based, of slots p, q): the
+                                     host computes wd_cross_hash(id_p, id_q, c,
+                                     cross_buckets) (section 13's rule; 10 lines
+                                     in any language, README); wide part only
+   Output: probability float [N]. The mapping from raw values to ids (hashing,
+   vocabularies, derived slots) stays in widedeep: a service feeds ids. Ids
+   outside their slot's buckets are an error in ONNX Runtime's Gather (a
+   negative one would count from the end: pass none).
+   Refused, with the reason: precision bf16 models (their MLP would not be
+   the one exported), slot names that are empty or repeated (inputs are named
+   by slot), and a model past 2 GiB (ONNX's one-protobuf limit). The file is
+   written under a temporary name and renamed when complete. */
+WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path);
+
+// ---- 19. TensorBoard event files ------------------------------------------------------------------
+/* Scalars for TensorBoard: an events.out.tfevents.* file in a directory,
+   TFRecord framing (u64 length, masked CRC32C of it, an Event protobuf,
+   its masked CRC32C) around Event{wall_time, step, Summary{tag,
+   simple_value}} messages, written with section 18's protobuf encoder.
+   TensorBoard's own reader reads them back (tested). `wd train
+   --tensorboard DIR` writes the progress callback's numbers with it. */
+typedef struct wd_tb wd_tb;
+// Creates dir (and its parents) if needed, and a new event file in it
+// ("events.out.tfevents.<seconds>.<host>.<pid>.widedeep").
+WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out);
+// One scalar at a training step, stamped with the wall-clock time.
+WDDEF wd_status wd_tb_scalar(wd_tb *t, const char *tag, int64_t step, double value);
+// Writes what is buffered (TensorBoard reads a file as it grows).
+WDDEF wd_status wd_tb_flush(wd_tb *t);
+// Flushes and closes; the first write error of the file's life, if any.
+WDDEF wd_status wd_tb_close(wd_tb *t);
+WDDEF const char *wd_tb_path(const wd_tb *t);
+
 #ifdef __cplusplus
 }
 #endif
@@ -1299,6 +1348,7 @@ extern size_t strnlen(const char *s, size_t n);
 extern int clock_gettime(__clockid_t clock, struct timespec *ts);
 extern int nanosleep(const struct timespec *want, struct timespec *left);
 extern int sched_yield(void);
+extern int gethostname(char *name, size_t len);
 #endif
 
 #ifdef __cplusplus
@@ -8048,6 +8098,473 @@ WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offs
         }
     return wd__fail(WD_ERR_INTERNAL, "device plan has no buffer '%s' (index %d)", wd_buf_name(buf), index);
 }
+
+// ---- 18. ONNX export ----------------------------------------------------------------------------
+// ---- protobuf encoder: varints, keys, length-delimited fields (ONNX models, TensorBoard events) ----
+// A message is built bottom-up: each nested message in its own wd__pb, then
+// appended to its parent as one length-delimited field. The first failure
+// (out of memory) sticks in st; every later call does nothing.
+typedef struct wd__pb { wd__buf b; wd_status st; } wd__pb;
+enum { WD__PB_VARINT = 0, WD__PB_I64 = 1, WD__PB_LEN = 2, WD__PB_I32 = 5 };
+static void wd__pb_raw(wd__pb *p, const void *d, size_t n) { if (!p->st && n) p->st = wd__buf_put(&p->b, d, n); }
+static size_t wd__pb_varint_len(uint64_t v) { size_t n = 1; while (v > 0x7f) { v >>= 7; n++; } return n; }
+static size_t wd__pb_put_varint(uint8_t *t, uint64_t v) {
+    size_t n = 0;
+    do { t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); v >>= 7; } while (v);
+    return n;
+}
+static void wd__pb_varint(wd__pb *p, uint64_t v) { uint8_t t[10]; wd__pb_raw(p, t, wd__pb_put_varint(t, v)); }
+static void wd__pb_key(wd__pb *p, int field, int wire) { wd__pb_varint(p, (uint64_t)field << 3 | (uint64_t)wire); }
+static void wd__pb_int(wd__pb *p, int field, int64_t v) { wd__pb_key(p, field, WD__PB_VARINT); wd__pb_varint(p, (uint64_t)v); }
+static void wd__pb_bytes(wd__pb *p, int field, const void *d, size_t n) { wd__pb_key(p, field, WD__PB_LEN); wd__pb_varint(p, n); wd__pb_raw(p, d, n); }
+static void wd__pb_str(wd__pb *p, int field, const char *s) { wd__pb_bytes(p, field, s, strlen(s)); }
+static void wd__pb_f32(wd__pb *p, int field, float v) { uint8_t t[4]; uint32_t u; memcpy(&u, &v, 4); wd__put32(t, u); wd__pb_key(p, field, WD__PB_I32); wd__pb_raw(p, t, 4); }
+static void wd__pb_f64(wd__pb *p, int field, double v) { uint8_t t[8]; uint64_t u; memcpy(&u, &v, 8); wd__put64(t, u); wd__pb_key(p, field, WD__PB_I64); wd__pb_raw(p, t, 8); }
+// Appends sub as message field `field` of p, and empties sub for reuse.
+static void wd__pb_msg(wd__pb *p, int field, wd__pb *sub) {
+    if (sub->st && !p->st) p->st = sub->st;
+    wd__pb_bytes(p, field, sub->b.p, sub->b.len);
+    sub->b.len = 0;
+}
+static void wd__pb_free(wd__pb *p) { wd__buf_free(&p->b); p->st = WD_OK; }
+
+// ---- the ONNX graph -------------------------------------------------------------------------------
+// onnx.proto's field numbers and enums (IR version 8, opset 17).
+enum { WD__OX_FLOAT = 1, WD__OX_INT64 = 7 };
+enum { WD__OX_ATTR_FLOAT = 1, WD__OX_ATTR_INT = 2, WD__OX_ATTR_STRING = 3, WD__OX_ATTR_TENSOR = 4 };
+#define WD__OX_MAX_BIG (2 * WD_MAX_SLOTS + WD_MAX_CROSSES + 2 * (WD_MAX_LAYERS + 1) + 2)
+typedef struct wd__ox {
+    wd__pb nodes, inits, io, attrs, t1, t2;   // GraphProto.node, .initializer (small), .input/.output; scratch
+    struct { char name[48]; int64_t dims[2]; int ndims; const float *p; int64_t n; } big[WD__OX_MAX_BIG];
+    int nbig, ntmp;
+} wd__ox;
+// A tensor's type and shape fields (TensorProto: dims 1, data_type 2, name 8).
+static void wd__ox_tensor_head(wd__pb *t, const char *name, int dtype, const int64_t *dims, int ndims) {
+    for (int i = 0; i < ndims; i++) wd__pb_int(t, 1, dims[i]);
+    wd__pb_int(t, 2, dtype);
+    if (name) wd__pb_str(t, 8, name);
+}
+// A small constant initializer (int64 or float values), raw little-endian data.
+static void wd__ox_const(wd__ox *o, const char *name, int dtype, const int64_t *dims, int ndims, const void *vals, int n) {
+    uint8_t raw[64];
+    for (int i = 0; i < n && i < 8; i++) {
+        if (dtype == WD__OX_INT64) wd__put64(raw + 8 * i, (uint64_t)((const int64_t *)vals)[i]);
+        else { uint32_t u; memcpy(&u, (const float *)vals + i, 4); wd__put32(raw + 4 * i, u); }
+    }
+    wd__ox_tensor_head(&o->t1, name, dtype, dims, ndims);
+    wd__pb_bytes(&o->t1, 9, raw, (size_t)n * (dtype == WD__OX_INT64 ? 8 : 4));
+    wd__pb_msg(&o->inits, 5, &o->t1);
+}
+static void wd__ox_big(wd__ox *o, const char *name, const float *p, int64_t d0, int64_t d1) {
+    if (o->nbig >= WD__OX_MAX_BIG) { if (!o->nodes.st) o->nodes.st = wd__fail(WD_ERR_INTERNAL, "ONNX export: too many tables"); return; }
+    snprintf(o->big[o->nbig].name, sizeof o->big[0].name, "%s", name);
+    o->big[o->nbig].dims[0] = d0; o->big[o->nbig].dims[1] = d1;
+    o->big[o->nbig].ndims = d1 ? 2 : 1;
+    o->big[o->nbig].p = p;
+    o->big[o->nbig].n = d0 * (d1 ? d1 : 1);
+    o->nbig++;
+}
+// Attributes (AttributeProto: name 1, f 2, i 3, s 4, t 5, type 20) collected in o->attrs.
+static void wd__ox_attr_int(wd__ox *o, const char *name, int64_t v) {
+    wd__pb_str(&o->t1, 1, name); wd__pb_int(&o->t1, 3, v); wd__pb_int(&o->t1, 20, WD__OX_ATTR_INT);
+    wd__pb_msg(&o->attrs, 5, &o->t1);
+}
+static void wd__ox_attr_str(wd__ox *o, const char *name, const char *v) {
+    wd__pb_str(&o->t1, 1, name); wd__pb_str(&o->t1, 4, v); wd__pb_int(&o->t1, 20, WD__OX_ATTR_STRING);
+    wd__pb_msg(&o->attrs, 5, &o->t1);
+}
+static void wd__ox_attr_fill(wd__ox *o, int dtype, int v) {   // ConstantOfShape's value: a one-element tensor
+    const int64_t one = 1;
+    uint8_t z[8];
+    if (dtype == WD__OX_INT64) wd__put64(z, (uint64_t)(int64_t)v);
+    else { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); wd__put32(z, u); }
+    wd__ox_tensor_head(&o->t2, NULL, dtype, &one, 1);
+    wd__pb_bytes(&o->t2, 9, z, dtype == WD__OX_INT64 ? 8 : 4);
+    wd__pb_str(&o->t1, 1, "value"); wd__pb_msg(&o->t1, 5, &o->t2); wd__pb_int(&o->t1, 20, WD__OX_ATTR_TENSOR);
+    wd__pb_msg(&o->attrs, 5, &o->t1);
+}
+// A node (NodeProto: input 1, output 2, name 3, op_type 4, attribute 5) with
+// the attributes collected so far; its output gets a fresh name in out
+// unless out already holds one (the graph's output).
+static const char *wd__ox_node(wd__ox *o, const char *op, char *out, const char *a, const char *b, const char *c) {
+    const char *in[3] = {a, b, c};
+    if (!out[0]) snprintf(out, 48, "t%d", o->ntmp++);
+    for (int i = 0; i < 3; i++) if (in[i]) wd__pb_str(&o->t2, 1, in[i]);
+    wd__pb_str(&o->t2, 2, out);
+    char nm[64];
+    snprintf(nm, sizeof nm, "%s_%s", op, out);
+    wd__pb_str(&o->t2, 3, nm);
+    wd__pb_str(&o->t2, 4, op);
+    if (o->attrs.st && !o->t2.st) o->t2.st = o->attrs.st;
+    wd__pb_raw(&o->t2, o->attrs.b.p, o->attrs.b.len);
+    o->attrs.b.len = 0;
+    wd__pb_msg(&o->nodes, 1, &o->t2);
+    return out;
+}
+// A graph input or output (ValueInfoProto: name 1, type 2, doc_string 3;
+// TypeProto.tensor_type 1: elem_type 1, shape 2; dim: dim_value 1, dim_param 2).
+static void wd__ox_value(wd__ox *o, int field, const char *name, int dtype, const char *d0, int64_t d1, const char *doc) {
+    wd__pb *dim = &o->attrs, *shape = &o->t1, *tt = &o->t2;
+    wd__pb_str(dim, 2, d0); wd__pb_msg(shape, 1, dim);
+    if (d1 > 0) { wd__pb_int(dim, 1, d1); wd__pb_msg(shape, 1, dim); }
+    wd__pb_int(tt, 1, dtype); wd__pb_msg(tt, 2, shape);
+    wd__pb_msg(shape, 1, tt);   // shape now holds TypeProto {tensor_type}
+    wd__pb_str(tt, 1, name); wd__pb_msg(tt, 2, shape); wd__pb_str(tt, 3, doc);
+    wd__pb_msg(&o->io, field, tt);
+}
+static void wd__ox_free(wd__ox *o) {
+    wd__pb_free(&o->nodes); wd__pb_free(&o->inits); wd__pb_free(&o->io); wd__pb_free(&o->attrs); wd__pb_free(&o->t1); wd__pb_free(&o->t2);
+}
+
+// The graph's nodes, inputs, outputs and initializers; doc gets the inputs' description.
+static void wd__ox_build(wd__ox *o, const wd_model *m, wd__buf *doc) {
+    const int S = m->S, D = m->D, E = m->E, deep = wd__deep(m), wide = wd__wide(m), mean = m->d.pooling == WD_POOL_MEAN;
+    const int64_t c0 = 0, c1 = 1, cbig = INT64_MAX, cE = E, cm1 = -1, one = 1;
+    const float f1 = 1.0f;
+    int multi = 0;
+    for (int k = 0; k < S; k++) multi |= m->schema.slot[k].kind == WD_MULTI_HOT;
+    if (multi) {   // the constants the nodes below use
+        wd__ox_const(o, "c.0", WD__OX_INT64, &one, 1, &c0, 1);
+        wd__ox_const(o, "c.0d", WD__OX_INT64, NULL, 0, &c0, 1);   // a scalar: CumSum's axis
+        wd__ox_const(o, "c.1", WD__OX_INT64, &one, 1, &c1, 1);
+        if (deep) wd__ox_const(o, "c.E", WD__OX_INT64, &one, 1, &cE, 1);
+        if (mean) { wd__ox_const(o, "c.max", WD__OX_INT64, &one, 1, &cbig, 1); wd__ox_const(o, "c.1f", WD__OX_FLOAT, &one, 1, &f1, 1); }
+    }
+    if (deep) wd__ox_const(o, "c.-1", WD__OX_INT64, &one, 1, &cm1, 1);
+    char line[512], nm[64], nm2[48];
+    const char *mh = mean ? "mean" : "sum";
+#define WD__DOC(...) do { char dl[640]; snprintf(dl, sizeof dl, __VA_ARGS__); (void)wd__buf_put(doc, dl, strlen(dl)); } while (0)
+    WD__DOC("widedeep Wide&Deep CTR model (%s%s%s). Inputs, N samples:\n", deep ? "deep" : "", deep && wide ? " + " : "", wide ? "wide" : "");
+    if (D) {
+        snprintf(line, sizeof line, "float [N, %d]: the dense features as a .wdr holds them (after the dense feature rule)", D);
+        wd__ox_value(o, 11, "dense", WD__OX_FLOAT, "N", D, line);
+        WD__DOC("  dense  %s\n", line);
+    }
+    char term[WD_MAX_SLOTS + WD_MAX_CROSSES + 2][48];   // the wide part's terms, each [N]
+    char emb[WD_MAX_SLOTS][48];                          // the deep input's pooled embeddings, each [N, E]
+    int nterm = 0;
+    for (int k = 0; k < S; k++) {
+        const wd_slot *sl = &m->schema.slot[k];
+        char ids[48], offs[48];
+        snprintf(ids, sizeof ids, "ids.%s", sl->name);
+        snprintf(offs, sizeof offs, "offsets.%s", sl->name);
+        const float *et = deep ? m->emb + m->table_off[k] * E : NULL, *wt = m->wide + m->table_off[k];
+        char ename[48], wname[48];
+        snprintf(ename, sizeof ename, "emb.%s", sl->name);
+        snprintf(wname, sizeof wname, "wide.%s", sl->name);
+        if (deep) wd__ox_big(o, ename, et, sl->buckets, E);
+        if (wide) wd__ox_big(o, wname, wt, sl->buckets, 0);
+        emb[k][0] = term[nterm][0] = 0;
+        if (sl->kind == WD_ONE_HOT) {
+            snprintf(line, sizeof line, "int64 [N]: slot %d '%s' (one-hot): each sample's id in [0, %u)", k, sl->name, sl->buckets);
+            wd__ox_value(o, 11, ids, WD__OX_INT64, "N", 0, line);
+            WD__DOC("  %s  %s\n", ids, line);
+            if (deep) wd__ox_node(o, "Gather", emb[k], ename, ids, NULL);
+            if (wide) wd__ox_node(o, "Gather", term[nterm++], wname, ids, NULL);
+            continue;
+        }
+        char tdim[48];
+        snprintf(tdim, sizeof tdim, "T.%s", sl->name);
+        snprintf(line, sizeof line, "int64 [T]: slot %d '%s' (multi-hot, %s-pooled): every sample's ids in [0, %u), one sample after another", k, sl->name, mh, sl->buckets);
+        wd__ox_value(o, 11, ids, WD__OX_INT64, tdim, 0, line);
+        WD__DOC("  %s  %s\n", ids, line);
+        snprintf(line, sizeof line, "int64 [N]: slot %d '%s': where each sample's ids start in %s (offsets[0] = 0, non-decreasing, at most T; a sample may have none)", k, sl->name, ids);
+        wd__ox_value(o, 11, offs, WD__OX_INT64, "N", 0, line);
+        WD__DOC("  %s  %s\n", offs, line);
+        // seg[t] = the sample of id t: the number of offsets <= t, less one
+        // (a 1 added at each offset into T+1 counters, then their running sum).
+        char Nk[48] = "", Tk[48] = "", Tp[48] = "", z[48] = "", ones[48] = "", marks[48] = "", cum[48] = "", cumT[48] = "", seg[48] = "";
+        wd__ox_node(o, "Shape", Nk, offs, NULL, NULL);
+        wd__ox_node(o, "Shape", Tk, ids, NULL, NULL);
+        wd__ox_node(o, "Add", Tp, Tk, "c.1", NULL);
+        wd__ox_attr_fill(o, WD__OX_INT64, 0); wd__ox_node(o, "ConstantOfShape", z, Tp, NULL, NULL);
+        wd__ox_attr_fill(o, WD__OX_INT64, 1); wd__ox_node(o, "ConstantOfShape", ones, Nk, NULL, NULL);
+        wd__ox_attr_int(o, "axis", 0); wd__ox_attr_str(o, "reduction", "add");
+        wd__ox_node(o, "ScatterElements", marks, z, offs, ones);
+        wd__ox_node(o, "CumSum", cum, marks, "c.0d", NULL);
+        wd__ox_node(o, "Slice", cumT, cum, "c.0", Tk);
+        wd__ox_node(o, "Sub", seg, cumT, "c.1", NULL);
+        char cnt[48] = "";
+        if (mean) {   // ids per sample, at least 1 (an empty sample's sum is 0 either way)
+            char tail[48] = "", ends[48] = "", cnti[48] = "", cntf[48] = "";
+            wd__ox_node(o, "Slice", tail, offs, "c.1", "c.max");
+            wd__ox_attr_int(o, "axis", 0); wd__ox_node(o, "Concat", ends, tail, Tk, NULL);
+            wd__ox_node(o, "Sub", cnti, ends, offs, NULL);
+            wd__ox_attr_int(o, "to", WD__OX_FLOAT); wd__ox_node(o, "Cast", cntf, cnti, NULL, NULL);
+            wd__ox_node(o, "Max", cnt, cntf, "c.1f", NULL);
+        }
+        if (deep) {
+            char seg2[48] = "", shTE[48] = "", idx[48] = "", shNE[48] = "", zNE[48] = "", g[48] = "", pooled[48] = "";
+            wd__ox_node(o, "Unsqueeze", seg2, seg, "c.1", NULL);
+            wd__ox_attr_int(o, "axis", 0); wd__ox_node(o, "Concat", shTE, Tk, "c.E", NULL);
+            wd__ox_node(o, "Expand", idx, seg2, shTE, NULL);
+            wd__ox_attr_int(o, "axis", 0); wd__ox_node(o, "Concat", shNE, Nk, "c.E", NULL);
+            wd__ox_attr_fill(o, WD__OX_FLOAT, 0); wd__ox_node(o, "ConstantOfShape", zNE, shNE, NULL, NULL);
+            wd__ox_node(o, "Gather", g, ename, ids, NULL);
+            wd__ox_attr_int(o, "axis", 0); wd__ox_attr_str(o, "reduction", "add");
+            wd__ox_node(o, "ScatterElements", mean ? pooled : emb[k], zNE, idx, g);
+            if (mean) {
+                char cnt2[48] = "";
+                wd__ox_node(o, "Unsqueeze", cnt2, cnt, "c.1", NULL);
+                wd__ox_node(o, "Div", emb[k], pooled, cnt2, NULL);
+            }
+        }
+        if (wide) {
+            char zN[48] = "", gw[48] = "", sw[48] = "";
+            wd__ox_attr_fill(o, WD__OX_FLOAT, 0); wd__ox_node(o, "ConstantOfShape", zN, Nk, NULL, NULL);
+            wd__ox_node(o, "Gather", gw, wname, ids, NULL);
+            wd__ox_attr_int(o, "axis", 0); wd__ox_attr_str(o, "reduction", "add");
+            wd__ox_node(o, "ScatterElements", mean ? sw : term[nterm], zN, seg, gw);
+            if (mean) wd__ox_node(o, "Div", term[nterm], sw, cnt, NULL);
+            nterm++;
+        }
+    }
+    for (int c = 0; wide && c < m->d.ncross; c++) {
+        int p = m->d.cross[c][0], q = m->d.cross[c][1];
+        snprintf(nm, sizeof nm, "cross%d", c);
+        snprintf(nm2, sizeof nm2, "wide.cross%d", c);
+        wd__ox_big(o, nm2, m->wide + m->table_off[S + c], m->d.cross_buckets, 0);
+        snprintf(line, sizeof line, "int64 [N]: crossed pair %d of slots %d '%s' and %d '%s': wd_cross_hash(id %s, id %s, %d, %u)",
+                 c, p, m->schema.slot[p].name, q, m->schema.slot[q].name, m->schema.slot[p].name, m->schema.slot[q].name, c, m->d.cross_buckets);
+        wd__ox_value(o, 11, nm, WD__OX_INT64, "N", 0, line);
+        WD__DOC("  %s  %s\n", nm, line);
+        term[nterm][0] = 0;
+        wd__ox_node(o, "Gather", term[nterm++], nm2, nm, NULL);
+    }
+    WD__DOC("Output: probability float [N], the click probability (sigmoid of the wide and deep logits).\n"
+            "Ids are those wd convert assigns (the model's spec maps raw values to ids); cross ids: wd_cross_hash (widedeep.h, section 13).\n");
+#undef WD__DOC
+    char logit[48] = "", deepl[48] = "", widel[48] = "";
+    if (deep) {   // x = [dense | emb_0 | ... | emb_{S-1}], the MLP, [N, 1] -> [N]
+        char x[48] = "";
+        wd__ox_attr_int(o, "axis", 1);
+        // Concat takes any number of inputs: written by hand
+        snprintf(x, sizeof x, "t%d", o->ntmp++);
+        if (D) wd__pb_str(&o->t2, 1, "dense");
+        for (int k = 0; k < S; k++) wd__pb_str(&o->t2, 1, emb[k]);
+        wd__pb_str(&o->t2, 2, x); snprintf(nm, sizeof nm, "Concat_%s", x); wd__pb_str(&o->t2, 3, nm); wd__pb_str(&o->t2, 4, "Concat");
+        wd__pb_raw(&o->t2, o->attrs.b.p, o->attrs.b.len); o->attrs.b.len = 0;
+        wd__pb_msg(&o->nodes, 1, &o->t2);
+        char in[48];
+        memcpy(in, x, sizeof in);
+        for (int l = 0; l < m->nlayers; l++) {
+            const wd__layer *L = &m->layer[l];
+            char w[48], b[48], h[48] = "";
+            snprintf(w, sizeof w, "mlp.%d.weight", l); snprintf(b, sizeof b, "mlp.%d.bias", l);
+            wd__ox_big(o, w, m->dense + L->w, L->out, L->in);
+            wd__ox_big(o, b, m->dense + L->b, L->out, 0);
+            wd__ox_attr_int(o, "transB", 1);
+            wd__ox_node(o, "Gemm", h, in, w, b);
+            if (l + 1 < m->nlayers) { char r[48] = ""; wd__ox_node(o, "Relu", r, h, NULL, NULL); memcpy(in, r, sizeof in); }
+            else memcpy(in, h, sizeof in);
+        }
+        wd__ox_node(o, "Reshape", deepl, in, "c.-1", NULL);
+    }
+    if (wide) {   // bias + dense . w, then each slot's and cross's term in order
+        wd__ox_big(o, "wide.bias", m->dense + m->P_mlp + D, 1, 0);
+        char acc[48] = "";
+        if (D) {
+            char dot[48] = "";
+            wd__ox_big(o, "wide.dense", m->dense + m->P_mlp, D, 0);
+            wd__ox_node(o, "MatMul", dot, "dense", "wide.dense", NULL);
+            wd__ox_node(o, "Add", acc, "wide.bias", dot, NULL);
+        } else memcpy(acc, "wide.bias", 10);
+        for (int t = 0; t < nterm; t++) { char s[48] = ""; wd__ox_node(o, "Add", s, acc, term[t], NULL); memcpy(acc, s, sizeof acc); }
+        memcpy(widel, acc, sizeof widel);
+    }
+    if (deep && wide) wd__ox_node(o, "Add", logit, widel, deepl, NULL);
+    else memcpy(logit, deep ? deepl : widel, sizeof logit);
+    char prob[48] = "probability";
+    wd__ox_node(o, "Sigmoid", prob, logit, NULL, NULL);
+    wd__ox_value(o, 12, "probability", WD__OX_FLOAT, "N", 0, "float [N]: the click probability of each sample (as wd_predict)");
+}
+
+WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
+    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: %s is NULL", !m ? "the model" : "the path");
+    if (!*path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: the path is empty");
+    const char *tp = wd__tail(path, 400);
+    if (m->d.precision != WD_PRECISION_FP32)
+        return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: the model computes its MLP in bf16 and the ONNX graph in fp32, so their "
+                        "probabilities would differ; train it with precision fp32 to export it", tp);
+    for (int k = 0; k < m->S; k++) {
+        if (!m->schema.slot[k].name[0]) return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: slot %d has no name (ONNX inputs are named by slot)", tp, k);
+        for (int j = 0; j < k; j++)
+            if (strcmp(m->schema.slot[j].name, m->schema.slot[k].name) == 0)
+                return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: slots %d and %d are both named '%s' (ONNX inputs are named by slot)", tp, j, k, m->schema.slot[k].name);
+    }
+    wd__ox *o = WD__NEW(wd__ox);
+    if (!o) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    wd__buf doc = {0, 0, 0};
+    wd__pb head = {{0, 0, 0}, WD_OK}, gh = {{0, 0, 0}, WD_OK};
+    wd__ox_build(o, m, &doc);
+    // The graph: nodes, name, initializers (small, then the tables, whose data
+    // is written from the model's arrays), doc_string, inputs, outputs.
+    wd__pb_str(&gh, 2, "widedeep");
+    (void)wd__buf_put(&doc, "", 1);   // NUL
+    wd__pb_str(&gh, 10, doc.p ? (const char *)doc.p : "");
+    uint64_t glen = o->nodes.b.len + o->inits.b.len + o->io.b.len + gh.b.len;
+    wd_status st = o->nodes.st ? o->nodes.st : o->inits.st ? o->inits.st : o->io.st ? o->io.st : o->t1.st ? o->t1.st : o->t2.st ? o->t2.st : o->attrs.st ? o->attrs.st : gh.st;
+    size_t bighead[WD__OX_MAX_BIG];
+    for (int i = 0; !st && i < o->nbig; i++) {   // a table: its head in t1 (measured here, written below)
+        wd__ox_tensor_head(&o->t1, o->big[i].name, WD__OX_FLOAT, o->big[i].dims, o->big[i].ndims);
+        uint64_t data = 4 * (uint64_t)o->big[i].n;
+        uint64_t tlen = o->t1.b.len + 1 + wd__pb_varint_len(data) + data;
+        bighead[i] = o->t1.b.len;
+        glen += 1 + wd__pb_varint_len(tlen) + tlen;
+        o->t1.b.len = 0;
+    }
+    // the model: ir_version 1, producer 2, 3, doc_string 6, opset_import 8, graph 7
+    wd__pb_int(&head, 1, 8);
+    wd__pb_str(&head, 2, "widedeep");
+    wd__pb_str(&head, 3, WD_VERSION_STRING);
+    wd__pb_str(&head, 6, doc.p ? (const char *)doc.p : "");
+    wd__pb_int(&o->t1, 2, 17);
+    wd__pb_msg(&head, 8, &o->t1);
+    wd__pb_key(&head, 7, WD__PB_LEN);
+    wd__pb_varint(&head, glen);
+    if (!st) st = head.st ? head.st : o->t1.st;
+    uint64_t total = head.b.len + glen;
+    if (!st && total > 0x7FFFFFFFull)
+        st = wd__fail(WD_ERR_LIMIT, "%s: not exported: the graph would take %.2f GiB and ONNX keeps a model in one protobuf of at most 2 GiB", tp, (double)total / 1073741824.0);
+    wd__outfile out;
+    int opened = 0;
+    if (!st) { st = wd__out_open(&out, path); opened = !st; }
+    if (!st) st = wd__out_write(&out, head.b.p, head.b.len);
+    if (!st) st = wd__out_write(&out, o->nodes.b.p, o->nodes.b.len);
+    if (!st) st = wd__out_write(&out, gh.b.p, gh.b.len);
+    if (!st) st = wd__out_write(&out, o->inits.b.p, o->inits.b.len);
+    for (int i = 0; !st && i < o->nbig; i++) {
+        o->t1.b.len = 0;
+        uint64_t data = 4 * (uint64_t)o->big[i].n;
+        uint64_t tlen = bighead[i] + 1 + wd__pb_varint_len(data) + data;
+        wd__pb_key(&o->t1, 5, WD__PB_LEN);
+        wd__pb_varint(&o->t1, tlen);
+        wd__ox_tensor_head(&o->t1, o->big[i].name, WD__OX_FLOAT, o->big[i].dims, o->big[i].ndims);
+        wd__pb_key(&o->t1, 9, WD__PB_LEN);
+        wd__pb_varint(&o->t1, data);
+        st = o->t1.st;
+        if (!st) st = wd__out_write(&out, o->t1.b.p, o->t1.b.len);
+        if (!st) st = wd__out_write(&out, o->big[i].p, (size_t)data);   // little-endian floats, as .wdm
+    }
+    if (!st) st = wd__out_write(&out, o->io.b.p, o->io.b.len);
+    if (!st && (uint64_t)out.bytes != total) st = wd__fail(WD_ERR_INTERNAL, "%s: ONNX export wrote %lld bytes, measured %llu", tp, (long long)out.bytes, (unsigned long long)total);
+    if (opened) { if (st) wd__out_abort(&out); else st = wd__out_commit(&out); }
+    wd__ox_free(o);
+    wd__free(o);
+    wd__buf_free(&doc);
+    wd__pb_free(&head);
+    wd__pb_free(&gh);
+    return st;
+}
+
+// ---- 19. TensorBoard event files ------------------------------------------------------------------
+struct wd_tb { int fd; char *path; wd__buf buf; wd__pb ev, sum, val; wd_status st; };
+static uint32_t wd__tb_masked_crc(const void *p, size_t n) {   // TFRecord's mask of CRC32C
+    uint32_t c = wd__crc32c(p, n);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+static double wd__wall_time(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+// One TFRecord around the Event in t->ev (then emptied).
+static wd_status wd__tb_record(wd_tb *t) {
+    if (t->ev.st) return t->st = t->ev.st;
+    uint8_t h[12], c[4];
+    wd__put64(h, (uint64_t)t->ev.b.len);
+    wd__put32(h + 8, wd__tb_masked_crc(h, 8));
+    wd__put32(c, wd__tb_masked_crc(t->ev.b.p, t->ev.b.len));
+    wd_status st = wd__buf_put(&t->buf, h, 12);
+    if (!st) st = wd__buf_put(&t->buf, t->ev.b.p, t->ev.b.len);
+    if (!st) st = wd__buf_put(&t->buf, c, 4);
+    t->ev.b.len = 0;
+    if (!st && t->buf.len >= (1u << 16)) st = wd_tb_flush(t);
+    if (st && !t->st) t->st = st;
+    return st;
+}
+WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
+    if (!dir || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_tb_open: %s is NULL", !dir ? "dir" : "out");
+    *out = NULL;
+    if (!*dir) return wd__fail(WD_ERR_INVALID_ARG, "wd_tb_open: the directory name is empty");
+    size_t n = strlen(dir);
+    char *p = (char *)wd__malloc(n + 400);
+    if (!p) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++)   // mkdir -p
+        if (p[i] == '/' || p[i] == 0) {
+            char ch = p[i];
+            p[i] = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create the directory: %s", wd__tail(p, 400), strerror(errno));
+                wd__free(p);
+                return st;
+            }
+            p[i] = ch;
+        }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        wd_status st = wd__fail(WD_ERR_IO, "%s: not a directory", wd__tail(dir, 400));
+        wd__free(p);
+        return st;
+    }
+    char host[64] = "host";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
+    host[sizeof host - 1] = 0;
+    for (char *h = host; *h; h++) if (*h == '/') *h = '_';
+    snprintf(p + n, 400, "/events.out.tfevents.%lld.%s.%ld.widedeep", (long long)time(NULL), host, (long)getpid());
+    wd_tb *t = WD__NEW(wd_tb);
+    if (!t) { wd__free(p); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    t->path = p;
+    t->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (t->fd < 0) {
+        wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", wd__tail(p, 400), strerror(errno));
+        wd__free(p); wd__free(t);
+        return st;
+    }
+    // the first event: the file's version (Event: wall_time 1, file_version 3)
+    wd__pb_f64(&t->ev, 1, wd__wall_time());
+    wd__pb_str(&t->ev, 3, "brain.Event:2");
+    wd_status st = wd__tb_record(t);
+    if (!st) st = wd_tb_flush(t);
+    if (st) { wd_tb_close(t); return st; }
+    *out = t;
+    return WD_OK;
+}
+WDDEF wd_status wd_tb_scalar(wd_tb *t, const char *tag, int64_t step, double value) {
+    if (!t || !tag) return wd__fail(WD_ERR_INVALID_ARG, "wd_tb_scalar: %s is NULL", !t ? "the writer" : "the tag");
+    if (t->st) return wd__fail(t->st, "%s: an earlier write failed", wd__tail(t->path, 400));
+    // Event: wall_time 1, step 2, summary 5; Summary: value 1; Value: tag 1, simple_value 2
+    wd__pb_str(&t->val, 1, tag);
+    wd__pb_f32(&t->val, 2, (float)value);
+    wd__pb_msg(&t->sum, 1, &t->val);
+    wd__pb_f64(&t->ev, 1, wd__wall_time());
+    wd__pb_int(&t->ev, 2, step);
+    wd__pb_msg(&t->ev, 5, &t->sum);
+    return wd__tb_record(t);
+}
+WDDEF wd_status wd_tb_flush(wd_tb *t) {
+    if (!t) return wd__fail(WD_ERR_INVALID_ARG, "wd_tb_flush: the writer is NULL");
+    if (t->buf.len && !t->st) {
+        wd_status st = wd__write_all(t->fd, t->buf.p, t->buf.len, t->path);
+        if (st) t->st = st;
+    }
+    t->buf.len = 0;
+    return t->st;
+}
+WDDEF wd_status wd_tb_close(wd_tb *t) {
+    if (!t) return WD_OK;
+    wd_status st = wd_tb_flush(t);
+    if (close(t->fd) != 0 && !st) st = wd__fail(WD_ERR_IO, "%s: close failed: %s", wd__tail(t->path, 400), strerror(errno));
+    char msg[WD__ERR_MAX];
+    snprintf(msg, sizeof msg, "%s", wd_last_error());
+    wd__buf_free(&t->buf); wd__pb_free(&t->ev); wd__pb_free(&t->sum); wd__pb_free(&t->val);
+    wd__free(t->path);
+    wd__free(t);
+    if (st) wd__fail(st, "%s", msg);
+    return st;
+}
+WDDEF const char *wd_tb_path(const wd_tb *t) { return t ? t->path : NULL; }
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE
 #endif // WIDEDEEP_IMPLEMENTATION

@@ -7,6 +7,7 @@
 //   wd predict   one probability per line (id<TAB>probability with ids), in input order
 //   wd export    a model for serving: weights and input contract, no optimizer state
 //   wd dump      raw arrays (labels, dense, ids) for other tools and peers
+//   wd export    the model as an ONNX graph (ONNX Runtime, Triton, TensorRT)
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage error,
 // 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).
 //
@@ -714,6 +715,12 @@ static const opt PREDICT_OPTS[] = {
      .example = "2", .help = "CPU worker threads (default: the online cores)"},
 };
 
+typedef struct export_args { const char *onnx; } export_args;
+static const opt EXPORT_OPTS[] = {
+    {.name = "--onnx", .kind = K_OUT, .type = T_STR, .meta = "OUT.onnx", .off = offsetof(export_args, onnx), .sets = "wd_model_export_onnx",
+     .example = "{out}.onnx", .help = "the ONNX model to write (required)"},
+};
+
 typedef struct inspect_args { int verify; } inspect_args;
 static const opt INSPECT_OPTS[] = {
     {.name = "--verify", .kind = K_FLAG, .type = T_INT, .off = offsetof(inspect_args, verify), .sets = "wd_reader_verify",
@@ -764,11 +771,18 @@ static const cmdinfo CMDS[C_COUNT] = {
      "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
      "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
      "PRED.txt is written under a temporary name and renamed when complete.\n"},
-    {"export", "export M.wdm OUT.wdm",
-     "Writes a model for serving: its weights and input contract without optimizer state.", NULL, 0,
+    {"export", "export M.wdm OUT.wdm | export --onnx OUT.onnx M.wdm",
+     "Writes a model for serving: its weights and input contract without optimizer state;\n"
+     "with --onnx, an ONNX graph (opset 17) for ONNX Runtime, Triton or TensorRT.", EXPORT_OPTS, NOPTS(EXPORT_OPTS),
      "OUT.wdm loads for eval, predict and wd_model_spec (the input format and vocabularies it\n"
-     "was trained with) and cannot train (train M.wdm). It is written under a temporary name\n"
-     "and renamed when complete.\n"},
+     "was trained with) and cannot train (train M.wdm).\n"
+     "ONNX inputs, N samples: dense float [N, D] (no input when D = 0); per one-hot slot\n"
+     "ids.<slot> int64 [N]; per multi-hot slot ids.<slot> int64 [T] (every sample's ids in turn)\n"
+     "and offsets.<slot> int64 [N] (where each sample's start); per crossed pair c cross<c>\n"
+     "int64 [N] = wd_cross_hash(id_p, id_q, c, cross buckets). Output: probability float [N],\n"
+     "as wd predict gives. Ids are those wd convert assigns (wd dump writes them); the graph's\n"
+     "doc strings name every input. Refused: bf16 models, slot names empty or repeated, > 2 GiB.\n"
+     "Either output is written under a temporary name and renamed when complete.\n"},
     {"dump", "dump DATA.wdr OUTDIR",
      "Raw arrays for other tools (one-hot schemas): creates OUTDIR and writes labels.f32 (N),\n"
      "dense.f32 (N x D), ids.u32 (N x S), little-endian, row-major, and meta.txt\n"
@@ -1692,11 +1706,15 @@ done:
 }
 
 // ---- export -------------------------------------------------------------------------------------------
+static int export_onnx(const export_args *a, strvec *pos);
 static int cmd_export(int argc, char **argv) {
     const cmdinfo *c = &CMDS[C_EXPORT];
     strvec pos = {0};
-    int rc = parse_args(c, NULL, argc, argv, &pos, NULL);
-    if (rc < 0 && pos.n != 2) rc = usage_error("export: M.wdm OUT.wdm");
+    export_args ea;
+    memset(&ea, 0, sizeof ea);
+    int rc = parse_args(c, &ea, argc, argv, &pos, NULL);
+    if (rc < 0 && ea.onnx) { rc = export_onnx(&ea, &pos); sv_free(&pos); return rc; }
+    if (rc < 0 && pos.n != 2) rc = usage_error("export: M.wdm OUT.wdm (or --onnx OUT.onnx M.wdm)");
     if (rc >= 0) { sv_free(&pos); return rc; }
     const char *in = pos.v[0], *out = pos.v[1];
     wd_model *m = NULL;
@@ -1802,6 +1820,35 @@ int main(int argc, char **argv) {
     }
     return rc;
 }
+// export --onnx OUT.onnx M.wdm (pos: the arguments besides the option)
+static int export_onnx(const export_args *ap, strvec *pos) {
+    const export_args a = *ap;
+    wd_model *m = NULL;
+    int rc = 2;
+    if (pos->n != 1) { usage_error(pos->n > 1 ? "export --onnx: one model at a time ('%s')" : "export --onnx OUT.onnx M.wdm: the model is required%s", pos->n > 1 ? pos->v[1] : ""); goto done; }
+    if (wd__same_file(a.onnx, pos->v[0])) { refuse_same("--onnx", a.onnx, "the model", pos->v[0]); goto done; }
+    if ((rc = check_output("--onnx", a.onnx)) != 0) goto done;
+    add_temp(a.onnx);
+    install_signals(0, "");
+    wd_status st = wd_model_load(pos->v[0], &m);
+    if (!st) st = wd_model_export_onnx(m, a.onnx);
+    if (st) { rc = fail(st); goto done; }
+    const wd_model_desc *d = wd_model_description(m);
+    const wd_schema *s = wd_model_schema(m);
+    struct stat sb;
+    printf("exported %s to %s: ONNX opset 17, %lld bytes\ninputs:", pos->v[0], a.onnx, stat(a.onnx, &sb) == 0 ? (long long)sb.st_size : -1ll);
+    if (s->ndense) printf(" dense[N,%d]", s->ndense);
+    for (int k = 0; k < s->nslots; k++)
+        if (s->slot[k].kind == WD_ONE_HOT) printf(" ids.%s[N]", s->slot[k].name);
+        else printf(" ids.%s[T] offsets.%s[N]", s->slot[k].name, s->slot[k].name);
+    for (int k = 0; !d->no_wide && k < d->ncross; k++) printf(" cross%d[N]", k);
+    printf("\noutput: probability[N]\n");
+    rc = 0;
+done:
+    wd_model_destroy(m);
+    return rc;
+}
+
 static int run_command(int argc, char **argv) {
     if (argc < 2) { print_overview(stderr, 0); return 2; }
     const char *cmd = argv[1];

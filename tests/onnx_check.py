@@ -1,0 +1,87 @@
+"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt]: runs the ONNX graph that
+`wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed wrote
+(FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the feed's
+wd_predict array, and `wd predict`'s output PRED.txt when given): within 1e-6
+absolute on every sample. Also: onnx.checker (full check), opset >= 17, every
+graph input documented, the graph's inputs exactly the feed's, and the cross
+ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
+Prints one line; exit 0 when all hold, 1 (with the reason) otherwise."""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+TOL = 1e-6
+M64 = (1 << 64) - 1
+
+
+def mix64(x):   # widedeep.h section 13: splitmix64's finalizer
+    x ^= x >> 30; x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27; x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def cross_hash(a, b, c, buckets):   # wd_cross_hash
+    return mix64(((a << 32) | b) ^ (((c + 1) * 0x9E3779B97F4A7C15) & M64)) % buckets
+
+
+def main():
+    path, feed_dir = sys.argv[1], sys.argv[2]
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    if opset < 17:
+        return f"opset {opset} < 17"
+    undocumented = [i.name for i in model.graph.input if not i.doc_string]
+    if undocumented or "probability" not in model.graph.doc_string:
+        return f"inputs without a doc string: {undocumented}"
+    arrays = {}
+    for line in open(os.path.join(feed_dir, "feed.txt")):
+        name, typ, fname, *dims = line.split()
+        a = np.fromfile(os.path.join(feed_dir, fname), dtype=np.float32 if typ == "f32" else np.int64)
+        arrays[name] = a.reshape([int(d) for d in dims])
+    want = arrays.pop("wd_predict")
+    names = sorted(i.name for i in model.graph.input)
+    if names != sorted(arrays):
+        return f"graph inputs {names} != the feed's {sorted(arrays)}"
+    crosses = [i for i in model.graph.input if i.name.startswith("cross")]
+    for i in crosses:   # the doc names the pair: "... wd_cross_hash(id P, id Q, C, BUCKETS)"
+        args = i.doc_string.split("wd_cross_hash(")[1].rstrip(")").split(", ")
+        p, q, c, buckets = args[0][3:], args[1][3:], int(args[2]), int(args[3])
+        mine = np.array([cross_hash(int(x), int(y), c, buckets) for x, y in zip(arrays["ids." + p], arrays["ids." + q])], dtype=np.int64)
+        if not np.array_equal(mine, arrays[i.name]):
+            return f"{i.name}: Python's wd_cross_hash differs from the library's"
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    got = sess.run(["probability"], arrays)[0]
+    if got.shape != want.shape:
+        return f"ONNX Runtime gave shape {got.shape}, wd_predict {want.shape}"
+    diff = float(np.max(np.abs(got.astype(np.float64) - want))) if len(want) else 0.0
+    if not diff <= TOL:
+        i = int(np.argmax(np.abs(got - want)))
+        return f"sample {i}: ONNX Runtime {got[i]:.9g}, wd_predict {want[i]:.9g} (max difference {diff:.3g} > {TOL})"
+    extra = ""
+    if len(sys.argv) > 3:   # `wd predict`'s text output: one probability per line
+        text = np.loadtxt(sys.argv[3], dtype=np.float64, ndmin=1)
+        if text.shape != want.shape:
+            return f"{sys.argv[3]}: {text.shape[0]} lines for {want.shape[0]} samples"
+        d2 = float(np.max(np.abs(got - text))) if len(want) else 0.0
+        if not d2 <= TOL:
+            return f"wd predict's output differs from ONNX Runtime's by {d2:.3g} > {TOL}"
+        extra = f", wd predict's output within {d2:.2g}"
+    print(f"ok: {len(want)} samples, max |onnxruntime - wd_predict| = {diff:.2g}{extra}; checker passed, opset {opset}, "
+          f"{len(names)} inputs, {len(crosses)} crosses checked in Python")
+    return None
+
+
+if __name__ == "__main__":
+    try:
+        why = main()
+    except Exception as e:   # noqa: BLE001 - any failure is the test's failure, with its message
+        why = f"{type(e).__name__}: {e}"
+    if why:
+        print(f"fail: {why}")
+        sys.exit(1)
