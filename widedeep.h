@@ -912,11 +912,30 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    a later wd_train without publish_every publishes when it ends. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
+// Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
+// the stages add up to train_s.
+typedef enum wd_stage {
+    WD_STAGE_DATA,                  // waiting for the loader's next batch
+    WD_STAGE_H2D,                   // copying the batch to the device (GPU)
+    WD_STAGE_EMBED,                 // embedding gather and pooling
+    WD_STAGE_MLP_FWD,               // MLP forward
+    WD_STAGE_WIDE,                  // wide logit and loss; wide and sparse gradient rows
+    WD_STAGE_MLP_BWD,               // MLP backward
+    WD_STAGE_COMM,                  // combining gradients between workers or ranks
+    WD_STAGE_OPTIMIZER,             // merging sparse rows, applying every update
+    WD_STAGE_OTHER,                 // validation, checkpoints, progress and the rest
+    WD_STAGE_COUNT
+} wd_stage;
+WDDEF const char *wd_stage_name(int stage);
 typedef struct wd_progress {
     int64_t step, samples, epoch;
     double loss;                    // mean loss of the last step
     double samples_per_s, elapsed_s, eta_s;
     double valid_auc, valid_logloss;   // NaN unless this call follows an evaluation
+    double stage_s[WD_STAGE_COUNT]; // rank 0's seconds per wd_stage so far (as wd_train_report.stage_s;
+                                    // other: the rest of elapsed_s); stage_s[WD_STAGE_DATA] / elapsed_s
+                                    // is the share of the time spent waiting for data
+    double epoch_f;                 // epochs done, fractional: epoch + batches done in it / its batches
 } wd_progress;
 // Called on rank 0's thread after every step and every validation; return
 // nonzero to stop training at the next step boundary.
@@ -924,7 +943,9 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
 typedef struct wd_train_desc {
     const char *const *files;
     int nfiles;
-    const char *const *valid_files; // optional: evaluated after each epoch (and every eval_every steps)
+    const char *const *valid_files; // optional: evaluated after each epoch, every eval_every steps,
+                                    // and a tenth into the second epoch (where deep CTR models start
+                                    // to overfit: the one-epoch phenomenon)
     int nvalid;
     int epochs;                     // (0: 1)
     int batch_size;                 // global batch, split over the ranks (0: the checkpoint's,
@@ -969,21 +990,6 @@ typedef struct wd_train_desc {
     void *source_user;
     int64_t publish_every;          // online learning: publish a snapshot every K steps (0: never)
 } wd_train_desc;
-// Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
-// the stages add up to train_s.
-typedef enum wd_stage {
-    WD_STAGE_DATA,                  // waiting for the loader's next batch
-    WD_STAGE_H2D,                   // copying the batch to the device (GPU)
-    WD_STAGE_EMBED,                 // embedding gather and pooling
-    WD_STAGE_MLP_FWD,               // MLP forward
-    WD_STAGE_WIDE,                  // wide logit and loss; wide and sparse gradient rows
-    WD_STAGE_MLP_BWD,               // MLP backward
-    WD_STAGE_COMM,                  // combining gradients between workers or ranks
-    WD_STAGE_OPTIMIZER,             // merging sparse rows, applying every update
-    WD_STAGE_OTHER,                 // validation, checkpoints, progress and the rest
-    WD_STAGE_COUNT
-} wd_stage;
-WDDEF const char *wd_stage_name(int stage);
 typedef struct wd_train_report {
     int64_t steps, samples;         // steps done by this call; samples of weight != 0 in them
     double seconds;                 // the whole call (device set-up and the final copy included)
@@ -997,6 +1003,7 @@ typedef struct wd_train_report {
     int error_saved;
     double best_auc;                // the best validation AUC (NaN without validation)
     int64_t best_step;              // and the step it came at
+    double best_epoch;              // and the epochs done then (fractional; NaN without validation)
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
     char engine[128];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
@@ -6935,6 +6942,7 @@ typedef struct wd__run {
     int64_t last_eval;              // the step of the last validation (-1: none)
     int stream;                     // batches come from d->source (one rank), not files
     int64_t src_batches;            // batches the source gave so far
+    int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -6951,13 +6959,25 @@ typedef struct wd__rank {
     int pad_made;
 } wd__rank;
 
-static int wd__call_progress(wd__run *run, double loss, double auc, double ll) {
+// Epochs done, with the current one's fraction.
+static double wd__epoch_f(const wd__run *run) {
+    return (double)run->m->epoch + (run->epoch_batches > 0 ? (double)run->m->batch / (double)run->epoch_batches : 0.0);
+}
+static int wd__call_progress(wd__rank *k, double loss, double auc, double ll) {
+    wd__run *run = k->run;
     const wd_train_desc *d = run->d;
     if (!d->progress) return 0;
     wd_progress p;
     memset(&p, 0, sizeof p);
     p.step = run->m->step; p.epoch = run->m->epoch; p.samples = run->rep->samples; p.loss = loss;
     p.elapsed_s = wd__now() - run->t0;
+    p.epoch_f = wd__epoch_f(run);
+    // the loop's stages, the backend's (host-side counters: safe between steps), the rest as other
+    for (int s = 0; s < WD_STAGE_COUNT; s++) p.stage_s[s] = k->stage[s];
+    if (k->be) run->ops->times(k->be, p.stage_s);
+    double known = 0;
+    for (int s = 0; s < WD_STAGE_OTHER; s++) known += p.stage_s[s];
+    p.stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, p.elapsed_s - known);
     p.samples_per_s = p.elapsed_s > 0 ? (double)p.samples / p.elapsed_s : 0;
     int64_t done = run->rep->steps;
     p.eta_s = done > 0 && run->total_steps > p.step ? p.elapsed_s / (double)done * (double)(run->total_steps - p.step) : 0;
@@ -6980,14 +7000,14 @@ static wd_status wd__validate(wd__rank *k) {
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
     if (mt.auc > run->best_auc || (isnan(run->best_auc) && !isnan(mt.auc))) {   // NaN never improves
         run->best_auc = mt.auc; run->best_step = run->m->step; run->stale = 0;
-        run->rep->best_auc = mt.auc; run->rep->best_step = run->m->step;
+        run->rep->best_auc = mt.auc; run->rep->best_step = run->m->step; run->rep->best_epoch = wd__epoch_f(run);
         if (d->keep_best) {   // checkpoint_path holds the best model
             st = run->ops->download(k->be);
             if (!st) st = wd_model_save(run->m, d->checkpoint_path);
             if (st) return st;
         }
     } else if (d->early_stop > 0 && !isnan(mt.auc) && ++run->stale >= d->early_stop && !run->stop) run->stop = 2;   // an undefined AUC (one class) judges nothing
-    if (wd__call_progress(run, run->rep->last_loss, mt.auc, mt.logloss) && !run->stop) run->stop = 1;
+    if (wd__call_progress(k, run->rep->last_loss, mt.auc, mt.logloss) && !run->stop) run->stop = 1;
     return WD_OK;
 }
 // The oldest step in flight finished: count it (every rank), report it (local rank 0).
@@ -7006,7 +7026,7 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
     rep->steps++;
     rep->samples += (int64_t)r.samples;
     rep->last_loss = r.weight > 0 ? r.loss / r.weight : 0.0;
-    if (wd__call_progress(run, rep->last_loss, NAN, NAN)) run->stop = 1;
+    if (wd__call_progress(k, rep->last_loss, NAN, NAN)) run->stop = 1;
     return WD_OK;
 }
 // Whether b can be a step's batch of at most `most` samples of schema s:
@@ -7087,11 +7107,16 @@ static wd_status wd__rank_train(wd__rank *k) {
         if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
         else st = wd_loader_reset(k->loader, epoch, in_epoch);
         if (!st && !run->stream && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
+            run->epoch_batches = wd_loader_batches(k->loader);
             run->total_steps = step + (run->epochs - epoch) * wd_loader_batches(k->loader) - in_epoch;
             if (d->max_steps > 0) run->total_steps = WD__MIN(run->total_steps, d->max_steps);
         }
         int epoch_over = 0;
         int64_t submitted = step;
+        // Deep CTR models overfit sharply at the start of their second epoch (the
+        // one-epoch phenomenon): with validation, the second epoch is validated
+        // a tenth of the way in too, besides at its start and end.
+        int64_t probe = epoch == 1 && chief && d->nvalid > 0 && !run->stream ? step - in_epoch + WD__MAX(1, wd_loader_batches(k->loader) / 10) : -1;
         while (!st && !k->stopped) {
             if (d->max_steps > 0 && submitted >= d->max_steps) break;
             const wd_batch *b = NULL;
@@ -7105,13 +7130,14 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (st) break;
             submitted++; inflight++;
             // validation and checkpoints see exactly the model after their step
-            int sync = (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
+            int probing = submitted == probe;
+            int sync = probing || (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
                        (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
                        (publish && submitted % d->publish_every == 0);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
-            if (d->nvalid > 0 && d->eval_every > 0 && step % d->eval_every == 0) st = wd__validate(k);
+            if (d->nvalid > 0 && (probing || (d->eval_every > 0 && step % d->eval_every == 0))) st = wd__validate(k);
             if (!st && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
                 st = ops->download(k->be);
                 if (!st) st = wd_model_save(m, d->checkpoint_path);
@@ -7217,7 +7243,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     wd_train_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
-    rep->valid_auc = rep->valid_logloss = rep->best_auc = NAN;
+    rep->valid_auc = rep->valid_logloss = rep->best_auc = rep->best_epoch = NAN;
     rep->best_step = -1;
     WD__TRY(wd__train_check(m, d));
     double t0 = wd__now();
@@ -7259,7 +7285,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
     run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0;
     run->best_auc = NAN; run->best_step = -1; run->last_eval = -1;
-    rep->best_auc = NAN; rep->best_step = -1;
+    rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
     run->stream = d->source != NULL;
     wd_status st = WD_OK;

@@ -600,7 +600,7 @@ static const opt GEN_OPTS[] = {
 typedef struct train_args {
     wd_model_desc md;
     wd_train_desc td;
-    const char *train, *valid, *save, *resume, *init_from, *log, *hidden, *cross;
+    const char *train, *valid, *save, *resume, *init_from, *log, *hidden, *cross, *tensorboard;
     double progress_every;
     int plan;
 } train_args;
@@ -644,7 +644,10 @@ static const opt TRAIN_OPTS[] = {
     {.name = "--no-shuffle", .kind = K_FLAG, .type = T_INT, .off = TA(td.no_shuffle), .sets = "wd_train_desc.no_shuffle",
      .help = "read blocks and samples in file order"},
     {.name = "--log", .kind = K_OUT, .type = T_STR, .meta = "FILE.csv", .off = TA(log), .sets = "(progress callback)", .example = "{out}.csv",
-     .help = "a CSV line per step and validation, flushed line by line:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss"},
+     .help = "a CSV line per step and validation, flushed line by line:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss;\n"
+             "FILE.jsonl: a JSON object per step, validation and epoch\n(the --tensorboard scalars, by their tags)"},
+    {.name = "--tensorboard", .kind = K_STR, .type = T_STR, .meta = "DIR", .off = TA(tensorboard), .sets = "wd_tb_open (progress callback)",
+     .example = "{out}.tb", .help = "TensorBoard scalars (an events file in DIR, created if needed):\nloss, validation AUC and log loss, samples/s, learning rates,\nstage times, data wait share"},
     {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
      .off = TA(progress_every), .sets = "(progress callback)", .example = "5",
      .help = "seconds between progress lines when stderr is not a terminal\n(default 10)"},
@@ -1183,11 +1186,76 @@ typedef struct train_ui {
     int early_stop, keep_best, said_nan;
     int tty;
     double every, last_line, last_tty;
+    int jsonl;                      // --log FILE.jsonl
+    wd_tb *tb;                      // --tensorboard
+    wd_status tb_st;                // its first failure
+    double lr_deep, lr_wide;
+    int64_t step0;                  // the model's step before this run
+    int64_t epoch, last_step;       // the epoch being trained; the last step reported
+    double epoch_loss;              // its steps' summed loss, and their count
+    int64_t epoch_steps;
 } train_ui;
+// One row of scalars: a JSONL object ({"kind": KIND, "step": S, "epoch": E,
+// TAG: value, ...}, NaN as null; E: epochs done, fractional) in --log
+// FILE.jsonl, and the same tags at step S in --tensorboard.
+typedef struct scalar { const char *tag; double v; } scalar;
+static void emit_scalars(train_ui *u, const char *kind, int64_t step, double epoch, const scalar *sc, int n) {
+    if (u->log && u->jsonl && !u->log_errno) {
+        errno = 0;
+        fprintf(u->log, "{\"kind\": \"%s\", \"step\": %lld, \"epoch\": %.9g", kind, (long long)step, epoch);
+        for (int i = 0; i < n; i++)
+            if (isnan(sc[i].v)) fprintf(u->log, ", \"%s\": null", sc[i].tag);
+            else fprintf(u->log, ", \"%s\": %.9g", sc[i].tag, sc[i].v);
+        fputs("}\n", u->log);
+        if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
+    }
+    for (int i = 0; u->tb && !u->tb_st && i < n; i++)
+        if (!isnan(sc[i].v)) u->tb_st = wd_tb_scalar(u->tb, sc[i].tag, step, sc[i].v);
+    if (u->tb && !u->tb_st) u->tb_st = wd_tb_flush(u->tb);
+}
+// The epoch that just ended (its mean training loss; validation metrics if given).
+static void emit_epoch(train_ui *u, int64_t step, double auc, double ll) {
+    scalar sc[3] = {{"epoch/loss", u->epoch_steps ? u->epoch_loss / (double)u->epoch_steps : NAN}, {"epoch/valid_auc", auc},
+                    {"epoch/valid_logloss", ll}};
+    emit_scalars(u, "epoch", step, (double)(u->epoch + 1), sc, 3);
+    u->epoch_loss = 0;
+    u->epoch_steps = 0;
+}
+static void emit_progress(train_ui *u, const wd_progress *p, int valid) {
+    if (!u->tb && !(u->log && u->jsonl)) return;
+    if (p->epoch > u->epoch) {   // an epoch ended: at its last step
+        emit_epoch(u, u->last_step, valid ? p->valid_auc : NAN, valid ? p->valid_logloss : NAN);
+        u->epoch = p->epoch;
+    }
+    if (valid) {
+        scalar sc[2] = {{"valid/auc", p->valid_auc}, {"valid/logloss", p->valid_logloss}};
+        emit_scalars(u, "valid", p->step, p->epoch_f, sc, 2);
+        return;
+    }
+    u->last_step = p->step;
+    u->epoch_loss += p->loss;
+    u->epoch_steps++;
+    enum { NS = 5 + WD_STAGE_COUNT };
+    scalar sc[NS] = {{"train/loss", p->loss}, {"train/samples_per_s", p->samples_per_s},
+                     {"train/lr_deep", u->lr_deep}, {"train/lr_wide", u->lr_wide},
+                     {"time/data_wait_share", p->elapsed_s > 0 ? p->stage_s[WD_STAGE_DATA] / p->elapsed_s : NAN}};
+    static char tags[WD_STAGE_COUNT][48];   // time/<stage>_ms: milliseconds per step so far
+    int64_t steps = p->step - u->step0;
+    for (int s = 0; s < WD_STAGE_COUNT; s++) {
+        if (!tags[s][0]) {
+            int n = snprintf(tags[s], sizeof tags[s], "time/%s_ms", wd_stage_name(s));
+            for (int i = 5; i < n; i++) if (tags[s][i] == ' ' || tags[s][i] == '+') tags[s][i] = '_';
+        }
+        sc[5 + s].tag = tags[s];
+        sc[5 + s].v = steps > 0 ? 1e3 * p->stage_s[s] / (double)steps : NAN;
+    }
+    emit_scalars(u, "step", p->step, p->epoch_f, sc, NS);
+}
 static int train_progress(void *user, const wd_progress *p) {
     train_ui *u = (train_ui *)user;
     int valid = !isnan(p->valid_auc) || !isnan(p->valid_logloss);
-    if (u->log && !u->log_errno) {
+    emit_progress(u, p, valid);
+    if (u->log && !u->jsonl && !u->log_errno) {
         errno = 0;
         fprintf(u->log, "%lld,%lld,%lld,%.6f,%.1f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
         if (valid && !isnan(p->valid_auc)) fprintf(u->log, "%.6f", p->valid_auc);
@@ -1220,7 +1288,7 @@ static int train_progress(void *user, const wd_progress *p) {
                 p->loss, p->samples_per_s, p->elapsed_s, p->eta_s);
     }
     if (ferror(stderr) && !u->err_errno) u->err_errno = errno ? errno : EIO;   // e.g. `wd train 2>&1 | head -1`
-    return g_signal != 0 || u->log_errno != 0 || u->err_errno != 0;
+    return g_signal != 0 || u->log_errno != 0 || u->err_errno != 0 || u->tb_st != 0;
 }
 // The --log file. Opened without blocking: a FIFO that no process reads yet
 // is waited for (said once), and a signal ends the wait (a blocking open()
@@ -1474,27 +1542,49 @@ static int cmd_train(int argc, char **argv) {
         if (!ui.log) { rc = fail_msg("%s: cannot create the log: %s", a.log, strerror(errno)); goto done; }
         setvbuf(ui.log, NULL, _IOLBF, 0);
         errno = 0;
-        fputs("step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n", ui.log);
+        size_t ln = strlen(a.log);
+        ui.jsonl = ln >= 6 && strcmp(a.log + ln - 6, ".jsonl") == 0;
+        if (!ui.jsonl) fputs("step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n", ui.log);
         if (fflush(ui.log) != 0 || ferror(ui.log)) { rc = fail_msg("%s: write failed: %s", a.log, strerror(errno ? errno : EIO)); goto done; }
     }
     if (!a.save && mpi_rank() == 0) warn("no --save: the trained model will be thrown away when training ends");
     if (mpi_rank() == 0) warn_dense_scale(files.v[0]);
+    if (td->epochs > 1 && !a.valid && mpi_rank() == 0)
+        warn("--epochs %d without --valid: deep CTR models often overfit sharply at the start of their second epoch (the one-epoch "
+             "phenomenon, Zhang et al., CIKM 2022) and nothing will show it; add --valid V.wdr with --early-stop 1 (and --keep-best) "
+             "to stop at the best epoch", td->epochs);
     td->files = files.v; td->nfiles = files.n; td->valid_files = vfiles.v; td->nvalid = vfiles.n;
     td->checkpoint_path = a.save;
     td->progress = mpi_rank() == 0 ? train_progress : train_follow; td->user = &ui;
     ui.early_stop = td->early_stop; ui.keep_best = td->keep_best;
+    ui.lr_deep = wd_model_description(m)->lr_deep;
+    ui.lr_wide = wd_model_description(m)->lr_wide;
+    wd_model_position(m, &ui.epoch, NULL, &ui.step0);
+    ui.last_step = ui.step0;
+    if (a.tensorboard && mpi_rank() == 0) {   // rank 0 writes the scalars, as the log
+        st = wd_tb_open(a.tensorboard, &ui.tb);
+        if (st) { rc = fail(st); goto done; }
+    }
     wd_train_report rep;
     memset(&rep, 0, sizeof rep);
     rep.valid_auc = rep.valid_logloss = rep.best_auc = NAN;
     if (g_signal) st = wd__fail(WD_ERR_ABORTED, "interrupted before training started");
     else st = wd_train(m, td, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
+    int64_t epoch = 0, inb = 0, step = 0;
+    wd_model_position(m, &epoch, &inb, &step);
+    if (epoch > ui.epoch && ui.epoch_steps) emit_epoch(&ui, step, NAN, NAN);   // the last epoch, not validated
+    if (ui.tb) {
+        wd_status s2 = wd_tb_close(ui.tb);
+        ui.tb = NULL;
+        if (s2 && !ui.tb_st) ui.tb_st = s2;
+        if (ui.tb_st && !st) st = ui.tb_st;
+        else if (ui.tb_st) warn("%s: %s", a.tensorboard, wd_last_error());
+    }
     if (ui.log) {
         if (fclose(ui.log) != 0 && !ui.log_errno) ui.log_errno = errno ? errno : EIO;
         ui.log = NULL;
     }
-    int64_t epoch = 0, inb = 0, step = 0;
-    wd_model_position(m, &epoch, &inb, &step);
     // what --save holds after a stop: the last step, or with --keep-best the best one so far
     char where[PATH_MAX + 96] = "";
     if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1 && mpi_rank() != 0) {
@@ -1525,7 +1615,7 @@ static int cmd_train(int argc, char **argv) {
         printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
                rep.samples_per_s, rep.last_loss);
         if (!isnan(rep.valid_auc) || !isnan(rep.valid_logloss)) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
-        if (vfiles.n && rep.best_step >= 0) printf(" best_auc=%.5f best_step=%lld", rep.best_auc, (long long)rep.best_step);
+        if (vfiles.n && rep.best_step >= 0) printf(" best_auc=%.5f best_step=%lld best_epoch=%.2f", rep.best_auc, (long long)rep.best_step, rep.best_epoch);
         if (rep.stopped == 2) printf(" early_stop=1");
         printf(" engine=%s\n", rep.engine);
         print_oov("trained", &rep.oov, wd_model_schema(m));
@@ -1538,11 +1628,16 @@ static int cmd_train(int argc, char **argv) {
             fprintf(stderr, "wd: early stop: no better validation AUC in %d validations; the best, %.5f, came at step %lld\n", td->early_stop,
                     rep.best_auc, (long long)rep.best_step);
         if (td->keep_best && rep.best_step >= 0) fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save, (long long)rep.best_step);
+        else if (rep.best_step >= 0 && rep.best_step < step && rep.valid_auc < rep.best_auc)
+            fprintf(stderr, "wd: the best validation AUC, %.5f, came at epoch %.2f (step %lld); the final model's is %.5f: later steps overfit "
+                    "(deep CTR models often do from their second epoch on); --keep-best keeps the best model, --early-stop N stops after N "
+                    "validations without a better one\n", rep.best_auc, rep.best_epoch, (long long)rep.best_step, rep.valid_auc);
         rc = 0;
     }
     if (rep.engine[0] && mpi_rank() == 0) warn_engine(rep.engine);
 done:
     if (ui.log) fclose(ui.log);
+    if (ui.tb) wd_tb_close(ui.tb);
     if (r) wd_reader_close(r);
     wd_model_destroy(m);
     sv_free(&pos);
