@@ -9,7 +9,7 @@
 # - a test binary that prints fewer (or more) results than it has tests, or no
 #   summary line: the count is the number of RUN( calls in main() of its source
 #   (tests/cli.sh: CLI_TESTS below; tests/consumer.sh: CONSUMER_TESTS;
-#   tests/mpi.sh: MPI_TESTS), so a
+#   tests/mpi.sh: MPI_TESTS; tests/ecosystem.sh: ECOSYSTEM_TESTS), so a
 #   test that silently disappears or a binary that dies half-way fails;
 # - a binary that exits non-zero, or runs past TEST_TIMEOUT seconds (300;
 #   WD_TEST_TIMEOUT=N to change);
@@ -21,6 +21,7 @@ B=${1:-build}; DATA=${2:-../shared/data}
 CLI_TESTS=109                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=11                        # the tests in tests/mpi.sh
+ECOSYSTEM_TESTS=10                  # the tests in tests/ecosystem.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 FUZZERS="wdr criteo libsvm csv wdm api"
@@ -176,6 +177,7 @@ unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
 unit "$B/test_faults" tests/test_faults.c "$T"
 unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
 unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
+unit "$B/test_export" tests/test_export.c "$T"   # protobuf encoder, ONNX export's refusals, TensorBoard framing
 # the GEMM engine the build links: concurrent predict, multi-worker determinism,
 # GEMM vs a plain loop, bf16 vs fp32 (skips, with the library's message, on a
 # CPU without AVX512-BF16/AMX: the one skip CI accepts here), memory cap
@@ -194,6 +196,9 @@ unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   #
 built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI
 check mpi "$MPI_TESTS" mpi "" bash tests/mpi.sh "$B" "$T/mpi"
+# ONNX Runtime and TensorBoard's reader on what wd writes (Python packages from
+# tools/install-deps.sh; missing, these tests skip, and CI fails them)
+built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
 check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"

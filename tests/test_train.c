@@ -488,12 +488,24 @@ static int64_t file_predictions(wd_model *m, const char *path, int weighted, flo
     return at;
 }
 
-typedef struct progress_log { int calls, evals; double loss[64], auc[8], ll[8]; int64_t step[64]; } progress_log;
+typedef struct progress_log {
+    int calls, evals;
+    double loss[64], auc[8], ll[8], eepoch[8];
+    int64_t step[64], estep[8];
+    int stages_bad;                 // calls whose stage_s were negative or did not add up to elapsed_s
+} progress_log;
 static int log_progress(void *user, const wd_progress *p) {
     progress_log *g = (progress_log *)user;
     if (g->calls < 64) { g->loss[g->calls] = p->loss; g->step[g->calls] = p->step; }
     g->calls++;
-    if (!isnan(p->valid_auc)) { if (g->evals < 8) { g->auc[g->evals] = p->valid_auc; g->ll[g->evals] = p->valid_logloss; } g->evals++; }
+    if (!isnan(p->valid_auc)) {
+        if (g->evals < 8) { g->auc[g->evals] = p->valid_auc; g->ll[g->evals] = p->valid_logloss; g->estep[g->evals] = p->step; g->eepoch[g->evals] = p->epoch_f; }
+        g->evals++;
+    }
+    double sum = 0;
+    int neg = 0;
+    for (int s = 0; s < WD_STAGE_COUNT; s++) { sum += p->stage_s[s]; neg |= p->stage_s[s] < 0; }
+    g->stages_bad += neg || fabs(sum - p->elapsed_s) > 1e-6 + 1e-9 * p->elapsed_s;
     return 0;
 }
 
@@ -544,11 +556,18 @@ static void test_learns_and_evaluates(void) {
     CHECK(after.logloss > 0.5816 - 0.004 && after.logloss < 0.5816 + 0.004);
     CHECK(after.auc < g_test_gen.oracle_auc && after.logloss > g_test_gen.oracle_logloss);   // no model beats the truth here
     CHECK(fabs(after.mean_pred - after.ctr) < 0.05);
-    // validation inside wd_train: after each of the 3 epochs, reported through
-    // progress; the last one is the report's and is this final model's metric
-    // (evaluated there on T threads in batches of 4096, here on 3 in batches of 100)
-    CHECK(lg.evals == 3 && lg.calls == 72 + 3);
-    CHECK(lg.evals >= 3 && isfinite(lg.auc[0]) && lg.auc[2] == rep.valid_auc && lg.ll[2] == rep.valid_logloss);
+    // validation inside wd_train: after each of the 3 epochs and a tenth into
+    // the second (24 steps per epoch: step 24 + 2), reported through progress
+    // with the epochs done; the last one is the report's and is this final
+    // model's metric (evaluated there on T threads in batches of 4096, here on
+    // 3 in batches of 100); the best is the report's, with its epoch
+    CHECK(lg.evals == 4 && lg.calls == 72 + 4 && lg.stages_bad == 0);
+    CHECK(lg.estep[0] == 24 && lg.estep[1] == 26 && lg.estep[2] == 48 && lg.estep[3] == 72);
+    CHECK(lg.eepoch[0] == 1.0 && fabs(lg.eepoch[1] - (1.0 + 2.0 / 24.0)) < 1e-12 && lg.eepoch[2] == 2.0 && lg.eepoch[3] == 3.0);
+    CHECK(lg.evals >= 4 && isfinite(lg.auc[0]) && lg.auc[3] == rep.valid_auc && lg.ll[3] == rep.valid_logloss);
+    int best = 0;
+    for (int i = 1; i < 4; i++) if (lg.auc[i] > lg.auc[best]) best = i;
+    CHECK(rep.best_auc == lg.auc[best] && rep.best_step == lg.estep[best] && rep.best_epoch == lg.eepoch[best]);
     CHECK(rep.valid_auc == after.auc && fabs(rep.valid_logloss - after.logloss) < 1e-12);
     CHECK(lg.evals >= 3 && lg.auc[0] > before.auc + 0.1);   // most of the gain comes in epoch 1
     // weighted evaluation (weights from a map callback, zeros included):

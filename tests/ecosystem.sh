@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The model and its training meet other tools: ONNX export checked by ONNX
+# Runtime and onnx.checker (tests/onnx_check.py), TensorBoard event files read
+# back by TensorBoard's own reader (tests/tb_check.py), the warning before a
+# second epoch without validation.
+# Usage: tests/ecosystem.sh WD ONNX_FEED TMPDIR DATADIR
+# One PASS/FAIL/SKIP line per test, then "# ecosystem: N passed, N failed, N
+# skipped"; tests/run.sh checks the count (ECOSYSTEM_TESTS there). The Python
+# packages (onnx, onnxruntime, numpy, tensorboard) come from
+# tools/install-deps.sh (make deps); without them the tests that need them
+# skip, and under CI=true tests/run.sh turns every skip into a failure.
+WD=$1; FEED=$2; T=$3; DATA=$4
+mkdir -p "$T"
+npass=0; nfail=0; nskip=0
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
+begin() { tname=$1; tfail=; }
+ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi; return 0; }
+ctx() { printf '%s' "$(head -c 400 "$1" 2>/dev/null | tr '\n' '|')"; }
+end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
+run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
+out_has() { grep -qF -- "$1" "$T/out"; }
+err_has() { grep -qF -- "$1" "$T/err"; }
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${PYTHON:-python3}
+py_why=
+if ! command -v "$PY" >/dev/null; then py_why="$PY not installed (tools/install-deps.sh installs python3 and the packages)"
+elif ! "$PY" -c 'import onnx, onnxruntime, numpy, tensorboard' 2>"$T/py.err"; then
+    py_why="python packages missing ($(tail -1 "$T/py.err")): run tools/install-deps.sh (make deps)"
+fi
+have_data=; [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && [ -f "$DATA/avazu_kaggle_head9000_train.csv" ] && have_data=1
+
+# onnx_case NAME MODEL.wdm DATA.wdr: export, the feed, wd predict, ONNX Runtime
+onnx_case() {
+    local name=$1 model=$2 data=$3
+    run "$WD" export --onnx "$T/$name.onnx" "$model"
+    ck "export: exit $rc" [ "$rc" = 0 ]
+    ck "export prints its inputs" out_has "output: probability[N]"
+    rm -rf "$T/$name.feed"; mkdir -p "$T/$name.feed"
+    run "$FEED" "$model" "$data" "$T/$name.feed"
+    ck "onnx_feed: exit $rc" [ "$rc" = 0 ]
+    run "$WD" predict --model "$model" -o "$T/$name.pred" --no-ids "$data"
+    ck "wd predict: exit $rc" [ "$rc" = 0 ]
+    run "$PY" "$HERE/onnx_check.py" "$T/$name.onnx" "$T/$name.feed" "$T/$name.pred"
+    ck "ONNX Runtime vs wd_predict: $(grep -E '^(ok|fail)' "$T/out" | head -1)" [ "$rc" = 0 ]
+    end "($(sed -n 's/^ok: //p' "$T/out" | cut -d';' -f1))"
+}
+train() { run "$WD" train --threads 2 --seed 3 "$@"; ck "train: exit $rc" [ "$rc" = 0 ]; }
+
+# ---- ONNX export ---------------------------------------------------------------------------------
+# Criteo (13 dense, 26 one-hot slots), Avazu (no dense, derived slots, three
+# crosses, Adam), a multi-hot LibSVM file (sum and mean pooling, samples with
+# no ids), and each part alone: ONNX Runtime's probabilities equal wd_predict's
+# within 1e-6 on every sample, onnx.checker passes, opset 17.
+ONNX_DATA="onnx_criteo onnx_avazu_crosses"
+if [ -n "$py_why" ]; then for t in $ONNX_DATA; do skip "$t" "$py_why"; done
+elif [ -z "$have_data" ]; then for t in $ONNX_DATA; do skip "$t" "no data in $DATA"; done
+else
+    begin onnx_criteo
+    run "$WD" convert --format criteo -o "$T/cr.wdr" "$DATA/criteo_kaggle_head8000_train.tsv"
+    ck "convert: exit $rc" [ "$rc" = 0 ]
+    run "$WD" convert --format criteo --schema-from "$T/cr.wdr" -o "$T/cr_te.wdr" "$DATA/criteo_kaggle_head8000_test.tsv"
+    ck "convert test: exit $rc" [ "$rc" = 0 ]
+    train --train "$T/cr.wdr" --hidden 64,32 --batch 256 --max-steps 25 --save "$T/cr.wdm"
+    onnx_case cr "$T/cr.wdm" "$T/cr_te.wdr"
+    begin onnx_avazu_crosses
+    run "$WD" convert --format csv --preset avazu -o "$T/av.wdr" "$DATA/avazu_kaggle_head9000_train.csv"
+    ck "convert: exit $rc" [ "$rc" = 0 ]
+    run "$WD" convert --format csv --preset avazu --schema-from "$T/av.wdr" -o "$T/av_te.wdr" "$DATA/avazu_kaggle_head9000_test.csv"
+    ck "convert test: exit $rc" [ "$rc" = 0 ]
+    train --train "$T/av.wdr" --hidden 32,16 --batch 256 --max-steps 25 --optimizer adam --cross-buckets 5000 \
+          --cross site_idxapp_id,hour_of_dayxdevice_type,C14xdevice_model --save "$T/av.wdm"
+    onnx_case av "$T/av.wdm" "$T/av_te.wdr"
+fi
+# multi-hot LibSVM: user 0-4 ids (0 for some samples, the last one included), item 1-6, 2 dense
+awk 'BEGIN { srand(11); for (i = 0; i < 3000; i++) { y = rand() < 0.3; line = y "";
+        nu = (i == 2999) ? 0 : int(rand() * 5); for (j = 0; j < nu; j++) line = line " " int(rand() * 50) ":1";
+        ni = 1 + int(rand() * 6); for (j = 0; j < ni; j++) line = line " " (50 + int(rand() * 200)) ":1";
+        printf "%s 300:%.3f 301:%d\n", line, rand(), int(rand() * 6) } }' > "$T/mh.svm"
+ONNX_MH="onnx_libsvm_sum onnx_libsvm_mean onnx_wide_only onnx_deep_only"
+if [ -n "$py_why" ]; then for t in $ONNX_MH; do skip "$t" "$py_why"; done
+else
+    "$WD" convert --format libsvm --slots user=0-49,item=50-249 --dense-range 300-301 -o "$T/mh.wdr" "$T/mh.svm" > "$T/conv.out" 2>&1
+    for pool in sum mean; do
+        begin onnx_libsvm_$pool
+        ck "convert mh.svm" grep -q '^converted rows=3000 bad_rows=0 ' "$T/conv.out"
+        train --train "$T/mh.wdr" --hidden 16,8 --batch 128 --max-steps 30 --pooling $pool --save "$T/mh_$pool.wdm"
+        onnx_case mh_$pool "$T/mh_$pool.wdm" "$T/mh.wdr"
+    done
+    begin onnx_wide_only
+    train --train "$T/mh.wdr" --no-deep --batch 128 --max-steps 30 --pooling mean --save "$T/mh_wide.wdm"
+    onnx_case mh_wide "$T/mh_wide.wdm" "$T/mh.wdr"
+    begin onnx_deep_only
+    train --train "$T/mh.wdr" --no-wide --hidden 8 --batch 128 --max-steps 30 --save "$T/mh_deep.wdm"
+    onnx_case mh_deep "$T/mh_deep.wdm" "$T/mh.wdr"
+fi
+
+# bad paths and settings: clear errors, exit 1 (failure) or 2 (usage), nothing left behind
+begin onnx_errors
+"$WD" convert --format libsvm --slots user=0-49,item=50-249 --dense-range 300-301 -o "$T/mh2.wdr" "$T/mh.svm" > /dev/null 2>&1
+"$WD" train --train "$T/mh2.wdr" --hidden 4 --max-steps 2 --threads 1 --save "$T/e.wdm" > /dev/null 2>&1
+ck "setup: e.wdm" [ -s "$T/e.wdm" ]
+run "$WD" export "$T/e.wdm"
+ck "no --onnx: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "no --onnx: says what is required" err_has "export: --onnx OUT.onnx and M.wdm are required"
+run "$WD" export --onnx "$T/x.onnx" "$T/missing.wdm"
+ck "a missing model: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "a missing model: named" err_has "missing.wdm"
+run "$WD" export --onnx "$T/x.onnx" "$T/mh.svm"
+ck "not a model: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "not a model: named" err_has "mh.svm"
+run "$WD" export --onnx "$T/no/such/dir/x.onnx" "$T/e.wdm"
+ck "an output in a missing directory: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "an output in a missing directory: named" err_has "no/such/dir/x.onnx"
+run "$WD" export --onnx "$T" "$T/e.wdm"
+ck "a directory as output: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "a directory as output: says so" err_has "is a directory"
+run "$WD" export --onnx "$T/e.wdm" "$T/e.wdm"
+ck "onto its own model: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "onto its own model: refused" err_has "an output may not replace an input"
+run "$WD" export --onnx "$T/x.onnx" "$T/e.wdm" "$T/e.wdm"
+ck "two models: exit $rc, wanted 2" [ "$rc" = 2 ]
+ck "no x.onnx and no temporary file left" eval '[ ! -e "$T/x.onnx" ] && [ -z "$(find "$T" -name "*.tmp-*" | head -1)" ]'
+end
+
+# ---- TensorBoard scalars and the JSONL log ----------------------------------------------------------
+# Criteo, 2 epochs with validation: TensorBoard's event_accumulator reads back
+# every scalar --log FILE.jsonl wrote (19 tags: loss, AUC, log loss, samples/s,
+# learning rates, ms per step of each stage, data wait share, per-epoch rows)
+begin tensorboard_scalars
+if [ -n "$py_why" ]; then skip tensorboard_scalars "$py_why"
+elif [ -z "$have_data" ]; then skip tensorboard_scalars "no data in $DATA"
+else
+    rm -rf "$T/tb"
+    train --train "$T/cr.wdr" --valid "$T/cr_te.wdr" --hidden 32,16 --batch 512 --epochs 2 --log "$T/log.jsonl" --tensorboard "$T/tb/run1" --save "$T/tb.wdm"
+    ck "one event file" [ "$(ls "$T/tb/run1" 2>/dev/null | grep -c '^events\.out\.tfevents\.')" = 1 ]
+    steps=$(sed -n 's/^trained steps=\([0-9]*\) .*/\1/p' "$T/out")
+    ck "a step row per step ($steps)" [ -n "$steps" ] && [ "$(grep -c '"kind": "step"' "$T/log.jsonl")" = "$steps" ]
+    ck "an epoch row per epoch, with its loss and validation" [ "$(grep -cE '"kind": "epoch", .*"epoch/loss": [0-9.]+, "epoch/valid_auc": 0\.[0-9]+' "$T/log.jsonl")" = 2 ]
+    ck "3 validation rows (each epoch's end, a tenth into the second)" [ "$(grep -c '"kind": "valid"' "$T/log.jsonl")" = 3 ]
+    ck "the summary names the best epoch" grep -qE '^trained .* best_auc=0\.[0-9]+ best_step=[0-9]+ best_epoch=[0-9.]+ ' "$T/out"
+    run "$PY" "$HERE/tb_check.py" "$T/log.jsonl" "$T/tb/run1"
+    ck "TensorBoard reads every scalar: $(head -1 "$T/out")" [ "$rc" = 0 ]
+    ck "19 tags" out_has "under 19 tags"
+    end
+fi
+begin tensorboard_errors
+: > "$T/tbfile"
+run "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tensorboard "$T/tbfile" --save "$T/tbe.wdm"
+ck "a file as --tensorboard: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "a file as --tensorboard: named" err_has "tbfile"
+ck "before training" eval '! grep -q "^trained" "$T/out"'
+end
+
+# ---- the one-epoch phenomenon ------------------------------------------------------------------------
+begin overfit_warning
+run "$WD" train --train "$T/mh.wdr" --hidden 4 --epochs 2 --threads 1 --save "$T/ow.wdm"
+ck "--epochs 2 without --valid: exit $rc" [ "$rc" = 0 ]
+ck "warns, naming the effect and the remedy" eval 'err_has "one-epoch phenomenon" && err_has "--valid" && err_has "--early-stop"'
+run "$WD" train --train "$T/mh.wdr" --valid "$T/mh2.wdr" --hidden 4 --epochs 2 --threads 1 --save "$T/ow.wdm"
+ck "with --valid: exit $rc" [ "$rc" = 0 ]
+ck "with --valid: no warning" eval '! err_has "one-epoch phenomenon"'
+ck "with --valid: the best epoch" grep -qE '^trained .* best_epoch=[0-9]+\.[0-9]+ ' "$T/out"
+run "$WD" train --train "$T/mh.wdr" --hidden 4 --epochs 1 --threads 1 --save "$T/ow.wdm"
+ck "one epoch: no warning" eval '! err_has "one-epoch phenomenon"'
+end
+
+echo "# ecosystem: $npass passed, $nfail failed, $nskip skipped"
+[ "$nfail" = 0 ]

@@ -1,0 +1,184 @@
+// Unit and bad-input tests of sections 18 and 19 of widedeep.h: the protobuf
+// encoder, ONNX export's refusals and file handling, the TensorBoard event
+// writer's framing. ONNX Runtime's and TensorBoard's own readers check the
+// files themselves in tests/ecosystem.sh.
+// Usage: test_export [TMPDIR]
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+#include "testlib.h"
+#include <dirent.h>
+
+static char TMP[200] = "/tmp";
+
+static int pb_is(wd__pb *p, const char *hex) {   // p's bytes as hex, then emptied
+    char got[256] = "";
+    for (size_t i = 0; i < p->b.len && 2 * i + 2 < sizeof got; i++) snprintf(got + 2 * i, 3, "%02x", p->b.p[i]);
+    p->b.len = 0;
+    if (strcmp(got, hex) == 0) return 1;
+    printf("  encoded %s, wanted %s\n", got, hex);
+    return 0;
+}
+// Varints, keys and fields as protobuf's encoding documentation gives them.
+static void test_protobuf_encoding(void) {
+    wd__pb p = {{0, 0, 0}, WD_OK}, sub = {{0, 0, 0}, WD_OK};
+    wd__pb_varint(&p, 0); CHECK(pb_is(&p, "00"));
+    wd__pb_varint(&p, 1); CHECK(pb_is(&p, "01"));
+    wd__pb_varint(&p, 127); CHECK(pb_is(&p, "7f"));
+    wd__pb_varint(&p, 128); CHECK(pb_is(&p, "8001"));
+    wd__pb_varint(&p, 300); CHECK(pb_is(&p, "ac02"));
+    wd__pb_varint(&p, UINT64_MAX); CHECK(pb_is(&p, "ffffffffffffffffff01"));
+    wd__pb_int(&p, 1, 150); CHECK(pb_is(&p, "089601"));                 // the documentation's "Test1"
+    wd__pb_int(&p, 2, -1); CHECK(pb_is(&p, "10ffffffffffffffffff01"));  // int64 -1: ten bytes
+    wd__pb_str(&p, 2, "testing"); CHECK(pb_is(&p, "120774657374696e67"));
+    wd__pb_int(&sub, 1, 150);
+    wd__pb_msg(&p, 3, &sub); CHECK(pb_is(&p, "1a03089601") && sub.b.len == 0);   // "Test3": an embedded message
+    wd__pb_f32(&p, 2, 1.0f); CHECK(pb_is(&p, "150000803f"));
+    wd__pb_f64(&p, 1, 1.0); CHECK(pb_is(&p, "09000000000000f03f"));
+    wd__pb_int(&p, 16, 1); CHECK(pb_is(&p, "8001" "01"));   // field 16: a two-byte key
+    CHECK(wd__pb_varint_len(0) == 1 && wd__pb_varint_len(127) == 1 && wd__pb_varint_len(128) == 2 && wd__pb_varint_len(UINT64_MAX) == 10);
+    CHECK(p.st == WD_OK);
+    wd__pb_free(&p);
+    wd__pb_free(&sub);
+}
+
+static wd_model *small_model(int multi, int precision, const char *dup) {
+    wd_schema s;
+    memset(&s, 0, sizeof s);
+    s.ndense = 2; s.nslots = 3;
+    for (int k = 0; k < 3; k++) {
+        snprintf(s.slot[k].name, WD_NAME_MAX, "s%d", k);
+        s.slot[k].buckets = 10;
+        s.slot[k].kind = multi && k == 2 ? WD_MULTI_HOT : WD_ONE_HOT;
+    }
+    if (dup) snprintf(s.slot[1].name, WD_NAME_MAX, "%s", dup);
+    wd_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.schema = &s; d.embed_dim = 4; d.hidden[0] = 8; d.ncross = 1; d.cross[0][0] = 0; d.cross[0][1] = 1; d.cross_buckets = 16;
+    d.precision = precision;
+    wd_model *m = NULL;
+    if (wd_model_create(&d, &m)) { printf("  wd_model_create: %s\n", wd_last_error()); return NULL; }
+    return m;
+}
+static int temps_left(const char *dir) {   // files named *.tmp-* in dir
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return n;
+}
+static long file_size(const char *path) { struct stat sb; return stat(path, &sb) == 0 ? (long)sb.st_size : -1; }
+
+// A written graph: ModelProto's first fields (ir_version 8, producer
+// "widedeep"), the opset, every input's name in the file; refusals name why.
+static void test_onnx_export(void) {
+    char dir[300], path[400], bad[400];
+    snprintf(dir, sizeof dir, "%s/export", TMP);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    wd_model *m = small_model(1, WD_PRECISION_FP32, NULL);
+    REQUIRE(m);
+    unlink(path);
+    REQUIRE_OK(wd_model_export_onnx(m, path));
+    long n = file_size(path);
+    REQUIRE(n > 0);
+    uint8_t *buf = (uint8_t *)malloc((size_t)n);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f && buf);
+    CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    CHECK(memcmp(buf, "\x08\x08\x12\x08widedeep", 12) == 0);   // ir_version 8, producer_name
+    const char *names[] = {"dense", "ids.s0", "ids.s1", "ids.s2", "offsets.s2", "cross0", "probability", "emb.s2", "wide.cross0", "mlp.1.weight", "ScatterElements"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int found = 0;
+        for (long j = 0; !found && j + (long)strlen(names[i]) <= n; j++) found = memcmp(buf + j, names[i], strlen(names[i])) == 0;
+        if (!found) printf("  '%s' is not in the file\n", names[i]);
+        CHECK(found);
+    }
+    free(buf);
+    // the same model twice: the same bytes
+    char path2[400];
+    snprintf(path2, sizeof path2, "%s/m2.onnx", dir);
+    REQUIRE_OK(wd_model_export_onnx(m, path2));
+    CHECK(file_size(path2) == n);
+    // refusals
+    CHECK(wd_model_export_onnx(NULL, path) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "model"));
+    CHECK(wd_model_export_onnx(m, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "path"));
+    CHECK(wd_model_export_onnx(m, "") == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "empty"));
+    snprintf(bad, sizeof bad, "%s/no/such/dir/m.onnx", dir);
+    CHECK(wd_model_export_onnx(m, bad) == WD_ERR_IO && strstr(wd_last_error(), "no/such/dir/m.onnx") && strstr(wd_last_error(), "No such file"));
+    CHECK(wd_model_export_onnx(m, dir) == WD_ERR_IO);   // a directory: its temporary file is created, the rename fails
+    CHECK(temps_left(dir) == 0 && temps_left(TMP) == 0);
+    wd_model_destroy(m);
+    wd_model *b = small_model(0, WD_PRECISION_BF16, NULL);
+    REQUIRE(b);
+    unlink(path);
+    CHECK(wd_model_export_onnx(b, path) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "bf16") && strstr(wd_last_error(), "m.onnx"));
+    CHECK(file_size(path) == -1);   // nothing written
+    wd_model_destroy(b);
+    wd_model *d = small_model(0, WD_PRECISION_FP32, "s0");
+    REQUIRE(d);
+    CHECK(wd_model_export_onnx(d, path) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "slots 0 and 1 are both named 's0'"));
+    wd_model_destroy(d);
+    wd_model *e = small_model(0, WD_PRECISION_FP32, "");
+    REQUIRE(e);
+    CHECK(wd_model_export_onnx(e, path) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "slot 1 has no name"));
+    CHECK(file_size(path) == -1 && temps_left(dir) == 0);
+    wd_model_destroy(e);
+}
+
+// Event files: TFRecord framing (u64 length, masked CRC32C of it, the Event,
+// its masked CRC32C), the first event the file version, then one per scalar.
+static void test_tensorboard_writer(void) {
+    char dir[300], file[300];
+    snprintf(dir, sizeof dir, "%s/tb/a/b", TMP);
+    wd_tb *t = NULL;
+    REQUIRE_OK(wd_tb_open(dir, &t));   // parents created
+    CHECK(strncmp(wd_tb_path(t), dir, strlen(dir)) == 0 && strstr(wd_tb_path(t), "/events.out.tfevents."));
+    char path[400];
+    snprintf(path, sizeof path, "%s", wd_tb_path(t));
+    CHECK_OK(wd_tb_scalar(t, "train/loss", 1, 0.5));
+    CHECK_OK(wd_tb_scalar(t, "train/loss", 2, 0.25));
+    CHECK_OK(wd_tb_scalar(t, "valid/auc", 2, 0.75));
+    CHECK(wd_tb_scalar(t, NULL, 3, 1.0) == WD_ERR_INVALID_ARG);
+    CHECK_OK(wd_tb_close(t));
+    long n = file_size(path);
+    REQUIRE(n > 0);
+    uint8_t *buf = (uint8_t *)malloc((size_t)n);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f && buf);
+    CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    int records = 0, framing_ok = 1;
+    long at = 0;
+    while (at + 12 <= n) {
+        uint64_t len = wd__get64(buf + at);
+        if (wd__get32(buf + at + 8) != wd__tb_masked_crc(buf + at, 8) || at + 16 + (long)len > n) { framing_ok = 0; break; }
+        if (wd__get32(buf + at + 12 + len) != wd__tb_masked_crc(buf + at + 12, len)) { framing_ok = 0; break; }
+        if (records == 0) framing_ok &= memmem(buf + at + 12, len, "brain.Event:2", 13) != NULL;
+        if (records == 3) framing_ok &= memmem(buf + at + 12, len, "valid/auc", 9) != NULL;
+        at += 16 + (long)len;
+        records++;
+    }
+    CHECK(framing_ok && at == n && records == 4);
+    // TensorFlow's masking: rotate right by 15, add 0xa282ead8
+    uint32_t c = wd__crc32c("abc", 3);
+    CHECK(wd__tb_masked_crc("abc", 3) == ((c >> 15) | (c << 17)) + 0xa282ead8u && c == 0x364B3FB7u);
+    free(buf);
+    // a file where the directory should be; NULL arguments
+    snprintf(file, sizeof file, "%s/tbfile", TMP);
+    f = fopen(file, "w");
+    REQUIRE(f);
+    fclose(f);
+    CHECK(wd_tb_open(file, &t) == WD_ERR_IO && strstr(wd_last_error(), "tbfile") && t == NULL);
+    CHECK(wd_tb_open(NULL, &t) == WD_ERR_INVALID_ARG && wd_tb_open(dir, NULL) == WD_ERR_INVALID_ARG && wd_tb_open("", &t) == WD_ERR_INVALID_ARG);
+    CHECK(wd_tb_close(NULL) == WD_OK && wd_tb_path(NULL) == NULL);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    RUN(test_protobuf_encoding);
+    RUN(test_onnx_export);
+    RUN(test_tensorboard_writer);
+    return test_summary("test_export");
+}
