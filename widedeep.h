@@ -30,6 +30,8 @@
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
+    18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph
+    19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
    with these subsections, found by their "// ---- name" rules:)
      7.  little-endian helpers, CRC32C; reader
@@ -39,6 +41,7 @@
      15. a team (persistent worker threads); the CPU backend; evaluation;
          the training loop (one per rank, the same for every backend);
          online learning: published snapshots; pushing batches (a trainer)
+     18. protobuf encoder (also section 19's); the ONNX graph
 
    QUICK START (README.md's "Using the header" is the whole example, with
    error handling and serving; examples/ holds a C trainer, a C++ server):
@@ -122,7 +125,9 @@
             training file's longer vocabulary; wd_oov: convert, train and
             evaluate report the out-of-vocabulary share; training from a
             batch source or pushed batches (wd_trainer_*) through the same
-            loop; snapshots published for wd_predict during training.
+            loop; snapshots published for wd_predict during training; ONNX
+            export, TensorBoard event files, progress with stage times, a
+            validation a tenth into the second epoch.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
