@@ -1304,7 +1304,8 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path);
    --tensorboard DIR` writes the progress callback's numbers with it. */
 typedef struct wd_tb wd_tb;
 // Creates dir (and its parents) if needed, and a new event file in it
-// ("events.out.tfevents.<seconds>.<host>.<pid>.widedeep").
+// ("events.out.tfevents.<seconds>.<host>.<pid>.<n>.widedeep"; n counts the
+// files this process opened); a failure leaves no file.
 WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out);
 // One scalar at a training step, stamped with the wall-clock time.
 WDDEF wd_status wd_tb_scalar(wd_tb *t, const char *tag, int64_t step, double value);
@@ -8248,7 +8249,7 @@ static void wd__ox_free(wd__ox *o) {
 }
 
 // The graph's nodes, inputs, outputs and initializers; doc gets the inputs' description.
-static void wd__ox_build(wd__ox *o, const wd_model *m, wd__buf *doc) {
+static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc) {
     const int S = m->S, D = m->D, E = m->E, deep = wd__deep(m), wide = wd__wide(m), mean = m->d.pooling == WD_POOL_MEAN;
     const int64_t c0 = 0, c1 = 1, cbig = INT64_MAX, cE = E, cm1 = -1, one = 1;
     const float f1 = 1.0f;
@@ -8264,7 +8265,7 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__buf *doc) {
     if (deep) wd__ox_const(o, "c.-1", WD__OX_INT64, &one, 1, &cm1, 1);
     char line[512], nm[64], nm2[48];
     const char *mh = mean ? "mean" : "sum";
-#define WD__DOC(...) do { char dl[640]; snprintf(dl, sizeof dl, __VA_ARGS__); (void)wd__buf_put(doc, dl, strlen(dl)); } while (0)
+#define WD__DOC(...) do { char dl[640]; snprintf(dl, sizeof dl, __VA_ARGS__); wd__pb_raw(doc, dl, strlen(dl)); } while (0)
     WD__DOC("widedeep Wide&Deep CTR model (%s%s%s). Inputs, N samples:\n", deep ? "deep" : "", deep && wide ? " + " : "", wide ? "wide" : "");
     if (D) {
         snprintf(line, sizeof line, "float [N, %d]: the dense features as a .wdr holds them (after the dense feature rule)", D);
@@ -8425,16 +8426,15 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     }
     wd__ox *o = WD__NEW(wd__ox);
     if (!o) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    wd__buf doc = {0, 0, 0};
-    wd__pb head = {{0, 0, 0}, WD_OK}, gh = {{0, 0, 0}, WD_OK};
+    wd__pb doc = {{0, 0, 0}, WD_OK}, head = {{0, 0, 0}, WD_OK}, gh = {{0, 0, 0}, WD_OK};
     wd__ox_build(o, m, &doc);
     // The graph: nodes, name, initializers (small, then the tables, whose data
     // is written from the model's arrays), doc_string, inputs, outputs.
     wd__pb_str(&gh, 2, "widedeep");
-    (void)wd__buf_put(&doc, "", 1);   // NUL
-    wd__pb_str(&gh, 10, doc.p ? (const char *)doc.p : "");
+    wd__pb_raw(&doc, "", 1);   // NUL
+    wd__pb_str(&gh, 10, doc.st ? "" : (const char *)doc.b.p);
     uint64_t glen = o->nodes.b.len + o->inits.b.len + o->io.b.len + gh.b.len;
-    wd_status st = o->nodes.st ? o->nodes.st : o->inits.st ? o->inits.st : o->io.st ? o->io.st : o->t1.st ? o->t1.st : o->t2.st ? o->t2.st : o->attrs.st ? o->attrs.st : gh.st;
+    wd_status st = o->nodes.st ? o->nodes.st : o->inits.st ? o->inits.st : o->io.st ? o->io.st : o->t1.st ? o->t1.st : o->t2.st ? o->t2.st : o->attrs.st ? o->attrs.st : doc.st ? doc.st : gh.st;
     size_t bighead[WD__OX_MAX_BIG];
     for (int i = 0; !st && i < o->nbig; i++) {   // a table: its head in t1 (measured here, written below)
         wd__ox_tensor_head(&o->t1, o->big[i].name, WD__OX_FLOAT, o->big[i].dims, o->big[i].ndims);
@@ -8448,7 +8448,7 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     wd__pb_int(&head, 1, 8);
     wd__pb_str(&head, 2, "widedeep");
     wd__pb_str(&head, 3, WD_VERSION_STRING);
-    wd__pb_str(&head, 6, doc.p ? (const char *)doc.p : "");
+    wd__pb_str(&head, 6, doc.st ? "" : (const char *)doc.b.p);
     wd__pb_int(&o->t1, 2, 17);
     wd__pb_msg(&head, 8, &o->t1);
     wd__pb_key(&head, 7, WD__PB_LEN);
@@ -8482,7 +8482,7 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     if (opened) { if (st) wd__out_abort(&out); else st = wd__out_commit(&out); }
     wd__ox_free(o);
     wd__free(o);
-    wd__buf_free(&doc);
+    wd__pb_free(&doc);
     wd__pb_free(&head);
     wd__pb_free(&gh);
     return st;
@@ -8543,11 +8543,14 @@ WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
     host[sizeof host - 1] = 0;
     for (char *h = host; *h; h++) if (*h == '/') *h = '_';
-    snprintf(p + n, 400, "/events.out.tfevents.%lld.%s.%ld.widedeep", (long long)time(NULL), host, (long)getpid());
+    // a new file, never one that exists (two writers in one second and process
+    // differ by the sequence number)
+    static int seq;
+    snprintf(p + n, 400, "/events.out.tfevents.%lld.%s.%ld.%d.widedeep", (long long)time(NULL), host, (long)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
     wd_tb *t = WD__NEW(wd_tb);
     if (!t) { wd__free(p); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     t->path = p;
-    t->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    t->fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (t->fd < 0) {
         wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", wd__tail(p, 400), strerror(errno));
         wd__free(p); wd__free(t);
@@ -8558,7 +8561,13 @@ WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
     wd__pb_str(&t->ev, 3, "brain.Event:2");
     wd_status st = wd__tb_record(t);
     if (!st) st = wd_tb_flush(t);
-    if (st) { wd_tb_close(t); return st; }
+    if (st) {   // no event file is left behind
+        char msg[WD__ERR_MAX];
+        snprintf(msg, sizeof msg, "%s", wd_last_error());
+        unlink(t->path);
+        wd_tb_close(t);
+        return wd__fail(st, "%s", msg);
+    }
     *out = t;
     return WD_OK;
 }

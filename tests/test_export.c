@@ -175,10 +175,84 @@ static void test_tensorboard_writer(void) {
     CHECK(wd_tb_close(NULL) == WD_OK && wd_tb_path(NULL) == NULL);
 }
 
+// Every allocation of an export and of an event file failed in turn: each
+// ends in WD_ERR_NOMEM with a message, leaves no file, and leaks nothing (ASan).
+static long g_count, g_fail_at;
+static void *count_alloc(size_t n, void *u) { (void)u; return ++g_count == g_fail_at ? NULL : malloc(n); }
+static void count_free(void *p, void *u) { (void)u; free(p); }
+static const wd_allocator HOOK = {count_alloc, count_free, NULL};
+static wd_model *g_m;
+static char g_out[400], g_tbdir[400];
+static wd_status path_export(void) { return wd_model_export_onnx(g_m, g_out); }
+static wd_status path_tb(void) {   // a failure after the file was made: the host removes it
+    wd_tb *t;
+    WD__TRY(wd_tb_open(g_tbdir, &t));
+    char path[600];
+    snprintf(path, sizeof path, "%s", wd_tb_path(t));
+    wd_status st = wd_tb_scalar(t, "train/loss", 1, 0.5);
+    if (!st) st = wd_tb_scalar(t, "valid/auc", 1, 0.7);
+    wd_status s2 = wd_tb_close(t);
+    if (st || s2) unlink(path);
+    return st ? st : s2;
+}
+static int dir_files(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+static void empty_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    char p[700];
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.') { snprintf(p, sizeof p, "%s/%s", dir, e->d_name); unlink(p); }
+    if (d) closedir(d);
+}
+// Runs fn once counting allocations, then once per k failing the k-th, in an
+// empty directory: each run ends in WD_ERR_NOMEM with a message and no file.
+static void sweep(const char *name, wd_status (*fn)(void), const char *dir) {
+    g_count = 0; g_fail_at = -1;
+    wd_set_allocator(&HOOK);
+    wd_status st = fn();
+    wd_set_allocator(NULL);
+    REQUIRE_OK(st);
+    long total = g_count, nomem = 0, bad = 0;
+    REQUIRE(total > 0);
+    for (long k = 1; k <= total; k++) {
+        empty_dir(dir);
+        g_count = 0; g_fail_at = k;
+        wd_set_allocator(&HOOK);
+        st = fn();
+        wd_set_allocator(NULL);
+        if (st == WD_ERR_NOMEM && wd_last_error()[0] && dir_files(dir) == 0) nomem++;
+        else { bad++; if (bad < 5) printf("  %s: allocation %ld failed: %s: %s (files left in %s: %d)\n", name, k, wd_status_string(st), wd_last_error(), dir, dir_files(dir)); }
+    }
+    printf("  %s: %ld allocations, each failed in turn: %ld ended in WD_ERR_NOMEM with nothing left\n", name, total, nomem);
+    CHECK(bad == 0 && nomem == total);
+}
+static void test_allocation_failures(void) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/faults", TMP);
+    mkdir(dir, 0755);
+    snprintf(g_tbdir, sizeof g_tbdir, "%s/tb", dir);
+    mkdir(g_tbdir, 0755);
+    snprintf(dir, sizeof dir, "%s/faults/onnx", TMP);
+    mkdir(dir, 0755);
+    snprintf(g_out, sizeof g_out, "%s/f.onnx", dir);
+    g_m = small_model(1, WD_PRECISION_FP32, NULL);
+    REQUIRE(g_m);
+    sweep("export", path_export, dir);
+    sweep("tensorboard", path_tb, g_tbdir);
+    wd_model_destroy(g_m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_protobuf_encoding);
     RUN(test_onnx_export);
     RUN(test_tensorboard_writer);
+    RUN(test_allocation_failures);
     return test_summary("test_export");
 }
