@@ -78,10 +78,10 @@ awk 'BEGIN { srand(11); for (i = 0; i < 3000; i++) { y = rand() < 0.3; line = y 
         nu = (i == 2999) ? 0 : int(rand() * 5); for (j = 0; j < nu; j++) line = line " " int(rand() * 50) ":1";
         ni = 1 + int(rand() * 6); for (j = 0; j < ni; j++) line = line " " (50 + int(rand() * 200)) ":1";
         printf "%s 300:%.3f 301:%d\n", line, rand(), int(rand() * 6) } }' > "$T/mh.svm"
+"$WD" convert --format libsvm --slots user=0-49,item=50-249 --dense-range 300-301 -o "$T/mh.wdr" "$T/mh.svm" > "$T/conv.out" 2>&1
 ONNX_MH="onnx_libsvm_sum onnx_libsvm_mean onnx_wide_only onnx_deep_only"
 if [ -n "$py_why" ]; then for t in $ONNX_MH; do skip "$t" "$py_why"; done
 else
-    "$WD" convert --format libsvm --slots user=0-49,item=50-249 --dense-range 300-301 -o "$T/mh.wdr" "$T/mh.svm" > "$T/conv.out" 2>&1
     for pool in sum mean; do
         begin onnx_libsvm_$pool
         ck "convert mh.svm" grep -q '^converted rows=3000 bad_rows=0 ' "$T/conv.out"
@@ -101,6 +101,9 @@ begin onnx_errors
 "$WD" convert --format libsvm --slots user=0-49,item=50-249 --dense-range 300-301 -o "$T/mh2.wdr" "$T/mh.svm" > /dev/null 2>&1
 "$WD" train --train "$T/mh2.wdr" --hidden 4 --max-steps 2 --threads 1 --save "$T/e.wdm" > /dev/null 2>&1
 ck "setup: e.wdm" [ -s "$T/e.wdm" ]
+run "$WD" export --help
+ck "export --help: exit $rc" [ "$rc" = 0 ]
+ck "export --help: its usage and inputs" eval 'out_has "usage: wd export --onnx OUT.onnx M.wdm" && out_has "offsets.<slot>"'
 run "$WD" export "$T/e.wdm"
 ck "no --onnx: exit $rc, wanted 2" [ "$rc" = 2 ]
 ck "no --onnx: says what is required" err_has "export: --onnx OUT.onnx and M.wdm are required"
