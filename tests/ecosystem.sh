@@ -154,6 +154,11 @@ run "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tenso
 ck "a file as --tensorboard: exit $rc, wanted 1" [ "$rc" = 1 ]
 ck "a file as --tensorboard: named" err_has "tbfile"
 ck "before training" eval '! grep -q "^trained" "$T/out"'
+# a write that fails mid-run (a 16 KiB file size limit) stops training, saying where and why
+rm -rf "$T/tbf"
+(ulimit -f 16; trap '' XFSZ; exec "$WD" train --train "$T/mh.wdr" --hidden 4 --batch 32 --epochs 2 --threads 1 --tensorboard "$T/tbf") > "$T/out" 2> "$T/err"; rc=$?
+ck "a failed event write: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "a failed event write: named, and where training stopped" eval 'err_has "--tensorboard: $T/tbf/events.out.tfevents." && err_has "write failed: File too large; training stopped at step"'
 end
 
 # ---- the one-epoch phenomenon ------------------------------------------------------------------------

@@ -1188,7 +1188,8 @@ typedef struct train_ui {
     double every, last_line, last_tty;
     int jsonl;                      // --log FILE.jsonl
     wd_tb *tb;                      // --tensorboard
-    wd_status tb_st;                // its first failure
+    wd_status tb_st;                // its first failure, and its message
+    char tb_err[WD__ERR_MAX];
     double lr_deep, lr_wide;
     int64_t step0;                  // the model's step before this run
     int64_t epoch, last_step;       // the epoch being trained; the last step reported
@@ -1209,9 +1210,11 @@ static void emit_scalars(train_ui *u, const char *kind, int64_t step, double epo
         fputs("}\n", u->log);
         if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
     }
-    for (int i = 0; u->tb && !u->tb_st && i < n; i++)
+    if (!u->tb || u->tb_st) return;
+    for (int i = 0; !u->tb_st && i < n; i++)
         if (!isnan(sc[i].v)) u->tb_st = wd_tb_scalar(u->tb, sc[i].tag, step, sc[i].v);
-    if (u->tb && !u->tb_st) u->tb_st = wd_tb_flush(u->tb);
+    if (!u->tb_st) u->tb_st = wd_tb_flush(u->tb);
+    if (u->tb_st) snprintf(u->tb_err, sizeof u->tb_err, "%s", wd_last_error());
 }
 // The epoch that just ended (its mean training loss; validation metrics if given).
 static void emit_epoch(train_ui *u, int64_t step, double auc, double ll) {
@@ -1577,9 +1580,7 @@ static int cmd_train(int argc, char **argv) {
     if (ui.tb) {
         wd_status s2 = wd_tb_close(ui.tb);
         ui.tb = NULL;
-        if (s2 && !ui.tb_st) ui.tb_st = s2;
-        if (ui.tb_st && !st) st = ui.tb_st;
-        else if (ui.tb_st) warn("%s: %s", a.tensorboard, wd_last_error());
+        if (s2 && !ui.tb_st) { ui.tb_st = s2; snprintf(ui.tb_err, sizeof ui.tb_err, "%s", wd_last_error()); }
     }
     if (ui.log) {
         if (fclose(ui.log) != 0 && !ui.log_errno) ui.log_errno = errno ? errno : EIO;
@@ -1605,6 +1606,9 @@ static int cmd_train(int argc, char **argv) {
         rc = 1;
     } else if (ui.err_errno) {   // said on standard error, in case it works again
         fail_msg("standard error: write failed: %s; training stopped at step %lld%s", strerror(ui.err_errno), (long long)step, where);
+        rc = 1;
+    } else if (ui.tb_st) {
+        fail_msg("--tensorboard: %s; training stopped at step %lld%s", ui.tb_err, (long long)step, where);
         rc = 1;
     } else if (st) {
         rc = fail(st);
