@@ -127,7 +127,9 @@
             batch source or pushed batches (wd_trainer_*) through the same
             loop; snapshots published for wd_predict during training; ONNX
             export, TensorBoard event files, progress with stage times, a
-            validation a tenth into the second epoch.
+            validation a tenth into the second epoch; a rank's failure
+            between steps voted in the next step's tail (WD_STEP_TAIL,
+            submit_failure): every rank ends at that step naming it.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -819,7 +821,11 @@ static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32
    operations with NCCL. Every rank calls every collective in the same order.
    A failing rank calls abort: every rank's pending and later collectives
    then return WD_ERR_ABORTED with the reason, and a collective that waits
-   longer than the timeout aborts everyone the same way (never a hang). */
+   longer than the timeout aborts everyone the same way (never a hang).
+   Where an abort cannot reach the other ranks (NCCL between processes),
+   wd_train's ranks carry a failure between steps in the next step's
+   allreduced tail instead (WD_STEP_TAIL, section 17): every rank learns it
+   at that step, without waiting for the timeout. */
 typedef struct wd_comm wd_comm;
 typedef struct wd_comm_ops {
     // in-place sum of n floats over all ranks
@@ -1165,6 +1171,28 @@ typedef struct wd_step_result {
     double loss, weight, samples;   // over all ranks: sum of w * loss, sum of w, samples with w != 0
     int stopped;                    // a rank asked to stop: this step changed nothing anywhere
 } wd_step_result;
+/* The tail of a step's dense gradient: WD_STEP_TAIL floats summed over the
+   ranks with it, so that every rank learns the same things at the same step:
+   [0] loss sum, [1] weight sum, [2] samples, then the votes (WD_STEP_VOTES):
+   [3] stop votes, [4] failure votes, [5] the sum of (rank + 1) over the ranks
+   that failed, [6] the sum of their wd_status codes, [7..) the reason, 3
+   bytes per float (exact: one rank's bytes plus zeros). A rank that fails
+   between steps (its data, a validation, a checkpoint) takes part in one
+   more step without samples that carries its failure (submit_failure): that
+   step changes nothing anywhere, and every rank's step fails with
+   WD_ERR_ABORTED naming the rank and its reason (when several fail in one
+   step: how many). So the other ranks end at that step, within one step's
+   time, where an abort cannot reach them (NCCL between processes) and
+   without waiting for a timeout anywhere. */
+#define WD_TAIL_WHY 96              // floats of the reason: 287 bytes
+#define WD_STEP_VOTES (4 + WD_TAIL_WHY)
+#define WD_STEP_TAIL (3 + WD_STEP_VOTES)
+// This rank's votes (WD_STEP_VOTES floats, the tail from [3]): stop, and a
+// failure of rank `rank` (st != WD_OK) with its reason.
+WDDEF void wd_step_votes(float *votes, int stop, int rank, wd_status st, const char *why);
+// The failure a summed tail carries: WD_OK if none, else WD_ERR_ABORTED
+// with the message ("rank 2 failed (corrupt data): ...") in msg.
+WDDEF wd_status wd_step_failure(const float *tail, char *msg, size_t n);
 typedef struct wd_backend_ops {
     const char *name;               // "cpu", "cuda"
     const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
@@ -1174,6 +1202,10 @@ typedef struct wd_backend_ops {
     // it returns); stop = 1 asks every rank to end training, and that step
     // then changes nothing anywhere. At most two steps are in flight.
     wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
+    // Instead of the next step: this rank failed (st, why) between steps.
+    // Starts a step without samples carrying the failure vote (see
+    // WD_STEP_TAIL); completed like a step, it fails on every rank.
+    wd_status (*submit_failure)(wd_backend *be, wd_status st, const char *why);
     // Waits for the oldest submitted step and gives its results. A failed
     // step (a non-finite loss, a device error) changed nothing, and neither
     // does any later step.
@@ -1235,7 +1267,7 @@ typedef enum wd_buf {
     WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
     WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
     WD_BUF_LOGITS,                  // (4, B) probabilities, dlogit, spare
-    WD_BUF_DENSE_GRAD,              // (Pd + 4) dense gradient; loss, weight, samples, stop vote
+    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, votes
     WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
     WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
     WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
@@ -5433,7 +5465,31 @@ static wd_opt wd__opt(const wd_model *m, int64_t step) {
     return o;
 }
 
-#define WD__TAIL 4   // floats after the dense gradient: loss sum, weight sum, samples, stop vote
+#define WD__TAIL WD_STEP_TAIL   // floats after the dense gradient: loss sum, weight sum, samples, votes
+WDDEF void wd_step_votes(float *v, int stop, int rank, wd_status st, const char *why) {
+    memset(v, 0, sizeof(float) * WD_STEP_VOTES);
+    v[0] = stop ? 1.0f : 0.0f;
+    if (!st) return;
+    v[1] = 1.0f; v[2] = (float)(rank + 1); v[3] = (float)st;
+    const unsigned char *p = (const unsigned char *)(why ? why : "");
+    size_t n = WD__MIN(strlen((const char *)p), (size_t)3 * WD_TAIL_WHY - 1);
+    for (size_t i = 0; i < n; i++) v[4 + i / 3] += (float)((uint32_t)p[i] << (8 * (i % 3)));   // < 2^24: exact
+}
+WDDEF wd_status wd_step_failure(const float *t, char *msg, size_t n) {
+    if (!(t[4] > 0.0f)) return WD_OK;
+    if (t[4] != 1.0f) { snprintf(msg, n, "%.0f ranks failed in the same step (each reports its own reason)", (double)t[4]); return WD_ERR_ABORTED; }
+    char why[3 * WD_TAIL_WHY + 1];
+    size_t k = 0;
+    for (int i = 0; i < WD_TAIL_WHY; i++) {
+        float f = t[7 + i];
+        uint32_t u = f >= 0.0f && f < 16777216.0f ? (uint32_t)f : 0;
+        for (int b = 0; b < 3; b++) why[k++] = (char)((u >> (8 * b)) & 0xff);
+    }
+    why[k] = 0;
+    int st = (int)t[6];
+    snprintf(msg, n, "rank %.0f failed (%s): %s", (double)t[5] - 1, wd_status_string((wd_status)(st > 0 && st < WD_STATUS_COUNT ? st : WD_ERR_INTERNAL)), why);
+    return WD_ERR_ABORTED;
+}
 // One worker's scratch, for up to `cap` samples at a time.
 typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
 typedef struct wd__ws {
@@ -5442,7 +5498,7 @@ typedef struct wd__ws {
     float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16 keeps them in lp_in); last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
-    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stop vote
+    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, votes
     // sparse gradient rows of this worker's samples: key + R floats each
     int64_t nocc, occ_cap;
     int64_t *okey;                  // (occ_cap)
@@ -6502,9 +6558,12 @@ typedef struct wd__cpu {
     const void **views;             // (T x every worker of the job) allgather views
     wd__team team;
     int team_made;
+    int rank;                       // this process's rank (wd_train's)
     // the round in progress
     const wd_batch *b;
     int stop;
+    wd_status fail_st;              // submit_failure: this rank's failure, voted in the tail
+    char fail_why[WD__ERR_MAX];
     float *probs;
     wd_status wst[256];             // each worker's status
     char werr[256][WD__ERR_MAX];
@@ -6540,7 +6599,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     float samples = 0.0f;
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
     w->g[m->P + 2] = samples;
-    w->g[m->P + 3] = r == 0 && c->stop ? 1.0f : 0.0f;
+    wd_step_votes(w->g + m->P + 3, r == 0 && c->stop, c->rank, r == 0 ? c->fail_st : WD_OK, c->fail_why);   // worker 0 votes for the process
     double tm = wd__now();
     if (!st) st = wd__merge_local(m, w);
     double t0 = wd__now();
@@ -6553,8 +6612,11 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     w->t_comm += t1 - t0;
     if (st) { wd__cpu_worker_fail(c, r, st); return; }
     float loss = w->g[m->P], wsum = w->g[m->P + 1];
-    int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop vote: every worker skips the update
-    if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; }
+    char voted[WD__ERR_MAX];
+    wd_status vst = wd_step_failure(w->g + m->P, voted, sizeof voted);
+    int apply = !vst && w->g[m->P + 3] <= 0.0f && wsum > 0;   // a failure or a stop vote: every worker skips the update
+    if (vst) st = wd__fail(vst, "%s", voted);
+    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; }
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
@@ -6631,6 +6693,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     wd__cpu *c = WD__NEW(wd__cpu);
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->m = d->model;
+    c->rank = d->rank;
     c->step = c->m->step;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->T = WD__MIN(c->T, d->batch);   // no idle workers
@@ -6681,6 +6744,16 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     c->res_n++;
     return WD_OK;
 }
+static wd_status wd__cpu_submit_failure(wd_backend *be, wd_status st, const char *why) {
+    wd__cpu *c = (wd__cpu *)be;
+    wd_batch none;                  // no samples: every worker's share is empty (the step runs within submit)
+    memset(&none, 0, sizeof none);
+    c->fail_st = st ? st : WD_ERR_INTERNAL;
+    snprintf(c->fail_why, sizeof c->fail_why, "%s", why ? why : "");
+    wd_status r = wd__cpu_submit(be, &none, 0);
+    c->fail_st = WD_OK;
+    return r;
+}
 static wd_status wd__cpu_complete(wd_backend *be, wd_step_result *out) {
     wd__cpu *c = (wd__cpu *)be;
     if (c->res_n == 0) return wd__fail(WD_ERR_INTERNAL, "cpu backend: no step in flight");
@@ -6714,7 +6787,7 @@ static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     else snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
 }
 static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
-static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_complete,
+static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_submit_failure, wd__cpu_complete,
                                            wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
@@ -7101,13 +7174,14 @@ static wd_status wd__rank_train(wd__rank *k) {
     ld.remainder = WD_REMAINDER_PAD;
     ld.map = d->map; ld.map_user = d->map_user;
     ld.batch_alloc = ops->batch_alloc;
-    if (!run->stream) WD__TRY(wd_loader_open(&ld, &k->loader));
-    int publish = chief && d->publish_every > 0;
-    if (publish) WD__TRY(wd__publish_from(m, ops, k->be));   // predictions never read the live model
     // every rank keeps its own copy of the position; local rank 0 writes the model's
     int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
     int inflight = 0;
+    int step_failed = 0;            // a step failed (on every rank alike, or this device): no failure vote
     wd_status st = WD_OK;
+    if (!run->stream) st = wd_loader_open(&ld, &k->loader);
+    int publish = chief && d->publish_every > 0;
+    if (!st && publish) st = wd__publish_from(m, ops, k->be);   // predictions never read the live model
     double t_loop = wd__now();
     while (!st && !k->stopped && epoch < run->epochs && !(d->max_steps > 0 && step >= d->max_steps)) {
         if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
@@ -7140,7 +7214,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             int sync = probing || (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
                        (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
                        (publish && submitted % d->publish_every == 0);
-            while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; }
+            while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
             if (d->nvalid > 0 && (probing || (d->eval_every > 0 && step % d->eval_every == 0))) st = wd__validate(k);
@@ -7155,6 +7229,7 @@ static wd_status wd__rank_train(wd__rank *k) {
         while (inflight > 0) {   // drain, also after an error (the first error wins)
             wd_status s2 = wd__rank_complete(k, &step, &in_epoch);
             inflight--;
+            if (s2) step_failed = 1;
             if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
         }
         if (st) wd__fail(st, "%s", k->err);
@@ -7177,6 +7252,21 @@ static wd_status wd__rank_train(wd__rank *k) {
         }
     }
     k->loop_s = wd__now() - t_loop;
+    // A failure between steps while the others have steps to run (each rank
+    // knows the schedule: the same steps per epoch everywhere): one more step
+    // carries it to them (WD_STEP_TAIL), so that none waits for this rank.
+    // Not after a failed step (every rank failed it, or this device did),
+    // nor after an abort (another rank's failure, a timeout).
+    if (st && st != WD_ERR_ABORTED && !step_failed && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
+        int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
+        if (in_epoch < nb ? epoch < run->epochs : epoch + 1 < run->epochs) {
+            char err[WD__ERR_MAX];
+            snprintf(err, sizeof err, "%s", wd_last_error());
+            wd_step_result r;
+            if (ops->submit_failure(k->be, st, err) == WD_OK) (void)ops->complete(k->be, &r);   // fails, as on every rank
+            wd__fail(st, "%s", err);
+        }
+    }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
     if (!st && chief && (publish || m->pub)) st = wd__publish_from(m, ops, k->be);   // predictions see the end
     return st;

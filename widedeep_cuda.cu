@@ -132,12 +132,13 @@ static double wdc_env(const char *name, double dflt) {
 static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + per - 1) / per) : 1u; }
 
 // Step flags (wdc_state.flags, wdc_result.flags).
-enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16 };
-#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER)
+// WDC_VOTED: a rank's failure vote (the header's WD_STEP_TAIL): nothing changes, every rank fails.
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_VOTED = 32 };
+#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_VOTED)
 
 // What one finished step reports to the host (copied to pinned memory).
 struct wdc_result {
-    float tail[4];                  // loss sum, weight sum, samples, stop votes (over all ranks)
+    float tail[WD_STEP_TAIL];       // loss sum, weight sum, samples, votes (over all ranks)
     int flags, halted;              // this step's flags; failures of this or an earlier step
     long long step;                 // steps applied after it
     unsigned long long checksum;    // WD_CHECK_TABLES: this replica's checksum
@@ -172,7 +173,7 @@ struct wdc_state {
     float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
     float c1, c2;                   // Adam's bias corrections for this step
     int nruns, nsegs;               // runs and segments of the current sort
-    int vote[2];                    // the host's stop vote, per input buffer
+    float vote[2][WD_STEP_VOTES];   // the host's votes (stop, failure), per input buffer
     unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
     wdc_result res[2];              // per input buffer
@@ -180,6 +181,8 @@ struct wdc_state {
     wdc_dims d;                     // the kernels' shapes and batches, read through pointers (about 6 KB:
     wdc_batch b[2];                 // by value they would near the 4 KB a launch's parameters may take)
 };
+
+static_assert(sizeof(wdc_state) <= 16384, "wdc_state outgrew its plan entry (WD_BUF_STATE in widedeep.h's wd_plan_make)");
 
 // A sample's ids in slot k.
 __device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc_dims &d, int k, int i, int *count) {
@@ -257,13 +260,13 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
     }
     if (threadIdx.x < 4) part[(size_t)blockIdx.x * 4 + threadIdx.x] = sh[threadIdx.x][0];
 }
-// tail[0..2] = loss, weight, samples; tail[3] = this rank's stop vote;
+// tail[0..2] = loss, weight, samples; tail[3..] = this rank's votes;
 // the wide bias gradient (sum of dlogit) into *gbias. One thread, fixed order.
 __global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, int nblocks, const wdc_state *s, int slot) {
     float acc[4] = {0, 0, 0, 0};
     for (int q = 0; q < nblocks; q++) for (int j = 0; j < 4; j++) acc[j] += part[(size_t)q * 4 + j];
     tail[0] = acc[0]; tail[1] = acc[1]; tail[2] = acc[2];
-    tail[3] = s->vote[slot] ? 1.0f : 0.0f;
+    for (int q = 0; q < WD_STEP_VOTES; q++) tail[3 + q] = s->vote[slot][q];
     if (gbias) *gbias = acc[3];
 }
 static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out,
@@ -482,10 +485,11 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
     }
 }
 
-// Before the checks: 1 / weight sum, the stop vote, a finite loss, Adam's corrections.
+// Before the checks: 1 / weight sum, the failure and stop votes, a finite loss, Adam's corrections.
 __global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, float b2) {
     int f = 0;
-    if (tail[3] > 0.0f) f |= WDC_STOP;
+    if (tail[4] > 0.0f) f |= WDC_VOTED;
+    else if (tail[3] > 0.0f) f |= WDC_STOP;
     else if (!isfinite(tail[0])) f |= WDC_BAD_LOSS;
     s->flags = f;
     s->post_bad = 0;
@@ -521,7 +525,7 @@ __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
     if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
     if (!(s->flags & (WDC_STOP | WDC_FAILED)) && !was) s->step++;
     wdc_result *r = &s->res[slot];
-    for (int q = 0; q < 4; q++) r->tail[q] = tail[q];
+    for (int q = 0; q < WD_STEP_TAIL; q++) r->tail[q] = tail[q];
     r->flags = s->flags; r->halted = s->halted; r->step = s->step; r->checksum = s->checksum;
 }
 // Several ranks: this rank's merged rows into its send block (a 16-byte
@@ -707,7 +711,7 @@ struct wdc_rank {
     int64_t check_every;
     wd_comm *comm;
     wdc_result *res_host;           // pinned (2)
-    int *vote_host;                 // pinned (2)
+    float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
     size_t staging_bytes;
     int64_t submitted, completed;
@@ -1010,7 +1014,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
-    WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof(int), cudaHostAllocPortable));
+    WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     r->staging_bytes = 16 << 20;
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W
@@ -1103,7 +1107,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     const wdc_dims *dd = &r->state->d;
     float *prob = r->logits, *dlogit = r->logits + n, *tail = r->g + d.Pd;
     WDC_TRY(wdc_mark(r, slot, 0));
-    WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + 4), st));
+    WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + WD_STEP_TAIL), st));
     WDC_TRY(wdc_forward(r, db, n, slot));
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? r->act[L - 1] : NULL;
@@ -1144,7 +1148,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
         wdc_pack_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, d.rows, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 5));
-        WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + 4), (void *)st));
+        WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
         WDC_TRY(wdc_mark(r, slot, 6));
         int M = (int)(d.rows * r->ranks);
@@ -1224,16 +1228,18 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
         usleep(20);
     }
 }
-static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) {
-    wdc_rank *r = (wdc_rank *)be;
+// A step on batch b, or (b NULL) a failure vote (fst, why) on a batch of
+// zeros: every sample's weight 0, ids 0, no multi-hot ids.
+static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
     if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
-    if (b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
+    if (b && b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
     double t0 = wdc_now();
-    r->vote_host[slot] = stop;
-    WDC_TRY(wdc_batch_copy(r, b, slot));
-    WDC_CUDA(cudaMemcpyAsync(&r->state->vote[slot], &r->vote_host[slot], sizeof(int), cudaMemcpyHostToDevice, r->copy));
+    wd_step_votes(r->vote_host[slot], stop, r->rank, fst, why);
+    if (b) WDC_TRY(wdc_batch_copy(r, b, slot));
+    else WDC_CUDA(cudaMemsetAsync(r->batch[slot], 0, r->bytes_batch, r->copy));
+    WDC_CUDA(cudaMemcpyAsync(r->state->vote[slot], r->vote_host[slot], sizeof r->vote_host[slot], cudaMemcpyHostToDevice, r->copy));
     WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
     if (r->use_graph) {
@@ -1251,11 +1257,15 @@ static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) {
         WDC_CUDA(cudaGraphLaunch(r->graph[slot], r->compute));
     } else WDC_TRY(wdc_step_enqueue(r, slot));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
-    // the host batch is the loader's again once it is on the device
+    // the host batch (and this slot's pinned votes) free again once on the device
     WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
     r->stage[WD_STAGE_H2D] += wdc_now() - t0;
     r->submitted++;
     return WD_OK;
+}
+static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) { return wdc_submit_step((wdc_rank *)be, b, stop, WD_OK, NULL); }
+static wd_status wdc_submit_failure(wd_backend *be, wd_status st, const char *why) {
+    return wdc_submit_step((wdc_rank *)be, NULL, 0, st ? st : WD_ERR_INTERNAL, why);
 }
 static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     wdc_rank *r = (wdc_rank *)be;
@@ -1279,6 +1289,13 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     out->stopped = (res->flags & WDC_STOP) != 0;
     int bad = res->flags & WDC_FAILED;
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
+    if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; a later step of
+        char why[1024];      // this rank (in flight) must not wait for the failed one
+        wd_status vst = wd_step_failure(res->tail, why, sizeof why);
+        if (!vst) { snprintf(why, sizeof why, "a rank failed (its vote did not read back)"); vst = WD_ERR_ABORTED; }
+        if (r->comm) r->comm->ops->abort(r->comm, vst, why);
+        return wdc_fail(vst, "%s", why);
+    }
     if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step);
     if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step);
     if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step, (double)WDC_GRAD_MAX);
@@ -1327,7 +1344,7 @@ extern "C" wd_status wd_cuda_device_count(int *n) {
 }
 static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks);
 static void wdc_comm_destroy(wd_comm **ranks, int nranks);
-static const wd_backend_ops wdc_ops = {"cuda", &wdc_pinned, wdc_create, wdc_destroy, wdc_submit, wdc_complete, wdc_predict,
+static const wd_backend_ops wdc_ops = {"cuda", &wdc_pinned, wdc_create, wdc_destroy, wdc_submit, wdc_submit_failure, wdc_complete, wdc_predict,
                                        wdc_download, wdc_times, wdc_describe, wd_cuda_device_count, wdc_comm_create, wdc_comm_destroy};
 extern "C" const wd_backend_ops *wd_backend_cuda(void) { return &wdc_ops; }
 

@@ -193,5 +193,31 @@ if command -v nvcc >/dev/null; then
     end
 else skip mpi_cuda_bootstrap "nvcc not installed"; fi
 
+# a rank's failure between steps reaches the others as a failure vote in
+# the next step's tail (WD_STEP_TAIL): every rank ends at that step with an
+# error naming the failed rank and its reason (in its own words), within
+# seconds. (a) rank 2's third block is corrupt (blocks 2, 5, 8 of a 9-block
+# file: its loader fails at step 2); (b) rank 0's validation after step 2
+# reads that block while ranks 1 and 2 wait in step 3's collectives
+begin mpi_failure_vote
+"$WD1" gen -o "$T/v9.wdr" --rows 900 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
+for k in 90 91 92 93 94; do   # a byte of block 8's payload
+    cp "$T/v9.wdr" "$T/bad9.wdr"
+    printf '\377' | dd of="$T/bad9.wdr" bs=1 seek=$(($(stat -c %s "$T/v9.wdr") * k / 100)) conv=notrunc 2>/dev/null
+    "$WD1" inspect --verify "$T/bad9.wdr" 2>&1 | grep -q 'FAILED at block 8$' && break
+done
+ck "no byte of block 8 found to flip" eval '"$WD1" inspect --verify "$T/bad9.wdr" 2>&1 | grep -q "FAILED at block 8$"'
+for c in train valid; do
+    t0=$SECONDS
+    if [ $c = train ]; then failed=2; run mp 3 train --train "$T/bad9.wdr,$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --threads 1
+    else failed=0; run mp 3 train $C --threads 1 --valid "$T/bad9.wdr" --eval-every 2; fi
+    ck "$c: mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+    ck "$c: took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 30 ]
+    ck "$c: rank $failed names the block" grep -q "^wd: error: corrupt data: .*bad9.wdr: block 8: " "$T/err"
+    ck "$c: the other two ranks name rank $failed and its reason: $(grep -c "rank $failed failed (corrupt data): .*bad9.wdr: block 8: " "$T/err")" \
+        [ "$(grep -c "^wd: error: aborted: rank $failed failed (corrupt data): .*bad9.wdr: block 8: " "$T/err")" = 2 ]
+done
+end
+
 echo "# mpi: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" = 0 ]

@@ -863,13 +863,13 @@ static void test_plan_sizes(void) {
                 int64_t Pd = P + (int64_t)(INp - IN) * H0, R = 1 + E;
                 int64_t N = (int64_t)ranks * B * (2 + ncross + 8);   // 2 one-hot slots, 1 cross, 8 ids per multi-hot slot
                 int64_t emb = 4 * (int64_t)(7 + 50 + 11) * E;
-                tight += (4 * (Pd + 4)) % 256 != 0 && (4 * (Pd + 4)) % 256 <= 16;
+                tight += (4 * (Pd + WD_STEP_TAIL)) % 256 != 0 && (4 * (Pd + WD_STEP_TAIL)) % 256 <= 16;
                 struct { int buf, index; int64_t bytes; } want[] = {
                     {WD_BUF_DENSE, 0, 4 * Pd}, {WD_BUF_DENSE_S1, 0, 4 * Pd}, {WD_BUF_DENSE_S2, 0, 4 * Pd},
                     {WD_BUF_WIDE, 0, 4 * (7 + 50 + 11 + 13)}, {WD_BUF_EMB, 0, emb}, {WD_BUF_EMB_S1, 0, emb}, {WD_BUF_EMB_S2, 0, emb},
                     {WD_BUF_X, 0, 4 * (int64_t)B * INp}, {WD_BUF_ACT, 0, 4 * (int64_t)B * H0}, {WD_BUF_ACT, nl - 1, 4 * (int64_t)B},
                     {WD_BUF_GRAD, 0, 4 * (int64_t)B * widest}, {WD_BUF_GRAD, 1, 4 * (int64_t)B * widest}, {WD_BUF_LOGITS, 0, 4 * 4 * (int64_t)B},
-                    {WD_BUF_DENSE_GRAD, 0, 4 * (Pd + 4)}, {WD_BUF_PARTIAL, 0, 4 * (int64_t)(B / 256 + 1) * colw},
+                    {WD_BUF_DENSE_GRAD, 0, 4 * (Pd + WD_STEP_TAIL)}, {WD_BUF_PARTIAL, 0, 4 * (int64_t)(B / 256 + 1) * colw},
                     {WD_BUF_KEYS, 0, 8 * N}, {WD_BUF_KEYS_ALT, 0, 8 * N}, {WD_BUF_UKEYS, 0, 8 * (N + 1)}, {WD_BUF_ROWS, 0, 4 * N * R},
                 };
                 for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -893,7 +893,7 @@ static void test_plan_sizes(void) {
     wd_model_view_get(m, &v);
     int64_t INp = (v.IN + 15) / 16 * 16, off, bytes;
     CHECK_OK(wd_plan_find(&p, WD_BUF_DENSE_GRAD, 0, &off, &bytes));
-    CHECK(bytes == (4 * (v.P + (INp - v.IN) * v.layer_out[0] + 4) + 255) / 256 * 256);
+    CHECK(bytes == (4 * (v.P + (INp - v.IN) * v.layer_out[0] + WD_STEP_TAIL) + 255) / 256 * 256);
     wd_model_destroy(m);
 }
 

@@ -976,7 +976,6 @@ static void *abort_rank(void *p) {
 static void test_rank_failure_aborts_all(void) {
 #ifdef WD_TEST_GPU_ON_CPU
     SKIP("ranks and the device plan: GPU only");
-    (void)failing_map;
 #else
     // the communicator alone: rank 1 aborts, rank 0's allreduce returns WD_ERR_ABORTED
     {
@@ -1033,6 +1032,77 @@ static void test_rank_failure_aborts_all(void) {
         CHECK(st == WD_ERR_NOMEM && strstr(wd_last_error(), "plan needs") && now_s() - t0 < 20);
         wd_model_destroy(m);
     }
+#endif
+}
+
+// One rank of a job of processes (threads here, each calling wd_train with
+// its rank of a communicator, as processes under mpirun do) fails between
+// steps: its loader fails at its third block. It takes part in one more step
+// carrying its failure vote (the header's WD_STEP_TAIL), and every other rank
+// ends at that step with an error naming it and the reason, within seconds;
+// nothing of that step is applied: rank 0's model saved after the error is
+// the model of step 2. The same-GPU communicator on the GPU, the CPU's on
+// the CPU harness.
+typedef struct vote_rank { wd_model *m; wd_train_desc td; wd_status st; char err[1024]; } vote_rank;
+static void *vote_main(void *p) {
+    vote_rank *v = (vote_rank *)p;
+    v->st = wd_train(v->m, &v->td, NULL);
+    snprintf(v->err, sizeof v->err, "%s", v->st ? wd_last_error() : "");
+    return NULL;
+}
+static void test_failure_vote(void) {
+    enum { N = 3 };
+    wd_reader *rd;
+    REQUIRE_OK(wd_reader_open(CRITEO, &rd));
+    const wd_batch *b;
+    REQUIRE_OK(wd_reader_block(rd, 1 + 2 * N, &b));   // rank 1's third block (its blocks: 1, 1 + N, 1 + 2N)
+    fail_at f;
+    memset(&f, 0, sizeof f);
+    f.D = b->ndense; f.label = b->label[0];
+    memcpy(f.dense, b->dense, sizeof(float) * (size_t)f.D);
+    wd_reader_close(rd);
+    wd_comm *c[N];
+#ifdef WD_TEST_GPU_ON_CPU
+    REQUIRE_OK(wd_comm_local_create(N, 600.0, c));
+#else
+    REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
+#endif
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/vote.wdm", TMP);
+    unlink(ck);
+    const char *files[1] = {CRITEO};
+    vote_rank v[N];
+    pthread_t th[N];
+    wd_schema s;
+    for (int p = 0; p < N; p++) {
+        memset(&v[p], 0, sizeof v[p]);
+        REQUIRE((v[p].m = cfg_model(&C_CRITEO, &s)) != NULL);
+        v[p].td = train_desc(files, N * BLOCK);
+        v[p].td.no_shuffle = 1; v[p].td.max_steps = 8; v[p].td.comm = c[p];
+        v[p].td.map = failing_map; v[p].td.map_user = &f;
+        if (p == 0) v[p].td.checkpoint_path = ck;
+    }
+    double t0 = now_s();
+    for (int p = 0; p < N; p++) pthread_create(&th[p], NULL, vote_main, &v[p]);
+    for (int p = 0; p < N; p++) pthread_join(th[p], NULL);
+    double dt = now_s() - t0;
+    for (int p = 0; p < N; p++) printf("  rank %d: %s: %s\n", p, wd_status_string(v[p].st), v[p].err);
+    printf("  %.2f s\n", dt);
+    CHECK(v[1].st == WD_ERR_PARSE && strstr(v[1].err, "injected failure of one rank's loader"));
+    for (int p = 0; p < N; p += 2) CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, "rank 1 ") && strstr(v[p].err, "injected failure of one rank's loader"));
+    CHECK(dt < 20);
+    wd_model *saved = NULL;
+    int64_t ep, bt, stp = -1;
+    CHECK_OK(wd_model_load(ck, &saved));
+    if (saved) wd_model_position(saved, &ep, &bt, &stp);
+    CHECK(stp == 2);
+    if (ON_CPU) for (int p = 1; p < N; p++) { int64_t differ = -1; CHECK(models_rel_l2(v[p].m, v[0].m, &differ, "replicas after the vote") == 0 && differ == 0); }
+    wd_model_destroy(saved);
+    for (int p = 0; p < N; p++) wd_model_destroy(v[p].m);
+#ifdef WD_TEST_GPU_ON_CPU
+    wd_comm_local_destroy(c, N);
+#else
+    wd_comm_cuda_local_destroy(c, N);
 #endif
 }
 
@@ -1215,6 +1285,7 @@ int main(int argc, char **argv) {
     RUN(test_nccl_one_rank);
     RUN(test_nccl_two_gpus);
     RUN(test_rank_failure_aborts_all);
+    RUN(test_failure_vote);
     RUN(test_failed_steps_change_nothing);
     RUN(test_non_finite_update_whole);
     return test_summary("test_gpu");

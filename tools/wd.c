@@ -1426,12 +1426,22 @@ static int mpi_begin(wd_train_desc *td) {
     return 0;
 }
 // Ends MPI: a failure on any rank ends the whole job (MPI_Abort), so that
-// no rank waits for this one; a success or a stop finalizes.
+// no rank waits for this one; a success or a stop finalizes. A failure that
+// every rank shares (one rank's failure vote ends them all at the same step)
+// reaches every rank's message first: the ranks wait for each other here
+// (a barrier, at most 3 s) before the first one ends the job.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
     fflush(stdout);
     fflush(stderr);
     if (rc != 0 && rc < 128 && g_mpi_size > 1) {
+        MPI_Request rq;
+        int done = 0;
+        if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) == MPI_SUCCESS)
+            for (double t0 = wd__now(); !done && wd__now() - t0 < 3.0;) {
+                if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+                if (!done) usleep(1000);
+            }
         fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
         MPI_Abort(MPI_COMM_WORLD, rc);
     }
