@@ -907,20 +907,22 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    middle of a run over files is refused: call wd_model_new_run first. One
    rank only (CPU, or one GPU).
 
-   Online learning (publish_every). wd_predict normally reads the model's
-   parameters in place, so it must not run during wd_train. After
-   wd_model_publish(m), wd_predict reads the latest published snapshot
-   instead: a copy of the parameters (no optimizer state) taken between
-   steps, so a prediction sees the model after some whole step, never a
-   half-applied one, and the same snapshot for its whole batch. wd_train
+   Online learning (publish_every). wd_predict and wd_predictor_run
+   normally read the model's parameters in place, so they must not run
+   during wd_train. After wd_model_publish(m), they read the latest
+   published snapshot instead: a copy of the parameters (no optimizer
+   state) taken between steps, so a prediction sees the model after some
+   whole step, never a half-applied one, and the same snapshot for its
+   whole batch (a predictor's call allocates nothing for it). wd_train
    with publish_every = K publishes when it starts, after every K-th step
    and when it ends (also when stopped; after an error predictions keep the
    last snapshot); predictions lag training by at most K steps. Cost: two
    snapshots' memory (4 bytes per parameter each: dense, wide and embedding
    tables), and per publish one copy of every parameter on the training
    thread (with a GPU backend, also the download of the model), plus a wait
-   for predictions still reading the older snapshot (bench/online_bench.c). The snapshot stays in use until the model is destroyed:
-   a later wd_train without publish_every publishes when it ends. */
+   for predictions still reading the older snapshot (bench/online_bench.c).
+   The snapshot stays in use until the model is destroyed: a later wd_train
+   without publish_every publishes when it ends. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
@@ -1062,10 +1064,48 @@ typedef struct wd_metrics {
 } wd_metrics;
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out);
 // Probabilities for the b->n samples of a batch (any size), on the calling
-// thread. Safe to call from several threads at once on one model (while no
-// wd_train runs on it, or, once the model has a published snapshot, while
-// one does: it then reads the latest snapshot; see Online learning above).
-WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs);
+// thread: the simple form of a predictor (below), made for the call and
+// destroyed at its end (so it allocates; a server keeps a predictor per
+// thread instead). Reads m only: safe from several threads at once on one
+// model (while no wd_train runs on it, or, once the model has a published
+// snapshot, while one does: it then reads the latest snapshot; see Online
+// learning above). Labels and weights are not read.
+WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs);
+
+/* Serving: a predictor is one thread's reusable prediction context for a
+   model. It holds the scratch for max_batch samples and the GEMM engine's
+   state, so that a call allocates nothing: wd_predictor_run computes a batch
+   in pieces of at most max_batch samples; with oneDNN a piece's rows are
+   rounded up to the next of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (each a power
+   of two or 1.5 times one; the extra rows are computed and dropped), so
+   that a predictor meets a bounded set of product shapes whatever its batch
+   sizes, and makes each once, at its first use. After that first call at
+   each shape no call allocates (tests/test_engine.c counts the library's
+   allocations; bench/predict_bench.c every malloc of the process, oneDNN's
+   included). Results are those of wd_predict, bit for bit.
+   threads: the GEMM engine's threads inside each call, 0 or 1: the calling
+   thread alone (the default: a server's concurrency is its callers; with
+   OpenMP's default team every call would take every core). The setting is
+   scoped to the call (omp_set_num_threads on the calling thread, restored
+   on return); training's threading is its own (wd_train_desc.threads).
+   Only oneDNN has threads of its own; the portable loops and OpenBLAS run
+   on the caller (Debian's serial OpenBLAS serialises concurrent callers).
+   A predictor belongs to one thread at a time; any number of predictors
+   may share one model. m must outlive it. Each call reads what wd_predict
+   reads: m's parameters in place (no wd_train may run on m meanwhile), or,
+   once m has a published snapshot, the latest snapshot, taken at the call's
+   start and held for its whole batch (online learning: wd_train may run;
+   the snapshot's reference costs no allocation). Create fails for a bf16
+   model on a CPU or engine without bf16. */
+typedef struct wd_predictor wd_predictor;
+typedef struct wd_predictor_desc {
+    int max_batch;                  // samples computed at once (0: 256); larger batches run in pieces
+    int threads;                    // the GEMM engine's threads in each call (0: 1)
+} wd_predictor_desc;
+WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *d, wd_predictor **out);
+// Probabilities of b's samples; the checks and errors of wd_predict.
+WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs);
+WDDEF void wd_predictor_destroy(wd_predictor *p);
 
 // ---- 16. Checkpoints ---------------------------------------------------------------------------
 /* .wdm: magic "\x89WDM\r\n\x1a\n", u32 version (3; versions 1 and 2 load),
@@ -5190,7 +5230,7 @@ typedef struct wd__prim {
     dnnl_memory_t src, wei, dst, bias;
     int64_t used;
 } wd__prim;
-#define WD__PRIMS 48
+#define WD__PRIMS 160   // a predictor's shapes (wd__piece_rows) times its layers fit
 #endif
 typedef struct wd__gemm {           // one worker's engine state
     int made;
@@ -5528,27 +5568,32 @@ static void wd__ws_free(wd__ws *w) {
     wd__free(w->lp_dz);
     memset(w, 0, sizeof *w);
 }
-static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap) {
+// train 0: what the forward pass needs only (prediction); x starts zeroed
+// (rows a piece computes beyond its samples read it: see wd__piece_rows).
+static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap, int train) {
     memset(w, 0, sizeof *w);
     w->cap = cap;
     int widest = m->IN;
     for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
     wd_status st = WD_OK;
     w->x = wd__alloc_floats((int64_t)cap * m->IN, "activations", &st);
+    if (!st) memset(w->x, 0, sizeof(float) * (size_t)cap * (size_t)m->IN);
     int lp = m->d.precision == WD_PRECISION_BF16;
     for (int l = 0; l < m->nlayers; l++)
         if (!lp || l + 1 == m->nlayers) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
-    w->da = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
-    w->db = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
     w->logit = wd__alloc_floats(cap, "logits", &st);
     w->wlogit = wd__alloc_floats(cap, "logits", &st);
-    w->dlogit = wd__alloc_floats(cap, "logits", &st);
     w->prob = wd__alloc_floats(cap, "logits", &st);
-    w->g = wd__alloc_floats(m->P + WD__TAIL, "dense gradients", &st);
+    if (train) {
+        w->da = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
+        w->db = wd__alloc_floats((int64_t)cap * widest, "gradients", &st);
+        w->dlogit = wd__alloc_floats(cap, "logits", &st);
+        w->g = wd__alloc_floats(m->P + WD__TAIL, "dense gradients", &st);
+    }
     if (!st && lp) {
         for (int l = 0; !st && l < m->nlayers; l++)
             if (!(w->lp_in[l] = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)m->layer[l].in))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 activations");
-        if (!st && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
+        if (!st && train && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
     }
     if (st) wd__ws_free(w);
     return st;
@@ -5627,7 +5672,9 @@ static void wd__prefetch_sample(const wd_model *m, const wd_batch *b, int i, int
 // Forward over samples [i0, i0+n) of b: fills x, the activations (fp32 in
 // act; at precision bf16 in lp_in[1..], act holding only the deep logit),
 // logits, probs.
-static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n) {
+// rows >= n: the rows the products compute (a predictor's padded piece,
+// wd__piece_rows); rows n.. of x hold finite values and their results are dropped.
+static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, int i0, int n, int rows) {
     int D = m->D, S = m->S, E = m->E, IN = m->IN;
     double t0 = wd__now();
     if (wd__deep(m)) {
@@ -5657,14 +5704,14 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
         int relu = l + 1 < m->nlayers;
 #ifdef WD_USE_ONEDNN
         if (m->d.precision == WD_PRECISION_BF16) {   // a hidden layer writes the next one's bf16 input itself
-            if (l == 0) wd__to_bf16(w->lp_in[0], w->x, (size_t)n * (size_t)IN);
-            WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, relu ? WD__LP_OUT : WD__LP_IN, w->lp_in[l], m->dense_lp + L->w,
+            if (l == 0) wd__to_bf16(w->lp_in[0], w->x, (size_t)rows * (size_t)IN);
+            WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, relu ? WD__LP_OUT : WD__LP_IN, w->lp_in[l], m->dense_lp + L->w,
                            m->dense + L->b, relu, relu ? (void *)w->lp_in[l + 1] : (void *)o));
-        } else WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, n, L->out, L->in, 0, in, m->dense + L->w, m->dense + L->b, relu, o));
+        } else WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, 0, in, m->dense + L->w, m->dense + L->b, relu, o));
 #else
-        for (int i = 0; i < n; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
-        wd__sgemm(0, 1, n, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
-        if (relu) for (size_t q = 0; q < (size_t)n * (size_t)L->out; q++) o[q] = o[q] > 0.0f ? o[q] : 0.0f;
+        for (int i = 0; i < rows; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
+        wd__sgemm(0, 1, rows, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
+        if (relu) for (size_t q = 0; q < (size_t)rows * (size_t)L->out; q++) o[q] = o[q] > 0.0f ? o[q] : 0.0f;
 #endif
         in = o;
     }
@@ -6594,7 +6641,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     c->wst[r] = WD_OK;
     c->wbad[r] = 0;
     c->wpost[r] = 0;
-    if (i1 > i0) { st = wd__forward(m, w, b, i0, i1 - i0); if (!st) st = wd__backward(m, w, b, i0, i1 - i0); }
+    if (i1 > i0) { st = wd__forward(m, w, b, i0, i1 - i0, i1 - i0); if (!st) st = wd__backward(m, w, b, i0, i1 - i0); }
     else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + WD__TAIL)); w->nocc = 0; }
     float samples = 0.0f;
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
@@ -6644,7 +6691,7 @@ static void wd__cpu_predict_worker(void *ctx, int r) {
     c->wst[r] = WD_OK;
     for (int at = i0; at < i1; at += w->cap) {
         int k = WD__MIN(w->cap, i1 - at);
-        wd_status st = wd__forward(c->m, w, b, at, k);
+        wd_status st = wd__forward(c->m, w, b, at, k, k);
         if (st) { wd__cpu_worker_fail(c, r, st); return; }
         memcpy(c->probs + at, w->prob, sizeof(float) * (size_t)k);
     }
@@ -6700,7 +6747,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     c->cap = (d->batch + c->T - 1) / c->T;
     c->ws = (wd__ws *)wd__calloc(sizeof(wd__ws) * (size_t)c->T);
     wd_status st = c->ws ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
-    for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap);
+    for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap, 1);
     if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
     if (!st && d->comm && d->comm->size > 1) st = wd__hier_create(d->comm, c->comm, c->T, &c->hier);
     for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
@@ -7711,43 +7758,114 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
     wd__free(t);
 }
 
-WDDEF wd_status wd_predict(wd_model *m, const wd_batch *b, float *probs) {
-    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
-    WD__TRY(wd__batch_layout(b, &m->schema, "wd_predict", -1, "model"));
-    if (b->n < 0 || b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch says it holds %d samples, its capacity is %d", b->n, b->cap);
-    if (b->n > 0 && (!b->dense && b->ndense)) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: the batch has no dense array");
+// The checks of every prediction: b's layout against m's schema, its
+// offsets, dense values finite, ids inside their tables (labels unread).
+static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const char *who) {
+    WD__TRY(wd__batch_layout(b, &m->schema, who, -1, "model"));
+    if (b->n < 0 || b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch says it holds %d samples, its capacity is %d", who, b->n, b->cap);
+    if (b->n > 0 && (!b->dense && b->ndense)) return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch has no dense array", who);
     for (int k = 0; k < b->nslots; k++) {
-        if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: slot %d has no id array", k);
+        if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))) return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d has no id array", who, k);
         if (b->kind[k] == WD_MULTI_HOT)   // CSR offsets: from 0, never falling, inside the id capacity
             for (int i = 0; i < b->n; i++)
                 if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
-                    return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: slot %d: offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", k, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
+                    return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d: offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who, k, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
     }
     // serving batches need no labels: check what the model reads
     for (size_t j = 0; j < (size_t)b->n * (size_t)b->ndense; j++)
-        if (!isfinite(b->dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_predict: sample %d: dense column %d is %g", (int)(j / (size_t)b->ndense), (int)(j % (size_t)b->ndense), (double)b->dense[j]);
+        if (!isfinite(b->dense[j])) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", who, (int)(j / (size_t)b->ndense), (int)(j % (size_t)b->ndense), (double)b->dense[j]);
     for (int k = 0; k < b->nslots; k++)
         for (int i = 0; i < b->n; i++) {
             int c;
             const uint32_t *ids = wd_batch_sample_ids(b, k, i, &c);
             for (int j = 0; j < c; j++)
-                if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: sample %d: slot %s id %u is outside its %u buckets", i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
+                if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "%s: sample %d: slot %s id %u is outside its %u buckets", who, i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
         }
-    WD__TRY(wd__precision_check(m));
-    wd__snap *snap = wd__snap_get(m);   // online learning: the latest published model, whole
-    const wd_model *src = snap ? &snap->view : m;
-    if (!snap) wd__lp_refresh(m);
-    wd__ws w;
-    int chunk = WD__MIN(WD__MAX(b->n, 1), 4096);
-    wd_status st = wd__ws_init(&w, src, chunk);
-    if (st) { wd__snap_release(m, snap); return st; }
-    for (int at = 0; !st && at < b->n; at += chunk) {
-        int k = WD__MIN(chunk, b->n - at);
-        st = wd__forward(src, &w, b, at, k);
-        if (!st) memcpy(probs + at, w.prob, sizeof(float) * (size_t)k);
+    return WD_OK;
+}
+
+struct wd_predictor {
+    const wd_model *m;
+    int cap, threads;
+    wd__ws ws;                      // forward-only scratch for cap samples; the engine's products
+};
+// Rows the products compute for a piece of n <= cap samples: with oneDNN,
+// whose products are made per shape, the next of 1, 2, 3, 4, 6, 8, 12, ...
+// (at most cap), so that a predictor meets few shapes; n elsewhere.
+static int wd__piece_rows(int n, int cap) {
+#ifdef WD_USE_ONEDNN
+    for (int p = 1; p < cap; p *= 2) {
+        if (n <= p) return p;
+        if (p >= 2 && n <= p + p / 2) return WD__MIN(p + p / 2, cap);
     }
-    wd__ws_free(&w);
+    return cap;
+#else
+    (void)cap;
+    return n;
+#endif
+}
+WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *d, wd_predictor **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: out is NULL");
+    *out = NULL;
+    if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: the model is NULL");
+    int cap = d && d->max_batch ? d->max_batch : 256, threads = d && d->threads ? d->threads : 1;
+    if (cap < 1 || cap > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: max_batch %d is outside 1..%d", cap, WD_MAX_BLOCK_SAMPLES);
+    if (threads < 1 || threads > 1024) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: threads %d is outside 1..1024", threads);
+    WD__TRY(wd__precision_check(m));
+    wd_predictor *p = WD__NEW(wd_predictor);
+    if (!p) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    p->m = m; p->cap = cap; p->threads = threads;
+    wd_status st = wd__ws_init(&p->ws, m, cap, 0);
+    if (st) { wd__free(p); return st; }
+    *out = p;
+    return WD_OK;
+}
+WDDEF void wd_predictor_destroy(wd_predictor *p) {
+    if (!p) return;
+    wd__ws_free(&p->ws);
+    wd__free(p);
+}
+// The pieces of b on src: the model itself or a published snapshot of it
+// (same shapes: the predictor's scratch fits both).
+static wd_status wd__predictor_pieces(wd_predictor *p, const wd_model *src, const wd_batch *b, float *probs) {
+    for (int at = 0; at < b->n; at += p->cap) {
+        int k = WD__MIN(p->cap, b->n - at);
+        WD__TRY(wd__forward(src, &p->ws, b, at, k, wd__piece_rows(k, p->cap)));
+        memcpy(probs + at, p->ws.prob, sizeof(float) * (size_t)k);
+    }
+    return WD_OK;
+}
+// Every prediction: the latest published snapshot (online learning) held
+// for the whole batch, else the model in place; b checked against what it reads.
+static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *probs, const char *who) {
+    const wd_model *m = p->m;
+    wd__snap *snap = wd__snap_get(m);   // a reference under the publisher's lock, no allocation
+    const wd_model *src = snap ? &snap->view : m;
+    wd_status st = wd__predict_check(src, b, who);
+    if (!st) {
+        if (!snap) wd__lp_refresh((wd_model *)(uintptr_t)m);   // bf16 weights: a cache the model keeps under its own lock
+#ifdef WD_USE_ONEDNN
+        int prev = omp_get_max_threads();   // the engine's team, for this thread's call only
+        omp_set_num_threads(p->threads);
+        st = wd__predictor_pieces(p, src, b, probs);
+        omp_set_num_threads(prev);
+#else
+        st = wd__predictor_pieces(p, src, b, probs);
+#endif
+    }
     wd__snap_release(m, snap);
+    return st;
+}
+WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs) {
+    if (!p || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_run: %s is NULL", !p ? "the predictor" : !b ? "the batch" : "probs");
+    return wd__predictor_go(p, b, probs, "wd_predictor_run");
+}
+WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs) {
+    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
+    wd_predictor *p;
+    WD__TRY(wd_predictor_create(m, NULL, &p));
+    wd_status st = wd__predictor_go(p, b, probs, "wd_predict");
+    wd_predictor_destroy(p);
     return st;
 }
 

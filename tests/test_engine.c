@@ -1,6 +1,6 @@
 // The GEMM engine and what runs on it, with whichever engine this build
 // links (oneDNN, OpenBLAS or the header's portable loops; widedeep.h, "The
-// GEMM engine"): concurrent wd_predict on one model, bit-identical
+// GEMM engine"): concurrent wd_predict and predictors on one model, bit-identical
 // multi-worker training, the engine's products against a plain loop, bf16
 // against fp32, the memory cap, bf16 rounding and the fused backward pass. The implementation is compiled in, so the
 // engine's static entry points (wd__mm, wd__sgemm) are called directly.
@@ -245,6 +245,156 @@ static void test_concurrent_predict(void) {
     } else printf("  bf16 part not run: %s\n", why);
     for (int k = 0; k < NB; k++) wd_batch_free(&b[k]);
     wd_model_destroy(m);
+}
+
+// ---- 1b. predictors ----------------------------------------------------------------------------
+/* Catches: a predictor that shares scratch or engine state between threads,
+   keeps samples of an earlier call, pads a piece wrongly (rows past the
+   batch read as samples, or a piece's results copied from the wrong rows),
+   allocates on a call, or leaves the caller's OpenMP setting changed:
+   PT threads, each with its own predictors (max_batch 64: the 333 and 1000
+   batches run in pieces, rounded up to 64 + 16.. rows; and the default 256)
+   on one const model, on batch sizes 1, 7, 64, 333 and 1000 in rotating
+   order, must reproduce wd_predict bit for bit; under TSan (test_engine_tsan)
+   the threads must not race. Then, on one thread with counting allocator
+   hooks: after a warm-up call at each size, 40 more calls allocate nothing
+   (wd_predict, the simple form, does allocate: the hooks count). Bad
+   arguments are refused with messages naming them. */
+typedef struct pctx_t {
+    const wd_model *m;
+    const wd_batch *b;
+    float *ref[NB];
+    int t, cap;
+    int64_t mismatches, errors, calls;
+    char err[256];
+} pctx_t;
+static void *predictor_thread(void *arg) {
+    pctx_t *c = (pctx_t *)arg;
+    wd_predictor_desc pd = {c->cap, 0};
+    wd_predictor *p = NULL;
+    float *out = (float *)malloc(sizeof(float) * 1000);
+    if (wd_predictor_create(c->m, &pd, &p) != WD_OK) { c->errors++; snprintf(c->err, sizeof c->err, "%.250s", wd_last_error()); free(out); return NULL; }
+    for (int round = 0; round < 4; round++)
+        for (int q = 0; q < NB; q++) {
+            int k = (q + c->t + round) % NB;
+            memset(out, 0xff, sizeof(float) * 1000);
+            wd_status st = wd_predictor_run(p, &c->b[k], out);
+            c->calls++;
+            if (st) { c->errors++; snprintf(c->err, sizeof c->err, "%.250s", wd_last_error()); continue; }
+            if (memcmp(out, c->ref[k], sizeof(float) * (size_t)c->b[k].n) != 0) c->mismatches++;
+        }
+    wd_predictor_destroy(p);
+    free(out);
+    return NULL;
+}
+static long pc_allocs;
+static void *pc_alloc(size_t n, void *u) { (void)u; __atomic_add_fetch(&pc_allocs, 1, __ATOMIC_RELAXED); return malloc(n); }
+static void pc_free(void *p, void *u) { (void)u; free(p); }
+static void test_predictor(void) {
+    REQUIRE(ready);
+    wd_schema s;
+    wd_model_desc d = base_desc(&s);
+    wd_model *mm = make_model(&d);
+    REQUIRE(mm);
+    wd_train_report rep;
+    wd_status tst = train(mm, 2, 6, 256, &rep);
+    if (tst) wd_model_destroy(mm);
+    REQUIRE_OK(tst);
+    const wd_model *m = mm;   // a predictor reads the model only
+    wd_batch b[NB];
+    int nb = 0;
+    while (nb < NB && load_rows(HELD, &b[nb], 37 * nb, pred_sizes[nb]) == WD_OK) nb++;
+    float *ref[NB] = {0};
+    int ok = nb == NB;
+    for (int k = 0; ok && k < NB; k++) {
+        ref[k] = (float *)malloc(sizeof(float) * (size_t)b[k].n);
+        if (wd_predict(m, &b[k], ref[k]) != WD_OK) { printf("  wd_predict: %s\n", wd_last_error()); ok = 0; }
+    }
+    CHECK(ok);
+    // PT threads with their own predictors, half max_batch 64, half the default
+    pctx_t c[PT];
+    pthread_t th[PT];
+    for (int t = 0; ok && t < PT; t++) {
+        memset(&c[t], 0, sizeof c[t]);
+        c[t].m = m; c[t].b = b; c[t].t = t; c[t].cap = t % 2 ? 64 : 0;
+        for (int k = 0; k < NB; k++) c[t].ref[k] = ref[k];
+        pthread_create(&th[t], NULL, predictor_thread, &c[t]);
+    }
+    int64_t bad = 0, calls = 0;
+    for (int t = 0; ok && t < PT; t++) {
+        pthread_join(th[t], NULL);
+        bad += c[t].mismatches + c[t].errors;
+        calls += c[t].calls;
+        if (c[t].errors) printf("  thread %d: %lld failed calls: %s\n", t, (long long)c[t].errors, c[t].err);
+    }
+    printf("  %lld predictor calls on %d threads (max_batch 64 and 256), %lld differing from wd_predict\n", (long long)calls, PT, (long long)bad);
+    CHECK(ok && bad == 0 && calls == PT * 4 * NB);
+    // no allocation per call once each size was seen; the caller's OpenMP setting kept
+    wd_predictor *p = NULL;
+    wd_predictor_desc pd = {64, 0};
+    CHECK_OK(wd_predictor_create(m, &pd, &p));
+    float *out = (float *)malloc(sizeof(float) * 1000);
+    for (int k = 0; p && ok && k < NB; k++) CHECK_OK(wd_predictor_run(p, &b[k], out));   // warm-up
+#ifdef WD_USE_ONEDNN
+    int omp0 = omp_get_max_threads();
+    omp_set_num_threads(3);
+#endif
+    wd_allocator hooks = {pc_alloc, pc_free, NULL};
+    pc_allocs = 0;
+    wd_set_allocator(&hooks);
+    int fails = 0;
+    for (int r = 0; p && ok && r < 40; r++) {
+        int k = (r * 3) % NB;
+        fails += wd_predictor_run(p, &b[k], out) != WD_OK || memcmp(out, ref[k], sizeof(float) * (size_t)b[k].n) != 0;
+    }
+    long per_call = pc_allocs;
+    if (ok) CHECK_OK(wd_predict(m, &b[1], out));
+    long simple = pc_allocs - per_call;
+    wd_set_allocator(NULL);
+    printf("  40 calls of a warm predictor: %ld allocations, %d wrong; wd_predict: %ld allocations\n", per_call, fails, simple);
+    CHECK(per_call == 0 && fails == 0 && simple > 0);
+#ifdef WD_USE_ONEDNN
+    CHECK(omp_get_max_threads() == 3);   // scoped to the calls
+    wd_predictor *p2 = NULL;
+    wd_predictor_desc two = {0, 2};
+    CHECK_OK(wd_predictor_create(m, &two, &p2));
+    if (p2 && ok) {   // two engine threads: the same probabilities (to rounding)
+        CHECK_OK(wd_predictor_run(p2, &b[4], out));
+        double mx = 0;
+        for (int i = 0; i < b[4].n; i++) mx = fmax(mx, fabs((double)out[i] - ref[4][i]));
+        printf("  threads=2: max difference from threads=1 %.3g\n", mx);
+        CHECK(mx < 1e-6);
+    }
+    CHECK(omp_get_max_threads() == 3);
+    wd_predictor_destroy(p2);
+    omp_set_num_threads(omp0);
+#endif
+    // bad arguments
+    wd_predictor *q = (wd_predictor *)&q;
+    CHECK(wd_predictor_create(NULL, NULL, &q) == WD_ERR_INVALID_ARG && q == NULL && strstr(wd_last_error(), "model"));
+    wd_predictor_desc neg = {-1, 0};
+    CHECK(wd_predictor_create(m, &neg, &q) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "max_batch -1"));
+    neg.max_batch = 0; neg.threads = -2;
+    CHECK(wd_predictor_create(m, &neg, &q) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "threads -2"));
+    CHECK(wd_predictor_run(NULL, &b[0], out) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "predictor"));
+    if (p && ok) {
+        CHECK(wd_predictor_run(p, NULL, out) == WD_ERR_INVALID_ARG);
+        uint32_t keep = b[0].ids[3][0];
+        b[0].ids[3][0] = s.slot[3].buckets;
+        CHECK(wd_predictor_run(p, &b[0], out) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "wd_predictor_run: sample 0: slot") && strstr(wd_last_error(), "outside"));
+        b[0].ids[3][0] = keep;
+        CHECK_OK(wd_predictor_run(p, &b[0], out));   // still usable after a refused batch
+        CHECK(memcmp(out, ref[0], sizeof(float)) == 0);
+        wd_batch empty = b[0];
+        empty.n = 0;
+        CHECK_OK(wd_predictor_run(p, &empty, out));
+    }
+    wd_predictor_destroy(p);
+    wd_predictor_destroy(NULL);
+    free(out);
+    for (int k = 0; k < NB; k++) free(ref[k]);
+    for (int k = 0; k < nb; k++) wd_batch_free(&b[k]);
+    wd_model_destroy(mm);
 }
 
 // ---- 2. multi-worker determinism ---------------------------------------------------------------
@@ -891,6 +1041,7 @@ int main(int argc, char **argv) {
     if (n > 0) self_exe[n] = 0;
     RUN(test_setup);
     RUN(test_concurrent_predict);
+    RUN(test_predictor);
     RUN(test_multiworker_determinism);
     RUN(test_gemm_vs_reference);
     RUN(test_bf16_step);
