@@ -258,6 +258,9 @@ WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int
 // Grows capacity keeping the first b->n samples; never shrinks.
 WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap);
 WDDEF void wd_batch_free(wd_batch *b);
+// Empties b (n = 0), keeping its memory: a serving loop refills one batch
+// without allocating.
+WDDEF void wd_batch_clear(wd_batch *b);
 // Appends samples [from, from+count) of src to dst (schemas must match).
 WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count);
 // Ids of sample i in slot k: *count ids starting at the returned pointer.
@@ -508,6 +511,16 @@ WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t le
 // wd_text_spec_match / wd_text_spec_vocab from the training file. On failure
 // b is unchanged. wd_parse_line does the same from a whole text line.
 WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat);
+// wd_batch_add from (pointer, length) pairs: value k is the cat_len[k] bytes
+// at cat[k], not NUL-terminated (a std::string_view's data() and size());
+// cat_len NULL: NUL-terminated strings, as wd_batch_add.
+WDDEF wd_status wd_batch_add_n(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat,
+                               const size_t *cat_len);
+// A serving line, which has no label: wd_parse_line's format less the label
+// field (Criteo: 39 fields, the 13 integers and 26 categorical; CSV: the
+// header's columns but the label's, in their order; LibSVM: the features
+// alone). The sample's label is 0. Errors as wd_parse_line's.
+WDDEF wd_status wd_parse_unlabeled(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
 
 // ---- 9. Convert ----------------------------------------------------------------------
 /* Inputs are text files, gzip- or zstd-compressed text (told by their first
@@ -1783,6 +1796,11 @@ WDDEF void wd_batch_free(wd_batch *b) {
     if (!b) return;
     if (b->mem) { if (b->alloc) b->alloc->free(b->mem, b->alloc->user); else wd__free(b->mem); }
     memset(b, 0, sizeof *b);
+}
+WDDEF void wd_batch_clear(wd_batch *b) {
+    if (!b) return;
+    b->n = 0;
+    for (int k = 0; k < b->nslots && k < WD_MAX_SLOTS; k++) if (b->offs[k]) b->offs[k][0] = 0;
 }
 
 // Whether b is laid out as schema s says (dense and slot counts, each slot's
@@ -3400,6 +3418,10 @@ static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) 
 static int wd__slot_unsized(const wd_text_spec *t, int k) { return t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0); }
 
 WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat) {
+    return wd_batch_add_n(t, b, label, dense, cat, NULL);
+}
+WDDEF wd_status wd_batch_add_n(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat,
+                               const size_t *cat_len) {
     if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: %s is NULL", !t ? "the text spec" : "the batch");
     const wd_schema *s = &t->schema;
     if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_UNSUPPORTED, "wd_batch_add: a libsvm spec maps feature indices, not strings: set the batch's ids directly");
@@ -3418,24 +3440,28 @@ WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, co
     for (int j = 0; j < s->ndense; j++) b->dense[(size_t)i * (size_t)s->ndense + (size_t)j] = dense ? dense[j] : 0.0f;
     for (int k = 0; k < s->nslots; k++) {
         const char *v = cat && cat[k] ? cat[k] : "";
-        b->ids[k][i] = wd__cat_id(t, k, v, strlen(v));
+        b->ids[k][i] = wd__cat_id(t, k, v, cat && cat[k] ? (cat_len ? cat_len[k] : strlen(v)) : 0);
     }
     b->n++;
     return WD_OK;
 }
 
-static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+// nolabel: a line without the label field (wd_parse_unlabeled)
+static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel) {
     const char *f[40], *e[40];
     const char *p = line, *end = line + len;
-    int nf = 0;
+    static const char zero[] = "0";
+    int nf = nolabel;   // without a label, fields from 1 and the label "0"
+    f[0] = zero; e[0] = zero + 1;
     for (;;) {
         const char *tab = (const char *)memchr(p, '\t', (size_t)(end - p));
-        if (nf == 40) return wd__fail(WD_ERR_PARSE, "too many fields (more than 40)");
+        if (nf == 40) return wd__fail(WD_ERR_PARSE, "too many fields (more than %d)", 40 - nolabel);
         f[nf] = p; e[nf] = tab ? tab : end; nf++;
         if (!tab) break;
         p = tab + 1;
     }
-    if (nf != 40) return wd__fail(WD_ERR_PARSE, "%d fields, Criteo lines have 40 (label, 13 integers, 26 categorical)", nf);
+    if (nf != 40)
+        return wd__fail(WD_ERR_PARSE, nolabel ? "%d fields, unlabeled Criteo lines have 39 (13 integers, 26 categorical)" : "%d fields, Criteo lines have 40 (label, 13 integers, 26 categorical)", nf - nolabel);
     if (e[0] - f[0] != 1 || (f[0][0] != '0' && f[0][0] != '1')) return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(e[0] - f[0], 20), f[0]);
     WD__TRY(wd__begin_sample(b));
     int i = b->n;
@@ -3456,17 +3482,25 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
     return WD_OK;
 }
 
-static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel) {
     const char *fs[WD__CSV_MAXCOLS];
     size_t fl[WD__CSV_MAXCOLS];
     char *scratch = NULL;
-    int nf = wd__csv_split(line, len, t->delimiter ? t->delimiter : ',', fs, fl, t->ncols, &scratch);
+    int lc = -1;   // without a label: its column is left out of the line
+    for (int col = 0; nolabel && lc < 0 && col < t->ncols; col++) if (t->col_role[col] == 1) lc = col;
+    int want = t->ncols - (lc >= 0);
+    int nf = wd__csv_split(line, len, t->delimiter ? t->delimiter : ',', fs, fl, want, &scratch);
     wd_status st = WD_OK;
-    if (nf == -1) st = wd__fail(WD_ERR_PARSE, "more than %d fields", t->ncols);
+    if (nf == -1) st = wd__fail(WD_ERR_PARSE, "more than %d fields", want);
     else if (nf == -2) st = wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
     else if (nf < 0) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { wd__free(scratch); return st; }
-    if (nf != t->ncols) st = wd__fail(WD_ERR_PARSE, "%d fields, the header has %d", nf, t->ncols);
+    if (nf != want) st = wd__fail(WD_ERR_PARSE, lc >= 0 ? "%d fields, the header has %d besides the label" : "%d fields, the header has %d", nf, want);
+    if (!st && lc >= 0) {   // the label's column back in its place, as 0
+        memmove(fs + lc + 1, fs + lc, sizeof fs[0] * (size_t)(nf - lc));
+        memmove(fl + lc + 1, fl + lc, sizeof fl[0] * (size_t)(nf - lc));
+        fs[lc] = "0"; fl[lc] = 1; nf++;
+    }
     if (!st) st = wd__begin_sample(b);
     int i = b->n;
     float *dv = st ? NULL : b->dense + (size_t)i * (size_t)t->schema.ndense;
@@ -3517,15 +3551,15 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
     return WD_OK;
 }
 
-static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel) {
     WD__TRY(wd__begin_sample(b));
     int i = b->n, S = t->schema.nslots;
     const char *p = line, *end = line + len;
     while (p < end && (*p == ' ' || *p == '\t')) p++;
     const char *le = p;
-    while (le < end && *le != ' ' && *le != '\t') le++;
-    double y;
-    if (wd__parse_f64(p, le, &y) || (y != 0.0 && y != 1.0 && y != -1.0))
+    while (!nolabel && le < end && *le != ' ' && *le != '\t') le++;
+    double y = 0.0;
+    if (!nolabel && (wd__parse_f64(p, le, &y) || (y != 0.0 && y != 1.0 && y != -1.0)))
         return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0, 1, -1 or +1", (int)WD__MIN(le - p, 20), p);
     b->label[i] = y > 0 ? 1.0f : 0.0f;
     size_t D = (size_t)t->schema.ndense;   // b may move as ids grow: index, don't hold pointers
@@ -3560,20 +3594,26 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
     return WD_OK;
 }
 
-WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
-    if (!t || !line || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: %s is NULL", !t ? "the spec" : !line ? "the line" : "the batch");
-    WD__TRY(wd__batch_layout(b, &t->schema, "wd_parse_line", -1, "text format"));
+static wd_status wd__parse(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel, const char *who) {
+    if (!t || !line || !b) return wd__fail(WD_ERR_INVALID_ARG, "%s: %s is NULL", who, !t ? "the spec" : !line ? "the line" : "the batch");
+    WD__TRY(wd__batch_layout(b, &t->schema, who, -1, "text format"));
     for (int k = 0; k < t->schema.nslots; k++) {
         if (!wd__cat_sink && t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k))
-            return wd__fail(WD_ERR_INVALID_ARG, "wd_parse_line: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)", t->schema.slot[k].name);
+            return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)", who, t->schema.slot[k].name);
     }
     if (len && line[len - 1] == '\r') len--;
     switch (t->format) {
-    case WD_FMT_CRITEO: return wd__parse_criteo(t, line, len, b);
-    case WD_FMT_CSV: return wd__parse_csv(t, line, len, b);
-    case WD_FMT_LIBSVM: return wd__parse_libsvm(t, line, len, b);
+    case WD_FMT_CRITEO: return wd__parse_criteo(t, line, len, b, nolabel);
+    case WD_FMT_CSV: return wd__parse_csv(t, line, len, b, nolabel);
+    case WD_FMT_LIBSVM: return wd__parse_libsvm(t, line, len, b, nolabel);
     default: return wd__fail(WD_ERR_INVALID_ARG, "unknown text format %d", t->format);
     }
+}
+WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    return wd__parse(t, line, len, b, 0, "wd_parse_line");
+}
+WDDEF wd_status wd_parse_unlabeled(const wd_text_spec *t, const char *line, size_t len, wd_batch *b) {
+    return wd__parse(t, line, len, b, 1, "wd_parse_unlabeled");
 }
 
 // ---- ordered parallel block pipeline ------------------------------------------

@@ -2,13 +2,16 @@
 // writes a file through the public API and reads it back, checks metrics,
 // features and hashes against values computed or pinned here (the C++ build
 // must give the ids the C build gives), and trains, saves, loads and
-// predicts a small model. Usage: test_cpp [TMPDIR]
+// predicts a small model, and serves it as a C++ program would (a
+// predictor, std::string_view values). Usage: test_cpp [TMPDIR]
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include "testlib.h"
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 static std::string dir = "/tmp";
@@ -134,11 +137,66 @@ static void test_cpp_train_save_predict() {
     wd_model_destroy(m2);
 }
 
+// A C++ server's path: a predictor (const model, one per thread, reused),
+// requests as std::string_view values (wd_batch_add_n: no copies) and as
+// label-less lines (wd_parse_unlabeled), one batch refilled with
+// wd_batch_clear. Each request's probability must equal wd_predict's on the
+// same sample, bit for bit, and the string_view path must map as the line does.
+static void test_cpp_serving() {
+    wd_schema s;
+    wd_schema_criteo(&s, 1000);
+    wd_model_desc md = {};
+    md.schema = &s;
+    md.embed_dim = 4; md.hidden[0] = 16; md.seed = 3;
+    wd_model *mm = nullptr;
+    REQUIRE_OK(wd_model_create(&md, &mm));
+    const wd_model *m = mm;
+    wd_text_spec spec;
+    wd_text_spec_criteo(&spec, 1000);
+    std::string line = "5\t\t-2\t7\t0\t1\t2\t3\t4\t5\t6\t7\t8\t"
+                       "aa\tbb\tcc\tdd\tee\tff\tgg\thh\tii\tjj\tkk\tll\tmm\tnn\too\tpp\tqq\trr\tss\ttt\tuu\tvv\tww\txx\tyy\tzz";
+    std::vector<std::string_view> fields;
+    for (size_t at = 0;;) {
+        size_t tab = line.find('\t', at);
+        fields.emplace_back(std::string_view(line).substr(at, tab == std::string::npos ? std::string::npos : tab - at));
+        if (tab == std::string::npos) break;
+        at = tab + 1;
+    }
+    REQUIRE(fields.size() == 39);
+    const char *cat[26];
+    size_t len[26];
+    float dense[13];
+    for (int j = 0; j < 13; j++) dense[j] = fields[j].empty() ? 0.0f : wd_count_feature(std::stoll(std::string(fields[j])));
+    for (int k = 0; k < 26; k++) { cat[k] = fields[13 + k].data(); len[k] = fields[13 + k].size(); }
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, &s, 4, 0));
+    wd_predictor *p = nullptr;
+    wd_predictor_desc pd = {};
+    CHECK_OK(wd_predictor_create(m, &pd, &p));
+    float prob[4] = {0}, want[4] = {0};
+    int rounds = 0;
+    for (int r = 0; p && r < 3; r++, rounds++) {
+        wd_batch_clear(&b);
+        CHECK_OK(wd_batch_add_n(&spec, &b, 0.0f, dense, cat, len));
+        CHECK_OK(wd_parse_unlabeled(&spec, line.data(), line.size(), &b));
+        CHECK(b.n == 2 && std::memcmp(b.dense, b.dense + 13, 13 * sizeof(float)) == 0);
+        for (int k = 0; k < 26; k++) CHECK(b.ids[k][0] == b.ids[k][1] && b.ids[k][0] == wd_hash_bucket(cat[k], len[k], k, 1000));
+        CHECK_OK(wd_predictor_run(p, &b, prob));
+        CHECK_OK(wd_predict(m, &b, want));
+        CHECK(std::memcmp(prob, want, 2 * sizeof(float)) == 0 && prob[0] == prob[1] && prob[0] > 0 && prob[0] < 1);
+    }
+    CHECK(rounds == 3 && b.cap == 4);
+    wd_predictor_destroy(p);
+    wd_batch_free(&b);
+    wd_model_destroy(mm);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) dir = argv[1];
     RUN(test_cpp_roundtrip);
     RUN(test_cpp_metrics);
     RUN(test_cpp_features_and_hash);
     RUN(test_cpp_train_save_predict);
+    RUN(test_cpp_serving);
     return test_summary("test_cpp");
 }

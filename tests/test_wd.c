@@ -677,6 +677,94 @@ static void test_parse_csv_libsvm(void) {
     free(t);
 }
 
+/* Serving input: wd_parse_unlabeled (the line less its label field) and
+   wd_batch_add_n (values as pointer + length, not NUL-terminated) must give
+   exactly the sample wd_parse_line gives for the labeled line with label 0,
+   for Criteo, CSV (label in the middle, a derived slot from a column before
+   it, a slot after it: the columns shift) and LibSVM; wrong field counts
+   are refused naming the count; wd_batch_clear empties a batch and keeps
+   its memory, so refilling it allocates nothing. */
+static void test_parse_unlabeled_add_n(void) {
+    wd_text_spec *t = (wd_text_spec *)calloc(1, sizeof *t);
+    REQUIRE(t);
+    wd_text_spec_criteo(t, 1000);
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, &t->schema, 0, 0));
+    char line[1024];
+    snprintf(line, sizeof line, "0%s", CRITEO_OK + 1);   // label 0
+    const char *nolabel = CRITEO_OK + 2;                 // past "1\t"
+    CHECK_OK(wd_parse_line(t, line, strlen(line), &b));
+    CHECK_OK(wd_parse_unlabeled(t, nolabel, strlen(nolabel), &b));
+    CHECK(b.n == 2 && batch_sample_equal(&b, 0, &b, 1) && b.weight[1] == 1.0f);
+    // the 26 categorical fields as (pointer, length) into the line, dense as counts
+    const char *cat[26];
+    size_t len[26];
+    const char *p = nolabel;
+    float dense[13];
+    for (int f = 0; f < 39; f++) {
+        const char *tab = strchr(p, '\t');
+        size_t n = tab ? (size_t)(tab - p) : strlen(p);
+        if (f < 13) { char tmp[32]; snprintf(tmp, sizeof tmp, "%.*s", (int)n, p); dense[f] = n ? wd_count_feature(strtoll(tmp, NULL, 10)) : 0.0f; }
+        else { cat[f - 13] = p; len[f - 13] = n; }
+        p = tab ? tab + 1 : p + n;
+    }
+    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cat, len));
+    CHECK(b.n == 3 && batch_sample_equal(&b, 0, &b, 2));
+    // NUL-terminated copies through wd_batch_add and through cat_len NULL; a NULL entry is the empty value
+    char own[26][16];
+    const char *cz[26];
+    for (int k = 0; k < 26; k++) { snprintf(own[k], sizeof own[k], "%.*s", (int)len[k], cat[k]); cz[k] = own[k]; }
+    cz[21] = NULL;   // C22 is empty in the line
+    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, cz));
+    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cz, NULL));
+    CHECK(b.n == 5 && batch_sample_equal(&b, 0, &b, 3) && batch_sample_equal(&b, 0, &b, 4));
+    len[0] = 7;   // a different value: "68fd1e6"
+    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cat, len));
+    CHECK(b.n == 6 && b.ids[0][5] == wd_hash_bucket("68fd1e6", 7, 0, 1000) && b.ids[0][5] != b.ids[0][0]);
+    // wrong field counts
+    CHECK(wd_parse_unlabeled(t, CRITEO_OK, strlen(CRITEO_OK), &b) == WD_ERR_PARSE && strstr(wd_last_error(), "too many fields (more than 39)"));
+    const char *short38 = strchr(nolabel, '\t') + 1;
+    CHECK(wd_parse_unlabeled(t, short38, strlen(short38), &b) == WD_ERR_PARSE && strstr(wd_last_error(), "38 fields"));
+    CHECK(wd_parse_line(t, nolabel, strlen(nolabel), &b) == WD_ERR_PARSE && strstr(wd_last_error(), "39 fields, Criteo lines have 40"));
+    CHECK(b.n == 6);
+    // wd_batch_clear: empty, same memory; refilled without allocating
+    void *mem = b.mem;
+    int cap = b.cap;
+    wd_batch_clear(&b);
+    CHECK(b.n == 0 && b.mem == mem && b.cap == cap);
+    for (int i = 0; i < cap; i++) CHECK_OK(wd_parse_unlabeled(t, nolabel, strlen(nolabel), &b));
+    CHECK(b.n == cap && b.mem == mem && batch_sample_equal(&b, cap - 1, &b, 0));
+    wd_batch_clear(NULL);
+    wd_batch_free(&b);
+
+    // CSV: label between the derived slot's column and a slot
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.header = "id,hour,click,site"; cd.label = "click"; cd.cat = "site"; cd.derive = "hod=hour[6:8]"; cd.buckets = 100000;
+    REQUIRE_OK(wd_text_spec_csv_desc(t, &cd));
+    REQUIRE_OK(wd_batch_init(&b, &t->schema, 0, 0));
+    CHECK_OK(wd_parse_line(t, "7,14102113,0,abc", 16, &b));
+    CHECK_OK(wd_parse_unlabeled(t, "7,14102113,abc", 14, &b));
+    CHECK_OK(wd_parse_unlabeled(t, "7,14102113,abd\r", 15, &b));
+    CHECK(b.n == 3 && batch_sample_equal(&b, 0, &b, 1) && !batch_sample_equal(&b, 0, &b, 2));
+    CHECK(b.ids[1][0] == b.ids[1][2] && b.ids[1][0] == wd_hash_bucket("13", 2, 1, 100000));   // hod from the hour column
+    CHECK(wd_parse_unlabeled(t, "7,14102113,0,abc", 16, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "more than 3 fields"));
+    CHECK(wd_parse_unlabeled(t, "7,14102113", 10, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "2 fields, the header has 3 besides the label"));
+    wd_batch_free(&b);
+
+    // LibSVM: the features alone
+    CHECK_OK(wd_text_spec_libsvm(t, "user=0-99,item=100-149", "1000-1002", 0));
+    REQUIRE_OK(wd_batch_init(&b, &t->schema, 0, 0));
+    CHECK_OK(wd_parse_line(t, "0 3:1 7:1 120:1 1001:2.5", 24, &b));
+    CHECK_OK(wd_parse_unlabeled(t, "3:1 7:1 120:1 1001:2.5", 22, &b));
+    CHECK_OK(wd_parse_unlabeled(t, "  ", 2, &b));   // no feature at all
+    CHECK(b.n == 3 && batch_sample_equal(&b, 0, &b, 1) && b.label[2] == 0.0f && b.dense[2 * 3 + 1] == 0.0f);
+    CHECK(wd_parse_unlabeled(t, "1 3:1", 5, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "'1' is not INDEX:VALUE"));
+    CHECK(wd_parse_unlabeled(NULL, "3:1", 3, &b) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "wd_parse_unlabeled: the spec"));
+    wd_batch_free(&b);
+    free(t);
+}
+
 // Hand-written lines, parsed and converted, against values computed here:
 // dense features from log1p in double (not wd_count_feature), ids pinned.
 // (test_gen and the CLI compare the parser with `wd gen`, which shares the
@@ -1024,6 +1112,7 @@ int main(int argc, char **argv) {
     RUN(test_hash_pinned);
     RUN(test_parse_criteo);
     RUN(test_parse_csv_libsvm);
+    RUN(test_parse_unlabeled_add_n);
     RUN(test_parse_handwritten);
     RUN(test_convert);
     RUN(test_gen);
