@@ -51,7 +51,7 @@ NVFLAGS   := -O3 -std=c++17 $(GENCODE) -lineinfo -DWD_HAVE_CUDA -I. -I$(NCCL_HOM
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudart -ldl
 PACK      := $(B)/gpu-pack
 PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py gpu_model.py))
-CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(PACK_BINS))
+CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
 
 # MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
 # (widedeep.h section 14, tools/wd.c); built whenever mpicc exists
@@ -121,6 +121,13 @@ $(PACK)/gpu_run.sh $(PACK)/peer_torch.py $(PACK)/gpu_model.py: $(PACK)/%: bench/
 	cp $< $@
 gpu-pack: $(PACK_BINS)
 	@du -sh $(PACK)
+
+# the backend found at link time: tests/consumer compiled without WD_HAVE_CUDA
+# (neither file declares a CUDA call), linked with widedeep_cuda.o
+$(B)/consumer_cuda_o: tests/consumer/main.c tests/consumer/widedeep_impl.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_EXPECT_GEMM='"$(GEMM)"' -I. -c -o $(B)/consumer_main.o tests/consumer/main.c
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -I. -c -o $(B)/consumer_impl.o tests/consumer/widedeep_impl.c
+	$(CXX) -o $@ $(B)/consumer_main.o $(B)/consumer_impl.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS) $(GEMML)
 
 # on a machine with an NVIDIA GPU: the GPU tests (no GPU fails here:
 # WD_REQUIRE_GPU=1), then the same binary under compute-sanitizer's memcheck,

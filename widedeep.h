@@ -155,6 +155,22 @@
 #endif
 
 // ---- 1. Options -------------------------------------------------------------
+// WD_STATIC: every function static to the file that defines
+// WIDEDEEP_IMPLEMENTATION (and none of them an unused-function warning), so
+// that two libraries of one program can each embed their own copy (own
+// allocator hooks, own errors); that file is then the only one that can
+// call them, and the CUDA backend, which links against the extern
+// functions, is not available.
+#ifdef WD_STATIC
+#if defined(WD_HAVE_CUDA) && defined(WIDEDEEP_IMPLEMENTATION)
+#error "widedeep.h: WD_STATIC and WD_HAVE_CUDA: the CUDA backend links against the extern implementation"
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define WDDEF static __attribute__((unused))
+#else
+#define WDDEF static
+#endif
+#endif
 #ifndef WDDEF
 #define WDDEF extern
 #endif
@@ -825,7 +841,7 @@ static inline WD_HD uint64_t wd_mix64(uint64_t x) {
     return x;
 }
 static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32_t buckets) {
-    return buckets ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull)) % buckets) : 0;
+    return buckets ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * UINT64_C(0x9E3779B97F4A7C15))) % buckets) : 0;
 }
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
@@ -7052,17 +7068,32 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     return st;
 }
 
+/* The CUDA backend is found at link time: widedeep_cuda.o defines
+   wd_backend_cuda, and this weak reference to it stays NULL in a program
+   linked without it, whether or not this file saw WD_HAVE_CUDA (which only
+   declares the CUDA-only calls). A linker takes a member of an archive
+   (libwidedeep_cuda.a) only for a symbol something needs, never for a weak
+   reference: widedeep-cuda.pc and widedeep::cuda add -u wd_backend_cuda. */
+#if defined(__GNUC__) || defined(__clang__)
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
+#define WD__CUDA_LINKED() (wd_backend_cuda != NULL)
+#elif defined(WD_HAVE_CUDA)
+#define WD__CUDA_LINKED() 1
+#else
+#define WD__CUDA_LINKED() 0
+#endif
 // The backend of a device, or an error naming what is missing.
 static wd_status wd__backend_for(int device, const wd_backend_ops **out) {
     *out = NULL;
     if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
     if (device != WD_DEVICE_CUDA) return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
-#ifdef WD_HAVE_CUDA
-    *out = wd_backend_cuda();
-    return WD_OK;
-#else
-    return wd__fail(WD_ERR_UNSUPPORTED, "this build has no CUDA backend (link widedeep_cuda.o and define WD_HAVE_CUDA)");
+#if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
+    if (WD__CUDA_LINKED()) { *out = wd_backend_cuda(); return WD_OK; }
 #endif
+    return wd__fail(WD_ERR_UNSUPPORTED, "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
 
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {

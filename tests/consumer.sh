@@ -11,6 +11,10 @@
 #   consumer_fetchcontent      FetchContent from an archive of this working tree's files
 #                              (git ls-files: what a clone holds), WIDEDEEP_GEMM forced
 #   consumer_uninstall         make uninstall leaves no file behind
+# Each CMake way compiles with -Wsign-conversion -Werror (the include directory
+# must be SYSTEM: the implementation is not sign-conversion clean); with CUDA
+# it also links the implementation from a static library compiled without
+# WD_HAVE_CUDA (the backend is found at link time).
 # Prints one PASS/FAIL/SKIP line each and "# consumer: N passed, N failed, N
 # skipped" (tests/run.sh counts them: CONSUMER_TESTS there). Where nvcc
 # exists, the installed ways link the CUDA library `make install` built and
@@ -33,12 +37,14 @@ tailof() { tail -n "${2:-6}" "$1" 2>/dev/null | tr '\n' '|' | cut -c1-1500; }
 gemm=$(ls "$B"/engine-*.stamp 2>/dev/null | head -1 | sed 's/.*engine-\(.*\)\.stamp$/\1/')
 # ok BIN LOG [cuda]: runs BIN; its last line ($out) must be "consumer ok: ...",
 # name the engine $want_gemm and, with cuda, show the CUDA backend linked in
+# (cuda=linked or cuda=trained), without, none (cuda=absent)
 ok() {
     out=
     "$1" "$(dirname "$1")" > "$2" 2>&1 || return 1
     out=$(tail -1 "$2")
     case $out in "consumer ok: "*) ;; *) return 1 ;; esac
-    if [ -n "$3" ]; then case $out in *" cuda_devices="*) ;; *) echo "no CUDA backend in it (WD_HAVE_CUDA not defined)" >> "$2"; return 1 ;; esac; fi
+    if [ -n "$3" ]; then case $out in *" cuda=linked"* | *" cuda=trained"*) ;; *) echo "the CUDA backend linked in was not found" >> "$2"; return 1 ;; esac
+    else case $out in *" cuda=absent"*) ;; *) echo "a CUDA backend where none was linked" >> "$2"; return 1 ;; esac; fi
     if [ -n "$want_gemm" ]; then case $out in *"gemm=$want_gemm "*) ;; *) echo "engine is not gemm=$want_gemm" >> "$2"; return 1 ;; esac; fi
 }
 have_cmake=$(command -v cmake)
@@ -90,6 +96,16 @@ else
                 "$SRC/main.c" "$SRC/widedeep_impl.c" $flags > "$W/pc/build-cuda.log" 2>&1; then why="build with widedeep-cuda: $(tailof "$W/pc/build-cuda.log")"
         elif ! ok "$W/pc/cuda/consumer_cuda" "$W/pc/run-cuda.log" cuda; then why="run with widedeep-cuda: $(tailof "$W/pc/run-cuda.log" 3)"
         else line="$line; with widedeep-cuda:${out##*\"}"; fi
+        # the implementation in a static library, neither file compiled with
+        # WD_HAVE_CUDA: the backend comes from libwidedeep_cuda.a through its -u flag
+        if [ -z "$why" ]; then
+            if ! $CC -std=c11 -Wall -Wextra $(pc --cflags widedeep) -c -o "$W/pc/cuda/impl.o" "$SRC/widedeep_impl.c" > "$W/pc/build-split.log" 2>&1 ||
+               ! ar rcs "$W/pc/cuda/libapp.a" "$W/pc/cuda/impl.o" >> "$W/pc/build-split.log" 2>&1 ||
+               ! $CC -std=c11 -Wall -Wextra -DWD_EXPECT_GEMM="\"$gemm\"" $(pc --cflags widedeep) -o "$W/pc/cuda/consumer_split" "$SRC/main.c" \
+                   "$W/pc/cuda/libapp.a" $(pc --libs widedeep-cuda) >> "$W/pc/build-split.log" 2>&1; then why="build with the implementation in libapp.a: $(tailof "$W/pc/build-split.log")"
+            elif ! ok "$W/pc/cuda/consumer_split" "$W/pc/run-split.log" cuda; then why="run with the implementation in libapp.a: $(tailof "$W/pc/run-split.log" 3)"
+            else line="$line; implementation in a static library: ${out##*\"}"; fi
+        fi
     fi
     if [ -z "$why" ]; then pass "consumer_pkg_config: $line, in $((SECONDS - t0)) s"; else fail consumer_pkg_config "$why"; fi
 fi
@@ -116,6 +132,7 @@ cmake_way() {
     if [ -z "$why" ] && [ -n "$cuda_wanted" ]; then
         if [ ! -x "$dir/consumer_cuda" ]; then why="no widedeep::cuda (consumer_cuda not built): $(grep -i 'widedeep' "$dir.log" | tail -3 | tr '\n' '|')"
         elif ! ok "$dir/consumer_cuda" "$dir/run-cuda.log" cuda; then why="run consumer_cuda: $(tailof "$dir/run-cuda.log" 3)"
+        elif ! ok "$dir/consumer_cuda_split" "$dir/run-cuda-split.log" cuda; then why="run consumer_cuda_split (the implementation in a static library): $(tailof "$dir/run-cuda-split.log" 3)"
         else line="$line; with widedeep::cuda:${out##*\"}"; fi
     fi
     if [ -z "$why" ]; then pass "$name: $line, in $((SECONDS - t0)) s"; else fail "$name" "$why"; fi

@@ -107,8 +107,10 @@ if [ -n "${WD_BUILD_RC:-}" ] && [ "$WD_BUILD_RC" != 0 ]; then
 fi
 
 # The header compiles warning-free as C11 and C++17 with gcc and clang: alone,
-# after libc headers (the feature macros then come too late for it), and the
-# README's "Using the header" example as it stands.
+# after libc headers (the feature macros then come too late for it), the
+# README's "Using the header" example as it stands, its declarations under
+# -Wsign-conversion -Wconversion, and with WD_STATIC in two libraries linked
+# into one program.
 awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$/{c=1;next} c&&/^```$/{c=0} c' README.md > "$T/readme_api.c"
 printf '#include <stdio.h>\n#include <string.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do
@@ -120,7 +122,20 @@ for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "cla
         if ! grep -q . "$src"; then err="$err | $(basename "$src"): empty (the README block was not found)"; continue; fi
         timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c "$src" -o "$T/c.o" 2>"$T/cc.err" || err="$err | $(basename "$src"): $(head -c 1500 "$T/cc.err")"
     done
-    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example"
+    # a file that includes the header for its declarations only: clean under -Wsign-conversion -Wconversion too
+    printf '#include "widedeep.h"\nint main(void) { return wd_cross_bucket(1, 2, 0, 7) > 6; }\n' > "$T/decl.c"
+    timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Wsign-conversion -Wconversion -Werror -I. -c "$T/decl.c" -o "$T/c.o" 2>"$T/cc.err" || err="$err | declarations with -Wsign-conversion -Wconversion: $(head -c 1500 "$T/cc.err")"
+    # WD_STATIC: two libraries of one program each embed the implementation (no clash, no unused-function warning)
+    for lib in a b; do
+        printf '#define WD_STATIC\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n#ifdef __cplusplus\nextern "C"\n#endif\nint lib%s_bucket(void);\nint lib%s_bucket(void) { return (int)wd_hash_bucket("a", 1, 0, 1000) + (wd_last_error()[0] != 0); }\n' $lib $lib > "$T/lib$lib.c"
+        rm -f "$T/lib$lib.a"
+        { timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c "$T/lib$lib.c" -o "$T/lib$lib.o" && ar rcs "$T/lib$lib.a" "$T/lib$lib.o"; } 2>"$T/cc.err" || err="$err | WD_STATIC lib$lib: $(head -c 1500 "$T/cc.err")"
+    done
+    printf 'int liba_bucket(void);\nint libb_bucket(void);\nint main(void) { return liba_bucket() == libb_bucket() && liba_bucket() > 0 ? 0 : 1; }\n' > "$T/two.c"
+    if [ -f "$T/liba.a" ] && [ -f "$T/libb.a" ]; then
+        gcc -o "$T/two" "$T/two.c" "$T/liba.a" "$T/libb.a" -lzstd -lz -lpthread -lm -lstdc++ 2>"$T/cc.err" && "$T/two" || err="$err | WD_STATIC: two libraries embedding the implementation do not link and run together: $(head -c 1500 "$T/cc.err")"
+    fi
+    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion, two WD_STATIC copies in one program"
     else say "FAIL $name:$err"; fi
 done
 # the CUDA backend compiles (nvcc present); its tests skip without a GPU
@@ -133,6 +148,14 @@ if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; t
         if grep -q '^trained steps=1 ' "$T/cuda.out"; then say "PASS wd_cuda_trains"; else say "FAIL wd_cuda_trains: $(tail -2 "$T/cuda.out")"; fi
     elif grep -q 'no CUDA device' "$T/cuda.out" 2>/dev/null; then say "PASS wd_cuda_reports_no_device"
     else say "FAIL wd_cuda: neither trained nor reported a missing GPU: $(tail -2 "$T/cuda.out" 2>/dev/null)"; fi
+    # the backend is found at link time: a program whose files never saw WD_HAVE_CUDA, linked with widedeep_cuda.o
+    if [ ! -x "$B/consumer_cuda_o" ]; then say "FAIL cuda_link_time: $B/consumer_cuda_o is missing (it did not build)"
+    else
+        mkdir -p "$T/cuda-link"
+        timeout "$TEST_TIMEOUT" "$B/consumer_cuda_o" "$T/cuda-link" > "$T/cuda-link.out" 2>&1
+        if tail -1 "$T/cuda-link.out" | grep -qE '^consumer ok: .* cuda=(linked|trained)'; then say "PASS cuda_link_time: $(tail -1 "$T/cuda-link.out" | grep -oE 'cuda=.*')"
+        else say "FAIL cuda_link_time: the backend linked in was not found: $(tail -2 "$T/cuda-link.out" | tr '\n' ' ')"; fi
+    fi
 elif command -v nvcc >/dev/null; then say "FAIL compile_cuda: nvcc present but the CUDA build is missing"
 else say "SKIP compile_cuda: nvcc not installed"; fi
 # the GPU pack (make gpu-pack, bench/GPU_RUN.md): the linkage check refuses a
