@@ -1,5 +1,7 @@
-# widedeep - `make demo` runs the demo, `make test` runs the test suite.
-# Both install missing build dependencies first (tools/install-deps.sh).
+# widedeep - `make` builds the wd tool (and the CUDA build where nvcc exists),
+# `make demo` runs the demo, `make test` runs the test suite. Both install
+# missing build dependencies first (tools/install-deps.sh).
+.DEFAULT_GOAL := all
 CC      ?= cc
 CXX     ?= c++
 CFLAGS  ?= -O2 -g

@@ -4,7 +4,7 @@
 set -e
 cd "$(dirname "$0")/.."
 make -s build/wd >/dev/null
-gcc -std=c11 -O2 -g -Wall -Wextra -o build/decode_bench bench/decode_bench.c -lzstd -lpthread -lm
+gcc -std=c11 -O2 -g -Wall -Wextra -o build/decode_bench bench/decode_bench.c -lzstd -lz -lpthread -lm
 W=${1:-/tmp/wd-io-bench}; DATA=${DATA:-../shared/data}
 mkdir -p "$W"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%F)"

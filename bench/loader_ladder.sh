@@ -5,7 +5,7 @@
 set -e
 cd "$(dirname "$0")/.."
 make -s build/wd >/dev/null
-gcc -std=c11 -O2 -g -Wall -Wextra -o build/loader_ladder bench/loader_ladder.c -lzstd -lpthread -lm
+gcc -std=c11 -O2 -g -Wall -Wextra -o build/loader_ladder bench/loader_ladder.c -lzstd -lz -lpthread -lm
 W=${1:-/tmp/wd-ladder}; T=${2:-$(nproc)}; SC=${3:-1,2,4,8,16}
 mkdir -p "$W"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); $(date -u +%F)"

@@ -1,6 +1,6 @@
 // A host program that trains Wide&Deep from C on Criteo TSV:
 // converts the text to records, trains with a progress callback, evaluates,
-// saves the model. Build: cc -O2 -o train_criteo examples/train_criteo.c -lzstd -lpthread -lm
+// saves the model. Build: cc -O2 -o train_criteo examples/train_criteo.c -lzstd -lz -lpthread -lm
 // Usage: train_criteo TRAIN.tsv TEST.tsv OUTDIR
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"

@@ -138,6 +138,10 @@ for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "cla
     if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion, two WD_STATIC copies in one program"
     else say "FAIL $name:$err"; fi
 done
+# plain `make` builds the wd tool (the default goal is `all`, not the Makefile's first rule)
+if make -n --no-print-directory B="$T/goal" > "$T/goal.out" 2>&1 && grep -qF -- "-o $T/goal/wd tools/wd.c" "$T/goal.out"; then
+    say "PASS make_default_goal: plain make builds $T/goal/wd"
+else say "FAIL make_default_goal: plain make does not build the wd tool: $(grep -v '^#' "$T/goal.out" | head -3 | tr '\n' ' ')"; fi
 # the CUDA backend compiles (nvcc present); its tests skip without a GPU
 if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; then
     say "PASS compile_cuda: widedeep_cuda.cu, tests/test_gpu.cu and wd-cuda built with nvcc"
@@ -225,6 +229,17 @@ built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
 check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"
+
+# the build lines the examples and benchmarks give link what the header needs
+# (the Makefile builds them with $(LDLIBS); a line a user copies must too)
+bad=; nlines=0
+while IFS= read -r l; do
+    nlines=$((nlines + 1))
+    for lib in -lzstd -lz -lpthread -lm; do case " $l " in *" $lib "*) ;; *) bad="$bad | ${l:0:160}: no $lib" ;; esac; done
+done < <(grep -hoE '(cc|c\+\+|gcc|g\+\+|clang) .*(examples|bench)/[a-z_]+\.(c|cpp) .*' examples/*.c examples/*.cpp bench/*.c bench/*.sh 2>/dev/null | grep -E ' -l')
+if [ "$nlines" = 0 ]; then say "FAIL example_build_lines: no build line found in examples/ and bench/"
+elif [ -z "$bad" ]; then say "PASS example_build_lines: $nlines build lines link -lzstd -lz -lpthread -lm"
+else say "FAIL example_build_lines:$bad"; fi
 
 # the examples: train from C on the Criteo sample, then serve from C++
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then

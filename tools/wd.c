@@ -644,7 +644,7 @@ static const opt TRAIN_OPTS[] = {
     {.name = "--no-shuffle", .kind = K_FLAG, .type = T_INT, .off = TA(td.no_shuffle), .sets = "wd_train_desc.no_shuffle",
      .help = "read blocks and samples in file order"},
     {.name = "--log", .kind = K_OUT, .type = T_STR, .meta = "FILE.csv", .off = TA(log), .sets = "(progress callback)", .example = "{out}.csv",
-     .help = "a CSV line per step and validation, flushed line by line:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss;\n"
+     .help = "a CSV line per step (a validation fills its step's last two\ncolumns), flushed line by line, elapsed_s to the ms:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss;\n"
              "FILE.jsonl: a JSON object per step, validation and epoch\n(the --tensorboard scalars, by their tags)"},
     {.name = "--tensorboard", .kind = K_STR, .type = T_STR, .meta = "DIR", .off = TA(tensorboard), .sets = "wd_tb_open (progress callback)",
      .example = "{out}.tb", .help = "TensorBoard scalars (an events file in DIR, created if needed):\nloss, validation AUC and log loss, samples/s, learning rates,\nstage times, data wait share"},
@@ -761,9 +761,10 @@ static const cmdinfo CMDS[C_COUNT] = {
      "Trains a Wide&Deep model; ends with: trained steps=... samples=... engine=...", TRAIN_OPTS, NOPTS(TRAIN_OPTS),
      "--resume continues a run on the files it was written for; to train a saved model on new\n"
      "data use --init-from. Progress: a live line on a terminal, else a line every\n"
-     "--progress-every seconds, and a line per validation. In the --log CSV the validation\n"
-     "columns are empty between validations, and valid_auc is empty when it is undefined (one\n"
-     "class). Without --save the model is thrown away (wd warns).\n"
+     "--progress-every seconds, and a line per validation. The --log CSV has one line per step\n"
+     "(written when the next one starts); a validation fills its step's last two columns,\n"
+     "which are empty otherwise; valid_auc is empty when it is undefined (one class).\n"
+     "Without --save the model is thrown away (wd warns).\n"
      "Interrupt (Ctrl-C) or SIGTERM: training stops after the current step, --save is written,\n"
      "and wd exits 130 (SIGINT) or 143 (SIGTERM); a second one exits at once, keeping the\n"
      "previous checkpoint.\n"},
@@ -1195,6 +1196,8 @@ typedef struct train_ui {
     int64_t epoch, last_step;       // the epoch being trained; the last step reported
     double epoch_loss;              // its steps' summed loss, and their count
     int64_t epoch_steps;
+    wd_progress held;               // CSV --log: the last step's row, written at the next call:
+    int holding;                    // a validation of the same step fills its last columns
 } train_ui;
 // One row of scalars: a JSONL object ({"kind": KIND, "step": S, "epoch": E,
 // TAG: value, ...}, NaN as null; E: epochs done, fractional) in --log
@@ -1254,18 +1257,34 @@ static void emit_progress(train_ui *u, const wd_progress *p, int valid) {
     }
     emit_scalars(u, "step", p->step, p->epoch_f, sc, NS);
 }
+// One --log row: a step, and the validation that followed it (NaN: none, or undefined).
+static void log_row(train_ui *u, const wd_progress *p, double auc, double ll) {
+    if (!u->log || u->log_errno) return;
+    errno = 0;
+    fprintf(u->log, "%lld,%lld,%lld,%.6f,%.3f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
+    if (!isnan(auc)) fprintf(u->log, "%.6f", auc);
+    fputc(',', u->log);
+    if (!isnan(ll)) fprintf(u->log, "%.6f", ll);
+    fputc('\n', u->log);
+    if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
+}
+static void log_flush(train_ui *u) {
+    if (u->holding) log_row(u, &u->held, NAN, NAN);
+    u->holding = 0;
+}
 static int train_progress(void *user, const wd_progress *p) {
     train_ui *u = (train_ui *)user;
     int valid = !isnan(p->valid_auc) || !isnan(p->valid_logloss);
     emit_progress(u, p, valid);
-    if (u->log && !u->jsonl && !u->log_errno) {
-        errno = 0;
-        fprintf(u->log, "%lld,%lld,%lld,%.6f,%.1f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
-        if (valid && !isnan(p->valid_auc)) fprintf(u->log, "%.6f", p->valid_auc);
-        fputc(',', u->log);
-        if (valid && !isnan(p->valid_logloss)) fprintf(u->log, "%.6f", p->valid_logloss);
-        fputc('\n', u->log);
-        if (fflush(u->log) != 0 || ferror(u->log)) u->log_errno = errno ? errno : EIO;
+    if (u->log && !u->jsonl) {   // CSV: one row per step
+        if (valid && u->holding && u->held.step == p->step) {   // the step's row with its validation
+            log_row(u, &u->held, p->valid_auc, p->valid_logloss);
+            u->holding = 0;
+        } else {
+            log_flush(u);
+            if (valid) log_row(u, p, p->valid_auc, p->valid_logloss);   // a validation of no step of this run
+            else { u->held = *p; u->holding = 1; }
+        }
     }
     double now = wd__now();
     errno = 0;
@@ -1584,6 +1603,7 @@ static int cmd_train(int argc, char **argv) {
     if (g_signal) st = wd__fail(WD_ERR_ABORTED, "interrupted before training started");
     else st = wd_train(m, td, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
+    log_flush(&ui);
     int64_t epoch = 0, inb = 0, step = 0;
     wd_model_position(m, &epoch, &inb, &step);
     if (epoch > ui.epoch && ui.epoch_steps) emit_epoch(&ui, step, NAN, NAN);   // the last epoch, not validated
