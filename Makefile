@@ -198,6 +198,9 @@ $(B)/readme_api.c: README.md | $(B)
 	awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$$/{c=1;next} c&&/^```$$/{c=0} c' README.md > $@
 $(B)/readme_serve: tests/readme_main.c $(B)/readme_api.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -I. -I$(B) -o $@ tests/readme_main.c $(LDLIBS) $(GEMML)
+# the serving benchmark (bench/predict_bench.sh runs it beside PyTorch)
+$(B)/predict_bench: bench/predict_bench.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/predict_bench.c $(LDLIBS) $(GEMML)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd

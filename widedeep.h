@@ -1109,9 +1109,12 @@ WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs);
    of two or 1.5 times one; the extra rows are computed and dropped), so
    that a predictor meets a bounded set of product shapes whatever its batch
    sizes, and makes each once, at its first use. After that first call at
-   each shape no call allocates (tests/test_engine.c counts the library's
-   allocations; bench/predict_bench.c every malloc of the process, oneDNN's
-   included). Results are those of wd_predict, bit for bit.
+   each shape the library allocates nothing in a call (tests/test_engine.c
+   counts through wd_set_allocator); oneDNN's execute call still makes small
+   allocations of its own, its argument map (bench/predict_bench.c counts
+   every malloc of the process: 0 per call with the portable loops, about
+   27 with oneDNN's four products). Results are those of wd_predict, bit for
+   bit, at the same threads.
    threads: the GEMM engine's threads inside each call, 0 or 1: the calling
    thread alone (the default: a server's concurrency is its callers; with
    OpenMP's default team every call would take every core). The setting is

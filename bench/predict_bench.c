@@ -13,11 +13,11 @@
    requests as raw arrays, and the probabilities it computed, for
    bench/peer_predict.py (the same model in PyTorch, checked against these
    probabilities). bench/predict_bench.sh runs both, one after the other.
-   Build: cc -O2 -DWD_USE_ONEDNN -I. -o predict_bench bench/predict_bench.c -lzstd -lz -lpthread -lm -ldnnl -lgomp
+   Build: make build/predict_bench, or cc -O2 -DWD_USE_ONEDNN -o predict_bench bench/predict_bench.c -lzstd -lz -lpthread -lm -ldnnl -lgomp
    Usage: predict_bench [OUTDIR] [BUCKETS] [SECONDS_PER_ROW] */
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
-#include "widedeep.h"
+#include "../widedeep.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
