@@ -9,14 +9,15 @@
 
    ---------------------------------------------------------------------------
    TABLE OF CONTENTS (search for the "// ---- N." rules)
-     1. Options        compile-time switches (WDDEF, WD_MAX_SLOTS, ...)
+     1. Options        compile-time switches (WDDEF, WD_STATIC, WD_MAX_SLOTS, ...)
      2. Status         wd_status codes, wd_status_string(), wd_last_error()
      3. Allocator      wd_set_allocator(): hooks for every allocation
      4. Schema         dense column count; per slot name, buckets, one/multi-hot
      5. Batch          decoded samples in memory (label, weight, dense, ids)
      6. Hashing        wd_hash_bytes(), wd_hash_bucket(): categorical strings
      7. Records        the .wdr file format, wd_writer_*, wd_reader_*
-     8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample
+     8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample (labeled or
+                       not); wd_batch_add(_n): raw values -> one sample
      9. Convert        wd_convert(): text files -> .wdr on T threads
     10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
     11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
@@ -24,7 +25,8 @@
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
                        (threads; MPI processes with WD_USE_MPI)
-    15. Training       wd_train(), wd_evaluate(), wd_predict(); streams
+    15. Training       wd_train(), wd_evaluate(), wd_predict(); wd_predictor_*:
+                       a serving thread's reusable prediction context; streams
                        (desc.source, wd_trainer_push), online learning
                        (publish_every, wd_model_publish)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
@@ -125,11 +127,15 @@
             training file's longer vocabulary; wd_oov: convert, train and
             evaluate report the out-of-vocabulary share; training from a
             batch source or pushed batches (wd_trainer_*) through the same
-            loop; snapshots published for wd_predict during training; ONNX
+            loop; snapshots published for predictions during training; ONNX
             export, TensorBoard event files, progress with stage times, a
             validation a tenth into the second epoch; a rank's failure
             between steps voted in the next step's tail (WD_STEP_TAIL,
-            submit_failure): every rank ends at that step naming it.
+            submit_failure): every rank ends at that step naming it;
+            wd_predictor (serving: no allocation per call, the engine's
+            threads per call), wd_parse_unlabeled, wd_batch_add_n,
+            wd_batch_clear; WD_STATIC; the CUDA backend found at link time
+            (a weak reference).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H

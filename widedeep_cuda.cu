@@ -3,7 +3,8 @@
 // (widedeep.h, section 15) drives it: this file holds arithmetic only. MIT licence.
 //
 // Build: nvcc -O3 -arch=sm_90 -DWD_HAVE_CUDA -c widedeep_cuda.cu, then link the
-// host program (built with -DWD_HAVE_CUDA) against widedeep_cuda.o
+// host program against widedeep_cuda.o (its implementation finds wd_backend_cuda
+// at link time; -DWD_HAVE_CUDA declares the CUDA-only calls)
 // -lcublasLt -lcudart -ldl. This file includes widedeep.h for the
 // declarations only; the host program holds the implementation. NCCL (nccl.h
 // at compile time) is loaded when a communicator is first made: dlopen of
