@@ -109,6 +109,38 @@ static wd_status path_load_eval(void) {
     return st;
 }
 
+// Serving: a loaded model, a predictor on a block and on a line without its
+// label, and wd_predict.
+static wd_status path_serve(void) {
+    wd_model *m;
+    wd_status st = wd_model_load(MODEL2, &m);
+    if (st) return st;
+    wd_reader *r = NULL;
+    const wd_batch *blk = NULL;
+    wd_predictor *p = NULL;
+    wd_predictor_desc pd = {64, 0};
+    static float prob[1000];
+    wd_batch b;
+    memset(&b, 0, sizeof b);
+    static wd_text_spec t;
+    wd_text_spec_criteo(&t, 0);
+    st = wd_text_spec_match(&t, wd_model_schema(m));
+    if (!st) st = wd_reader_open(DATA, &r);
+    if (!st) st = wd_reader_block(r, 0, &blk);
+    if (!st) st = wd_predictor_create(m, &pd, &p);
+    if (!st) st = wd_predictor_run(p, blk, prob);
+    if (!st) st = wd_predict(m, blk, prob);
+    if (!st) st = wd_batch_init(&b, wd_model_schema(m), 0, 0);
+    const char *line = "1\t2\t3\t\t\t\t\t\t\t\t\t\t\ta\tb\tc\td\te\tf\tg\th\ti\tj\tk\tl\tm\tn\to\tp\tq\tr\ts\tt\tu\tv\tw\tx\ty\tz";
+    if (!st) st = wd_parse_unlabeled(&t, line, strlen(line), &b);
+    if (!st) st = wd_predictor_run(p, &b, prob);
+    wd_batch_free(&b);
+    wd_predictor_destroy(p);
+    wd_reader_close(r);
+    wd_model_destroy(m);
+    return st;
+}
+
 static int g_data_ok;   // test_setup made the data and the model
 static void test_allocation_sweeps(void) {
     REQUIRE(g_data_ok);
@@ -116,6 +148,7 @@ static void test_allocation_sweeps(void) {
     sweep("convert", path_convert, OUT);
     sweep("train", path_train_save, MODEL);
     sweep("load", path_load_eval, NULL);
+    sweep("serve", path_serve, NULL);
 }
 
 // Runs fn in a child whose files may not grow past `limit` bytes (a device
