@@ -56,7 +56,7 @@ static wd_model *small_model(int pooling, int ncross, int optimizer) {
     return m;
 }
 static double batch_loss(wd_model *m, wd__ws *w, const wd_batch *b) {
-    wd__forward(m, w, b, 0, b->n);
+    wd__forward(m, w, b, 0, b->n, b->n);
     double L = 0;
     for (int i = 0; i < b->n; i++) L += b->weight[i] * wd__logloss1(w->logit[i], b->label[i]);
     return L;
@@ -75,8 +75,8 @@ static void gradcheck(int pooling, int ncross) {
     wd_batch b;
     small_batch(&b, &m->schema, 12, 5 + (uint64_t)pooling);
     wd__ws w;
-    REQUIRE_OK(wd__ws_init(&w, m, 12));
-    wd__forward(m, &w, &b, 0, b.n);
+    REQUIRE_OK(wd__ws_init(&w, m, 12, 1));
+    wd__forward(m, &w, &b, 0, b.n, b.n);
     REQUIRE_OK(wd__backward(m, &w, &b, 0, b.n));
     REQUIRE_OK(wd__merge_local(m, &w));
     float *g = (float *)malloc(sizeof(float) * (size_t)m->P);
@@ -169,7 +169,7 @@ static void test_one_step_by_finite_differences(void) {
     REQUIRE_OK(wd_train(t, &td, &rep));
     REQUIRE(rep.steps == 1 && t->step == 1);
     wd__ws w;
-    REQUIRE_OK(wd__ws_init(&w, m, n));
+    REQUIRE_OK(wd__ws_init(&w, m, n, 1));
     const double h = 1e-3;
     const float lr_deep = m->d.lr_deep, lr_wide = m->d.lr_wide;
     int checked = 0, bad_state = 0, bad_step = 0, signed_steps = 0;
