@@ -353,6 +353,20 @@ static void test_predictor(void) {
     wd_set_allocator(NULL);
     printf("  40 calls of a warm predictor: %ld allocations, %d wrong; wd_predict: %ld allocations\n", per_call, fails, simple);
     CHECK(per_call == 0 && fails == 0 && simple > 0);
+    // once published (online learning), the same predictor reads the snapshot:
+    // the model's probabilities, and still no allocation per call
+    CHECK_OK(wd_model_publish(mm));
+    wd_set_allocator(&hooks);
+    pc_allocs = 0;
+    int sfails = 0;
+    for (int r = 0; p && ok && r < 40; r++) {
+        int k = (r * 3) % NB;
+        sfails += wd_predictor_run(p, &b[k], out) != WD_OK || memcmp(out, ref[k], sizeof(float) * (size_t)b[k].n) != 0;
+    }
+    long snap_calls = pc_allocs;
+    wd_set_allocator(NULL);
+    printf("  published: 40 calls reading the snapshot: %ld allocations, %d wrong\n", snap_calls, sfails);
+    CHECK(snap_calls == 0 && sfails == 0);
 #ifdef WD_USE_ONEDNN
     CHECK(omp_get_max_threads() == 3);   // scoped to the calls
     wd_predictor *p2 = NULL;

@@ -1,5 +1,5 @@
 // Training from the application's data (a source callback, wd_trainer_push)
-// and online learning (wd_predict on published snapshots while training
+// and online learning (wd_predict and predictors on published snapshots while training
 // runs): streams equal files bit for bit, resume exactly, refuse bad input
 // clearly, and predictions always see one whole published model.
 #define WIDEDEEP_IMPLEMENTATION
@@ -257,12 +257,17 @@ static void test_bad_input(void) {
 // publish_every; every prediction equals one published snapshot's.
 enum { K = 2, NSNAP = STEPS / K + 1, NP = 64 };
 static float g_snap[NSNAP][NP];
-typedef struct pred_arg { wd_model *m; wd_batch *fixed; volatile int *stop; int hits[NSNAP]; int bad, n; wd_status st; } pred_arg;
+// Threads 0 and 1 call wd_predict; 2 and 3 keep a predictor each (max_batch
+// 256 and 24: the batch in pieces), made before training starts.
+typedef struct pred_arg { wd_model *m; wd_batch *fixed; volatile int *stop; int max_batch; int hits[NSNAP]; int bad, n; wd_status st; } pred_arg;
 static void *predictor(void *p) {
     pred_arg *a = (pred_arg *)p;
     float out[NP];
+    wd_predictor *pr = NULL;
+    wd_predictor_desc pd = {a->max_batch, 0};
+    if (a->max_batch >= 0 && (a->st = wd_predictor_create(a->m, &pd, &pr)) != WD_OK) return NULL;
     while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE) && a->n < 4000) {
-        wd_status st = wd_predict(a->m, a->fixed, out);
+        wd_status st = pr ? wd_predictor_run(pr, a->fixed, out) : wd_predict(a->m, a->fixed, out);
         if (st) { a->st = st; break; }
         int j = 0;
         while (j < NSNAP && memcmp(out, g_snap[j], sizeof out)) j++;
@@ -270,6 +275,7 @@ static void *predictor(void *p) {
         else a->hits[j]++;
         a->n++;
     }
+    wd_predictor_destroy(pr);
     return NULL;
 }
 static void test_online_predictions(void) {
@@ -300,6 +306,7 @@ static void test_online_predictions(void) {
     for (int i = 0; i < 4; i++) {
         memset(&args[i], 0, sizeof args[i]);
         args[i].m = m; args[i].fixed = &fixed; args[i].stop = &stop;
+        args[i].max_batch = i < 2 ? -1 : i == 2 ? 0 : 24;
         CHECK(pthread_create(&th[i], NULL, predictor, &args[i]) == 0);
     }
     wd_train_desc td;
@@ -326,7 +333,7 @@ static void test_online_predictions(void) {
         for (int j = 0; j < NSNAP; j++) hits[j] += args[i].hits[j];
     }
     for (int j = 0; j < NSNAP; j++) seen += hits[j] > 0;
-    printf("  %d predictions from 4 threads, %d snapshots of %d seen, %d outside them\n", total, seen, NSNAP, bad);
+    printf("  %d predictions from 4 threads (2 wd_predict, 2 predictors), %d snapshots of %d seen, %d outside them\n", total, seen, NSNAP, bad);
     CHECK(total > 0 && bad == 0);
     float out[NP];
     CHECK_OK(wd_predict(m, &fixed, out));   // after training: the final model, published
