@@ -5633,8 +5633,10 @@ static void wd__ws_free(wd__ws *w) {
     wd__free(w->lp_dz);
     memset(w, 0, sizeof *w);
 }
-// train 0: what the forward pass needs only (prediction); x starts zeroed
-// (rows a piece computes beyond its samples read it: see wd__piece_rows).
+// train 0: what the forward pass needs only (prediction); x then starts
+// zeroed (rows a piece computes beyond its samples read it: see
+// wd__piece_rows). Training's x is not touched here: a worker's scratch for
+// a huge batch stays unbacked until used (the loader's budget check comes after).
 static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap, int train) {
     memset(w, 0, sizeof *w);
     w->cap = cap;
@@ -5642,7 +5644,7 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap, int train) {
     for (int l = 0; l < m->nlayers; l++) widest = WD__MAX(widest, m->layer[l].out);
     wd_status st = WD_OK;
     w->x = wd__alloc_floats((int64_t)cap * m->IN, "activations", &st);
-    if (!st) memset(w->x, 0, sizeof(float) * (size_t)cap * (size_t)m->IN);
+    if (!st && !train) memset(w->x, 0, sizeof(float) * (size_t)cap * (size_t)m->IN);
     int lp = m->d.precision == WD_PRECISION_BF16;
     for (int l = 0; l < m->nlayers; l++)
         if (!lp || l + 1 == m->nlayers) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
