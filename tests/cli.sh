@@ -269,7 +269,7 @@ ck "valid_auc 0.6-0.99" grep -q 'valid_auc=0\.[6-9]' "$T/out"
 ck "log header" [ "$(head -1 "$T/log.csv" 2>/dev/null)" = "step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss" ]
 ck "one log row per step: 1..48, each once" [ "$(tail -n +2 "$T/log.csv" 2>/dev/null | cut -d, -f1 | tr '\n' ' ')" = "$(seq -s ' ' 1 48) " ]
 ck "elapsed_s in ms" eval '[ "$(tail -n +2 "$T/log.csv" | cut -d, -f5 | grep -cE "^[0-9]+\.[0-9]{3}$")" = 48 ]'
-ck "the two validations on their steps' rows (24: epoch 0, 48: epoch 1)" eval '[ "$(grep -E ",0\.[0-9]+,[0-9.]+$" "$T/log.csv" | cut -d, -f1,3 | tr "\n" " ")" = "24,0 48,1 " ]'
+ck "the three validations on their steps' rows (24: epoch 0; 26, a tenth into epoch 1; 48)" eval '[ "$(grep -E ",0\.[0-9]+,[0-9.]+$" "$T/log.csv" | cut -d, -f1,3 | tr "\n" " ")" = "24,0 26,1 48,1 " ]'
 ck "last log row: step 48, 12000 samples, valid AUC" grep -qE '^48,12000,1,[0-9.]+,[0-9.]+,0\.[0-9]+,[0-9.]+$' "$T/log.csv"
 end
 expect cli_eval 0 "$WD" eval --model "$T/m.wdm" "$T/te.wdr"
