@@ -10,9 +10,11 @@
    (the library's and oneDNN's: this file interposes malloc) is counted during
    the timed calls of the predictors.
    With an output directory it also writes the model's weights and the
-   requests as raw arrays, and the probabilities it computed, for
-   bench/peer_predict.py (the same model in PyTorch, checked against these
-   probabilities). bench/predict_bench.sh runs both, one after the other.
+   requests as raw arrays, the probabilities it computed, and the model as
+   model.wdm, for bench/peer_predict.py (the same model in PyTorch) and
+   bench/peer_onnx.py (`wd export --onnx` of model.wdm in ONNX Runtime),
+   each checked against these probabilities. bench/predict_bench.sh runs
+   the three, one after the other.
    Build: make build/predict_bench, or cc -O2 -DWD_USE_ONEDNN -o predict_bench bench/predict_bench.c -lzstd -lz -lpthread -lm -ldnnl -lgomp
    Usage: predict_bench [OUTDIR] [BUCKETS] [SECONDS_PER_ROW] */
 #define _GNU_SOURCE
@@ -184,6 +186,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < NREQ; i++) for (int k = 0; k < S; k++) ids[i * S + k] = req.ids[k][i];
         put(out, "ids.u32", ids, sizeof(uint32_t) * NREQ * S);
         put(out, "probs.f32", p, sizeof(float) * NREQ);
+        char path[4096];   // the model itself, for `wd export --onnx` (bench/peer_onnx.py)
+        snprintf(path, sizeof path, "%s/model.wdm", out);
+        if (wd_model_save(m, path)) die("wd_model_save");
         free(ids); free(p);
     }
     char all[64];
