@@ -252,10 +252,11 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
     else say "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")"; fi
 else say "SKIP examples: no data in $DATA"; fi
 
-# the README's serving block, run (build/readme_serve: its serve() on a model
-# trained from the Criteo sample): the probability it prints for its request
-# must equal, to the last bit (%.9g), what `wd predict` gives the same request
-# as a Criteo line converted --schema-from the training file
+# the README's serving blocks, run (build/readme_serve: its serve() on a model
+# trained from the Criteo sample, and serve_lines() on the same request as an
+# unlabeled line, given twice): the probabilities they print must equal, to
+# the last bit (%.9g), what `wd predict` gives the same request as a Criteo
+# line converted --schema-from the training file
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && built readme_serving "$B/readme_serve"; then
     R=$T/readme; mkdir -p "$R"
     req=$(printf '0\t5'; for i in $(seq 12); do printf '\t'; done; printf '\t68fd1e64\t80e26c9b'; for i in $(seq 24); do printf '\t'; done)
@@ -267,8 +268,11 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && built readme_serving "$B/r
        "$B/wd" predict --model "$R/ctr.wdm" -o "$R/want.txt" "$R/req.wdr" >> "$R/out" 2>&1 &&
        timeout "$TEST_TIMEOUT" "$B/readme_serve" "$R/ctr.wdm" > "$R/got.txt" 2>> "$R/out"; then
         want=$(cat "$R/want.txt"); got=$(sed -n 's/^p(click) //p' "$R/got.txt")
-        if [ -n "$got" ] && [ "$got" = "$want" ]; then say "PASS readme_serving: serve() printed p(click) $got, wd predict $want"
-        else say "FAIL readme_serving: serve() printed '$(head -c 200 "$R/got.txt")', wd predict '$want'"; fi
+        # serve_lines(): the same request as a line without its label, a predictor, wd_parse_unlabeled
+        printf '%s\n%s\n' "${req#0$'\t'}" "${req#0$'\t'}" | timeout "$TEST_TIMEOUT" "$B/readme_serve" "$R/ctr.wdm" --lines > "$R/lines.txt" 2>> "$R/out"
+        lines=$(tr '\n' ' ' < "$R/lines.txt")
+        if [ -n "$got" ] && [ "$got" = "$want" ] && [ "$lines" = "$want $want " ]; then say "PASS readme_serving: serve() printed p(click) $got, serve_lines() $lines(twice), wd predict $want"
+        else say "FAIL readme_serving: serve() printed '$(head -c 200 "$R/got.txt")', serve_lines() '$(head -c 200 "$R/lines.txt")', wd predict '$want'"; fi
     else say "FAIL readme_serving: $(tail -3 "$R/out" | tr '\n' ' ')"; fi
 elif [ ! -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then say "SKIP readme_serving: no data in $DATA"; fi
 
