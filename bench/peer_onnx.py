@@ -9,7 +9,8 @@ it computes), with ONNX Runtime's intra-op threads 1 and all cores
 (inter-op 1, sequential execution, all graph optimizations). Each request's
 inputs are prepared before it is timed (contiguous slices, no copies): the
 time is session.run's, Python's call overhead included.
-Usage: peer_onnx.py DIR [SECONDS_PER_ROW]
+Usage: peer_onnx.py DIR [SECONDS_PER_ROW] [BATCH,CALLERS]
+(the last: only that request size and caller count's rows)
 """
 import os, sys, threading, time
 import numpy as np
@@ -85,6 +86,7 @@ def row(name, sess, dense, ids, batch, callers, seconds):
 def main():
     d = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    only = tuple(int(x) for x in sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     path = os.path.join(d, "model.onnx")
     dense, ids, want = load(d)
     cores = os.cpu_count()
@@ -98,6 +100,8 @@ def main():
         return 1
     for batch in (1, 256):
         for callers in (1, 4):
+            if only and (batch, callers) != only:
+                continue
             for threads in (1, cores):
                 row(f"session intra_op={threads}", sess[threads], dense, ids, batch, callers, seconds)
     return 0

@@ -7,7 +7,8 @@ its probabilities are widedeep's (max difference printed; it fails above
 eager and TorchScript (traced, frozen), with torch's intra-op threads 1 and
 all cores, under torch.inference_mode(). Python callers hold the GIL between
 torch's operators, as a Python server's would.
-Usage: peer_predict.py DIR [SECONDS_PER_ROW]
+Usage: peer_predict.py DIR [SECONDS_PER_ROW] [BATCH,CALLERS]
+(the last: only that request size and caller count's rows)
 """
 import os, sys, threading, time
 import numpy as np
@@ -82,6 +83,7 @@ def row(name, model, dense, ids, batch, callers, seconds):
 def main():
     d = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    only = tuple(int(x) for x in sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     model, dense, ids, want = load(d)
     cores = os.cpu_count()
     with torch.inference_mode():
@@ -96,6 +98,8 @@ def main():
         return 1
     for batch in (1, 256):
         for callers in (1, 4):
+            if only and (batch, callers) != only:
+                continue
             for threads in (1, cores):
                 torch.set_num_threads(threads)
                 row(f"eager threads={threads}", model, dense, ids, batch, callers, seconds)

@@ -16,7 +16,8 @@
    each checked against these probabilities. bench/predict_bench.sh runs
    the three, one after the other.
    Build: make build/predict_bench, or cc -O2 -DWD_USE_ONEDNN -o predict_bench bench/predict_bench.c -lzstd -lz -lpthread -lm -ldnnl -lgomp
-   Usage: predict_bench [OUTDIR] [BUCKETS] [SECONDS_PER_ROW] */
+   Usage: predict_bench [OUTDIR] [BUCKETS] [SECONDS_PER_ROW] [BATCH,CALLERS]
+   (the last: only that request size and caller count's rows) */
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -139,6 +140,8 @@ int main(int argc, char **argv) {
     const char *out = argc > 1 ? argv[1] : NULL;
     uint32_t buckets = argc > 2 ? (uint32_t)atol(argv[2]) : 100000;
     double secs = argc > 3 ? atof(argv[3]) : 2.0;
+    int only_b = 0, only_c = 0;   // BATCH,CALLERS: that configuration's rows only
+    if (argc > 4 && sscanf(argv[4], "%d,%d", &only_b, &only_c) != 2) { fprintf(stderr, "predict_bench: '%s' is not BATCH,CALLERS\n", argv[4]); return 2; }
     wd_schema s;
     wd_schema_criteo(&s, buckets);
     wd_model_desc md;
@@ -196,6 +199,7 @@ int main(int argc, char **argv) {
     static const int batches[2] = {1, 256}, callers[2] = {1, 4};
     for (int bi = 0; bi < 2; bi++)
         for (int ci = 0; ci < 2; ci++) {
+            if (only_b && (batches[bi] != only_b || callers[ci] != only_c)) continue;
             row(m, &req, batches[bi], callers[ci], 0, 1, secs, "predictor threads=1");
             row(m, &req, batches[bi], callers[ci], 0, (int)cores, secs, all);
             row(m, &req, batches[bi], callers[ci], 1, 1, secs, "wd_predict (simple form)");
