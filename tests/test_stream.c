@@ -253,6 +253,56 @@ static void test_bad_input(void) {
     wd_model_destroy(m);
 }
 
+// Validation and the progress callback's stop work on a stream as on files:
+// with eval_every 4 the model is validated after steps 4 and 8, each
+// validation's AUC is wd_evaluate's of the model after that step (a twin
+// trained the same batches), and a callback returning nonzero after step 10
+// stops training at the next step boundary (WD_ERR_ABORTED, report.stopped
+// 1, at most one step past the request: test_loop's rule for files).
+typedef struct vrec { int64_t vstep[8]; double vauc[8]; int nv; int64_t stop_at; } vrec;
+static int vprogress(void *user, const wd_progress *p) {
+    vrec *v = (vrec *)user;
+    int valid = !isnan(p->valid_auc) || !isnan(p->valid_logloss);
+    if (valid && v->nv < 8) { v->vstep[v->nv] = p->step; v->vauc[v->nv] = p->valid_auc; v->nv++; }
+    return !valid && p->step >= v->stop_at;
+}
+static void test_stream_validation_and_stop(void) {
+    REQUIRE(g_ok);
+    wd_model *m = make_model(WD_ADAM), *twin = make_model(WD_ADAM);
+    REQUIRE(m && twin);
+    const char *valid[] = {DATA};
+    src s, s2;
+    src_init(&s, 0, STEPS);
+    src_init(&s2, 0, 8);
+    wd_train_desc td;
+    stream_desc(&td, &s);
+    td.valid_files = valid; td.nvalid = 1; td.eval_every = 4;
+    vrec v;
+    memset(&v, 0, sizeof v);
+    v.stop_at = 10;
+    td.progress = vprogress; td.user = &v;
+    wd_train_report rep;
+    memset(&rep, 0, sizeof rep);
+    wd_status st = wd_train(m, &td, &rep);
+    CHECK(st == WD_ERR_ABORTED && strstr(wd_last_error(), "stopped at step"));   // as with files
+    printf("  stopped %d at step %lld (source asked for %lld batches); %d validations:", rep.stopped, (long long)m->step, (long long)s.next, v.nv);
+    for (int i = 0; i < v.nv; i++) printf(" step %lld auc %.6f", (long long)v.vstep[i], v.vauc[i]);
+    printf("\n");
+    CHECK(rep.stopped == 1 && m->step >= 10 && m->step <= 11 && rep.steps == m->step);   // at most one step past the request, as with files
+    CHECK(v.nv >= 2 && v.vstep[0] == 4 && v.vstep[1] == 8);
+    stream_desc(&td, &s2);   // the twin: the same 8 batches, no validation
+    CHECK_OK(wd_train(twin, &td, NULL));
+    wd_eval_desc ed;
+    memset(&ed, 0, sizeof ed);
+    ed.files = valid; ed.nfiles = 1; ed.threads = 2;
+    wd_metrics mt;
+    CHECK_OK(wd_evaluate(twin, &ed, &mt));
+    printf("  the twin after 8 steps: auc %.6f\n", mt.auc);
+    CHECK(v.nv >= 2 && mt.auc == v.vauc[1]);
+    wd_batch_free(&s.b); wd_batch_free(&s2.b);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
 // Online learning: 4 threads predict while training (2 workers) runs with
 // publish_every; every prediction equals one published snapshot's.
 enum { K = 2, NSNAP = STEPS / K + 1, NP = 64 };
@@ -348,6 +398,7 @@ int main(int argc, char **argv) {
     RUN(test_setup);
     RUN(test_push_equals_files);
     RUN(test_bad_input);
+    RUN(test_stream_validation_and_stop);
     RUN(test_online_predictions);
     wd_batch_free(&g_all);
     unlink(DATA);
