@@ -969,8 +969,10 @@ typedef enum wd_stage {
     WD_STAGE_MLP_FWD,               // MLP forward
     WD_STAGE_WIDE,                  // wide logit and loss; wide and sparse gradient rows
     WD_STAGE_MLP_BWD,               // MLP backward
+    WD_STAGE_SORT,                  // sparse keys sorted into runs of equal ids (CPU: inside each worker's merge)
+    WD_STAGE_ROWS,                  // each run's gradient row summed (one rank's rows; the GPU's checks with one rank)
     WD_STAGE_COMM,                  // combining gradients between workers or ranks
-    WD_STAGE_OPTIMIZER,             // merging sparse rows, applying every update
+    WD_STAGE_OPTIMIZER,             // the rows owned merged and checked (CPU), applying every update
     WD_STAGE_OTHER,                 // validation, checkpoints, progress and the rest
     WD_STAGE_COUNT
 } wd_stage;
@@ -5614,7 +5616,7 @@ typedef struct wd__ws {
     int64_t nown, own_cap;          // merged rows this worker applies: keys, rows (scaled)
     int64_t *own_key;               // (own_cap)
     float *own_row;                 // (own_cap, R)
-    double t_embed, t_fwd, t_bwd, t_wide, t_comm, t_opt;
+    double t_embed, t_fwd, t_bwd, t_wide, t_sort, t_rows, t_comm, t_opt;
     wd__gemm mm;                    // the GEMM engine's state (primitives) of this worker
     uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap, in_l), the activations above layer 0
     uint16_t *lp_dz;                // precision bf16: the gradient being propagated (cap, max width)
@@ -5969,7 +5971,9 @@ static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
     int R = m->R;
     WD__TRY(wd__ws_sort_reserve(w, w->nocc));
     for (int64_t q = 0; q < w->nocc; q++) { w->sort[q].key = w->okey[q]; w->sort[q].src = 0; w->sort[q].idx = (int32_t)q; }
+    double ts = wd__now();
     wd__sort_occ(w, w->nocc, m->table_off[m->ntables]);
+    w->t_sort += wd__now() - ts;
     int64_t u = 0;
     for (int64_t q = 0; q < w->nocc; q++) u += q == 0 || w->sort[q].key != w->sort[q - 1].key;
     size_t bytes = 8 + 8 * (size_t)u + 4 * (size_t)u * (size_t)R;
@@ -6573,7 +6577,7 @@ WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) 
 // ---- 15. Training, evaluation, prediction -----------------------------------------------------
 WDDEF const char *wd_stage_name(int stage) {
     static const char *names[WD_STAGE_COUNT] = {"data wait", "h2d copy", "embedding", "mlp forward", "wide+loss",
-                                                "mlp backward", "comm", "optimizer", "other"};
+                                                "mlp backward", "sparse sort", "sparse rows", "comm", "optimizer", "other"};
     return stage >= 0 && stage < WD_STAGE_COUNT ? names[stage] : "?";
 }
 
@@ -6714,10 +6718,10 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
     w->g[m->P + 2] = samples;
     wd_step_votes(w->g + m->P + 3, r == 0 && c->stop, c->rank, r == 0 ? c->fail_st : WD_OK, c->fail_why);   // worker 0 votes for the process
-    double tm = wd__now();
+    double tm = wd__now(), sort0 = w->t_sort;
     if (!st) st = wd__merge_local(m, w);
     double t0 = wd__now();
-    w->t_opt += t0 - tm;   // merging this worker's sparse rows: part of the optimizer stage
+    w->t_rows += t0 - tm - (w->t_sort - sort0);   // merging this worker's sparse rows; its sort is a stage of its own
     if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
     st = cm->ops->allreduce_sum(cm, w->g, (size_t)(m->P + WD__TAIL));
     const void **views = c->views + (size_t)r * (size_t)cm->size;
@@ -6891,7 +6895,8 @@ static wd_status wd__cpu_download(wd_backend *be) { (void)be; return WD_OK; }   
 static void wd__cpu_times(const wd_backend *be, double *s) {
     const wd__ws *w = &((const wd__cpu *)be)->ws[0];
     s[WD_STAGE_EMBED] += w->t_embed; s[WD_STAGE_MLP_FWD] += w->t_fwd; s[WD_STAGE_MLP_BWD] += w->t_bwd;
-    s[WD_STAGE_WIDE] += w->t_wide; s[WD_STAGE_COMM] += w->t_comm; s[WD_STAGE_OPTIMIZER] += w->t_opt;
+    s[WD_STAGE_WIDE] += w->t_wide; s[WD_STAGE_SORT] += w->t_sort; s[WD_STAGE_ROWS] += w->t_rows;
+    s[WD_STAGE_COMM] += w->t_comm; s[WD_STAGE_OPTIMIZER] += w->t_opt;
 }
 static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     const wd__cpu *c = (const wd__cpu *)be;

@@ -27,10 +27,13 @@
 // ReLU epilogues) -> wide logit, loss, dlogit (per-block partials, summed in a
 // fixed order) -> MLP backward (GEMMs; bias gradients as two-level column
 // sums) -> sparse rows: one key per id occurrence, radix sort, runs of equal
-// keys, runs cut into segments of at most WDC_SEG rows (a hot id is summed by
-// many warps, then its segments in order) -> with several ranks: the dense
-// gradient is allreduced and every rank's merged rows allgathered and merged
-// again (rank order) -> checks (loss finite, every gradient finite and below
+// keys, each run's gradient row summed from dlogit and dx (WD_CUDA_SPARSE:
+// segmented, runs cut into segments of at most WDC_SEG rows summed by a warp
+// each, then each run's segments in order; or fused, one warp per run of at
+// most WDC_HOT rows and one block per chunk of WDC_HOT_CHUNK rows of a hot
+// run, no segment lists) -> with several ranks: the dense gradient is
+// allreduced and every rank's merged rows allgathered and merged again (rank
+// order, in segments) -> checks (loss finite, every gradient finite and below
 // WD__GRAD_MAX's 1e15; a stop vote) -> updates -> results into pinned memory.
 // Every sum has a fixed order, so a step is deterministic.
 //
@@ -40,7 +43,12 @@
 // is no bf16 path here yet, and training it in fp32 unasked would be wrong.
 //
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
-// no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph);
+// no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph;
+// the sparse sort, the sparse rows and the updates each a stage of its own);
+// WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
+// the path reviewed longest; fused is the faster design on paper and becomes
+// the default once a GPU run has passed test_gpu with it and timed both,
+// bench/gpu_run.sh phase 3);
 // WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
 // seconds before a rank waiting on others gives up (default 600: set-up, the
 // warm-up collective, every collective, teardown); WD_NCCL_LIB the NCCL library;
@@ -174,6 +182,7 @@ struct wdc_state {
     float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
     float c1, c2;                   // Adam's bias corrections for this step
     int nruns, nsegs;               // runs and segments of the current sort
+    int nhot, nchunks;              // WD_CUDA_SPARSE=fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
     float vote[2][WD_STEP_VOTES];   // the host's votes (stop, failure), per input buffer
     unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
@@ -440,9 +449,19 @@ __global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const in
         seg_rows[(size_t)seg * R + col] = acc;
     }
 }
-// One warp per run: its segments summed in order into rows[r]; with check,
-// scaled by the batch's 1 / weight sum and checked (a bad value flags the
-// step unless it is already flagged: a stop vote stays a clean stop).
+// A merged row's value as the updates read it: with check, scaled by the
+// batch's 1 / weight sum and checked as wdc_dense_check_k does (a bad value
+// flags the step unless it is already flagged: a stop vote stays a clean
+// stop; nothing is checked without weight); without, the plain sum (the
+// exchange sends it, and the receiver scales and checks).
+__device__ __forceinline__ float wdc_row_value(float acc, wdc_state *s, int check) {
+    if (check) {
+        acc *= s->inv_w;
+        if (!s->flags && s->inv_w != 0.0f && !(fabsf(acc) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
+    }
+    return acc;
+}
+// One warp per run: its segments summed in order into rows[r] (wdc_row_value).
 __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *seg_first, const int *seg_cnt, const unsigned long long *ukey,
                                 wdc_state *s, int R, unsigned long long sentinel, int check) {
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -450,11 +469,118 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
     for (int col = lane; col < R; col += 32) {
         float acc = 0.0f;
         for (int q = seg_first[r]; q < seg_first[r] + seg_cnt[r]; q++) acc += seg_rows[(size_t)q * R + col];
-        if (check) {   // checked as wdc_dense_check_k does: not on a stop vote or a failed loss, nor without weight
-            acc *= s->inv_w;
-            if (!s->flags && s->inv_w != 0.0f && !(fabsf(acc) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
+        rows[(size_t)r * R + col] = wdc_row_value(acc, s, check);
+    }
+}
+
+// The fused embedding backward (WD_CUDA_SPARSE=fused): every run's merged
+// row straight from dlogit and dx, no segments. A run of at most WDC_HOT
+// occurrences is summed by one warp (wdc_fused_rows_k); a longer (hot) one is
+// cut into chunks of WDC_HOT_CHUNK occurrences, each summed by one block whose
+// warps take equal contiguous shares (wdc_hot_chunk_k), and the chunks are
+// summed in order (wdc_hot_merge_k). Every sum runs in occurrence order with
+// a fixed split, so the rows are the same bits every run (the atomics below
+// only choose where a hot run's chunks are stored, never what they hold).
+// The updates stay a kernel of their own (wdc_sparse_apply_k): a step is
+// applied whole or not at all, so every row's check must be done before the
+// first update, a grid-wide barrier; a kernel boundary is the cheapest one
+// (the merged rows, U x R floats, cross it).
+#define WDC_HOT 128                 // the longest run one warp sums (4 rounds of 32 occurrences)
+#define WDC_HOT_CHUNK 1024          // occurrences of a hot run per block (128 per warp)
+// Lane l's column c0 + l of the sum of sorted occurrences [j0, j1), in
+// order: 32 occurrences a round, each found once (lane t finds the t-th and
+// passes it on), their 32 loads issued before the adds. Every lane of the
+// warp must call it (shuffles).
+__device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, const wdc_batch &b, const wdc_dims &d, const float *dlogit, const float *dx) {
+    int lane = threadIdx.x % 32, col = c0 + lane;
+    float acc = 0.0f;
+    for (int base = j0; base < j1; base += 32) {
+        int nb = min(32, j1 - base), mi = 0, mt = 0;
+        float ms = 0.0f;
+        if (lane < nb) {
+            wdc_occ o = wdc_occ_at(occ_s[base + lane], b, d);
+            mi = o.i; mt = o.table; ms = o.valid ? o.scale : 0.0f;
         }
-        rows[(size_t)r * R + col] = acc;
+        float x[32];
+#pragma unroll
+        for (int t = 0; t < 32; t++) {
+            int it = __shfl_sync(0xffffffffu, mi, t), tt = __shfl_sync(0xffffffffu, mt, t);
+            float st = __shfl_sync(0xffffffffu, ms, t), v = 0.0f;
+            if (t < nb && col < d.R) {
+                if (col == 0) v = d.wide ? dlogit[it] * st : 0.0f;
+                else if (tt < d.S) v = dx[(size_t)it * d.INp + d.D + tt * d.E + (col - 1)] * st;
+            }
+            x[t] = v;
+        }
+#pragma unroll
+        for (int t = 0; t < 32; t++) if (t < nb) acc += x[t];
+    }
+    return acc;
+}
+// One warp per run (grid-stride): a short run's row into rows[r]
+// (wdc_row_value); a hot run is listed (hot: run, first chunk, chunks) and
+// its chunks (run, index) reserved for wdc_hot_chunk_k. s->nhot and
+// s->nchunks are 0 before the launch.
+__global__ void wdc_fused_rows_k(float *rows, int4 *hot, int2 *chunks, const unsigned long long *ukey, const int *run_off, const int *run_cnt,
+                                 const uint32_t *occ_s, wdc_state *s, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
+                                 const float *dlogit, const float *dx, int check) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
+    int lane = threadIdx.x % 32, nruns = s->nruns, nw = gridDim.x * WDC_WARPS;
+    for (int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32; r < nruns; r += nw) {   // r, and so every branch below, is the same on all lanes
+        if (ukey[r] == d.sentinel) continue;
+        int j0 = run_off[r], cnt = run_cnt[r];
+        if (cnt > WDC_HOT) {
+            int nc = (cnt + WDC_HOT_CHUNK - 1) / WDC_HOT_CHUNK, first = 0, h = 0;
+            if (lane == 0) { first = atomicAdd(&s->nchunks, nc); h = atomicAdd(&s->nhot, 1); }
+            first = __shfl_sync(0xffffffffu, first, 0);
+            h = __shfl_sync(0xffffffffu, h, 0);
+            if (lane == 0) hot[h] = make_int4(r, first, nc, 0);
+            for (int c = lane; c < nc; c += 32) chunks[first + c] = make_int2(r, c);
+            continue;
+        }
+        for (int c0 = 0; c0 < d.R; c0 += 32) {
+            float acc = wdc_occ_sum(j0, j0 + cnt, c0, occ_s, b, d, dlogit, dx);
+            if (c0 + lane < d.R) rows[(size_t)r * d.R + c0 + lane] = wdc_row_value(acc, s, check);
+        }
+    }
+}
+// One block per chunk of a hot run (grid-stride): warp w sums the w-th of
+// WDC_WARPS equal contiguous shares, then warp 0 adds the shares in warp
+// order into part[e] (R floats; e: the chunk's place in the list).
+__global__ void wdc_hot_chunk_k(float *part, const int2 *chunks, const int *run_off, const int *run_cnt, const uint32_t *occ_s, const wdc_state *s,
+                                const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
+    __shared__ float sh[WDC_WARPS][32];
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32, n = s->nchunks;
+    for (int e = blockIdx.x; e < n; e += gridDim.x) {   // e is the same in the whole block: the barriers below are reached by all
+        int2 ch = chunks[e];
+        int end = run_off[ch.x] + run_cnt[ch.x], a = run_off[ch.x] + ch.y * WDC_HOT_CHUNK, len = min(WDC_HOT_CHUNK, end - a);
+        int w0 = a + len * w / WDC_WARPS, w1 = a + len * (w + 1) / WDC_WARPS;
+        for (int c0 = 0; c0 < d.R; c0 += 32) {
+            sh[w][lane] = wdc_occ_sum(w0, w1, c0, occ_s, b, d, dlogit, dx);
+            __syncthreads();
+            if (w == 0 && c0 + lane < d.R) {
+                float t = 0.0f;
+                for (int q = 0; q < WDC_WARPS; q++) t += sh[q][lane];
+                part[(size_t)e * d.R + c0 + lane] = t;
+            }
+            __syncthreads();
+        }
+    }
+}
+// One warp per hot run (grid-stride): its chunks' sums in chunk order into
+// rows[run] (wdc_row_value).
+__global__ void wdc_hot_merge_k(float *rows, const int4 *hot, const float *part, wdc_state *s, int R, int check) {
+    int lane = threadIdx.x % 32, n = s->nhot, nw = gridDim.x * WDC_WARPS;
+    for (int h = blockIdx.x * WDC_WARPS + threadIdx.x / 32; h < n; h += nw) {
+        int4 e = hot[h];
+        for (int col = lane; col < R; col += 32) {
+            float acc = 0.0f;
+            for (int c = 0; c < e.z; c++) acc += part[(size_t)(e.y + c) * R + col];
+            rows[(size_t)e.x * R + col] = wdc_row_value(acc, s, check);
+        }
     }
 }
 // One warp per run: FTRL on the wide weight (col 0), the deep rule on the
@@ -678,6 +804,10 @@ static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, const float *A
 }
 
 // ---- 4. Device rank -----------------------------------------------------------------------------
+// Stage boundaries of a timed step (WD_CUDA_TIMING=1): 0 start, 1 gathered, 2 forward, 3 loss,
+// 4 backward, 5 sorted (keys, sort, runs), 6 rows merged (one rank: checked too; several: packed),
+// 7 exchanged (several ranks: collectives, the second sort and merge, the checks), 8 updated, 9 end.
+#define WDC_MARKS 10
 struct wdc_rank {
     int rank, ranks, device, B;
     wd_model *model;
@@ -698,6 +828,13 @@ struct wdc_rank {
     uint32_t *occ, *occ_alt;
     int *run_cnt, *run_off, *seg_cnt, *seg_first, *seg_run;
     float *seg_rows, *rows;
+    // WD_CUDA_SPARSE=fused keeps its lists in the segment buffers (each step uses one kind or
+    // the other for its first merge; the second merge of an exchange comes after it):
+    int4 *hot;                      // (N / (WDC_HOT + 1)) in seg_cnt: hot run, its first chunk, its chunks
+    int2 *chunks;                   // (N / WDC_HOT_CHUNK + N / (WDC_HOT + 1) + 1) in seg_run: run, chunk index
+    float *chunk_rows;              // (chunks, R) in seg_rows: each chunk's sum
+    int sparse_fused;               // WD_CUDA_SPARSE: 1 fused, 0 segmented
+    int sms;                        // the device's multiprocessors (grid-stride kernels' grids)
     char *exchange;
     void *scratch, *gemm_ws;
     size_t scratch_bytes, gemm_ws_bytes;
@@ -706,7 +843,7 @@ struct wdc_rank {
     cublasLtHandle_t lt;
     wdc_mm fwd[WD_MAX_LAYERS + 1], bw[WD_MAX_LAYERS + 1], ba[WD_MAX_LAYERS + 1];
     cudaStream_t compute, copy;
-    cudaEvent_t copied[2], done[2], mark[2][8];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
+    cudaEvent_t copied[2], done[2], mark[2][WDC_MARKS];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int64_t check_every;
@@ -750,7 +887,7 @@ static void wdc_rank_free(wdc_rank *r) {
     if (r->compute) cudaStreamDestroy(r->compute);
     if (r->copy) cudaStreamDestroy(r->copy);
     for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->done[i]) cudaEventDestroy(r->done[i]); }
-    for (int j = 0; j < 2; j++) for (int i = 0; i < 8; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
+    for (int j = 0; j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
     if (r->res_host) cudaFreeHost(r->res_host);
     if (r->vote_host) cudaFreeHost(r->vote_host);
     if (r->staging) cudaFreeHost(r->staging);
@@ -873,6 +1010,15 @@ static wd_status wdc_carve(wdc_rank *r) {
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_STATE, 0, NULL, &sb));
     if ((int64_t)sizeof(wdc_state) > sb) return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry (%lld)", sizeof(wdc_state), (long long)sb);
     r->table_off = r->state->table_off;
+    // the fused path's lists in the segment buffers: room for the most a step of d.rows occurrences can make
+    r->hot = (int4 *)r->seg_cnt; r->chunks = (int2 *)r->seg_run; r->chunk_rows = r->seg_rows;
+    int64_t n = r->d.rows, hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1, have[3];
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SEG_COUNT, 0, NULL, &have[0]));
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SEG_RUN, 0, NULL, &have[1]));
+    WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SEG_ROWS, 0, NULL, &have[2]));
+    if (16 * hot_max > have[0] || 8 * chunk_max > have[1] || 4 * chunk_max * r->d.R > have[2])
+        return wdc_fail(WD_ERR_INTERNAL, "the fused sparse path's lists (%lld hot runs, %lld chunks of %d floats) exceed the segment buffers",
+                        (long long)hot_max, (long long)chunk_max, r->d.R);
     return WD_OK;
 }
 
@@ -1011,7 +1157,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
     }
     r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
-    for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < 8; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
+    {
+        const char *sp = getenv("WD_CUDA_SPARSE");
+        if (!sp || !*sp || !strcmp(sp, "segmented")) r->sparse_fused = 0;   // the default: see the header comment
+        else if (!strcmp(sp, "fused")) r->sparse_fused = 1;
+        else return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", sp);
+    }
+    WDC_CUDA(cudaDeviceGetAttribute(&r->sms, cudaDevAttrMultiProcessorCount, r->device));
+    for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
@@ -1057,8 +1210,11 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
 }
 
 // ---- 5. Step ------------------------------------------------------------------------------------
-// Sorts n keys (with their occurrences) and finds runs and segments. Returns
-// the buffers holding the sorted keys and occurrences.
+// Sorts n keys (with their occurrences; CUB's radix sort is stable, so a
+// run's occurrences stay in occurrence order) and finds the runs of equal
+// keys: ukeys, run_cnt, run_off (run_cnt is zeroed first: the run-length
+// encoding writes only nruns counts and the scan reads n). Returns the
+// buffer holding the sorted occurrences.
 static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32_t **occ_s) {
     cub::DoubleBuffer<unsigned long long> kb(r->keys, r->keys_alt);
     cub::DoubleBuffer<uint32_t> vb(r->occ, r->occ_alt);
@@ -1069,13 +1225,50 @@ static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32
     WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, bytes, kb.Current(), r->ukeys, r->run_cnt, &r->state->nruns, n, st));
     bytes = r->scratch_bytes;
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->run_cnt, r->run_off, n, st));
+    *occ_s = vb.Current();
+    return WD_OK;
+}
+// The runs of the last sort over n keys cut into segments of at most WDC_SEG
+// rows (seg_cnt, seg_first, seg_run; nsegs into the state).
+static wd_status wdc_segments(wdc_rank *r, cudaStream_t st, int n) {
     wdc_seg_count_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n, r->d.sentinel);
     WDC_LAUNCH("seg_count");
-    bytes = r->scratch_bytes;
+    size_t bytes = r->scratch_bytes;
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->seg_cnt, r->seg_first, n, st));
     wdc_seg_fill_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_run, r->seg_cnt, r->seg_first, r->state, n);
     WDC_LAUNCH("seg_fill");
-    *occ_s = vb.Current();
+    return WD_OK;
+}
+// Every run's merged gradient row (R floats: wide, then E deep) into rows,
+// from this rank's occurrences (d.rows of them, sorted by wdc_sort_runs):
+// with check, scaled and checked (wdc_row_value). Segmented: segments of at
+// most WDC_SEG rows summed by a warp each, then each run's segments in order;
+// fused: wdc_fused_rows_k and, for hot runs, wdc_hot_chunk_k and wdc_hot_merge_k.
+static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *occ_s, const wdc_batch *db, const float *dlogit, const float *dx, int check) {
+    const wdc_dims &d = r->d;
+    const wdc_dims *dd = &r->state->d;
+    int64_t n = d.rows;
+    if (!r->sparse_fused) {
+        WDC_TRY(wdc_segments(r, st, (int)n));
+        wdc_seg_sum_occ_k<<<wdc_blocks(n + n / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt,
+                                                                                            occ_s, r->state, db, dd, dlogit, dx);
+        WDC_LAUNCH("seg_sum_occ");
+        wdc_run_merge_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, check);
+        WDC_LAUNCH("run_merge");
+        return WD_OK;
+    }
+    // grid-stride kernels: up to 8 blocks per multiprocessor, fewer when there cannot be that much work
+    unsigned cap = (unsigned)(r->sms > 0 ? 8 * r->sms : 1024);
+    int64_t hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1;
+    WDC_CUDA(cudaMemsetAsync(&r->state->nhot, 0, 2 * sizeof(int), st));   // nhot and nchunks
+    wdc_fused_rows_k<<<min(cap, wdc_blocks(n, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
+                                                                                r->state, db, dd, dlogit, dx, check);
+    WDC_LAUNCH("fused_rows");
+    wdc_hot_chunk_k<<<min(cap, wdc_blocks(chunk_max, 1)), WDC_THREADS, 0, st>>>(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
+                                                                               dlogit, dx);
+    WDC_LAUNCH("hot_chunk");
+    wdc_hot_merge_k<<<min(cap, wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
+    WDC_LAUNCH("hot_merge");
     return WD_OK;
 }
 // Stage boundary i of the step in input buffer `slot` (slot -1: not timed).
@@ -1132,44 +1325,50 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
         dz = dn;
     }
     WDC_TRY(wdc_mark(r, slot, 4));
-    // sparse rows: keys, sort, runs, segments, per-segment sums
+    // sparse rows: keys, sort, runs; then every run's merged row (wdc_sparse_rows)
     WDC_TRY(wdc_keys(st, r->keys, r->occ, db, dd, d.rows, r->table_off));
     const uint32_t *occ_s;
     WDC_TRY(wdc_sort_runs(r, st, (int)d.rows, &occ_s));
-    unsigned segblocks = wdc_blocks(d.rows + d.rows / WDC_SEG + 1, WDC_WARPS), runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
-    wdc_seg_sum_occ_k<<<segblocks, WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, db, dd, dlogit, dx);
-    WDC_LAUNCH("seg_sum_occ");
+    WDC_TRY(wdc_mark(r, slot, 5));
+    unsigned runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
     wd_comm *c = r->comm;
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
         // and merged rows gathered (on the compute stream: no host wait inside the step)
-        wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 0);
-        WDC_LAUNCH("run_merge");
+        WDC_TRY(wdc_sparse_rows(r, st, occ_s, db, dlogit, dx, 0));
         size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)d.rows;
         wdc_pack_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, d.rows, d.R, d.sentinel);
         WDC_LAUNCH("pack");
-        WDC_TRY(wdc_mark(r, slot, 5));
+        WDC_TRY(wdc_mark(r, slot, 6));
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
-        WDC_TRY(wdc_mark(r, slot, 6));
         int M = (int)(d.rows * r->ranks);
         wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, d.rows, r->ranks, d.R);
         WDC_LAUNCH("unpack");
         WDC_TRY(wdc_sort_runs(r, st, M, &occ_s));
+        WDC_TRY(wdc_segments(r, st, M));
         wdc_seg_sum_rows_k<<<wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
         WDC_LAUNCH("seg_sum_rows");
-    } else { WDC_TRY(wdc_mark(r, slot, 5)); WDC_TRY(wdc_mark(r, slot, 6)); }
-    // checks before any update, then the updates
+    }
+    // checks before any update (the sparse rows' in their merge), then the updates
     wdc_step_begin_k<<<1, 1, 0, st>>>(r->state, tail, r->opt.b1, r->opt.b2);
     WDC_LAUNCH("step_begin");
     wdc_dense_check_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->state, r->g, d.Pd);
     WDC_LAUNCH("dense_check");
-    wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
-    WDC_LAUNCH("run_merge");
+    if (c) {
+        wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
+        WDC_LAUNCH("run_merge");
+        WDC_TRY(wdc_mark(r, slot, 7));
+    } else {
+        WDC_TRY(wdc_sparse_rows(r, st, occ_s, db, dlogit, dx, 1));
+        WDC_TRY(wdc_mark(r, slot, 6));
+        WDC_TRY(wdc_mark(r, slot, 7));
+    }
     wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt);
     WDC_LAUNCH("dense_update");
     wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
+    WDC_TRY(wdc_mark(r, slot, 8));
     if (r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0) {
         unsigned long long *sum = &r->state->checksum, *all = r->state->checksums;
         WDC_CUDA(cudaMemsetAsync(sum, 0, sizeof *sum, st));
@@ -1182,7 +1381,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     }
     wdc_step_end_k<<<1, 1, 0, st>>>(r->state, tail, slot);
     WDC_LAUNCH("step_end");
-    WDC_TRY(wdc_mark(r, slot, 7));
+    WDC_TRY(wdc_mark(r, slot, 9));
     WDC_CUDA(cudaMemcpyAsync(&r->res_host[slot], &r->state->res[slot], sizeof(wdc_result), cudaMemcpyDeviceToHost, st));
     return WD_OK;
 }
@@ -1278,8 +1477,9 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     r->completed++;
     if (st) return st;
     if (r->timing) {   // the stage between each pair of events of this step
-        static const int stage_of[7] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD, WD_STAGE_OPTIMIZER, WD_STAGE_COMM, WD_STAGE_OPTIMIZER};
-        for (int i = 0; i < 7; i++) {
+        static const int stage_of[WDC_MARKS - 1] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD, WD_STAGE_SORT,
+                                                    WD_STAGE_ROWS, WD_STAGE_COMM, WD_STAGE_OPTIMIZER, WD_STAGE_OPTIMIZER};
+        for (int i = 0; i < WDC_MARKS - 1; i++) {
             float ms = 0;
             WDC_CUDA(cudaEventElapsedTime(&ms, r->mark[slot][i], r->mark[slot][i + 1]));
             r->stage[stage_of[i]] += ms * 1e-3;
@@ -1333,8 +1533,8 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     const wdc_rank *r = (const wdc_rank *)be;
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s", p.name, p.major, p.minor, r->ranks,
-             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off");
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s sparse=%s", p.name, p.major, p.minor, r->ranks,
+             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->sparse_fused ? "fused" : "segmented");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;

@@ -27,7 +27,14 @@ GPUS = {"h100": dict(bw=3.0, bf16=798.0), "h200": dict(bw=4.3, bf16=788.0)}
 
 
 def workload(B, unique):
-    """The reference workload: 13 dense + 26 one-hot slots, E = 16, 1024-512-256."""
+    """The reference workload: 13 dense + 26 one-hot slots, E = 16, 1024-512-256.
+
+    The runs of equal (slot, id) keys in a batch of 16384, measured on the run
+    script's data (wd gen --rows 65536 --seed 1 --max-card 10131227 --buckets
+    10131227, wd dump, numpy; four batches, within 1% of each other): 62.6K runs,
+    45.7K of them single; 375 longer than WDC_HOT = 128 rows hold 60.3% of the
+    425,984 occurrences and make 496 chunks of at most WDC_HOT_CHUNK = 1024; the
+    short runs take 63.2K rounds of 32 occurrences (one warp each)."""
     D, S, E = 13, 26, 16
     IN = D + S * E
     INp = (IN + 15) // 16 * 16          # the backend pads x to 16 columns
@@ -37,8 +44,10 @@ def workload(B, unique):
     rows = B * S                        # sparse occurrences (no crosses)
     wide_rows = 59764871                # sum of the generated tables' buckets (wd gen --max-card 10131227)
     key_bits = max(1, math.ceil(math.log2(wide_rows + 1)))
+    scale = rows / 425984.0             # the run counts measured at batch 16384, scaled with the batch
     return dict(B=B, D=D, S=S, E=E, IN=IN, INp=INp, widths=widths, P_mlp=P_mlp, Pd=Pd,
-                rows=rows, U=unique, R=E + 1, key_bits=key_bits, seg=32)
+                rows=rows, U=unique, R=E + 1, key_bits=key_bits, seg=32,
+                hot_share=0.603, hot_runs=375 * scale, chunks=496 * scale, short_rounds=63200 * unique / 62600.0)
 
 
 def kernels(w, v):
@@ -83,35 +92,38 @@ def kernels(w, v):
     add(sparse, "memset run_cnt", 0, 4 * rows)
     add(sparse, "rle init", 0, 0)
     add(sparse, "rle", 0, 8 * rows + 12 * U)
+    add(sparse, "scan init", 0, 0)
+    add(sparse, "scan run_cnt", 0, 8 * rows)
+    # the rows stage (WD_CUDA_TIMING's "sparse rows"): the checks, then every run's merged row
+    add("rows", "step_begin", 0, 0, 2.0)
+    add("rows", "dense_check", 0, 4 * Pd)
+    # the per-occurrence reads: the sorted occurrence, then its dx piece and dlogit
+    # (scattered: a 32-byte sector each); a warp's occurrences are a dependent chain
+    chain_us = 0.8                      # two dependent loads from L2/HBM per round
+    per_occ = 4 + act * E + 32
     if v["fused_sparse"]:
-        # runs straight from the RLE: one scan over the run counts, then the fused kernel
-        add(sparse, "scan run_cnt", 0, 8 * U)
+        # WD_CUDA_SPARSE=fused: one warp per run of <= 128 rows, 32 occurrences a round
+        # (63 registers: 32 warps per SM resident); a hot run in chunks of 1024 rows,
+        # one block (8 warps, 4 rounds each) per chunk, then its chunks in order
+        warps = 132 * 32
+        hot_occ, short_occ = rows * w["hot_share"], rows * (1 - w["hot_share"])
+        nhot, chunks, U_short = w["hot_runs"], w["chunks"], U - w["hot_runs"]
+        add("rows", "memset hot counters", 0, 0)
+        add("rows", "fused_rows", 0, short_occ * per_occ + 16 * U + 4 * R * U_short, w["short_rounds"] / warps * chain_us)
+        add("rows", "hot_chunk", 0, hot_occ * per_occ + 4 * R * chunks, math.ceil(chunks / (132 * 4)) * 4 * chain_us)
+        add("rows", "hot_merge", 0, 4 * R * chunks + 4 * R * nhot)
     else:
-        add(sparse, "scan init", 0, 0)
-        add(sparse, "scan run_cnt", 0, 8 * rows)
-        add(sparse, "seg_count", 0, 8 * rows + 8 * U)
-        add(sparse, "scan init", 0, 0)
-        add(sparse, "scan seg_cnt", 0, 8 * rows)
-        add(sparse, "seg_fill", 0, 8 * rows + 4 * (U + rows / w["seg"]))
-    # the per-occurrence gradient reads: a dependent chain per warp (occurrence, then its dx row)
-    conc = 132 * 64                     # resident warps: 132 SMs x 64
-    nsegs = U + rows / w["seg"]
-    chain_us = 0.8                      # two dependent loads from L2/HBM per occurrence
-    occ_bytes = 4 * rows + act * E * rows + 32 * rows
-    if v["fused_sparse"]:
-        # one warp per short run, one block per hot run; Adagrad + FTRL in registers;
-        # the gradient row never leaves the chip
-        lat = rows / conc * chain_us * 0.5     # hot runs split over a block's warps
-        add("optimizer", "fused sparse backward + update", 0, occ_bytes + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U, lat)
-    else:
-        add("optimizer", "seg_sum_occ", 0, occ_bytes + 4 * R * nsegs, rows / conc * chain_us)
-    add("optimizer", "step_begin", 0, 0, 2.0)
-    add("optimizer", "dense_check", 0, 4 * Pd)
-    if not v["fused_sparse"]:
-        add("optimizer", "run_merge", 0, 4 * R * nsegs + 4 * R * U + 8 * U)
+        nsegs = U + rows / w["seg"]
+        add("rows", "seg_count", 0, 8 * rows + 8 * U)
+        add("rows", "scan init", 0, 0)
+        add("rows", "scan seg_cnt", 0, 8 * rows)
+        add("rows", "seg_fill", 0, 8 * rows + 4 * (U + rows / w["seg"]))
+        conc = 132 * 64                 # resident warps: 132 SMs x 64
+        add("rows", "seg_sum_occ", 0, rows * per_occ + 4 * R * nsegs, rows / conc * chain_us)
+        add("rows", "run_merge", 0, 4 * R * nsegs + 4 * R * U + 8 * U)
+    # the updates (the "optimizer" stage): the same kernels on both paths
     add("optimizer", "dense_update", 0, 4 * Pd * 5)
-    if not v["fused_sparse"]:
-        add("optimizer", "sparse_apply", 0, 4 * R * U + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U)
+    add("optimizer", "sparse_apply", 0, 4 * R * U + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U)
     add("optimizer", "step_end", 0, 0, 2.0)
     add("optimizer", "result copy", 0, 0, 2.0)
     return k
@@ -119,7 +131,7 @@ def kernels(w, v):
 
 # kernels whose bytes are scattered rows or sectors (gathers, table updates):
 # they reach a smaller share of the copy bandwidth than streaming ones
-SCATTERED = ("gather", "loss", "seg_sum_occ", "sparse_apply", "fused sparse backward + update")
+SCATTERED = ("gather", "loss", "seg_sum_occ", "sparse_apply", "fused_rows", "hot_chunk")
 
 
 def predict(w, v, c, ideal=False):
@@ -143,7 +155,7 @@ VARIANTS = [
     ("today (TF32, graph)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ bf16 GEMMs and activations", dict(bf16=1, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", dict(bf16=1, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
-    ("+ fused embedding backward + optimizer", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),
+    ("+ fused embedding backward (WD_CUDA_SPARSE=fused)", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),
     ("+ sort overlapped with the MLP, wide logit in the gather", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
 ]
 
@@ -160,6 +172,9 @@ def main():
     ap.add_argument("--gap", type=float, default=1.5, help="microseconds between kernels inside a CUDA graph")
     ap.add_argument("--batch", type=int, default=16384)
     ap.add_argument("--detail", action="store_true", help="every kernel of the first variant")
+    ap.add_argument("--sparse-detail", action="store_true", help="with --detail: also every kernel of the first variant with the fused sparse path")
+    ap.add_argument("--sparse", choices=["segmented", "fused"], help="one variant: today's step with this sparse path (TF32, graph), "
+                    "as bench/gpu_run.sh phase 3 times it (WD_CUDA_SPARSE)")
     a = ap.parse_args()
     c = dict(GPUS[a.gpu])
     if a.bw: c["bw"] = a.bw
@@ -171,8 +186,11 @@ def main():
     print(f"# gpu_model: {a.gpu} copy {c['bw']:.2f} TB/s, bf16 {c['bf16']:.0f} / tf32 {c['bf16'] / 2:.0f} TFLOP/s at 8192^3, "
           f"x{c['eff']:.2f} at our shapes, streaming kernels x{c['mem_eff']:.2f} of the copy rate (scattered half that), gap {c['gap']} us, batch {a.batch}, {w['U']} distinct keys of {w['rows']}, "
           f"{w['key_bits']}-bit keys; MLP {fl / 1e9:.1f} GFLOP/step ({fl / a.batch / 1e6:.2f} MFLOP/sample)")
-    order = ["embed", "mlp_fwd", "wide", "mlp_bwd", "sort", "optimizer"]
-    for name, v in VARIANTS:
+    order = ["embed", "mlp_fwd", "wide", "mlp_bwd", "sort", "rows", "optimizer"]
+    variants = VARIANTS
+    if a.sparse:
+        variants = [(f"today (TF32, graph), WD_CUDA_SPARSE={a.sparse}", dict(VARIANTS[0][1], fused_sparse=int(a.sparse == "fused")))]
+    for name, v in variants:
         stages, rows = predict(w, v, c)
         tot = sum(s[3] for s in stages.values())
         floor = sum(s[3] for s in predict(w, v, c, ideal=True)[0].values())
@@ -183,7 +201,7 @@ def main():
         for st in order:
             s = stages[st]
             print(f"{st:<10} {s[0] / 1e9:7.2f} {s[1] / 1e6:7.1f} {s[2]:8d} {s[3] * 1e3:7.3f}")
-        if a.detail and name == VARIANTS[0][0]:
+        if a.detail and (name == variants[0][0] or (a.sparse_detail and v["fused_sparse"] and not v["overlap"])):
             print(f"\n{'stage':<10} {'kernel':<28} {'GFLOP':>7} {'MB':>7} {'us':>7}")
             for st, kn, f, b, t in rows:
                 print(f"{st:<10} {kn:<28} {f / 1e9:7.2f} {b / 1e6:7.2f} {t * 1e6:7.1f}")

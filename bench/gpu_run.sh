@@ -8,15 +8,17 @@
 #   1 (<= 150 s) test_gpu: every GPU result against tests/ref.h (WD_COMM_TIMEOUT=30)
 #   2 (<= 150 s) compute-sanitizer memcheck, initcheck (unfiltered: it must see
 #                the CUB and cuBLASLt kernels that write our buffers), synccheck
-#                and racecheck (our kernels) on a tiny training, then on the
-#                quick test subset; a host that refuses the device: REFUSED
+#                and racecheck (our kernels) on a tiny training (with
+#                WD_CUDA_SPARSE=fused), then on the quick test subset (the
+#                default sparse path); a host that refuses the device: REFUSED
 #   3 (<= 150 s) ceilings (D2D copy, GEMMs on random data), then the reference
 #                workload: Criteo-shaped, ROWS rows generated on every core in
 #                the background from phase 0 on, batch 16384, end to end from
 #                .wdr through the loader: steady-state samples/s, the stage
 #                breakdown with the data-wait share, the MLP's FLOP/s against
 #                the TF32 ceiling, and bench/GPU_MODEL.md's prediction at the
-#                ceilings measured
+#                ceilings measured; each for WD_CUDA_SPARSE=segmented, then
+#                fused (issue 22: the two embedding backward paths)
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -253,7 +255,8 @@ if has 2; then
                 [ "$room" -ge 8 ] || { say "  $name: not run (phase 2's 150 s used)"; continue; }
                 flt=()
                 case $tool in synccheck|racecheck) [ -n "$KF" ] && flt=("$KF" kns=wdc_);; esac
-                if [ $what = tiny ]; then gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_TINY[@]}"
+                # the tiny training on the fused sparse path (7 hot runs a batch), the quick subset on the default (segmented)
+                if [ $what = tiny ]; then gpu "$name" "$lim" env WD_CUDA_SPARSE=fused "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_TINY[@]}"
                 else WD_REQUIRE_GPU=1 WD_GPU_TEST_QUICK=1 WD_COMM_TIMEOUT=30 WD_GPU_TESTS=gradients_fp32,predict_and_evaluate,failed_steps_change_nothing \
                          gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_QUICK[@]}"; fi
                 [ $DRY = 1 ] && continue
@@ -298,24 +301,45 @@ if has 3; then
         W3=("$PACK/wd-cuda" train --train "$BIG" --device cuda --batch 16384 --embed-dim 16 --hidden 1024,512,256 --loader-threads "$NPROC" --progress-every 50)
         steps_long=$(( ROWS / 16384 < 200 ? ROWS / 16384 : 200 )); steps_short=$(( steps_long / 4 ))
         [ $steps_short -ge 1 ] || steps_short=1
-        gpu train-short 30 "${W3[@]}" --max-steps "$steps_short" || failed
-        gpu train-long 40 "${W3[@]}" --max-steps "$steps_long" || failed
-        gpu train-timed 30 env WD_CUDA_TIMING=1 "${W3[@]}" --max-steps "$steps_short" || failed
-        if [ $DRY = 0 ]; then
-            tf32=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" 2>/dev/null | head -1)
-            awk -v s1="$(field train-short samples)" -v r1="$(field train-short 'samples/s')" -v s2="$(field train-long samples)" \
-                -v r2="$(field train-long 'samples/s')" -v tf32="${tf32:-0}" 'BEGIN {
-                if (s1 == "" || s2 == "" || r1 <= 0 || r2 <= 0) { print "steady state: a run did not finish"; exit 1 }
+        p3left() { local a b; a=$(( 150 - (SECONDS - P3) )); b=$(left); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
+        tf32=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" 2>/dev/null | head -1)
+        # steady SHORT LONG WHAT: samples/s of the long run less the short one (set-up and warm-up cancel)
+        steady() {
+            awk -v s1="$(field "$1" samples)" -v r1="$(field "$1" 'samples/s')" -v s2="$(field "$2" samples)" \
+                -v r2="$(field "$2" 'samples/s')" -v tf32="${tf32:-0}" -v what="$3" 'BEGIN {
+                if (s1 == "" || s2 == "" || r1 <= 0 || r2 <= 0) { print "steady state " what ": a run did not finish"; exit 1 }
                 t1 = s1 / r1; t2 = s2 / r2
-                if (t2 <= t1) { print "steady state: the long run was not longer"; exit 1 }
+                if (t2 <= t1) { print "steady state " what ": the long run was not longer"; exit 1 }
                 v = (s2 - s1) / (t2 - t1)
                 flop = 6 * (432 * 1024 + 1024 * 512 + 512 * 256 + 256)   # the MLP per sample, forward and backward
-                printf "steady state: %.2fM samples/s (%.3f ms a step of 16384; the long run less the short one); end to end %.2fM (short) %.2fM (long)\n", v / 1e6, 16384 / v * 1e3, r1 / 1e6, r2 / 1e6
-                printf "MLP arithmetic: %.1f TFLOP/s", v * flop / 1e12
+                printf "steady state %s: %.2fM samples/s (%.3f ms a step of 16384; the long run less the short one); end to end %.2fM (short) %.2fM (long)\n", what, v / 1e6, 16384 / v * 1e3, r1 / 1e6, r2 / 1e6
+                printf "MLP arithmetic %s: %.1f TFLOP/s", what, v * flop / 1e12
                 if (tf32 > 0) printf " = %.0f%% of the TF32 GEMM ceiling (%.1f TFLOP/s)", 100 * v * flop / 1e12 / tf32, tf32
-                printf "\n" }' > "$LOGS/steady.log" 2>&1 || failed
-            while IFS= read -r l; do note "$l"; done < "$LOGS/steady.log"
-            grep -h -E '^(trained|time per step)' "$LOGS/train-long.log" "$LOGS/train-timed.log" | while IFS= read -r l; do note "$l"; done
+                printf "\n" }'
+        }
+        # the sparse path side by side (WD_CUDA_SPARSE, issue 22 item 3): segmented (the default) first,
+        # with the stage breakdown; then fused, as far as the phase's 150 s allow
+        for sp in segmented fused; do
+            sfx=; [ $sp = fused ] && sfx=-fused
+            if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 40 ]; then say "  WD_CUDA_SPARSE=fused: not run ($(p3left) s of phase 3 left)"; break; fi
+            gpu "train-timed$sfx" 30 env WD_CUDA_SPARSE=$sp WD_CUDA_TIMING=1 "${W3[@]}" --max-steps "$steps_short" || failed
+            if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 50 ]; then say "  WD_CUDA_SPARSE=fused: steady state not run ($(p3left) s of phase 3 left)"
+            else
+                gpu "train-short$sfx" 30 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_short" || failed
+                gpu "train-long$sfx" 40 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_long" || failed
+            fi
+            if [ $DRY = 0 ]; then
+                if [ -f "$LOGS/train-long$sfx.log" ]; then steady "train-short$sfx" "train-long$sfx" "($sp)" > "$LOGS/steady$sfx.log" 2>&1 || failed
+                    while IFS= read -r l; do note "$l"; done < "$LOGS/steady$sfx.log"; fi
+                grep -h -E '^(trained|time per step)' "$LOGS/train-long$sfx.log" "$LOGS/train-timed$sfx.log" 2>/dev/null | while IFS= read -r l; do note "$l"; done
+            fi
+        done
+        # the model's prediction for each path at the ceilings measured (bench/GPU_MODEL.md)
+        if [ $DRY = 0 ] && [ -n "${bw:-}" ] && [ -n "${tf:-}" ]; then
+            for sp in segmented fused; do
+                python3 "$PACK/gpu_model.py" --bw "$(awk -v b="$bw" 'BEGIN { print b / 1000 }')" --tf32 "$tf" --sparse $sp > "$LOGS/gpu_model-$sp.log" 2>&1 &&
+                    note "predicted $sp: $(grep -m1 '^## ' "$LOGS/gpu_model-$sp.log" | sed 's/^## //'); $(awk '$1 == "sort" || $1 == "rows" || $1 == "optimizer" { printf "%s %s ms  ", $1, $5 }' "$LOGS/gpu_model-$sp.log")"
+            done
         fi
     else
         say "  data: not ready within phase 3's time ($(tail -1 "$LOGS/gen-big.log" 2>/dev/null)): the workload did not run"; failed

@@ -63,7 +63,7 @@
 #define ON_CPU 0
 #endif
 
-static char TMP[200] = "/tmp", CRITEO[300], VALID[300], ZIPF[300], MH[300], DENSE[300];
+static char TMP[200] = "/tmp", CRITEO[300], VALID[300], ZIPF[300], MH[300], DENSE[300], HOT[300];
 static int QUICK;                   // WD_GPU_TEST_QUICK=1
 static int NDEV;
 #define BLOCK 256                   // samples per block of every test file
@@ -154,6 +154,69 @@ static wd_status write_dense_only(const char *path, int rows) {
         float v[6];
         for (int j = 0; j < 6; j++) v[j] = b.dense[(size_t)i * 6 + j] = (float)(LCG() % 4001) * 1e-3f - 2.0f;
         float z = 0.8f * v[0] - 0.5f * v[1] + 0.6f * v[2] * v[3] - 0.4f * fabsf(v[4]) + 0.2f;   // products and |.|: the MLP has work to do
+        b.label[i] = (float)(LCG() % 10000) * 1e-4f < 1.0f / (1.0f + expf(-z)) ? 1.0f : 0.0f;
+        b.weight[i] = 1.0f;
+    }
+#undef LCG
+    b.n = rows;
+    return write_batch(path, &s, &b);
+}
+
+// Runs of every length the sparse kernels treat differently, in every batch of
+// NB samples (sample j = i % NB of its batch): slot c (one-hot, 8 buckets):
+// id 0 for j < 128 (a run of WDC_HOT = 128 rows: the longest one warp sums),
+// id 1 for the next 129 (the shortest hot run), id 2 for the other 767 (a
+// hot run of one partial chunk); slot h (multi-hot, 60 buckets): id 0 once
+// per sample and twice in sample 0 (1025 rows: a chunk of WDC_HOT_CHUNK =
+// 1024 and one more), id 5 three times per sample (3072: three whole
+// chunks), id 7 twice, and once more for j < 100 (2148: far longer than one
+// block's share), and 0..2 of ids 8..59 (short runs); slot u (one-hot, 5000
+// buckets, uniform: about a thousand runs of one or two rows); 3 dense
+// columns. Labels from a planted logistic model.
+static wd_status write_hot(const char *path, int rows) {
+    wd_schema s;
+    memset(&s, 0, sizeof s);
+    s.ndense = 3;
+    s.nslots = 3;
+    const char *names[3] = {"c", "h", "u"};
+    const uint32_t buckets[3] = {8, 60, 5000};
+    for (int k = 0; k < 3; k++) {
+        snprintf(s.slot[k].name, WD_NAME_MAX, "%s", names[k]);
+        s.slot[k].buckets = buckets[k];
+        s.slot[k].kind = k == 1 ? WD_MULTI_HOT : WD_ONE_HOT;
+    }
+    wd_batch b;
+    wd_status st = wd_batch_init(&b, &s, rows, (int64_t)rows * MH_IDS);
+    if (st) return st;
+    uint64_t x = 123;
+#define LCG() (x = x * 6364136223846793005ull + 1442695040888963407ull, (uint32_t)(x >> 33))
+    float tc[8], th[60], tu[5000];
+    for (int i = 0; i < 8; i++) tc[i] = (float)((int)(LCG() % 2001) - 1000) * 1e-3f;
+    for (int i = 0; i < 60; i++) th[i] = (float)((int)(LCG() % 2001) - 1000) * 3e-4f;
+    for (int i = 0; i < 5000; i++) tu[i] = (float)((int)(LCG() % 2001) - 1000) * 1e-3f;
+    b.offs[1][0] = 0;
+    uint32_t nh = 0;
+    for (int i = 0; i < rows; i++) {
+        int j = i % NB;
+        float z = 0;
+        for (int q = 0; q < 3; q++) {
+            float v = (float)(LCG() % 3001) * 1e-3f - 1.0f;
+            b.dense[(size_t)i * 3 + q] = v;
+            z += (q == 0 ? 0.6f : -0.4f) * v;
+        }
+        uint32_t c = j < 128 ? 0 : j < 257 ? 1 : 2, u = LCG() % 5000;
+        b.ids[0][i] = c; b.ids[2][i] = u;
+        z += tc[c] + tu[u];
+        uint32_t hid[MH_IDS];
+        int nid = 0;
+        hid[nid++] = 0;
+        if (j == 0) hid[nid++] = 0;
+        for (int q = 0; q < 3; q++) hid[nid++] = 5;
+        hid[nid++] = 7; hid[nid++] = 7;
+        if (j < 100) hid[nid++] = 7;
+        for (int extra = (int)(LCG() % 3); extra > 0 && nid < MH_IDS; extra--) hid[nid++] = 8 + LCG() % 52;
+        for (int q = 0; q < nid; q++) { b.ids[1][nh++] = hid[q]; z += th[hid[q]]; }
+        b.offs[1][i + 1] = nh;
         b.label[i] = (float)(LCG() % 10000) * 1e-4f < 1.0f / (1.0f + expf(-z)) ? 1.0f : 0.0f;
         b.weight[i] = 1.0f;
     }
@@ -405,15 +468,29 @@ static void gradients_case(const cfg *c0, int fp32, double tol, double delta) {
     for (int64_t i = 0; i < r.P; i++) gd[i] = i < r.P_mlp ? (float)(v.dense_s1[i] / (1.0 - b1)) : v.dense_s1[i];
     for (int64_t i = 0; i < r.wide_rows; i++) gw[i] = v.wide_z[i];
     if (v.emb_s1) for (int64_t i = 0; i < r.emb_rows * r.d.E; i++) ge[i] = (float)(v.emb_s1[i] / (1.0 - b1));
+    // the ids: a row is touched on the device (FTRL's n, Adam's v moved from 0) exactly
+    // when the reference's batch holds it with a nonzero gradient
+    int64_t id_miss = 0, ids = 0;
+    for (int64_t i = 0; !c.no_wide && i < r.wide_rows; i++) {
+        int want = g.wide_seen[i] && g.wide[i] != 0.0, got = v.wide_n[i] != 0.0f;
+        id_miss += want != got; ids += want;
+    }
+    for (int64_t row = 0; v.emb_s2 && row < r.emb_rows; row++) {
+        int want = 0, got = 0;
+        for (int q = 0; q < r.d.E; q++) { want |= g.emb_seen[row] && g.emb[row * r.d.E + q] != 0.0; got |= v.emb_s2[row * r.d.E + q] != 0.0f; }
+        id_miss += want != got; ids += want;
+    }
     worst[0] = compare_segments(&r, REF_DENSE, gd, g.dense, tol, &at[0]);
     worst[1] = compare_segments(&r, REF_WIDE, gw, g.wide, tol, &at[1]);
     if (!c.no_deep) worst[2] = compare_segments(&r, REF_EMB, ge, g.emb, tol, &at[2]);
     double loss = res.weight > 0 ? res.loss / res.weight : NAN, lratio = fabs(loss - g.loss) / (tol * 0.1 * fabs(g.loss));
     int kept = 0;
     for (int i = 0; i < b.n; i++) kept += b.weight[i] != 0.0f;
-    printf("  %-34s %s: gradient worst / tol: dense %.3g [%lld] wide %.3g [%lld] emb %.3g [%lld]; loss %.7f vs %.7f (%.2g of tol); %d of %d samples screened out\n",
-           c.name, fp32 ? "fp32" : "tf32", worst[0], (long long)at[0], worst[1], (long long)at[1], worst[2], (long long)at[2], loss, g.loss, lratio, zeroed, b.n);
+    printf("  %-34s %s: gradient worst / tol: dense %.3g [%lld] wide %.3g [%lld] emb %.3g [%lld]; loss %.7f vs %.7f (%.2g of tol); %d of %d samples screened out; "
+           "%lld rows touched, %lld differ\n", c.name, fp32 ? "fp32" : "tf32", worst[0], (long long)at[0], worst[1], (long long)at[1], worst[2], (long long)at[2],
+           loss, g.loss, lratio, zeroed, b.n, (long long)ids, (long long)id_miss);
     CHECK(worst[0] <= 1.0 && worst[1] <= 1.0 && worst[2] <= 1.0);
+    CHECK(id_miss == 0 && (ids > 0 || r.wide_rows == 0));   // a dense-only model has no rows
     CHECK(lratio <= 1.0);
     CHECK((int)res.samples == kept && fabs(res.weight - g.wsum) <= 1e-6 * g.wsum);
     CHECK(zeroed >= 0 && zeroed < b.n / 2);   // the screen leaves most of the batch
@@ -436,6 +513,10 @@ static const cfg C_NO_DEEP = {"criteo-shaped, no_deep, 2 crosses", CRITEO, WD_AD
 static const cfg C_ODD = {"criteo-shaped, hidden 63-31 (unaligned)", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 63, 31};
 // no slots and no crosses: no sparse occurrences at all (empty launches and sorts)
 static const cfg C_DENSE = {"dense only (no slots, no crosses)", DENSE, WD_ADAGRAD, 1, WD_POOL_SUM, 0, 0, 0, 0, 0};
+
+// runs of 128, 129, 767, 1025, 2148 and 3072 rows, a thousand of 1 or 2 (write_hot); FTRL on the wide part of both
+static const cfg C_HOT_ADAGRAD = {"hot runs, adagrad, sum, 2 crosses", HOT, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0};
+static const cfg C_HOT_ADAM = {"hot runs, adam, mean", HOT, WD_ADAM, 1, WD_POOL_MEAN, 0, 0, 0, 0, 0};
 
 #define SCREEN_FP32 1e-4
 #define SCREEN_TF32 5e-3
@@ -533,6 +614,63 @@ static void test_steps_tf32(void) {
     for (int i = 0; i < 2; i++) wd_model_destroy(steps_case(cs[i], QUICK ? 2 : 4, 0, TOL_TF32, SCREEN_TF32));
 }
 
+// The two sparse paths (WD_CUDA_SPARSE=segmented and fused) on runs of every
+// length the kernels treat differently (write_hot) and on Zipf ids, with
+// Adagrad and Adam on the embeddings and FTRL on the wide part: one step's
+// gradients and the touched rows (exactly), then several steps' parameters
+// and optimizer states against the reference; each path twice, bit for bit
+// the same; the two paths within 1e-4 (relative L2) of each other. The backend
+// says which path it ran, and refuses a misspelt switch.
+static void test_sparse_paths(void) {
+    static const char *path[2] = {"segmented", "fused"};
+    const cfg *cs[3] = {&C_HOT_ADAGRAD, &C_HOT_ADAM, &C_ZIPF};
+    int steps = QUICK ? 2 : 4;
+    for (int i = 0; i < 3; i++) {
+        wd_model *got[2] = {NULL, NULL};
+        for (int p = 0; p < 2; p++) {
+            setenv("WD_CUDA_SPARSE", path[p], 1);
+            printf("  WD_CUDA_SPARSE=%s\n", path[p]);
+            if (!ON_CPU) {   // the switch reaches the backend (its description names the path)
+                wd_schema s;
+                wd_model *m = cfg_model(cs[i], &s);
+                REQUIRE(m);
+                wd_backend *be = NULL;
+                REQUIRE_OK(backend_open(m, NB, &be));
+                char what[300], want[40];
+                TEST_BACKEND()->describe(be, what, sizeof what);
+                TEST_BACKEND()->destroy(be);
+                snprintf(want, sizeof want, "sparse=%s", path[p]);
+                CHECK(strstr(what, want) != NULL);
+                wd_model_destroy(m);
+            }
+            if (i < 2) gradients_case(cs[i], 1, TOL_FP32, SCREEN_FP32);
+            wd_model *a = steps_case(cs[i], steps, 1, TOL_FP32, SCREEN_FP32), *b = steps_case(cs[i], steps, 1, TOL_FP32, SCREEN_FP32);
+            REQUIRE(a && b);
+            int64_t differ = -1;
+            models_rel_l2(a, b, &differ, "run 1 vs run 2");
+            CHECK(differ == 0);
+            wd_model_destroy(b);
+            got[p] = a;
+        }
+        int64_t differ;
+        CHECK(models_rel_l2(got[1], got[0], &differ, "fused vs segmented") <= 1e-4);   // other summation orders, as N ranks vs 1
+        wd_model_destroy(got[0]); wd_model_destroy(got[1]);
+    }
+    if (!ON_CPU) {
+        setenv("WD_CUDA_SPARSE", "fast", 1);
+        wd_schema s;
+        wd_model *m = cfg_model(&C_CRITEO, &s);
+        REQUIRE(m);
+        wd_backend *be = NULL;
+        wd_status st = backend_open(m, NB, &be);
+        printf("  WD_CUDA_SPARSE=fast: %s: %s\n", wd_status_string(st), wd_last_error());
+        CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CUDA_SPARSE"));
+        if (!st) TEST_BACKEND()->destroy(be);
+        wd_model_destroy(m);
+    }
+    unsetenv("WD_CUDA_SPARSE");
+}
+
 // The CUDA graph replays exactly what the stream runs; the timed stream
 // (WD_CUDA_TIMING=1) too, and it fills the device stages of the report.
 static void test_graph_matches_stream(void) {
@@ -566,7 +704,7 @@ static void test_graph_matches_stream(void) {
     for (int i = 0; i < WD_STAGE_COUNT; i++) printf(" %s %.3f", wd_stage_name(i), rep.steps ? 1e3 * rep.stage_s[i] / (double)rep.steps : 0.0);
     printf("\n");
     CHECK(rep.steps == 4 && rep.stage_s[WD_STAGE_EMBED] > 0 && rep.stage_s[WD_STAGE_MLP_FWD] > 0 && rep.stage_s[WD_STAGE_MLP_BWD] > 0 &&
-          rep.stage_s[WD_STAGE_OPTIMIZER] > 0 && (ON_CPU || strstr(rep.engine, "graph=off")));
+          rep.stage_s[WD_STAGE_SORT] > 0 && rep.stage_s[WD_STAGE_ROWS] > 0 && rep.stage_s[WD_STAGE_OPTIMIZER] > 0 && (ON_CPU || strstr(rep.engine, "graph=off")));
     wd_model_destroy(m);
 }
 
@@ -907,19 +1045,22 @@ static void test_nccl_one_rank(void) {
     set_fp32(1);
     setenv("WD_CUDA_GRAPH", "0", 1);   // the exchange path runs without a graph: compare like with like
     int steps = QUICK ? 2 : 4;
-    const cfg *cs[2] = {&C_CRITEO, &C_MH_MEAN};
-    for (int i = 0; i < 2; i++) {
-        wd_schema s;
-        wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s);
-        REQUIRE(one && ex);
-        backend_steps(one, cs[i]->data, steps, NULL);
-        backend_steps(ex, cs[i]->data, steps, c[0]);
-        char what[120];
-        snprintf(what, sizeof what, "%s: 1-rank NCCL exchange vs none", cs[i]->name);
-        int64_t differ = -1;
-        CHECK(models_rel_l2(ex, one, &differ, what) == 0 && differ == 0);
-        wd_model_destroy(one); wd_model_destroy(ex);
-    }
+    const cfg *cs[3] = {&C_CRITEO, &C_MH_MEAN, &C_HOT_ADAM};
+    for (int i = 0; i < 3; i++)
+        for (int p = 0; p < 2; p++) {   // both sparse paths: the exchange's first merge is the path's
+            setenv("WD_CUDA_SPARSE", p ? "fused" : "segmented", 1);
+            wd_schema s;
+            wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s);
+            REQUIRE(one && ex);
+            backend_steps(one, cs[i]->data, steps, NULL);
+            backend_steps(ex, cs[i]->data, steps, c[0]);
+            char what[160];
+            snprintf(what, sizeof what, "%s, %s: 1-rank NCCL exchange vs none", cs[i]->name, p ? "fused" : "segmented");
+            int64_t differ = -1;
+            CHECK(models_rel_l2(ex, one, &differ, what) == 0 && differ == 0);
+            wd_model_destroy(one); wd_model_destroy(ex);
+        }
+    unsetenv("WD_CUDA_SPARSE");
     unsetenv("WD_CUDA_GRAPH");
     t0 = now_s();
     wd_comm_nccl_destroy(c[0]);
@@ -1263,6 +1404,7 @@ int main(int argc, char **argv) {
     snprintf(ZIPF, sizeof ZIPF, "%s/g-zipf.wdr", TMP);
     snprintf(MH, sizeof MH, "%s/g-multihot.wdr", TMP);
     snprintf(DENSE, sizeof DENSE, "%s/g-dense.wdr", TMP);
+    snprintf(HOT, sizeof HOT, "%s/g-hot.wdr", TMP);
     wd_gen_desc g;
     memset(&g, 0, sizeof g);
     g.output = CRITEO; g.rows = QUICK ? 8192 : 16384; g.seed = 3; g.max_card = 1000; g.block_samples = BLOCK;
@@ -1273,10 +1415,12 @@ int main(int argc, char **argv) {
     CHECK_OK(wd_gen(&g, NULL));
     CHECK_OK(write_multi_hot(MH, 4096));
     CHECK_OK(write_dense_only(DENSE, 4096));
+    CHECK_OK(write_hot(HOT, 4096));
     RUN(test_gradients_fp32);
     RUN(test_gradients_tf32);
     RUN(test_steps_fp32);
     RUN(test_steps_tf32);
+    RUN(test_sparse_paths);
     RUN(test_graph_matches_stream);
     RUN(test_predict_and_evaluate);
     RUN(test_epochs_checkpoint_resume);
