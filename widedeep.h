@@ -1346,7 +1346,7 @@ typedef enum wd_buf {
     WD_BUF_X,                       // (B, INp) MLP input, INp = IN rounded up to a multiple of 16
     WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
     WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
-    WD_BUF_LOGITS,                  // (4, B) probabilities, dlogit, spare
+    WD_BUF_LOGITS,                  // (5, B) probabilities, dlogit, wide logits, spare (the loss kernel's block sums)
     WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, votes
     WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
     WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
@@ -8384,7 +8384,7 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     for (int l = 0; l < m->nlayers; l++) WD__P(WD_BUF_ACT, l, 4 * B * m->layer[l].out);
     WD__P(WD_BUF_GRAD, 0, 4 * B * widest);
     WD__P(WD_BUF_GRAD, 1, 4 * B * widest);
-    WD__P(WD_BUF_LOGITS, 0, 4 * 4 * B);
+    WD__P(WD_BUF_LOGITS, 0, 4 * 5 * B);
     WD__P(WD_BUF_DENSE_GRAD, 0, 4 * (Pd + WD__TAIL));
     WD__P(WD_BUF_PARTIAL, 0, 4 * (B / 256 + 1) * colw);
     WD__P(WD_BUF_KEYS, 0, 8 * N);

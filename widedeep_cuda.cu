@@ -31,10 +31,13 @@
 // segmented, runs cut into segments of at most WDC_SEG rows summed by a warp
 // each, then each run's segments in order; or fused, one warp per run of at
 // most WDC_HOT rows and one block per chunk of WDC_HOT_CHUNK rows of a hot
-// run, no segment lists) -> with several ranks: the dense gradient is
-// allreduced and every rank's merged rows allgathered and merged again (rank
-// order, in segments) -> checks (loss finite, every gradient finite and below
-// WD__GRAD_MAX's 1e15; a stop vote) -> updates -> results into pinned memory.
+// run, no segment lists; the keys, sort and runs run on a branch forked at
+// the step's start, beside the MLP, and joined before the sums:
+// wdc_step_enqueue; the gather computes the wide logit too) -> with several
+// ranks: the dense gradient is allreduced and every rank's merged rows
+// allgathered and merged again (rank order, in segments) -> checks (loss
+// finite, every gradient finite and below WD__GRAD_MAX's 1e15; a stop vote)
+// -> updates -> results into pinned memory.
 // Every sum has a fixed order, so a step is deterministic.
 //
 // Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
@@ -43,8 +46,11 @@
 // is no bf16 path here yet, and training it in fp32 unasked would be wrong.
 //
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
-// no CUDA graph; WD_CUDA_TIMING=1 times the stages with events (no graph;
-// the sparse sort, the sparse rows and the updates each a stage of its own);
+// no CUDA graph; WD_CUDA_OVERLAP=0 the whole step on one stream, the gather
+// and the wide logit as separate kernels (default 1: the same arithmetic, bit
+// for bit, with the sort beside the MLP); WD_CUDA_TIMING=1 times the stages
+// with events (no graph, no overlap: the stages one after another; the
+// sparse sort, the sparse rows and the updates each a stage of its own);
 // WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
 // the path reviewed longest; fused is the faster design on paper and becomes
 // the default once a GPU run has passed test_gpu with it and timed both,
@@ -201,23 +207,25 @@ __device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc
     return b.ids[k] + i;
 }
 
-// x (n, INp) = [dense | pooled embedding of every slot | zero padding], one block per sample.
+// Column c of sample i's MLP input x = [dense | pooled embedding of every slot | zero padding].
+__device__ __forceinline__ float wdc_x_at(const wdc_batch &b, const wdc_dims &d, const float *emb, const long long *table_off, int i, int c) {
+    float v = 0.0f;
+    if (c < d.D) v = b.dense[(size_t)i * d.D + c];
+    else if (c < d.IN) {
+        int k = (c - d.D) / d.E, e = (c - d.D) % d.E, cnt;
+        const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
+        for (int j = 0; j < cnt; j++) v += emb[(table_off[k] + ids[j]) * d.E + e];
+        if (d.mean && cnt > 1) v /= (float)cnt;
+    }
+    return v;
+}
+// x (n, INp), one block per sample (WD_CUDA_OVERLAP=0; wdc_gather_wide_k otherwise).
 __global__ void wdc_gather_k(float *x, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off, const wdc_dims *__restrict__ dp, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x;
     if (i >= n) return;
-    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) {
-        float v = 0.0f;
-        if (c < d.D) v = b.dense[(size_t)i * d.D + c];
-        else if (c < d.IN) {
-            int k = (c - d.D) / d.E, e = (c - d.D) % d.E, cnt;
-            const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
-            for (int j = 0; j < cnt; j++) v += emb[(table_off[k] + ids[j]) * d.E + e];
-            if (d.mean && cnt > 1) v /= (float)cnt;
-        }
-        x[(size_t)i * d.INp + c] = v;
-    }
+    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) x[(size_t)i * d.INp + c] = wdc_x_at(b, d, emb, table_off, i, c);
 }
 static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
     wdc_gather_k<<<n, 128, 0, st>>>(x, b, emb, toff, d, n);
@@ -225,26 +233,102 @@ static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch *b, const
     return WD_OK;
 }
 
-// The wide logit of sample i (section 13's wide part; multi-hot mean-pooled like the deep part).
+// The wide logit of sample i (section 13's wide part; multi-hot mean-pooled
+// like the deep part), in one fixed order of correctly rounded operations
+// (__fadd_rn, __fmul_rn: never contracted into an FMA), so that
+// wdc_gather_wide_k, which loads the terms on a warp's lanes and adds them in
+// this order, gives the same float bit for bit: bias, dense products, slots,
+// crosses.
+__device__ __forceinline__ float wdc_slot_wide(int i, int k, const wdc_batch &b, const wdc_dims &d, const float *wide, const long long *table_off) {
+    int cnt;
+    const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
+    float s = 0.0f;
+    for (int j = 0; j < cnt; j++) s = __fadd_rn(s, wide[table_off[k] + ids[j]]);
+    return (d.mean && cnt > 1) ? __fdiv_rn(s, (float)cnt) : s;
+}
+__device__ __forceinline__ float wdc_cross_wide(int i, int c, const wdc_batch &b, const wdc_dims &d, const float *wide, const long long *table_off) {
+    return wide[table_off[d.S + c] + wd_cross_hash(b.ids[d.cross_a[c]][i], b.ids[d.cross_b[c]][i], c, d.cross_buckets)];
+}
 __device__ __forceinline__ float wdc_wide_logit(int i, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
                                                 const long long *table_off) {
     float z = wdense[d.D];
-    for (int j = 0; j < d.D; j++) z += wdense[j] * b.dense[(size_t)i * d.D + j];
-    for (int k = 0; k < d.S; k++) {
-        int cnt;
-        const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
-        float s = 0.0f;
-        for (int j = 0; j < cnt; j++) s += wide[table_off[k] + ids[j]];
-        z += (d.mean && cnt > 1) ? s / (float)cnt : s;
-    }
-    for (int c = 0; c < d.ncross; c++)
-        z += wide[table_off[d.S + c] + wd_cross_hash(b.ids[d.cross_a[c]][i], b.ids[d.cross_b[c]][i], c, d.cross_buckets)];
+    for (int j = 0; j < d.D; j++) z = __fadd_rn(z, __fmul_rn(wdense[j], b.dense[(size_t)i * d.D + j]));
+    for (int k = 0; k < d.S; k++) z = __fadd_rn(z, wdc_slot_wide(i, k, b, d, wide, table_off));
+    for (int c = 0; c < d.ncross; c++) z = __fadd_rn(z, wdc_cross_wide(i, c, b, d, wide, table_off));
     return z;
+}
+// z + (term u of the 32 held one per lane, for u < count), every lane adding in lane order.
+__device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int count) {
+    for (int u = 0; u < 32 && u < count; u++) z = __fadd_rn(z, __shfl_sync(0xffffffffu, term, u));
+    return z;
+}
+// WD_CUDA_OVERLAP=1: the gather and the wide logit in one kernel, one warp
+// per sample. x (n, INp) when x is given: each lane writes four columns with
+// one float4 store (INp is a multiple of 16, x 256-byte aligned), reading an
+// embedding row as float4 where the four columns lie in one slot's row at a
+// multiple of 4 (E and D multiples of 4), else column by column; the sums are
+// wdc_x_at's, in its order (x is the same bit for bit). wz (n) when given:
+// wdc_wide_logit of every sample, its terms loaded on the lanes (dense
+// products, a slot each, a cross each) and added in its order by every lane.
+// The loss kernel then reads one float a sample instead of every id again.
+__global__ void wdc_gather_wide_k(float *x, float *wz, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *emb,
+                                  const float *wide, const float *wdense, const long long *table_off, int n) {
+    const wdc_batch &b = *bp;
+    const wdc_dims &d = *dp;
+    int i = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (i >= n) return;   // the whole warp: the shuffles below have every lane
+    if (x) {
+        float4 *row = (float4 *)(x + (size_t)i * d.INp);
+        for (int q = lane; q < d.INp / 4; q += 32) {
+            int c0 = 4 * q, in_emb = c0 >= d.D && c0 + 3 < d.IN;   // (then E > 0)
+            int k0 = in_emb ? (c0 - d.D) / d.E : 0, e0 = in_emb ? (c0 - d.D) % d.E : 1;
+            float4 v;
+            if (in_emb && d.E % 4 == 0 && e0 % 4 == 0) {   // one slot's row, 16-byte aligned
+                int cnt;
+                const uint32_t *ids = wdc_ids(b, d, k0, i, &cnt);
+                v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                for (int j = 0; j < cnt; j++) {
+                    float4 t = *(const float4 *)(emb + (table_off[k0] + ids[j]) * d.E + e0);
+                    v.x += t.x; v.y += t.y; v.z += t.z; v.w += t.w;
+                }
+                if (d.mean && cnt > 1) { v.x /= (float)cnt; v.y /= (float)cnt; v.z /= (float)cnt; v.w /= (float)cnt; }
+            } else v = make_float4(wdc_x_at(b, d, emb, table_off, i, c0), wdc_x_at(b, d, emb, table_off, i, c0 + 1),
+                                   wdc_x_at(b, d, emb, table_off, i, c0 + 2), wdc_x_at(b, d, emb, table_off, i, c0 + 3));
+            row[q] = v;
+        }
+    }
+    if (!wz) return;
+    float z = wdense[d.D];
+    for (int j0 = 0; j0 < d.D; j0 += 32) {
+        int j = j0 + lane;
+        z = wdc_warp_add_in_order(z, j < d.D ? __fmul_rn(wdense[j], b.dense[(size_t)i * d.D + j]) : 0.0f, d.D - j0);
+    }
+    for (int k0 = 0; k0 < d.S; k0 += 32) {
+        int k = k0 + lane;
+        z = wdc_warp_add_in_order(z, k < d.S ? wdc_slot_wide(i, k, b, d, wide, table_off) : 0.0f, d.S - k0);
+    }
+    for (int c0 = 0; c0 < d.ncross; c0 += 32) {
+        int c = c0 + lane;
+        z = wdc_warp_add_in_order(z, c < d.ncross ? wdc_cross_wide(i, c, b, d, wide, table_off) : 0.0f, d.ncross - c0);
+    }
+    if (lane == 0) wz[i] = z;
+}
+static wd_status wdc_gather_wide(cudaStream_t st, float *x, float *wz, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
+                                 const float *wdense, const long long *toff, int n) {
+    if (!x && !wz) return WD_OK;
+    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, wz, b, d, emb, wide, wdense, toff, n);
+    WDC_LAUNCH("gather_wide");
+    return WD_OK;
+}
+// The wide logit of sample i: wdc_gather_wide_k's when it ran (wz), else computed here.
+__device__ __forceinline__ float wdc_wide_of(int i, const float *wz, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
+                                             const long long *table_off) {
+    return wz ? wz[i] : wdc_wide_logit(i, b, d, wide, wdense, table_off);
 }
 // Per sample: probability, dlogit = w (p - y); per block: partial sums of
 // loss, weight, samples (w != 0) and dlogit, summed by wdc_loss_final.
-__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
-                           const float *wide, const float *wdense, const long long *table_off, int n) {
+__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const float *wz, const wdc_batch *__restrict__ bp,
+                           const wdc_dims *__restrict__ dp, const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     __shared__ float sh[4][WDC_THREADS];
@@ -252,7 +336,7 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
     float l = 0.0f, w = 0.0f, cnt = 0.0f, dl = 0.0f;
     if (i < n) {
         float z = deep_out ? deep_out[i] : 0.0f;
-        if (d.wide) z += wdc_wide_logit(i, b, d, wide, wdense, table_off);
+        if (d.wide) z += wdc_wide_of(i, wz, b, d, wide, wdense, table_off);
         float y = b.label[i];
         w = b.weight[i];
         float p = 1.0f / (1.0f + expf(-z));
@@ -279,30 +363,30 @@ __global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, i
     for (int q = 0; q < WD_STEP_VOTES; q++) tail[3 + q] = s->vote[slot][q];
     if (gbias) *gbias = acc[3];
 }
-static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out,
+static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out, const float *wz,
                           const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense, const long long *toff,
                           const wdc_state *s, int slot, int n) {
     unsigned nb = wdc_blocks(n, WDC_THREADS);
-    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, b, d, wide, wdense, toff, n);
+    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, wz, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("loss");
     wdc_loss_final_k<<<1, 1, 0, st>>>(tail, gbias, part, (int)nb, s, slot);
     WDC_LAUNCH("loss_final");
     return WD_OK;
 }
 // Probabilities only (evaluation and prediction).
-__global__ void wdc_predict_k(float *prob, const float *deep_out, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *wide, const float *wdense,
-                              const long long *table_off, int n) {
+__global__ void wdc_predict_k(float *prob, const float *deep_out, const float *wz, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
+                              const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float z = deep_out ? deep_out[i] : 0.0f;
-    if (d.wide) z += wdc_wide_logit(i, b, d, wide, wdense, table_off);
+    if (d.wide) z += wdc_wide_of(i, wz, b, d, wide, wdense, table_off);
     prob[i] = 1.0f / (1.0f + expf(-z));
 }
-static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const wdc_batch *b, const wdc_dims *d,
+static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wz, const wdc_batch *b, const wdc_dims *d,
                                     const float *wide, const float *wdense, const long long *toff, int n) {
-    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, b, d, wide, wdense, toff, n);
+    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, wz, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("predict");
     return WD_OK;
 }
@@ -823,7 +907,8 @@ struct wdc_rank {
     char *batch[2];
     size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
     float *x, *act[WD_MAX_LAYERS + 1], *grad[2], *logits, *g, *partial;
-    float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (spare logits rows, or partial)
+    float *wide_z;                  // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
+    float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (logits rows 3-4, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;
     uint32_t *occ, *occ_alt;
     int *run_cnt, *run_off, *seg_cnt, *seg_first, *seg_run;
@@ -842,10 +927,12 @@ struct wdc_rank {
     long long *table_off;           // inside state
     cublasLtHandle_t lt;
     wdc_mm fwd[WD_MAX_LAYERS + 1], bw[WD_MAX_LAYERS + 1], ba[WD_MAX_LAYERS + 1];
-    cudaStream_t compute, copy;
+    cudaStream_t compute, copy, side;   // side: the sort's branch of a step (WD_CUDA_OVERLAP=1)
     cudaEvent_t copied[2], done[2], mark[2][WDC_MARKS];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
+    cudaEvent_t fork, join;         // the side branch leaves the compute stream and rejoins it
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
+    int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
     int64_t check_every;
     wd_comm *comm;
     wdc_result *res_host;           // pinned (2)
@@ -865,6 +952,7 @@ static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL}
 // kernels then end); a stream still busy 10 s after that leaves the rank's
 // device memory allocated (cudaFree would wait for the kernel) rather than hang.
 static int wdc_rank_drain(wdc_rank *r) {
+    if (r->side) cudaStreamSynchronize(r->side);   // sort kernels only: they always end
     if (!r->comm) return cudaStreamSynchronize(r->compute), 1;   // one rank's own kernels always end
     double t0 = wdc_now(), failed = -1;
     for (;;) {
@@ -886,6 +974,9 @@ static void wdc_rank_free(wdc_rank *r) {
     if (r->slab) cudaFree(r->slab);
     if (r->compute) cudaStreamDestroy(r->compute);
     if (r->copy) cudaStreamDestroy(r->copy);
+    if (r->side) cudaStreamDestroy(r->side);
+    if (r->fork) cudaEventDestroy(r->fork);
+    if (r->join) cudaEventDestroy(r->join);
     for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->done[i]) cudaEventDestroy(r->done[i]); }
     for (int j = 0; j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
     if (r->res_host) cudaFreeHost(r->res_host);
@@ -1142,16 +1233,20 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
     WDC_TRY(wdc_carve(r));
     WDC_TRY(wdc_batch_layout(r));
-    {   // the loss kernel's block sums: in the spare half of the logits (4 B floats) when they fit,
-        // else in the column-sum partials (a no-deep model with D <= 2 has a tiny one)
+    {   // the logits (5 B floats): probabilities, dlogit, wide logits, then the loss kernel's block sums when
+        // they fit, else the column-sum partials take those (a no-deep model with D <= 2 has a tiny one)
         int64_t nb = wdc_blocks(r->B, WDC_THREADS), pbytes = 0;
         WDC_TRY(wd_plan_find(&r->plan, WD_BUF_PARTIAL, 0, NULL, &pbytes));
-        if (4 * nb <= 2 * (int64_t)r->B) r->loss_part = r->logits + 2 * (size_t)r->B;
+        r->wide_z = r->logits + 2 * (size_t)r->B;
+        if (4 * nb <= 2 * (int64_t)r->B) r->loss_part = r->logits + 3 * (size_t)r->B;
         else if (16 * nb <= pbytes) r->loss_part = r->partial;
         else return wdc_fail(WD_ERR_INTERNAL, "no room for the loss kernel's %lld block sums", (long long)nb);
     }
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking));
+    WDC_CUDA(cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking));
+    WDC_CUDA(cudaEventCreateWithFlags(&r->fork, cudaEventDisableTiming));
+    WDC_CUDA(cudaEventCreateWithFlags(&r->join, cudaEventDisableTiming));
     for (int i = 0; i < 2; i++) {
         WDC_CUDA(cudaEventCreateWithFlags(&r->copied[i], cudaEventDisableTiming));
         WDC_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
@@ -1167,6 +1262,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
+    r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     r->staging_bytes = 16 << 20;
@@ -1276,13 +1372,24 @@ static wd_status wdc_mark(wdc_rank *r, int slot, int i) {
     if (r->timing && slot >= 0) WDC_CUDA(cudaEventRecord(r->mark[slot][i], r->compute));
     return WD_OK;
 }
-// The forward pass on batch b (n samples); the deep logit in the last activation.
+// The sparse occurrences of batch b: keys, sorted, runs (wdc_sort_runs), on stream st.
+static wd_status wdc_sort_batch(wdc_rank *r, cudaStream_t st, const wdc_batch *b, const uint32_t **occ_s) {
+    WDC_TRY(wdc_keys(st, r->keys, r->occ, b, &r->state->d, r->d.rows, r->table_off));
+    return wdc_sort_runs(r, st, (int)r->d.rows, occ_s);
+}
+// The forward pass on batch b (n samples); the deep logit in the last
+// activation and, with r->overlap, the wide logits in r->wide_z (read by the
+// loss and predict kernels instead of computing them there).
 // b: the batch's pointers on the device (wdc_state.b).
 static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     cudaStream_t st = r->compute;
-    if (!r->v.nlayers) return wdc_mark(r, slot, 1);
-    WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, &r->state->d, n));
+    const wdc_dims *dd = &r->state->d;
+    if (r->overlap)
+        WDC_TRY(wdc_gather_wide(st, r->v.nlayers ? r->x : NULL, r->d.wide ? r->wide_z : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp,
+                                r->table_off, n));
+    else if (r->v.nlayers) WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, dd, n));
     WDC_TRY(wdc_mark(r, slot, 1));
+    if (!r->v.nlayers) return WD_OK;
     const float *in = r->x;
     for (int l = 0; l < r->v.nlayers; l++) {
         WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, in, r->dense + r->lw[l], r->act[l], r->gemm_ws, r->gemm_ws_bytes, st));
@@ -1291,6 +1398,30 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     return WD_OK;
 }
 // Enqueues a whole training step on the batch in input buffer `slot`.
+//
+// With r->overlap (WD_CUDA_OVERLAP=1, the default) the step forks: keys,
+// radix sort and run-length encoding (wdc_sort_batch) run on the side
+// stream, beside the gather, MLP forward, loss and backward on the compute
+// stream, and join it before their first reader (wdc_sparse_rows: segments
+// or the fused rows; in timed steps, mark 5). Captured into the CUDA
+// graph, the event record and wait become the graph's fork and join edges
+// (the side stream joins the capture through the fork event and must
+// rejoin the origin stream before cudaStreamEndCapture); without a graph
+// they order the two streams the same way. Why this is race-free:
+//  - the side branch writes only the sort's buffers (keys, occ and their
+//    second buffers, the CUB scratch, ukeys, run_cnt, run_off,
+//    state->nruns) and reads the batch, the shapes and the table offsets;
+//    the compute stream touches none of those between fork and join (keep
+//    it so: a kernel that does must go after the join);
+//  - the fork follows everything earlier on the compute stream: the wait
+//    for this batch's copy (wdc_submit) and the previous step, whose sort
+//    readers (rows, exchange, updates) all follow its join;
+//  - the next copy into this input buffer waits for done[slot], recorded
+//    on the compute stream after the join (wdc_submit), so the branch never
+//    reads a batch being overwritten.
+// Without overlap the same kernels run in this order on the compute stream
+// (and the gather and wide logit as two kernels): the model is the same
+// bit for bit (tests/test_gpu.cu, test_overlap_matches_serial).
 static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     const wd_model_view *v = &r->v;
     const wdc_dims &d = r->d;
@@ -1300,14 +1431,21 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     const wdc_batch *db = &r->state->b[slot];
     const wdc_dims *dd = &r->state->d;
     float *prob = r->logits, *dlogit = r->logits + n, *tail = r->g + d.Pd;
+    const uint32_t *occ_s = NULL;
     WDC_TRY(wdc_mark(r, slot, 0));
+    if (r->overlap) {   // fork
+        WDC_CUDA(cudaEventRecord(r->fork, st));
+        WDC_CUDA(cudaStreamWaitEvent(r->side, r->fork, 0));
+        WDC_TRY(wdc_sort_batch(r, r->side, db, &occ_s));
+        WDC_CUDA(cudaEventRecord(r->join, r->side));
+    }
     WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + WD_STEP_TAIL), st));
     WDC_TRY(wdc_forward(r, db, n, slot));
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
-    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, db, dd, r->wide, wdense,
-                     r->table_off, r->state, slot, n));
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, r->overlap ? r->wide_z : NULL, db, dd,
+                     r->wide, wdense, r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
     // MLP backward: dz (n, out_l) in grad[] ping-pong; the last layer's dz is dlogit
@@ -1325,10 +1463,9 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
         dz = dn;
     }
     WDC_TRY(wdc_mark(r, slot, 4));
-    // sparse rows: keys, sort, runs; then every run's merged row (wdc_sparse_rows)
-    WDC_TRY(wdc_keys(st, r->keys, r->occ, db, dd, d.rows, r->table_off));
-    const uint32_t *occ_s;
-    WDC_TRY(wdc_sort_runs(r, st, (int)d.rows, &occ_s));
+    // sparse rows: keys, sort, runs (joined from the side branch, or here); then every run's merged row (wdc_sparse_rows)
+    if (r->overlap) WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0));   // join
+    else WDC_TRY(wdc_sort_batch(r, st, db, &occ_s));
     WDC_TRY(wdc_mark(r, slot, 5));
     unsigned runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
     wd_comm *c = r->comm;
@@ -1437,6 +1574,8 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
     int slot = (int)(r->submitted % 2);
     double t0 = wdc_now();
     wd_step_votes(r->vote_host[slot], stop, r->rank, fst, why);
+    // the step that last read this input buffer (its side branch joined before done) is over
+    WDC_CUDA(cudaStreamWaitEvent(r->copy, r->done[slot], 0));
     if (b) WDC_TRY(wdc_batch_copy(r, b, slot));
     else WDC_CUDA(cudaMemsetAsync(r->batch[slot], 0, r->bytes_batch, r->copy));
     WDC_CUDA(cudaMemcpyAsync(r->state->vote[slot], r->vote_host[slot], sizeof r->vote_host[slot], cudaMemcpyHostToDevice, r->copy));
@@ -1515,7 +1654,8 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     const wdc_batch *db = &r->state->b[0];
     WDC_TRY(wdc_forward(r, db, b->n, -1));
     const float *deep_out = r->v.nlayers ? r->act[r->v.nlayers - 1] : NULL;
-    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, db, &r->state->d, r->wide, r->dense + r->d.P_mlp, r->table_off, b->n));
+    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_z : NULL, db, &r->state->d, r->wide, r->dense + r->d.P_mlp,
+                               r->table_off, b->n));
     WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     return WD_OK;
@@ -1533,8 +1673,8 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     const wdc_rank *r = (const wdc_rank *)be;
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s sparse=%s", p.name, p.major, p.minor, r->ranks,
-             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->sparse_fused ? "fused" : "segmented");
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s sparse=%s overlap=%s", p.name, p.major, p.minor, r->ranks,
+             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;

@@ -58,15 +58,21 @@ def kernels(w, v):
     k = []
     add = lambda stage, name, flops, nbytes, lat=0.0: k.append((stage, name, flops, nbytes, lat))
     add("embed", "memset grads", 0, 4 * (Pd + 4))
-    add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp)
+    if v["fused_wide"]:
+        # WD_CUDA_OVERLAP=1: one warp a sample writes x (float4) and reads the wide weights
+        # (a sector a slot) beside the embedding rows; one float a sample out
+        add("embed", "gather + wide logit", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp + 32 * B * S + 4 * B)
+    else:
+        add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp)
     L = len(widths) - 1
     for l in range(L):
         i, o = widths[l], widths[l + 1]
         aux = B * o / 8 if (v["epilogue"] and l < L - 1) else 0   # RELU_AUX_BIAS: a bit mask per activation
         add("mlp_fwd", f"fwd gemm {i}x{o}", 2 * B * i * o, act * B * i + 4 * i * o + act * B * o + aux)
     if v["fused_wide"]:
-        # the wide logit read in the gather kernel; the loss kernel reads one float per sample
-        add("wide", "loss", 0, 4 * 5 * B + 4 * B * D)
+        # the wide logit computed in the gather kernel: the loss kernel streams deep and wide
+        # logits, labels and weights in, probabilities and dlogit out
+        add("wide", "loss (wide logit read)", 0, 4 * 6 * B)
     else:
         add("wide", "loss", 0, 4 * 3 * B + 4 * B * D + 4 * B * S + 32 * B * S + 8 * B)
     add("wide", "loss_final", 0, 0, 2.0)     # one thread sums the blocks' partials
@@ -131,7 +137,7 @@ def kernels(w, v):
 
 # kernels whose bytes are scattered rows or sectors (gathers, table updates):
 # they reach a smaller share of the copy bandwidth than streaming ones
-SCATTERED = ("gather", "loss", "seg_sum_occ", "sparse_apply", "fused_rows", "hot_chunk")
+SCATTERED = ("gather", "gather + wide logit", "loss", "seg_sum_occ", "sparse_apply", "fused_rows", "hot_chunk")
 
 
 def predict(w, v, c, ideal=False):
@@ -157,6 +163,10 @@ VARIANTS = [
     ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", dict(bf16=1, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ fused embedding backward (WD_CUDA_SPARSE=fused)", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),
     ("+ sort overlapped with the MLP, wide logit in the gather", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
+]
+# each switch alone on today's step (what one GPU run times side by side: WD_CUDA_OVERLAP=0 vs 1)
+ALONE = [
+    ("today + WD_CUDA_OVERLAP=1 alone (sort beside the MLP, wide logit in the gather)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=1, fused_wide=1)),
 ]
 
 
@@ -187,7 +197,7 @@ def main():
           f"x{c['eff']:.2f} at our shapes, streaming kernels x{c['mem_eff']:.2f} of the copy rate (scattered half that), gap {c['gap']} us, batch {a.batch}, {w['U']} distinct keys of {w['rows']}, "
           f"{w['key_bits']}-bit keys; MLP {fl / 1e9:.1f} GFLOP/step ({fl / a.batch / 1e6:.2f} MFLOP/sample)")
     order = ["embed", "mlp_fwd", "wide", "mlp_bwd", "sort", "rows", "optimizer"]
-    variants = VARIANTS
+    variants = VARIANTS + ALONE
     if a.sparse:
         variants = [(f"today (TF32, graph), WD_CUDA_SPARSE={a.sparse}", dict(VARIANTS[0][1], fused_sparse=int(a.sparse == "fused")))]
     for name, v in variants:

@@ -18,7 +18,9 @@
 #                breakdown with the data-wait share, the MLP's FLOP/s against
 #                the TF32 ceiling, and bench/GPU_MODEL.md's prediction at the
 #                ceilings measured; each for WD_CUDA_SPARSE=segmented, then
-#                fused (issue 22: the two embedding backward paths)
+#                fused (issue 22: the two embedding backward paths); then the
+#                long run again with WD_CUDA_OVERLAP=0 (the step on one
+#                stream) beside the default's
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -334,6 +336,21 @@ if has 3; then
                 grep -h -E '^(trained|time per step)' "$LOGS/train-long$sfx.log" "$LOGS/train-timed$sfx.log" 2>/dev/null | while IFS= read -r l; do note "$l"; done
             fi
         done
+        # WD_CUDA_OVERLAP=1 (the default: the sort forked beside the MLP) against 0: the long run
+        # again on one stream, while 30 s of the phase remain (same start-up: the difference of
+        # the two times is the steps' difference)
+        if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_OVERLAP=0: not run ($(p3left) s of phase 3 left)"
+        else
+            gpu train-serial 30 env WD_CUDA_OVERLAP=0 "${W3[@]}" --max-steps "$steps_long" || failed
+            if [ $DRY = 0 ]; then
+                awk -v s1="$(field train-long samples)" -v r1="$(field train-long 'samples/s')" -v s0="$(field train-serial samples)" \
+                    -v r0="$(field train-serial 'samples/s')" -v n="$steps_long" 'BEGIN {
+                    if (s1 == "" || s0 == "" || r1 <= 0 || r0 <= 0) { print "overlap on vs off: a run did not finish"; exit 1 }
+                    printf "overlap on vs off (WD_CUDA_OVERLAP, %d steps end to end): %.2fM vs %.2fM samples/s; on - off = %+.3f ms a step\n", n, r1 / 1e6, r0 / 1e6, (s1 / r1 - s0 / r0) / n * 1e3 }' \
+                    > "$LOGS/overlap.log" 2>&1 || failed
+                while IFS= read -r l; do note "$l"; done < "$LOGS/overlap.log"
+            fi
+        fi
         # the model's prediction for each path at the ceilings measured (bench/GPU_MODEL.md)
         if [ $DRY = 0 ] && [ -n "${bw:-}" ] && [ -n "${tf:-}" ]; then
             for sp in segmented fused; do

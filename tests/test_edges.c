@@ -868,7 +868,7 @@ static void test_plan_sizes(void) {
                     {WD_BUF_DENSE, 0, 4 * Pd}, {WD_BUF_DENSE_S1, 0, 4 * Pd}, {WD_BUF_DENSE_S2, 0, 4 * Pd},
                     {WD_BUF_WIDE, 0, 4 * (7 + 50 + 11 + 13)}, {WD_BUF_EMB, 0, emb}, {WD_BUF_EMB_S1, 0, emb}, {WD_BUF_EMB_S2, 0, emb},
                     {WD_BUF_X, 0, 4 * (int64_t)B * INp}, {WD_BUF_ACT, 0, 4 * (int64_t)B * H0}, {WD_BUF_ACT, nl - 1, 4 * (int64_t)B},
-                    {WD_BUF_GRAD, 0, 4 * (int64_t)B * widest}, {WD_BUF_GRAD, 1, 4 * (int64_t)B * widest}, {WD_BUF_LOGITS, 0, 4 * 4 * (int64_t)B},
+                    {WD_BUF_GRAD, 0, 4 * (int64_t)B * widest}, {WD_BUF_GRAD, 1, 4 * (int64_t)B * widest}, {WD_BUF_LOGITS, 0, 4 * 5 * (int64_t)B},
                     {WD_BUF_DENSE_GRAD, 0, 4 * (Pd + WD_STEP_TAIL)}, {WD_BUF_PARTIAL, 0, 4 * (int64_t)(B / 256 + 1) * colw},
                     {WD_BUF_KEYS, 0, 8 * N}, {WD_BUF_KEYS_ALT, 0, 8 * N}, {WD_BUF_UKEYS, 0, 8 * (N + 1)}, {WD_BUF_ROWS, 0, 4 * N * R},
                 };

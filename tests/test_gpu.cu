@@ -1,7 +1,7 @@
 // GPU tests (`make test-gpu`): the CUDA backend against the reference step
 // of tests/ref.h (written from the header's formulas, in double), against
-// itself (CUDA graph or not, resumed or not, N ranks or 1), the communicators,
-// and the failure paths. Usage: test_gpu [TMPDIR]
+// itself (CUDA graph or not, overlapped or not, resumed or not, N ranks or
+// 1), the communicators, and the failure paths. Usage: test_gpu [TMPDIR]
 //
 // Without a GPU it prints one "SKIP test_gpu: no CUDA device: ..." and exits
 // 0 (tests/run.sh accepts that on machines without one); with
@@ -37,7 +37,8 @@
 //    sides train on; the rest is compared tightly.
 //  - Runs of the same code on the same shapes (graph or stream, resumed from
 //    a checkpoint or not) must agree to 1e-6 (bitwise is expected; the
-//    number of differing elements is printed). N simulated ranks against one
+//    number of differing elements is printed); WD_CUDA_OVERLAP on and off
+//    must agree bit for bit (only the scheduling differs). N simulated ranks against one
 //    rank (other GEMM shapes and summation orders): relative L2 error per
 //    tensor <= 1e-4.
 //
@@ -672,7 +673,8 @@ static void test_sparse_paths(void) {
 }
 
 // The CUDA graph replays exactly what the stream runs; the timed stream
-// (WD_CUDA_TIMING=1) too, and it fills the device stages of the report.
+// (WD_CUDA_TIMING=1: no graph, no overlap) too, and it fills the device
+// stages of the report.
 static void test_graph_matches_stream(void) {
     int steps = QUICK ? 2 : 4;
     setenv("WD_CUDA_GRAPH", "1", 1);
@@ -704,8 +706,66 @@ static void test_graph_matches_stream(void) {
     for (int i = 0; i < WD_STAGE_COUNT; i++) printf(" %s %.3f", wd_stage_name(i), rep.steps ? 1e3 * rep.stage_s[i] / (double)rep.steps : 0.0);
     printf("\n");
     CHECK(rep.steps == 4 && rep.stage_s[WD_STAGE_EMBED] > 0 && rep.stage_s[WD_STAGE_MLP_FWD] > 0 && rep.stage_s[WD_STAGE_MLP_BWD] > 0 &&
-          rep.stage_s[WD_STAGE_SORT] > 0 && rep.stage_s[WD_STAGE_ROWS] > 0 && rep.stage_s[WD_STAGE_OPTIMIZER] > 0 && (ON_CPU || strstr(rep.engine, "graph=off")));
+          rep.stage_s[WD_STAGE_SORT] > 0 && rep.stage_s[WD_STAGE_ROWS] > 0 && rep.stage_s[WD_STAGE_OPTIMIZER] > 0 &&
+          (ON_CPU || (strstr(rep.engine, "graph=off") && strstr(rep.engine, "overlap=off"))));
     wd_model_destroy(m);
+}
+
+// WD_CUDA_OVERLAP=1 (the default: the sort on a forked branch of the step,
+// beside the MLP; the gather and the wide logit in one kernel) schedules the
+// same arithmetic as WD_CUDA_OVERLAP=0 (one stream, the wide logit in the
+// loss kernel): trained models and predictions equal bit for bit, with the
+// graph and without it (the fork and join on real streams), on every kind of
+// model: D = 13 and E = 8 (the gather's column-by-column path, crosses),
+// D = 4 (its float4 path; multi-hot, mean pooling), no deep part (the wide
+// logit alone), no wide part (the gather alone), no slots (an empty sort),
+// and hot runs through WD_CUDA_SPARSE=fused (its rows read the joined sort).
+static void overlap_pair(const cfg *c, int steps, const char *how, int predict) {
+    setenv("WD_CUDA_OVERLAP", "1", 1);
+    wd_model *on = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
+    setenv("WD_CUDA_OVERLAP", "0", 1);
+    wd_model *off = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
+    REQUIRE(on && off);
+    char what[160];
+    snprintf(what, sizeof what, "%s: overlap vs serial, %s", c->name, how);
+    int64_t differ = -1;
+    models_rel_l2(on, off, &differ, what);
+    CHECK(differ == 0);
+    if (predict) {   // the same trained model predicts the same with either path
+        wd_batch b;
+        memset(&b, 0, sizeof b);
+        REQUIRE_OK(read_batch(c->data, 3, &b));
+        float *p[2];
+        p[0] = (float *)malloc(sizeof(float) * NB); p[1] = (float *)malloc(sizeof(float) * NB);
+        REQUIRE(p[0] && p[1]);
+        for (int o = 0; o < 2; o++) {
+            setenv("WD_CUDA_OVERLAP", o ? "0" : "1", 1);
+            wd_backend *be;
+            REQUIRE_OK(backend_open(on, NB, &be));
+            CHECK_OK(TEST_BACKEND()->predict(be, &b, p[o]));
+            TEST_BACKEND()->destroy(be);
+        }
+        int64_t pd = 0;
+        for (int k = 0; k < b.n; k++) pd += memcmp(&p[0][k], &p[1][k], sizeof(float)) != 0;
+        printf("  %-44s predictions of %d samples: %lld differ\n", "", b.n, (long long)pd);
+        CHECK(pd == 0);
+        free(p[0]); free(p[1]);
+        wd_batch_free(&b);
+    }
+    wd_model_destroy(on); wd_model_destroy(off);
+}
+static void test_overlap_matches_serial(void) {
+    const cfg *cs[5] = {&C_CRITEO, &C_MH_MEAN, &C_NO_DEEP, &C_NO_WIDE, &C_DENSE};
+    int steps = QUICK ? 2 : 3;
+    setenv("WD_CUDA_GRAPH", "1", 1);
+    for (int i = 0; i < 5; i++) overlap_pair(cs[i], steps, "graph on", i < 3);
+    setenv("WD_CUDA_SPARSE", "fused", 1);
+    overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, WD_CUDA_SPARSE=fused", 0);
+    unsetenv("WD_CUDA_SPARSE");
+    setenv("WD_CUDA_GRAPH", "0", 1);
+    for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0);
+    unsetenv("WD_CUDA_OVERLAP");
+    unsetenv("WD_CUDA_GRAPH");
 }
 
 // Predictions on the device (the backend's predict, full and partial
@@ -1422,6 +1482,7 @@ int main(int argc, char **argv) {
     RUN(test_steps_tf32);
     RUN(test_sparse_paths);
     RUN(test_graph_matches_stream);
+    RUN(test_overlap_matches_serial);
     RUN(test_predict_and_evaluate);
     RUN(test_epochs_checkpoint_resume);
     RUN(test_stream_matches_files);
