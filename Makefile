@@ -52,7 +52,7 @@ GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=c
 NVFLAGS   := -O3 -std=c++17 $(GENCODE) -lineinfo -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudart -ldl
 PACK      := $(B)/gpu-pack
-PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py gpu_model.py))
+PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py))
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
 
 # MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
@@ -93,7 +93,7 @@ $(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
 # ---- the GPU pack ---------------------------------------------------------------------------
 # `make gpu-pack`: build/gpu-pack/, what a GPU host with no package registry
 # runs (bench/GPU_RUN.md): test_gpu, wd-cuda, multi_gpu, ceilings,
-# loader_ladder, the PyTorch peer, bench/gpu_model.py and bench/gpu_run.sh.
+# loader_ladder, host_feed, the PyTorch peer, bench/gpu_model.py and bench/gpu_run.sh.
 # Built here for the host there: sm_90 code and compute_80 PTX, -lineinfo;
 # GEMM=portable (no oneDNN there); cudart, zstd and zlib static; libstdc++
 # dynamic (static libstdc++/libgcc on Debian 12 pull in glibc 2.35/2.36
@@ -113,8 +113,8 @@ $(B)/multi_gpu-pack.o: examples/multi_gpu.c $(HDR) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $@ examples/multi_gpu.c
 $(PACK)/wd-cuda $(PACK)/multi_gpu: $(PACK)/%: $(B)/%-pack.o $(B)/widedeep_cuda.o | $(PACK)
 	$(CXX) -o $@ $^ $(PACK_LIBS)
-$(PACK)/loader_ladder: bench/loader_ladder.c $(HDR) | $(PACK)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ bench/loader_ladder.c -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm
+$(PACK)/loader_ladder $(PACK)/host_feed: $(PACK)/%: bench/%.c $(HDR) | $(PACK)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ $< -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm
 $(B)/ceilings.o: bench/ceilings.cu | $(B)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall,-Wextra -c -o $@ bench/ceilings.cu
 $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)

@@ -24,7 +24,8 @@
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
-#                teardown), the loader ladder at 1, 2, 4, 8, 16 threads
+#                teardown), the loader ladder at 1, 2, 4, 8, 16 threads,
+#                host_feed (the loader at batch 16384 as a GPU rank takes it)
 # Each command runs under its own cap, and all of them under TOTAL; a phase
 # that fails is recorded and the next one runs. OUTDIR gets two files:
 # summary.txt (printed last: each phase's outcome and headline figures) and
@@ -61,7 +62,7 @@ if [ "${1:-}" = --check-elf ]; then
     files=()
     for a in "$@"; do
         if [ -d "$a" ]; then
-            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder gpu_run.sh peer_torch.py gpu_model.py; do
+            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py; do
                 [ -e "$a/$want" ] || { echo "$a: $want is missing"; bad=1; }
             done
             size=$(du -sb "$a" | cut -f1)
@@ -187,7 +188,7 @@ export CUDA_MODULE_LOADING=LAZY NCCL_DEBUG=${NCCL_DEBUG:-WARN} PYTHONUNBUFFERED=
 {
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     echo "NCCL wheel: ${NCCL_DIR:-none found}; $(ls "${NCCL_DIR%%:*}"/libnccl.so* 2>/dev/null | tr '\n' ' ')"
-    for b in test_gpu wd-cuda multi_gpu ceilings loader_ladder; do echo "== ldd $b"; ldd "$PACK/$b" 2>&1; done
+    for b in test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed; do echo "== ldd $b"; ldd "$PACK/$b" 2>&1; done
 } > "$LOGS/libraries.log" 2>&1
 say "  libraries: $(grep -m1 'libcublasLt' "$LOGS/libraries.log" | sed 's/^[[:space:]]*//'); NCCL wheel: ${NCCL_DIR:-none (the NCCL tests will fail saying so)}"
 grep -q 'not found' "$LOGS/libraries.log" && { say "  MISSING: $(grep 'not found' "$LOGS/libraries.log" | sort -u | tr -s ' \t' ' ' | tr '\n' ';')"; failed; }
@@ -392,6 +393,10 @@ if has 4; then
         lim=$(p4left); [ "$lim" -gt 45 ] && lim=45
         run ladder "$lim" "$PACK/loader_ladder" "$BIG" "$BIG" "$WORK" --threads "$NPROC" --stages 6 --seconds "$secs" --scaling "$sc" || failed
         grep -h -E '^ +threads ' "$LOGS/ladder.log" | while IFS= read -r l; do note "ladder $l"; done
+        # the loader as a GPU rank takes it (batch 16384), and the host's per-batch work (bench/GPU_MODEL.md, the host side)
+        secs=1.5; [ $DRY = 1 ] && secs=0.3
+        run host-feed 25 "$PACK/host_feed" "$BIG" --batch 16384 --threads "$sc" --seconds "$secs" || failed
+        grep -h -E '^(decode|window|assembly|rank thread|loader)' "$LOGS/host-feed.log" | sed 's/; per batch.*//' | while IFS= read -r l; do note "host_feed $l"; done
     fi
     if [ "$(p4left)" -ge 60 ] && [ -f "${DUMP:-/nonexistent}/meta.txt" ]; then gpu peer-compile 50 "${PEER[@]}" --compile || failed
     else say "  peer-compile: not run (under 60 s left)"; fi
