@@ -176,9 +176,11 @@ $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
 
 # tests/test_gpu.cu's harness on the CPU backend (no nvcc needed): the
-# reference runs, the screen, the read-backs, the tolerances, WD_GPU_TESTS
-$(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) | $(B)
-	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(WARN) -o $@ tests/test_gpu.cu $(LDLIBS)
+# reference runs, the screen, the read-backs, the tolerances, WD_GPU_TESTS;
+# with the build's GEMM engine, so that precision bf16 runs where oneDNN and
+# the CPU have it (test_gradients_bf16: the CPU's bf16 against the reference)
+$(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(ENGINE) | $(B)
+	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_gpu.cu $(LDLIBS) $(GEMML)
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)

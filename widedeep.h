@@ -135,7 +135,8 @@
             wd_predictor (serving: no allocation per call, the engine's
             threads per call), wd_parse_unlabeled, wd_batch_add_n,
             wd_batch_clear; WD_STATIC; the CUDA backend found at link time
-            (a weak reference).
+            (a weak reference); precision bf16 on the CUDA backend and
+            cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -745,9 +746,10 @@ typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
 // activations as bf16 directly (ReLU' reads them); parameters, the logit,
 // optimizer state and checkpoints stay fp32. The CPU needs AVX512-BF16 or
 // AMX-BF16 and the oneDNN engine; elsewhere training and prediction refuse
-// it with a message naming what is missing. The CUDA backend refuses it too
-// (WD_ERR_UNSUPPORTED; it computes TF32, or fp32 with WD_CUDA_FP32).
-// Everything else stays fp32.
+// it with a message naming what is missing. The CUDA backend computes it
+// too, rounding the same tensors at the same points (wd_bf16_bits; its
+// products accumulate in fp32 in cuBLASLt's order, not oneDNN's:
+// widedeep_cuda.cu's Precision note). Everything else stays fp32.
 typedef enum wd_precision { WD_PRECISION_FP32 = 0, WD_PRECISION_BF16 = 1 } wd_precision;
 typedef struct wd_model_desc {
     const wd_schema *schema;        // required (copied)
@@ -848,6 +850,13 @@ static inline WD_HD uint64_t wd_mix64(uint64_t x) {
 }
 static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32_t buckets) {
     return buckets ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * UINT64_C(0x9E3779B97F4A7C15))) % buckets) : 0;
+}
+// f32 (its bits) -> bf16 (its bits) as AVX512-BF16's VCVTNEPS2BF16 rounds, the
+// rule of every bf16 value of precision bf16 on either backend: to nearest
+// even, a NaN stays a (quiet) NaN, a subnormal becomes a zero of its sign.
+static inline WD_HD uint16_t wd_bf16_bits(uint32_t u) {
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
@@ -1056,7 +1065,7 @@ typedef struct wd_train_report {
     double best_epoch;              // and the epochs done then (fractional; NaN without validation)
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
-    char engine[128];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
+    char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
     wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
@@ -1360,6 +1369,11 @@ typedef enum wd_buf {
     WD_BUF_SORT_SCRATCH,            // CUB temporary storage (bound; checked against CUB at start)
     WD_BUF_GEMM_WS,                 // cuBLASLt workspace
     WD_BUF_STATE,                   // step counter, flags, results (device side)
+    WD_BUF_RELU_MASK,               // (B, ceil(H_l / 128) x 16 bytes) one per hidden layer (index = layer):
+                                    // the ReLU bit mask cuBLASLt's RELU_AUX_BIAS epilogue writes, DRELU_BGRAD reads
+    WD_BUF_DENSE_LP,                // precision bf16: (Pd MLP part) the MLP's weights rounded to bf16 (2 bytes each)
+    WD_BUF_X_LP,                    // precision bf16: (B, INp) the MLP input rounded to bf16
+    WD_BUF_GRAD_LP,                 // precision bf16: two (B, max H) bf16 gradients, the hidden layers' dz (index 0, 1)
     WD_BUF_COUNT
 } wd_buf;
 WDDEF const char *wd_buf_name(int buf);
@@ -1368,7 +1382,7 @@ WDDEF const char *wd_buf_name(int buf);
 #ifndef WD_PLAN_MULTI_HOT_IDS
 #define WD_PLAN_MULTI_HOT_IDS 8
 #endif
-#define WD_PLAN_MAX (WD_BUF_COUNT + WD_MAX_LAYERS + 4)
+#define WD_PLAN_MAX (WD_BUF_COUNT + 2 * WD_MAX_LAYERS + 4)
 typedef struct wd_plan_entry { int buf, index; int64_t bytes, offset; } wd_plan_entry;
 typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
@@ -5413,18 +5427,13 @@ static wd_status wd__precision_check(const wd_model *m) {
 #endif
 }
 
-// f32 -> bf16 as AVX512-BF16's VCVTNEPS2BF16 rounds (used when the CPU has
-// it): to nearest even, a NaN stays a (quiet) NaN, a subnormal becomes a zero
-// of its sign. One rule for every bf16 value, however it was converted.
-static uint16_t wd__bf16_of(uint32_t u) {
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
+// f32 -> bf16 by wd_bf16_bits (section 13), in software when the CPU has
+// no VCVTNEPS2BF16: one rule for every bf16 value, however it was converted.
 static void wd__to_bf16_sw(uint16_t *d, const float *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &s[i], 4);
-        d[i] = wd__bf16_of(u);
+        d[i] = wd_bf16_bits(u);
     }
 }
 #if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
@@ -8396,7 +8405,8 @@ WDDEF const char *wd_buf_name(int buf) {
         "gradient", "logits, probabilities", "dense gradient", "column-sum partials", "sparse keys",
         "sparse keys (alt)", "sparse occurrences", "sparse occurrences (alt)", "sparse unique keys",
         "sparse run counts", "sparse run offsets", "segment counts", "segment firsts", "segment runs",
-        "segment rows", "merged rows", "sparse exchange", "sort scratch", "cublasLt workspace", "device state"};
+        "segment rows", "merged rows", "sparse exchange", "sort scratch", "cublasLt workspace", "device state",
+        "relu mask", "bf16 weights", "bf16 mlp input", "bf16 gradient"};
     return buf >= 0 && buf < WD_BUF_COUNT ? names[buf] : "?";
 }
 static wd_status wd__plan_add(wd_plan *p, int buf, int index, int64_t bytes) {
@@ -8417,6 +8427,7 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     int64_t B = batch, ne = wd__deep(m) ? m->emb_rows * m->E : 0;
     int64_t INp = (m->IN + 15) / 16 * 16, H0 = m->nlayers ? m->layer[0].out : 0;
     int64_t Pd = m->P + (INp - m->IN) * H0;
+    int lp = m->d.precision == WD_PRECISION_BF16 && m->nlayers;
     int64_t rows = 0;   // sparse rows of one rank's step
     for (int k = 0; k < m->S; k++) rows += m->schema.slot[k].kind == WD_MULTI_HOT ? B * WD_PLAN_MULTI_HOT_IDS : B;
     rows += B * m->d.ncross;
@@ -8444,7 +8455,8 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     WD__P(WD_BUF_BATCH, 0, bb);
     WD__P(WD_BUF_BATCH, 1, bb);
     WD__P(WD_BUF_X, 0, 4 * B * INp);
-    for (int l = 0; l < m->nlayers; l++) WD__P(WD_BUF_ACT, l, 4 * B * m->layer[l].out);
+    // activations: fp32, or at precision bf16 bf16 for the hidden layers (the last, the deep logit, stays fp32)
+    for (int l = 0; l < m->nlayers; l++) WD__P(WD_BUF_ACT, l, (lp && l + 1 < m->nlayers ? 2 : 4) * B * m->layer[l].out);
     WD__P(WD_BUF_GRAD, 0, 4 * B * widest);
     WD__P(WD_BUF_GRAD, 1, 4 * B * widest);
     WD__P(WD_BUF_LOGITS, 0, 4 * 5 * B);
@@ -8467,6 +8479,14 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     WD__P(WD_BUF_SORT_SCRATCH, 0, 8 * N + (4 << 20));
     WD__P(WD_BUF_GEMM_WS, 0, 32 << 20);
     WD__P(WD_BUF_STATE, 0, 16384);   // the CUDA backend's wdc_state: flags, results, shapes, batch pointers
+    // the ReLU masks: a column of ceil(H / 128) x 128 bits per sample (cuBLASLt's leading dimension: a multiple of 128)
+    for (int l = 0; l + 1 < m->nlayers; l++) WD__P(WD_BUF_RELU_MASK, l, ((int64_t)m->layer[l].out + 127) / 128 * 16 * B);
+    int64_t widest_h = 1;
+    for (int l = 0; l < m->nlayers; l++) widest_h = WD__MAX(widest_h, (int64_t)m->layer[l].out);
+    WD__P(WD_BUF_DENSE_LP, 0, lp ? 2 * (m->P_mlp + (INp - m->IN) * H0) : 0);
+    WD__P(WD_BUF_X_LP, 0, lp ? 2 * B * INp : 0);
+    WD__P(WD_BUF_GRAD_LP, 0, lp ? 2 * B * widest_h : 0);
+    WD__P(WD_BUF_GRAD_LP, 1, lp ? 2 * B * widest_h : 0);
 #undef WD__P
     for (int i = 0; i < n; i++) WD__TRY(wd__plan_add(out, want[i].buf, want[i].index, want[i].bytes));
     return WD_OK;

@@ -24,9 +24,10 @@
 //                    flag per process and the timeout), and several ranks on one GPU
 //
 // A step, in order: gather embeddings into x -> MLP forward (cuBLASLt, bias and
-// ReLU epilogues) -> wide logit, loss, dlogit (per-block partials, summed in a
-// fixed order) -> MLP backward (GEMMs; bias gradients as two-level column
-// sums) -> sparse rows: one key per id occurrence, radix sort, runs of equal
+// ReLU epilogues, the ReLU mask with RELU_AUX_BIAS) -> wide logit, loss, dlogit
+// (per-block partials, summed in a fixed order) -> MLP backward (GEMMs; ReLU'
+// and the bias gradients in DRELU_BGRAD epilogues, else relu_grad and
+// two-level column sums) -> sparse rows: one key per id occurrence, radix sort, runs of equal
 // keys, each run's gradient row summed from dlogit and dx (WD_CUDA_SPARSE:
 // segmented, runs cut into segments of at most WDC_SEG rows summed by a warp
 // each, then each run's segments in order; or fused, one warp per run of at
@@ -41,11 +42,26 @@
 // Every sum has a fixed order, so a step is deterministic.
 //
 // Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
-// (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model asking for
-// bf16 (wd_model_desc.precision) is refused with WD_ERR_UNSUPPORTED: there
-// is no bf16 path here yet, and training it in fp32 unasked would be wrong.
+// (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model of precision
+// bf16 (wd_model_desc.precision) rounds what the CPU's bf16 path rounds, by
+// its rule (wd_bf16_bits): the MLP input x, the weights (a bf16 copy that the
+// dense update keeps current), the hidden activations (written as bf16 by the
+// products), every dz the products read (dlogit's copy, then each layer's
+// ReLU'd gradient); products accumulate in fp32; the biases, bias gradients,
+// dW, the first layer's dx (the embeddings' gradient), the deep logit,
+// parameters and optimizer state stay fp32. Where it differs from the CPU:
+// the order of the fp32 accumulation (cuBLASLt's, not oneDNN's), so a value
+// within rounding noise of a bf16 rounding boundary may round the other way;
+// cuBLASLt rounds a bf16 product output to nearest even but keeps a subnormal
+// (the CPU flushes it to 0: a positive activation below 1.2e-38); and with
+// the epilogues the ReLU mask is taken from the fp32 pre-activation (> 0),
+// the CPU's from the bf16 activation (> 0), which differ only for the same
+// subnormals. tests/test_gpu.cu's gradients_bf16 bounds the effect.
 //
-// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_GRAPH=0
+// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_EPILOGUE=0
+// no ReLU-mask epilogues (default 1: RELU_AUX_BIAS and DRELU_BGRAD where
+// cuBLASLt has an algorithm, layer by layer; the report's mlp= says which
+// fused); WD_CUDA_GRAPH=0
 // no CUDA graph; WD_CUDA_OVERLAP=0 the whole step on one stream, the gather
 // and the wide logit as separate kernels (default 1: the same arithmetic, bit
 // for bit, with the sort beside the MLP); WD_CUDA_TIMING=1 times the stages
@@ -423,15 +439,53 @@ static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const f
     WDC_LAUNCH("colsum_final");
     return WD_OK;
 }
-// d[q] = a[q] > 0 ? d[q] : 0 (the ReLU's derivative).
-__global__ void wdc_relu_grad_k(float *dd, const float *a, size_t count) {
+// bf16 <-> fp32 (wd_bf16_bits: the CPU's rounding rule).
+__device__ __forceinline__ uint16_t wdc_bf16(float v) { return wd_bf16_bits(__float_as_uint(v)); }
+__device__ __forceinline__ float wdc_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+// d[q] = a[q] > 0 ? d[q] : 0 (the ReLU's derivative; the activations a are
+// fp32, or bf16 in a16 at precision bf16); with d16, the result rounded to
+// bf16 there too (the next products' operand).
+__global__ void wdc_relu_grad_k(float *dd, const float *a, const uint16_t *a16, uint16_t *d16, size_t count) {
     size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q < count && !(a[q] > 0.0f)) dd[q] = 0.0f;
+    if (q >= count) return;
+    int on = (a ? a[q] : wdc_f32(a16[q])) > 0.0f;
+    if (!on) dd[q] = 0.0f;
+    if (d16) d16[q] = wdc_bf16(on ? dd[q] : 0.0f);
 }
-static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, size_t count) {
-    wdc_relu_grad_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(dd, a, count);
+static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, const uint16_t *a16, uint16_t *d16, size_t count) {
+    wdc_relu_grad_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(dd, a, a16, d16, count);
     WDC_LAUNCH("relu_grad");
     return WD_OK;
+}
+// d = bf16(s), n values (the MLP input, the weights at precision bf16).
+__global__ void wdc_to_bf16_k(uint16_t *d, const float *s, size_t n) {
+    size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (q < n) d[q] = wdc_bf16(s[q]);
+}
+static wd_status wdc_to_bf16(cudaStream_t st, uint16_t *d, const float *s, size_t n) {
+    wdc_to_bf16_k<<<wdc_blocks((int64_t)n, WDC_THREADS), WDC_THREADS, 0, st>>>(d, s, n);
+    WDC_LAUNCH("to_bf16");
+    return WD_OK;
+}
+// The top layer's bias gradient, the sum of dlogit (one block, a fixed
+// order), and at precision bf16 dlogit rounded to bf16 into dz16: the top
+// layer's dz, as the CPU rounds it.
+#define WDC_TOP_THREADS 1024
+__global__ void wdc_top_k(float *gb, uint16_t *dz16, const float *dlogit, int n) {
+    __shared__ float sh[WDC_TOP_THREADS];
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < n; i += WDC_TOP_THREADS) {
+        float v = dlogit[i];
+        acc += v;
+        if (dz16) dz16[i] = wdc_bf16(v);
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = WDC_TOP_THREADS / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *gb = sh[0];
 }
 
 // Sparse occurrences. The one-hot region holds B x T1 (q = i T1 + t: one-hot
@@ -717,14 +771,18 @@ __global__ void wdc_dense_check_k(wdc_state *s, const float *g, long long P) {
     if (!(fabsf(g[i] * s->inv_w) <= WDC_GRAD_MAX)) atomicOr(&s->flags, WDC_BAD_GRAD);
 }
 // The dense update over the flat device buffer: the deep rule for the MLP,
-// FTRL for the wide dense weights and bias (flags and post_bad: as above).
-__global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp, long long P, int wide, wd_opt o) {
+// FTRL for the wide dense weights and bias (flags and post_bad: as above);
+// at precision bf16 the MLP weights' bf16 copy lp follows them.
+__global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp, long long P, int wide, wd_opt o,
+                                   uint16_t *lp) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= P || s->flags || s->halted || s->inv_w == 0.0f) return;
     float gi = g[i] * s->inv_w;
     o.c1 = s->c1; o.c2 = s->c2;
-    if (i < P_mlp) wd_opt_deep(&o, &w[i], &s1[i], &s2[i], gi);
-    else if (wide) wd_opt_ftrl(&w[i], &s1[i], &s2[i], gi, &o);
+    if (i < P_mlp) {
+        wd_opt_deep(&o, &w[i], &s1[i], &s2[i], gi);
+        if (lp) lp[i] = wdc_bf16(w[i]);
+    } else if (wide) wd_opt_ftrl(&w[i], &s1[i], &s2[i], gi, &o);
     else return;
     if (!isfinite(w[i])) atomicOr(&s->post_bad, 1);
 }
@@ -791,23 +849,55 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 }
 
 // ---- 3. GEMMs -----------------------------------------------------------------------------------
-// Row-major C (M, N) = op(A) (M, K) * op(B) (K, N) [+ bias per column, ReLU],
-// as the column-major C^T = op(B)^T op(A)^T that cuBLASLt computes. Made once
-// per shape and buffers: descriptors, layouts and the heuristic's best
-// algorithm for the workspace we have and the alignment the buffers really
-// have (cuBLASLt's heuristic assumes 256-byte aligned matrices unless told;
-// the device layout puts layer l > 0's weights and biases at any multiple of
-// 4 bytes). The bias and ReLU go into the epilogue when the bias is 16-byte
-// aligned and some algorithm takes them; otherwise a small kernel applies them
-// after the product (the same arithmetic: bias added in fp32, then ReLU).
+// Row-major C (M, N) = op(A) (M, K) * op(B) (K, N) [epilogue], as the
+// column-major C^T = op(B)^T op(A)^T that cuBLASLt computes: its D has N
+// rows (our columns), so a bias or a bias gradient holds one value per column
+// of C, and a ReLU mask N bits per row of C (cuBLASLt's leading dimension in
+// bits: a multiple of 128, the plan's WD_BUF_RELU_MASK). Made once per shape
+// and buffers: descriptors, layouts and the heuristic's best algorithm for the
+// workspace we have and the alignment the buffers really have (cuBLASLt's
+// heuristic assumes 256-byte aligned matrices unless told; the device layout
+// puts layer l > 0's weights and biases at any multiple of 4 bytes). A plan
+// is offered epilogues in order and takes the first the heuristic has an
+// algorithm for (one with a bias or bias gradient only when that vector is
+// 16-byte aligned); the last offer is none, and then small kernels do the same
+// arithmetic after the product (wdc_bias_act_k here; ReLU' and the column
+// sums in wdc_step_enqueue). The epilogues:
+//   BIAS, RELU_BIAS   forward: the product + bias (fp32), then ReLU
+//   RELU_AUX_BIAS     forward, WD_CUDA_EPILOGUE=1: the same, and the ReLU mask (bit = pre-activation > 0) into aux
+//   DRELU_BGRAD       backward, WD_CUDA_EPILOGUE=1, layer l > 0's da = dz W, when layer l - 1's forward wrote
+//                     its mask: zeroes da where the mask bit is 0 (ReLU'), and writes the column sums of the
+//                     result, layer l - 1's bias gradient (fp32), to the bias pointer
+// Precision bf16: A and B are bf16, the products accumulate in fp32
+// (CUBLAS_COMPUTE_32F), a bf16 C is the fp32 result after the epilogue
+// rounded by cuBLASLt (to nearest even); the bias and the bias gradient stay
+// fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), as the CPU's oneDNN path adds
+// and sums them.
+enum { WDC_EPI_NONE, WDC_EPI_BIAS, WDC_EPI_RELU_BIAS, WDC_EPI_RELU_AUX_BIAS, WDC_EPI_DRELU_BGRAD };
 struct wdc_mm {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
-    int M, N, K;
-    const float *bias_after;        // bias applied by wdc_bias_act_k after the product (NULL: none or fused)
+    int M, N, K, epi;               // epi: the epilogue that runs (WDC_EPI_*)
+    const void *A, *B;              // the buffers every run of the plan uses
+    void *C;
+    const float *bias_after;        // bias added by wdc_bias_act_k after the product (NULL: none or fused)
     int relu_after;
+    uint16_t *out16;                // with bias_after at precision bf16: the result, rounded (C: an fp32 scratch)
 };
+// What a product is (row-major operands as above; bias: the bias, or for
+// DRELU_BGRAD the bias gradient written; aux: the ReLU mask, aux_ld bits a row of C).
+struct wdc_mm_args {
+    cublasComputeType_t compute;
+    cudaDataType_t in_t;            // A's and B's type
+    int ta, tb, M, N, K;
+    const void *A, *B;
+    const float *bias;
+    const void *aux;
+    int64_t aux_ld;
+};
+// One offer: an epilogue and the output it writes (buffer and type).
+struct wdc_mm_offer { int epi; void *C; cudaDataType_t ct; };
 static void wdc_mm_free(wdc_mm *p) {
     if (p->la) cublasLtMatrixLayoutDestroy(p->la);
     if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
@@ -822,66 +912,85 @@ static uint32_t wdc_align(const void *ptr) {
     while (al < 256 && a % (2 * (uintptr_t)al) == 0) al *= 2;
     return al;
 }
-// Descriptors and layouts for one product; the epilogue only when fuse.
-static wd_status wdc_mm_desc(wdc_mm *p, cublasComputeType_t compute, int ta, int tb, int M, int N, int K, const float *bias, int relu, int fuse) {
-    cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    WDC_LT(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+// Descriptors and layouts of one offer.
+static wd_status wdc_mm_desc(wdc_mm *p, const wdc_mm_args *a, const wdc_mm_offer *o) {
+    cublasOperation_t opA = a->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opB = a->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    WDC_LT(cublasLtMatmulDescCreate(&p->desc, a->compute, CUDA_R_32F));
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (bias && fuse) {
-        cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    if (o->epi != WDC_EPI_NONE) {
+        static const cublasLtEpilogue_t lt[5] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS,
+                                                 CUBLASLT_EPILOGUE_RELU_AUX_BIAS, CUBLASLT_EPILOGUE_DRELU_BGRAD};
+        cublasLtEpilogue_t epi = lt[o->epi];
+        const void *bias = a->bias;
         WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        if (o->ct != CUDA_R_32F) {   // by default the bias (gradient) has C's type; ours is fp32
+            int32_t bt = CUDA_R_32F;
+            WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        }
+        if (o->epi == WDC_EPI_RELU_AUX_BIAS || o->epi == WDC_EPI_DRELU_BGRAD) {
+            const void *aux = a->aux;
+            int64_t ld = a->aux_ld;
+            WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+            WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+        }
     }
-    WDC_LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, tb ? K : N, tb ? N : K, tb ? K : N));
-    WDC_LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, ta ? M : K, ta ? K : M, ta ? M : K));
-    WDC_LT(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, N, M, N));
+    int M = a->M, N = a->N, K = a->K;
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->la, a->in_t, a->tb ? K : N, a->tb ? N : K, a->tb ? K : N));
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->lb, a->in_t, a->ta ? M : K, a->ta ? K : M, a->ta ? M : K));
+    WDC_LT(cublasLtMatrixLayoutCreate(&p->lc, o->ct, N, M, N));
     return WD_OK;
 }
-// A, B, C: the buffers every run of this plan uses (row-major operands as above).
-static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, cublasComputeType_t compute, int ta, int tb, int M, int N, int K,
-                             const float *A, const float *B, const float *C, const float *bias, int relu, size_t ws_bytes) {
-    // cuBLASLt's A is our B, its B our A; C and D are both our C
-    uint32_t al[4] = {wdc_align(B), wdc_align(A), wdc_align(C), wdc_align(C)};
-    static const cublasLtMatmulPreferenceAttributes_t which[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+// The plan of the first offer the heuristic has an algorithm for (the last
+// offer should be WDC_EPI_NONE).
+static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, const wdc_mm_args *a, const wdc_mm_offer *offers, int noffers, size_t ws_bytes) {
     uint64_t ws = ws_bytes;
     cublasStatus_t s2 = CUBLAS_STATUS_SUCCESS;
-    for (int fuse = bias && wdc_align(bias) >= 16 ? 1 : 0; fuse >= 0; fuse--) {
+    for (int i = 0; i < noffers; i++) {
+        const wdc_mm_offer *o = &offers[i];
+        if (o->epi != WDC_EPI_NONE && (!a->bias || wdc_align(a->bias) < 16)) continue;
+        if ((o->epi == WDC_EPI_RELU_AUX_BIAS || o->epi == WDC_EPI_DRELU_BGRAD) && (!a->aux || a->aux_ld % 128 != 0 || a->aux_ld < a->N)) continue;
+        // cuBLASLt's A is our B, its B our A; C and D are both our C
+        uint32_t al[4] = {wdc_align(a->B), wdc_align(a->A), wdc_align(o->C), wdc_align(o->C)};
+        static const cublasLtMatmulPreferenceAttributes_t which[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
         memset(p, 0, sizeof *p);
-        p->M = M; p->N = N; p->K = K;
-        WDC_TRY(wdc_mm_desc(p, compute, ta, tb, M, N, K, bias, relu, fuse));
+        p->M = a->M; p->N = a->N; p->K = a->K; p->epi = o->epi; p->A = a->A; p->B = a->B; p->C = o->C;
+        WDC_TRY(wdc_mm_desc(p, a, o));
         cublasLtMatmulPreference_t pref;
         WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
         s2 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-        for (int i = 0; i < 4 && s2 == CUBLAS_STATUS_SUCCESS; i++) s2 = cublasLtMatmulPreferenceSetAttribute(pref, which[i], &al[i], sizeof al[i]);
+        for (int q = 0; q < 4 && s2 == CUBLAS_STATUS_SUCCESS; q++) s2 = cublasLtMatmulPreferenceSetAttribute(pref, which[q], &al[q], sizeof al[q]);
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
         if (s2 == CUBLAS_STATUS_SUCCESS) s2 = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
         cublasLtMatmulPreferenceDestroy(pref);
-        if (s2 == CUBLAS_STATUS_SUCCESS && found >= 1) {
-            p->algo = res.algo;
-            if (bias && !fuse) { p->bias_after = bias; p->relu_after = relu; }
-            return WD_OK;
-        }
-        wdc_mm_free(p);   // no algorithm with the epilogue: once more without it
+        if (s2 == CUBLAS_STATUS_SUCCESS && found >= 1) { p->algo = res.algo; return WD_OK; }
+        wdc_mm_free(p);   // no algorithm with this epilogue: the next offer
     }
-    return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (alignment %u/%u/%u bytes, status %d)", M, N, K, al[0], al[1], al[2], (int)s2);
+    return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (%s inputs, alignment %u/%u bytes, status %d)", a->M, a->N, a->K,
+                    a->in_t == CUDA_R_16BF ? "bf16" : "fp32", wdc_align(a->B), wdc_align(a->A), (int)s2);
 }
-// c[q] = c[q] + bias[q % n] (then ReLU): the epilogue, when cuBLASLt cannot fuse it.
-__global__ void wdc_bias_act_k(float *c, const float *bias, size_t count, int n, int relu) {
+// c[q] = c[q] + bias[q % n] (then ReLU), or at precision bf16 that rounded
+// into out16[q]: the epilogue, when cuBLASLt cannot fuse it.
+__global__ void wdc_bias_act_k(float *c, uint16_t *out16, const float *bias, size_t count, int n, int relu) {
     size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= count) return;
     float v = c[q] + bias[q % (size_t)n];
-    c[q] = relu ? fmaxf(v, 0.0f) : v;
+    if (relu) v = fmaxf(v, 0.0f);
+    if (out16) out16[q] = wdc_bf16(v);
+    else c[q] = v;
 }
-static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, const float *A, const float *B, float *C, void *ws, size_t ws_bytes, cudaStream_t st) {
+static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size_t ws_bytes, cudaStream_t st) {
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, B, p->la, A, p->lb, &zero, C, p->lc, C, p->lc, &p->algo, ws, ws_bytes, st);
-    if (s != CUBLAS_STATUS_SUCCESS) return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d) failed: status %d", p->M, p->N, p->K, (int)s);
+    cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, p->B, p->la, p->A, p->lb, &zero, p->C, p->lc, p->C, p->lc, &p->algo, ws, ws_bytes, st);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d, epilogue %d) failed: status %d%s", p->M, p->N, p->K, p->epi, (int)s,
+                        p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD ? " (WD_CUDA_EPILOGUE=0 runs without the ReLU-mask epilogues)" : "");
     if (p->bias_after) {
         size_t count = (size_t)p->M * (size_t)p->N;
-        wdc_bias_act_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(C, p->bias_after, count, p->N, p->relu_after);
+        wdc_bias_act_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
         WDC_LAUNCH("bias_act");
     }
     return WD_OK;
@@ -906,7 +1015,11 @@ struct wdc_rank {
     float *dense, *s1, *s2, *wide, *wz, *wn, *emb, *es1, *es2;
     char *batch[2];
     size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
-    float *x, *act[WD_MAX_LAYERS + 1], *grad[2], *logits, *g, *partial;
+    float *x, *grad[2], *logits, *g, *partial;
+    void *act[WD_MAX_LAYERS + 1];   // (B, H_l) fp32; at precision bf16 the hidden layers' bf16 (the last, the deep logit, fp32)
+    uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; WD_CUDA_EPILOGUE=1)
+    int64_t mask_ld[WD_MAX_LAYERS + 1];
+    uint16_t *wlp, *x16, *lpg[2];   // precision bf16: the MLP weights (Pd's MLP part), the MLP input, the dz ping-pong
     float *wide_z;                  // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
     float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (logits rows 3-4, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;
@@ -933,6 +1046,7 @@ struct wdc_rank {
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
+    int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
     int64_t check_every;
     wd_comm *comm;
     wdc_result *res_host;           // pinned (2)
@@ -1082,7 +1196,14 @@ static wd_status wdc_carve(wdc_rank *r) {
     if (!r->v.emb_s2) r->es2 = NULL;
     WDC_AT(r->batch[0], char *, WD_BUF_BATCH, 0); WDC_AT(r->batch[1], char *, WD_BUF_BATCH, 1);
     WDC_AT(r->x, float *, WD_BUF_X, 0);
-    for (int l = 0; l < r->v.nlayers; l++) WDC_AT(r->act[l], float *, WD_BUF_ACT, l);
+    for (int l = 0; l < r->v.nlayers; l++) WDC_AT(r->act[l], void *, WD_BUF_ACT, l);
+    for (int l = 0; l + 1 < r->v.nlayers; l++) {
+        WDC_AT(r->mask[l], uint32_t *, WD_BUF_RELU_MASK, l);
+        r->mask_ld[l] = ((int64_t)r->v.layer_out[l] + 127) / 128 * 128;
+    }
+    WDC_AT(r->wlp, uint16_t *, WD_BUF_DENSE_LP, 0); WDC_AT(r->x16, uint16_t *, WD_BUF_X_LP, 0);
+    WDC_AT(r->lpg[0], uint16_t *, WD_BUF_GRAD_LP, 0); WDC_AT(r->lpg[1], uint16_t *, WD_BUF_GRAD_LP, 1);
+    if (!r->lp) r->wlp = r->x16 = r->lpg[0] = r->lpg[1] = NULL;
     WDC_AT(r->grad[0], float *, WD_BUF_GRAD, 0); WDC_AT(r->grad[1], float *, WD_BUF_GRAD, 1);
     WDC_AT(r->logits, float *, WD_BUF_LOGITS, 0); WDC_AT(r->g, float *, WD_BUF_DENSE_GRAD, 0); WDC_AT(r->partial, float *, WD_BUF_PARTIAL, 0);
     WDC_AT(r->keys, unsigned long long *, WD_BUF_KEYS, 0); WDC_AT(r->keys_alt, unsigned long long *, WD_BUF_KEYS_ALT, 0);
@@ -1187,6 +1308,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     wd_model_view_get(r->model, &r->v);
     const wd_model_view *v = &r->v;
     const wd_model_desc *md = v->desc;
+    r->lp = md->precision == WD_PRECISION_BF16 && v->nlayers;
     WDC_CUDA(cudaSetDevice(r->device));
     // shapes
     wdc_dims *d = &r->d;
@@ -1267,18 +1389,50 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     r->staging_bytes = 16 << 20;
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
-    // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W
+    // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W; the
+    // buffers wdc_forward and wdc_step_enqueue run them with
     WDC_LT(cublasLtCreate(&r->lt));
     r->fp32 = wdc_env("WD_CUDA_FP32", 0) != 0;
-    cublasComputeType_t compute = r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    r->epilogue = wdc_env("WD_CUDA_EPILOGUE", 1) != 0;
+    cublasComputeType_t compute = r->lp || r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    cudaDataType_t in_t = r->lp ? CUDA_R_16BF : CUDA_R_32F;
     for (int l = 0; l < v->nlayers; l++) {
         int K = l ? v->layer_in[l] : d->INp, out = v->layer_out[l], last = l + 1 == v->nlayers;
-        // the buffers wdc_forward and wdc_step_enqueue run these with
-        const float *in = l ? r->act[l - 1] : r->x, *W = r->dense + r->lw[l];
-        const float *dz = last ? r->logits + r->B : r->grad[(l + 1) % 2];
-        WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, compute, 0, 1, r->B, out, K, in, W, r->act[l], r->dense + r->lb[l], !last, r->gemm_ws_bytes));
-        WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, compute, 1, 0, out, K, r->B, dz, in, r->g + r->lw[l], NULL, 0, r->gemm_ws_bytes));
-        WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, compute, 0, 0, r->B, K, out, dz, W, r->grad[l % 2], NULL, 0, r->gemm_ws_bytes));
+        const void *in = l ? r->act[l - 1] : r->lp ? (const void *)r->x16 : (const void *)r->x;
+        const void *W = r->lp ? (const void *)(r->wlp + r->lw[l]) : (const void *)(r->dense + r->lw[l]);
+        const float *bias = r->dense + r->lb[l];
+        // the forward product: a bf16 hidden output is the next product's input; unfused, the
+        // product goes to an fp32 scratch (grad[0], idle in the forward pass) and bias_act rounds it
+        cudaDataType_t ot = r->lp && !last ? CUDA_R_16BF : CUDA_R_32F;
+        wdc_mm_args fa = {compute, in_t, 0, 1, r->B, out, K, in, W, bias, last ? NULL : r->mask[l], last ? 0 : r->mask_ld[l]};
+        wdc_mm_offer fo[3];
+        int nf = 0;
+        if (last) fo[nf++] = {WDC_EPI_BIAS, r->act[l], ot};
+        else {
+            if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, r->act[l], ot};
+            fo[nf++] = {WDC_EPI_RELU_BIAS, r->act[l], ot};
+        }
+        fo[nf++] = {WDC_EPI_NONE, ot == CUDA_R_16BF ? (void *)r->grad[0] : r->act[l], CUDA_R_32F};
+        WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, &fa, fo, nf, r->gemm_ws_bytes));
+        if (r->fwd[l].epi == WDC_EPI_NONE) {
+            r->fwd[l].bias_after = bias; r->fwd[l].relu_after = !last;
+            r->fwd[l].out16 = ot == CUDA_R_16BF ? (uint16_t *)r->act[l] : NULL;
+        }
+        // dz: dlogit (fp32) or the layer above's gradient; at precision bf16 every dz is a bf16
+        // copy (wdc_top_k's of dlogit, then the ping-pong): layer l reads lpg[(l + 1) % 2]
+        const void *dz = r->lp ? (const void *)r->lpg[(l + 1) % 2] : last ? (const void *)(r->logits + r->B) : (const void *)r->grad[(l + 1) % 2];
+        wdc_mm_args wa = {compute, in_t, 1, 0, out, K, r->B, dz, in, NULL, NULL, 0};
+        wdc_mm_offer wo = {WDC_EPI_NONE, r->g + r->lw[l], CUDA_R_32F};
+        WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, &wa, &wo, 1, r->gemm_ws_bytes));
+        // da = dz W into grad[l % 2] (fp32: layer 0's is the embeddings' gradient); through layer
+        // l - 1's ReLU with DRELU_BGRAD when that layer wrote its mask, straight into lpg[l % 2] at bf16
+        wdc_mm_args aa = {compute, in_t, 0, 0, r->B, K, out, dz, W, l ? r->g + r->lb[l - 1] : NULL, l ? r->mask[l - 1] : NULL, l ? r->mask_ld[l - 1] : 0};
+        wdc_mm_offer ao[2];
+        int na = 0;
+        if (l && r->epilogue && r->fwd[l - 1].epi == WDC_EPI_RELU_AUX_BIAS)
+            ao[na++] = {WDC_EPI_DRELU_BGRAD, r->lp ? (void *)r->lpg[l % 2] : (void *)r->grad[l % 2], r->lp ? CUDA_R_16BF : CUDA_R_32F};
+        ao[na++] = {WDC_EPI_NONE, r->grad[l % 2], CUDA_R_32F};
+        WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, &aa, ao, na, r->gemm_ws_bytes));
     }
     // CUB's scratch for the largest sort, run-length encode and scans we run
     {
@@ -1302,6 +1456,12 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaMemcpyAsync(r->state, &init, sizeof init, cudaMemcpyHostToDevice, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     WDC_CUDA(cudaMemsetAsync(r->x, 0, 4 * (size_t)r->B * d->INp, r->compute));   // the padding columns stay 0
+    for (int l = 0; l + 1 < v->nlayers; l++) WDC_CUDA(cudaMemsetAsync(r->mask[l], 0, (size_t)r->mask_ld[l] / 8 * (size_t)r->B, r->compute));
+    if (r->lp) {   // rows past a short prediction batch are read, never used: initialised once
+        WDC_CUDA(cudaMemsetAsync(r->x16, 0, 2 * (size_t)r->B * d->INp, r->compute));
+        WDC_TRY(wdc_upload(r));
+        return wdc_to_bf16(r->compute, r->wlp, r->dense, (size_t)d->P_mlp);   // the weights' bf16 copy (then wdc_dense_update_k's)
+    }
     return wdc_upload(r);
 }
 
@@ -1390,11 +1550,8 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     else if (r->v.nlayers) WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, dd, n));
     WDC_TRY(wdc_mark(r, slot, 1));
     if (!r->v.nlayers) return WD_OK;
-    const float *in = r->x;
-    for (int l = 0; l < r->v.nlayers; l++) {
-        WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, in, r->dense + r->lw[l], r->act[l], r->gemm_ws, r->gemm_ws_bytes, st));
-        in = r->act[l];
-    }
+    if (r->lp) WDC_TRY(wdc_to_bf16(st, r->x16, r->x, (size_t)n * (size_t)r->d.INp));   // the first product's input, as the CPU rounds it
+    for (int l = 0; l < r->v.nlayers; l++) WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, r->gemm_ws, r->gemm_ws_bytes, st));
     return WD_OK;
 }
 // Enqueues a whole training step on the batch in input buffer `slot`.
@@ -1442,26 +1599,32 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     WDC_CUDA(cudaMemsetAsync(r->g, 0, 4 * (size_t)(d.Pd + WD_STEP_TAIL), st));
     WDC_TRY(wdc_forward(r, db, n, slot));
     WDC_TRY(wdc_mark(r, slot, 2));
-    const float *deep_out = L ? r->act[L - 1] : NULL;
+    const float *deep_out = L ? (const float *)r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
     WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, r->overlap ? r->wide_z : NULL, db, dd,
                      r->wide, wdense, r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
-    // MLP backward: dz (n, out_l) in grad[] ping-pong; the last layer's dz is dlogit
-    const float *dz = dlogit;
-    float *dx = NULL;
-    for (int l = L - 1; l >= 0; l--) {
-        float *dn = r->grad[l % 2];
-        const float *a_in = l ? r->act[l - 1] : r->x;
-        int K = l ? v->layer_in[l] : d.INp, out = v->layer_out[l];
-        WDC_TRY(wdc_mm_run(&r->bw[l], r->lt, dz, a_in, r->g + r->lw[l], r->gemm_ws, r->gemm_ws_bytes, st));
-        WDC_TRY(wdc_colsum(st, r->g + r->lb[l], r->partial, dz, out, n, out, NULL));
-        WDC_TRY(wdc_mm_run(&r->ba[l], r->lt, dz, r->dense + r->lw[l], dn, r->gemm_ws, r->gemm_ws_bytes, st));
-        if (l) WDC_TRY(wdc_relu_grad(st, dn, a_in, (size_t)n * (size_t)K));
-        else dx = dn;
-        dz = dn;
+    // MLP backward: layer l's dz (n, out_l) is dlogit, then the grad[] ping-pong (layer l
+    // writes grad[l % 2]; at precision bf16 every dz is a bf16 copy, lpg[(l + 1) % 2]);
+    // layer l - 1's ReLU' and bias gradient come with layer l's da (the plans' epilogues,
+    // or relu_grad and the column sums)
+    if (L) {
+        wdc_top_k<<<1, WDC_TOP_THREADS, 0, st>>>(r->g + r->lb[L - 1], r->lp ? r->lpg[L % 2] : NULL, dlogit, n);
+        WDC_LAUNCH("top");
     }
+    for (int l = L - 1; l >= 0; l--) {
+        WDC_TRY(wdc_mm_run(&r->bw[l], r->lt, r->gemm_ws, r->gemm_ws_bytes, st));   // dW = dz^T a
+        WDC_TRY(wdc_mm_run(&r->ba[l], r->lt, r->gemm_ws, r->gemm_ws_bytes, st));   // da = dz W
+        if (l && r->ba[l].epi != WDC_EPI_DRELU_BGRAD) {
+            int K = v->layer_in[l];
+            float *dn = r->grad[l % 2];
+            WDC_TRY(wdc_relu_grad(st, dn, r->lp ? NULL : (const float *)r->act[l - 1], r->lp ? (const uint16_t *)r->act[l - 1] : NULL,
+                                  r->lp ? r->lpg[l % 2] : NULL, (size_t)n * (size_t)K));
+            WDC_TRY(wdc_colsum(st, r->g + r->lb[l - 1], r->partial, dn, K, n, K, NULL));
+        }
+    }
+    float *dx = L ? r->grad[0] : NULL;   // layer 0's da: the embeddings' gradient
     WDC_TRY(wdc_mark(r, slot, 4));
     // sparse rows: keys, sort, runs (joined from the side branch, or here); then every run's merged row (wdc_sparse_rows)
     if (r->overlap) WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0));   // join
@@ -1501,7 +1664,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
         WDC_TRY(wdc_mark(r, slot, 6));
         WDC_TRY(wdc_mark(r, slot, 7));
     }
-    wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt);
+    wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
     WDC_LAUNCH("dense_update");
     wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
@@ -1528,10 +1691,6 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     *out = NULL;
     if (!bd->model) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: no model");
     if (bd->batch <= 0) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: batch %d", bd->batch);
-    // BF16 (wd_model_desc.precision) is not implemented here: refuse it rather than train in fp32 unasked
-    if (wd_model_description(bd->model)->precision != WD_PRECISION_FP32)
-        return wdc_fail(WD_ERR_UNSUPPORTED, "precision bf16 is not implemented by the CUDA backend (it computes the MLP in fp32, "
-                        "on TF32 tensor cores unless WD_CUDA_FP32=1); use precision fp32 on the GPU, or bf16 on a CPU with the oneDNN engine");
     if ((bd->ranks > 1 || bd->comm) && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
         return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
     int ndev = 0;
@@ -1653,7 +1812,7 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[0], 0));
     const wdc_batch *db = &r->state->b[0];
     WDC_TRY(wdc_forward(r, db, b->n, -1));
-    const float *deep_out = r->v.nlayers ? r->act[r->v.nlayers - 1] : NULL;
+    const float *deep_out = r->v.nlayers ? (const float *)r->act[r->v.nlayers - 1] : NULL;
     WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_z : NULL, db, &r->state->d, r->wide, r->dense + r->d.P_mlp,
                                r->table_off, b->n));
     WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
@@ -1673,8 +1832,19 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     const wdc_rank *r = (const wdc_rank *)be;
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s sparse=%s overlap=%s", p.name, p.major, p.minor, r->ranks,
-             r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
+    // mlp=F/B per layer: F the forward product's epilogue (aux: RELU_AUX_BIAS, fused: RELU_BIAS
+    // or BIAS, kernel: wdc_bias_act_k after it), B the da product's (fused: DRELU_BGRAD, kernel:
+    // relu_grad and the column sums after it, -: layer 0 has no ReLU below)
+    char mlp[16 * (WD_MAX_LAYERS + 1)] = "";
+    size_t o = 0;
+    for (int l = 0; l < r->v.nlayers && o < sizeof mlp; l++) {
+        int f = r->fwd[l].epi, b = r->ba[l].epi;
+        o += (size_t)snprintf(mlp + o, sizeof mlp - o, "%s%s/%s", l ? "," : "", f == WDC_EPI_RELU_AUX_BIAS ? "aux" : f == WDC_EPI_NONE ? "kernel" : "fused",
+                              l == 0 ? "-" : b == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel");
+    }
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s", p.name, p.major, p.minor,
+             r->ranks, r->lp ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
+             r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;

@@ -58,17 +58,21 @@ def kernels(w, v):
     k = []
     add = lambda stage, name, flops, nbytes, lat=0.0: k.append((stage, name, flops, nbytes, lat))
     add("embed", "memset grads", 0, 4 * (Pd + 4))
+    # the gather writes x in fp32 (the sparse path's dx is fp32 too); at bf16 one kernel rounds it
     if v["fused_wide"]:
         # WD_CUDA_OVERLAP=1: one warp a sample writes x (float4) and reads the wide weights
         # (a sector a slot) beside the embedding rows; one float a sample out
-        add("embed", "gather + wide logit", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp + 32 * B * S + 4 * B)
+        add("embed", "gather + wide logit", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + 4 * B * INp + 32 * B * S + 4 * B)
     else:
-        add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp)
+        add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + 4 * B * INp)
     L = len(widths) - 1
+    if v["bf16"]:
+        add("mlp_fwd", "x to bf16", 0, 4 * B * INp + 2 * B * INp)
     for l in range(L):
         i, o = widths[l], widths[l + 1]
         aux = B * o / 8 if (v["epilogue"] and l < L - 1) else 0   # RELU_AUX_BIAS: a bit mask per activation
-        add("mlp_fwd", f"fwd gemm {i}x{o}", 2 * B * i * o, act * B * i + 4 * i * o + act * B * o + aux)
+        out = 4 if l == L - 1 else act   # the deep logit is fp32
+        add("mlp_fwd", f"fwd gemm {i}x{o}", 2 * B * i * o, act * B * i + act * i * o + out * B * o + aux)
     if v["fused_wide"]:
         # the wide logit computed in the gather kernel: the loss kernel streams deep and wide
         # logits, labels and weights in, probabilities and dlogit out
@@ -78,16 +82,20 @@ def kernels(w, v):
     add("wide", "loss_final", 0, 0, 2.0)     # one thread sums the blocks' partials
     add("wide", "colsum (wide dense)", 0, 4 * B * D + 4 * B)
     add("wide", "colsum final", 0, 0)
+    # the top layer's bias gradient (the sum of dlogit, one block) and at bf16 dlogit's bf16 copy
+    add("mlp_bwd", "top", 0, 4 * B + (2 * B if v["bf16"] else 0), 3.0)
     for l in range(L - 1, -1, -1):
         i, o = widths[l], widths[l + 1]
-        dz = 4 if o == 1 else act
-        add("mlp_bwd", f"dW gemm {i}x{o}", 2 * B * i * o, dz * B * o + act * B * i + 4 * i * o)
-        if not v["epilogue"]:
-            add("mlp_bwd", "colsum (bias grad)", 0, dz * B * o)
-            add("mlp_bwd", "colsum final", 0, 0)
-        add("mlp_bwd", f"dX gemm {o}x{i}", 2 * B * i * o, dz * B * o + 4 * i * o + act * B * i + (B * i / 8 if v["epilogue"] and l else 0))
+        add("mlp_bwd", f"dW gemm {i}x{o}", 2 * B * i * o, act * B * o + act * B * i + 4 * i * o)
+        # dX: layer 0's is fp32 (the embeddings' gradient); above it bf16 when fused (DRELU_BGRAD writes
+        # the next dz), else fp32 that relu_grad masks (and at bf16 rounds) and the column sums read
+        out = act if (l and v["epilogue"]) else 4
+        add("mlp_bwd", f"dX gemm {o}x{i}", 2 * B * i * o, act * B * o + act * i * o + out * B * i + (B * i / 8 if v["epilogue"] and l else 0))
         if l and not v["epilogue"]:
-            add("mlp_bwd", "relu_grad", 0, act * B * i * 2.5)   # read d and a, write about half of d
+            # read a, write the zeros (about half of d); at bf16 also read d and write its bf16 copy
+            add("mlp_bwd", "relu_grad", 0, B * i * (act * 2.5 if not v["bf16"] else 2 + 4 + 2 + 2))
+            add("mlp_bwd", "colsum (bias grad)", 0, 4 * B * i)
+            add("mlp_bwd", "colsum final", 0, 0)
     # the sparse path
     p = math.ceil(w["key_bits"] / 8)
     sparse = "sort"
@@ -128,7 +136,7 @@ def kernels(w, v):
         add("rows", "seg_sum_occ", 0, rows * per_occ + 4 * R * nsegs, rows / conc * chain_us)
         add("rows", "run_merge", 0, 4 * R * nsegs + 4 * R * U + 8 * U)
     # the updates (the "optimizer" stage): the same kernels on both paths
-    add("optimizer", "dense_update", 0, 4 * Pd * 5)
+    add("optimizer", "dense_update", 0, 4 * Pd * 5 + (2 * w["P_mlp"] if v["bf16"] else 0))   # at bf16 also the weights' bf16 copy
     add("optimizer", "sparse_apply", 0, 4 * R * U + 8 * U + 2 * (64 + 64) * U + 2 * 3 * 32 * U)
     add("optimizer", "step_end", 0, 0, 2.0)
     add("optimizer", "result copy", 0, 0, 2.0)
@@ -159,6 +167,8 @@ def predict(w, v, c, ideal=False):
 
 VARIANTS = [
     ("today (TF32, graph)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
+    # beside the chain: the epilogues alone (TF32 models with WD_CUDA_EPILOGUE=1, the default)
+    ("TF32 + cuBLASLt epilogues only", dict(bf16=0, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ bf16 GEMMs and activations", dict(bf16=1, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", dict(bf16=1, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
     ("+ fused embedding backward (WD_CUDA_SPARSE=fused)", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),

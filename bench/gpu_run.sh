@@ -359,6 +359,30 @@ if has 3; then
                     note "predicted $sp: $(grep -m1 '^## ' "$LOGS/gpu_model-$sp.log" | sed 's/^## //'); $(awk '$1 == "sort" || $1 == "rows" || $1 == "optimizer" { printf "%s %s ms  ", $1, $5 }' "$LOGS/gpu_model-$sp.log")"
             done
         fi
+        # issue 22's MLP switches beside train-short (same steps and data): precision bf16 (epilogues on,
+        # the default), then TF32 without the ReLU-mask epilogues (WD_CUDA_EPILOGUE=0); each while
+        # phase 3's 150 s last
+        for v in "train-bf16 --precision bf16" "train-noepi env WD_CUDA_EPILOGUE=0"; do
+            read -r vname va vb <<< "$v"
+            p3=$(( $(p3left) - 5 )); [ "$p3" -gt 25 ] && p3=25
+            if [ "$p3" -lt 10 ]; then say "  $vname: not run (phase 3's 150 s used)"; continue; fi
+            if [ "$va" = env ]; then gpu "$vname" "$p3" env "$vb" "${W3[@]}" --max-steps "$steps_short" || failed
+            else gpu "$vname" "$p3" "${W3[@]}" --max-steps "$steps_short" "$va" "$vb" || failed; fi
+        done
+        if [ $DRY = 0 ]; then
+            # the switches: the loop's ms a step (its stages summed, warm-up in every run alike) against train-short's
+            for v in train-bf16 train-noepi; do
+                [ -f "$LOGS/$v.log" ] && [ -f "$LOGS/train-short.log" ] || continue
+                awk -v v="$v" -v L="$LOGS" 'function ms(f,   l, a, n, i, t) { t = -1
+                        while ((getline l < f) > 0) if (l ~ /^time per step/) { sub(/^[^:]*:/, "", l); sub(/\|.*/, "", l); n = split(l, a, " "); t = 0; for (i = 1; i <= n; i++) if (a[i] ~ /^[0-9]+(\.[0-9]*)?$/) t += a[i] }
+                        close(f); return t }
+                    BEGIN { b = ms(L "/train-short.log"); x = ms(L "/" v ".log")
+                        if (b <= 0 || x <= 0) { print v ": no time per step"; exit 1 }
+                        printf "%s: %.3f ms a step in the loop, train-short %.3f: x%.2f\n", v, x, b, b / x }' || failed
+                grep -h '^trained' "$LOGS/$v.log" | sed 's/^trained .*engine=/  engine=/'
+            done > "$LOGS/switches.log" 2>&1
+            while IFS= read -r l; do note "$l"; done < "$LOGS/switches.log"
+        fi
     else
         say "  data: not ready within phase 3's time ($(tail -1 "$LOGS/gen-big.log" 2>/dev/null)): the workload did not run"; failed
     fi

@@ -36,7 +36,15 @@
    - With no_wide the wide parameters (tables, wide dense, bias) and their
      state stay as they are; with no_deep the MLP and embeddings do.
    - A batch whose weights sum to 0 has no defined mean: ref_gradients
-     returns -1 and nothing is updated. */
+     returns -1 and nothing is updated.
+   - Precision bf16 (the header's wd_precision note): the MLP's products
+     read bf16 values of the input x, the weights, the hidden activations
+     (stored rounded, after the ReLU) and every dz (dlogit w (p - y), not yet
+     divided by the weight sum, then each layer's ReLU'd gradient); sums stay
+     exact here (fp32 there); the biases, the bias gradients (sums of the
+     unrounded dz), dW, the input gradient dx and the logit are not rounded.
+     The rounding (ref_bf16) is float's to 8 significant bits, ties to even,
+     a float subnormal to a zero of its sign. */
 #ifndef WD_REF_H
 #define WD_REF_H
 
@@ -59,6 +67,7 @@ typedef struct ref_desc {
     double lr_deep, lr_wide;            // lr_wide is FTRL's alpha
     double ftrl_beta, ftrl_l1, ftrl_l2;
     double adam_beta1, adam_beta2, adam_eps;
+    int bf16;                           // precision bf16 (rounding as above)
 } ref_desc;
 
 typedef struct ref_model {
@@ -116,6 +125,7 @@ static inline void ref_desc_from(ref_desc *r, const wd_model_desc *d) {
     r->adam_beta1 = d->adam_beta1;
     r->adam_beta2 = d->adam_beta2;
     r->adam_eps = d->adam_eps;
+    r->bf16 = d->precision == WD_PRECISION_BF16;
 }
 
 static inline void ref_layout(ref_model *m) {
@@ -239,6 +249,21 @@ static inline uint32_t ref_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t 
 
 // ---- forward -------------------------------------------------------------------
 
+// v as float, rounded to bf16's 8 significant bits (to nearest, ties to
+// even; a float subnormal to a zero of its sign; Inf and NaN kept).
+static inline double ref_bf16(double v) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t e = u & 0x7f800000u;
+    if (e == 0) u &= 0x80000000u;
+    else if (e != 0x7f800000u) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+// What a product reads of v: v, or at precision bf16 ref_bf16(v).
+static inline double ref_in(const ref_desc *d, double v) { return d->bf16 ? ref_bf16(v) : v; }
+
 // Ids of sample i in slot k of a batch (pointer and count).
 static inline const uint32_t *ref_ids(const wd_batch *b, int k, int i, int *count) {
     if (b->kind[k] == WD_MULTI_HOT) {
@@ -297,14 +322,18 @@ static inline double ref_forward(const ref_model *m, ref_work *w, const wd_batch
             }
             if (d->pooling == WD_POOL_MEAN && c > 0) for (int q = 0; q < E; q++) e[q] /= c;
         }
+        if (d->bf16) for (int j = 0; j < m->IN; j++) w->x[j] = ref_bf16(w->x[j]);   // the products' input (the embeddings' gradient is not rounded)
         const double *in = w->x;
         for (int l = 0; l < m->nlayers; l++) {
             int nin = m->layer_in[l], nout = m->layer_out[l];
             const double *W = m->dense + m->layer_w[l], *bias = m->dense + m->layer_b[l];
             for (int o = 0; o < nout; o++) {
                 double s = bias[o];
-                for (int j = 0; j < nin; j++) s += W[(int64_t)o * nin + j] * in[j];
-                if (l + 1 < m->nlayers && s < 0.0) s = 0.0;   // ReLU on hidden layers
+                for (int j = 0; j < nin; j++) s += ref_in(d, W[(int64_t)o * nin + j]) * in[j];
+                if (l + 1 < m->nlayers) {
+                    if (s < 0.0) s = 0.0;   // ReLU on hidden layers
+                    s = ref_in(d, s);       // at bf16 stored rounded: the next product's input
+                }
                 w->act[l][o] = s;
             }
             in = w->act[l];
@@ -379,6 +408,10 @@ static inline int ref_gradients(const ref_model *m, const wd_batch *b, ref_grads
     if (!(g->wsum > 0.0)) return -1;
     ref_work w;
     if (ref_work_init(&w, m) != 0) return -1;
+    // at precision bf16 the products read rounded dz, rounded before the
+    // division by the weight sum (as the library): there the MLP's deltas
+    // are w (p - y) and what they add to g is scaled by inv
+    double inv = d->bf16 ? 1.0 / g->wsum : 1.0;
     for (int i = 0; i < b->n; i++) {
         double y = b->label[i], wt = b->weight[i];
         double z = ref_forward(m, &w, b, i);
@@ -386,23 +419,24 @@ static inline int ref_gradients(const ref_model *m, const wd_batch *b, ref_grads
         double dl = wt * (ref_sigmoid(z) - y) / g->wsum;   // dL/dlogit_i
         const float *xd = b->dense + (size_t)i * (size_t)D;
         if (!d->no_deep) {
-            // MLP, output layer first: delta = dL/d(layer output before ReLU)
-            w.delta[0] = dl;
+            // MLP, output layer first: delta = dL/d(layer output before ReLU) (/ inv)
+            w.delta[0] = d->bf16 ? wt * (ref_sigmoid(z) - y) : dl;
             for (int l = m->nlayers - 1; l >= 0; l--) {
                 int nin = m->layer_in[l], nout = m->layer_out[l];
                 const double *W = m->dense + m->layer_w[l];
                 const double *in = l ? w.act[l - 1] : w.x;
                 double *gW = g->dense + m->layer_w[l], *gb = g->dense + m->layer_b[l];
                 for (int o = 0; o < nout; o++) {
-                    gb[o] += w.delta[o];
-                    for (int j = 0; j < nin; j++) gW[(int64_t)o * nin + j] += w.delta[o] * in[j];
+                    double dz = ref_in(d, w.delta[o]);
+                    gb[o] += w.delta[o] * inv;
+                    for (int j = 0; j < nin; j++) gW[(int64_t)o * nin + j] += dz * in[j] * inv;
                 }
                 double *down = l ? w.delta2 : w.dx;
                 for (int j = 0; j < nin; j++) {
                     double s = 0.0;
-                    for (int o = 0; o < nout; o++) s += W[(int64_t)o * nin + j] * w.delta[o];
+                    for (int o = 0; o < nout; o++) s += ref_in(d, W[(int64_t)o * nin + j]) * ref_in(d, w.delta[o]);
                     if (l) s = in[j] > 0.0 ? s : 0.0;   // through the ReLU of layer l-1
-                    down[j] = s;
+                    down[j] = l ? s : s * inv;
                 }
                 if (l) { double *t = w.delta; w.delta = w.delta2; w.delta2 = t; }
             }

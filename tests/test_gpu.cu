@@ -76,7 +76,12 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-static void set_fp32(int on) { setenv("WD_CUDA_FP32", on ? "1" : "0", 1); }
+static void set_fp32(int on) { setenv("WD_CUDA_FP32", on == 1 ? "1" : "0", 1); }
+// The precision modes of the compared runs: TF32 (the default), FP32
+// (WD_CUDA_FP32=1) and a model of precision bf16.
+enum { M_TF32 = 0, M_FP32 = 1, M_BF16 = 2 };
+static const char *mode_name(int mode) { return mode == M_BF16 ? "bf16" : mode == M_FP32 ? "fp32" : "tf32"; }
+static void set_epilogue(int on) { setenv("WD_CUDA_EPILOGUE", on ? "1" : "0", 1); }
 
 // ---- data -------------------------------------------------------------------------------------
 // Writes b (BLOCK samples a block) to path and frees it.
@@ -308,14 +313,16 @@ static void cfg_desc(const cfg *c, const wd_schema *s, wd_model_desc *d) {
         d->adam_beta1 = 0.8f; d->adam_beta2 = 0.99f; d->adam_eps = 1e-6f;
     }
 }
-static wd_model *cfg_model(const cfg *c, wd_schema *s) {
+static wd_model *cfg_model_mode(const cfg *c, wd_schema *s, int mode) {
     if (file_schema(c->data, s) != WD_OK) { printf("  %s: %s\n", c->data, wd_last_error()); return NULL; }
     wd_model_desc d;
     cfg_desc(c, s, &d);
+    if (mode == M_BF16) d.precision = WD_PRECISION_BF16;
     wd_model *m = NULL;
     if (wd_model_create(&d, &m) != WD_OK) { printf("  wd_model_create: %s\n", wd_last_error()); return NULL; }
     return m;
 }
+static wd_model *cfg_model(const cfg *c, wd_schema *s) { return cfg_model_mode(c, s, M_TF32); }
 static wd_status backend_open(wd_model *m, int batch, wd_backend **be) {
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
@@ -343,7 +350,7 @@ static int screen(const ref_model *m, wd_batch *b, double delta) {
             int nin = m->layer_in[l];
             for (int o = 0; o < m->layer_out[l]; o++) {
                 double s = bias[o];
-                for (int j = 0; j < nin; j++) s += W[(int64_t)o * nin + j] * in[j];
+                for (int j = 0; j < nin; j++) s += ref_in(&m->d, W[(int64_t)o * nin + j]) * in[j];
                 *p++ = s;
                 ss[l] += s * s;
             }
@@ -430,28 +437,41 @@ static double models_rel_l2(const wd_model *a, const wd_model *b, int64_t *diffe
 // Gradients of one step, compared directly: a fresh Adam model (beta1 0.8),
 // one step on the GPU, g = m / (1 - beta1) for the deep parts and g = z for
 // the wide parts, against the reference's gradient of the same batch.
-static void gradients_case(const cfg *c0, int fp32, double tol, double delta) {
+// Returns 0 (checked here), or -1 when the backend refused the model (a CPU
+// without bf16 in the dry run: the caller skips).
+// Precision bf16 is compared with the reference rounding as the library does
+// (ref.h's bf16 note); two more comparisons show that the tolerance tells
+// bf16 from fp32 and a wrong gradient from a right one: the fp32 reference's
+// gradient, and the bf16 one with layer 0's dW 1% too large, must both fail it.
+static int gradients_case(const cfg *c0, int mode, double tol, double delta) {
     cfg c = *c0;
     c.optimizer = WD_ADAM; c.tuned = 1;
     wd_schema s;
-    wd_model *m = cfg_model(&c, &s);
-    REQUIRE(m);
+    wd_model *m = cfg_model_mode(&c, &s, mode);
+    if (!m) { tl_fails++; return 0; }
     wd_model_view v;
     wd_model_view_get(m, &v);
     ref_model r;
     char why[400];
-    REQUIRE(ref_from_view(&r, &v, why, sizeof why) == 0);
+    if (ref_from_view(&r, &v, why, sizeof why) != 0) { printf("  ref_from_view: %s\n", why); tl_fails++; wd_model_destroy(m); return 0; }
     wd_batch b;
     memset(&b, 0, sizeof b);
-    REQUIRE_OK(read_batch(c.data, 1, &b));
-    int zeroed = screen(&r, &b, delta);
+    wd_status st = read_batch(c.data, 1, &b);
+    CHECK_OK(st);
+    int zeroed = st ? 0 : screen(&r, &b, delta);
     ref_grads g;
-    REQUIRE(ref_grads_init(&g, &r) == 0);
-    REQUIRE(ref_gradients(&r, &b, &g) == 0);
-    set_fp32(fp32);
+    if (st || ref_grads_init(&g, &r) != 0 || ref_gradients(&r, &b, &g) != 0) {
+        printf("  the reference gradient failed\n"); tl_fails++; ref_free(&r); wd_batch_free(&b); wd_model_destroy(m); return 0;
+    }
+    set_fp32(mode);
     wd_backend *be = NULL;
     const wd_backend_ops *ops = TEST_BACKEND();
-    wd_status st = backend_open(m, NB, &be);
+    st = backend_open(m, NB, &be);
+    if (st == WD_ERR_UNSUPPORTED && mode == M_BF16 && ON_CPU) {   // the CPU needs AVX512-BF16 and oneDNN
+        printf("  %s: %s\n", c.name, wd_last_error());
+        ref_grads_free(&g); ref_free(&r); wd_batch_free(&b); wd_model_destroy(m);
+        return -1;
+    }
     CHECK_OK(st);
     wd_step_result res;
     memset(&res, 0, sizeof res);
@@ -465,7 +485,7 @@ static void gradients_case(const cfg *c0, int fp32, double tol, double delta) {
     int64_t at[3] = {-1, -1, -1};
     float *gd = (float *)calloc((size_t)r.P, sizeof(float)), *gw = (float *)calloc((size_t)r.wide_rows + 1, sizeof(float));
     float *ge = (float *)calloc((size_t)(r.emb_rows * r.d.E) + 1, sizeof(float));
-    REQUIRE(gd && gw && ge);
+    if (!gd || !gw || !ge) { printf("  out of memory\n"); tl_fails++; free(gd); free(gw); free(ge); ref_grads_free(&g); ref_free(&r); wd_batch_free(&b); wd_model_destroy(m); return 0; }
     for (int64_t i = 0; i < r.P; i++) gd[i] = i < r.P_mlp ? (float)(v.dense_s1[i] / (1.0 - b1)) : v.dense_s1[i];
     for (int64_t i = 0; i < r.wide_rows; i++) gw[i] = v.wide_z[i];
     if (v.emb_s1) for (int64_t i = 0; i < r.emb_rows * r.d.E; i++) ge[i] = (float)(v.emb_s1[i] / (1.0 - b1));
@@ -488,18 +508,38 @@ static void gradients_case(const cfg *c0, int fp32, double tol, double delta) {
     int kept = 0;
     for (int i = 0; i < b.n; i++) kept += b.weight[i] != 0.0f;
     printf("  %-34s %s: gradient worst / tol: dense %.3g [%lld] wide %.3g [%lld] emb %.3g [%lld]; loss %.7f vs %.7f (%.2g of tol); %d of %d samples screened out; "
-           "%lld rows touched, %lld differ\n", c.name, fp32 ? "fp32" : "tf32", worst[0], (long long)at[0], worst[1], (long long)at[1], worst[2], (long long)at[2],
+           "%lld rows touched, %lld differ\n", c.name, mode_name(mode), worst[0], (long long)at[0], worst[1], (long long)at[1], worst[2], (long long)at[2],
            loss, g.loss, lratio, zeroed, b.n, (long long)ids, (long long)id_miss);
     CHECK(worst[0] <= 1.0 && worst[1] <= 1.0 && worst[2] <= 1.0);
     CHECK(id_miss == 0 && (ids > 0 || r.wide_rows == 0));   // a dense-only model has no rows
     CHECK(lratio <= 1.0);
     CHECK((int)res.samples == kept && fabs(res.weight - g.wsum) <= 1e-6 * g.wsum);
     CHECK(zeroed >= 0 && zeroed < b.n / 2);   // the screen leaves most of the batch
+    if (mode == M_BF16 && !c.no_deep) {
+        ref_model r32;
+        ref_grads g32;
+        int64_t k;
+        int ok = ref_copy(&r32, &r) == 0 && ref_grads_init(&g32, &r32) == 0;
+        r32.d.bf16 = 0;
+        ok = ok && ref_gradients(&r32, &b, &g32) == 0;
+        CHECK(ok);
+        double vs32 = compare_segments(&r, REF_DENSE, gd, g32.dense, tol, &k), e32 = compare_segments(&r, REF_EMB, ge, g32.emb, tol, &k);
+        if (e32 > vs32) vs32 = e32;
+        int64_t w0 = r.layer_w[0], n0 = (int64_t)r.layer_in[0] * r.layer_out[0];
+        for (int64_t i = w0; i < w0 + n0; i++) g.dense[i] *= 1.01;
+        double broken = compare_segments(&r, REF_DENSE, gd, g.dense, tol, &k);
+        printf("  %-34s bf16 against the fp32 reference: worst %.3g of the tolerance; against layer 0's dW 1%% too large: %.3g (both must fail)\n", "",
+               vs32, broken);
+        CHECK(vs32 > 1.0 && broken > 1.0);
+        ref_grads_free(&g32);
+        ref_free(&r32);
+    }
     free(gd); free(gw); free(ge);
     ref_grads_free(&g);
     ref_free(&r);
     wd_batch_free(&b);
     wd_model_destroy(m);
+    return 0;
 }
 
 static const cfg C_CRITEO = {"criteo-shaped, 2 crosses, sum", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0};
@@ -521,16 +561,58 @@ static const cfg C_HOT_ADAM = {"hot runs, adam, mean", HOT, WD_ADAM, 1, WD_POOL_
 
 #define SCREEN_FP32 1e-4
 #define SCREEN_TF32 5e-3
+#define SCREEN_BF16 1e-3
 #define TOL_FP32 1e-4
 #define TOL_TF32 2e-2
+#define TOL_BF16 1e-3
 
 static void test_gradients_fp32(void) {
     const cfg *cs[7] = {&C_CRITEO, &C_ZIPF, &C_MH_MEAN, &C_NO_WIDE, &C_NO_DEEP, &C_ODD, &C_DENSE};
-    for (int i = 0; i < 7; i++) gradients_case(cs[i], 1, TOL_FP32, SCREEN_FP32);
+    for (int i = 0; i < 7; i++) gradients_case(cs[i], M_FP32, TOL_FP32, SCREEN_FP32);
 }
 static void test_gradients_tf32(void) {
     const cfg *cs[4] = {&C_CRITEO, &C_MH_SUM, &C_ZIPF, &C_ODD};
-    for (int i = 0; i < 4; i++) gradients_case(cs[i], 0, TOL_TF32, SCREEN_TF32);
+    for (int i = 0; i < 4; i++) gradients_case(cs[i], M_TF32, TOL_TF32, SCREEN_TF32);
+}
+static wd_model *steps_case(const cfg *c, int steps, int fp32, double tol, double delta);
+// Precision bf16 against the reference rounding as the library does, with
+// the ReLU-mask epilogues (the default) and without (WD_CUDA_EPILOGUE=0: the
+// separate kernels, each layer's product rounded by relu_grad or bias_act).
+static void test_gradients_bf16(void) {
+    const cfg *cs[4] = {&C_CRITEO, &C_MH_MEAN, &C_ZIPF, &C_ODD};
+    for (int epi = 1; epi >= 0; epi--) {
+        set_epilogue(epi);
+        printf("  WD_CUDA_EPILOGUE=%d\n", epi);
+        for (int i = 0; i < 4; i++)
+            if (gradients_case(cs[i], M_BF16, TOL_BF16, SCREEN_BF16) < 0) { SKIP("precision bf16 is not available on this CPU: %.180s", wd_last_error()); unsetenv("WD_CUDA_EPILOGUE"); return; }
+    }
+    unsetenv("WD_CUDA_EPILOGUE");
+}
+// The separate kernels (WD_CUDA_EPILOGUE=0) against the reference in FP32,
+// as test_gradients_fp32 does with the epilogues (the default); the report
+// names what ran: mlp= per layer, no RELU_AUX_BIAS or DRELU_BGRAD without them.
+static void test_epilogue_off(void) {
+    set_epilogue(0);
+    const cfg *cs[3] = {&C_CRITEO, &C_MH_MEAN, &C_ODD};
+    for (int i = 0; i < 3; i++) gradients_case(cs[i], M_FP32, TOL_FP32, SCREEN_FP32);
+    wd_model_destroy(steps_case(&C_CRITEO, QUICK ? 2 : 4, M_FP32, TOL_FP32, SCREEN_FP32));
+    for (int epi = 0; epi < 2; epi++) {
+        set_epilogue(epi);
+        wd_schema sc;
+        wd_model *m = cfg_model(&C_CRITEO, &sc);
+        REQUIRE(m);
+        wd_backend *be;
+        REQUIRE_OK(backend_open(m, NB, &be));
+        char what[256];
+        TEST_BACKEND()->describe(be, what, sizeof what);
+        TEST_BACKEND()->destroy(be);
+        printf("  WD_CUDA_EPILOGUE=%d: %s\n", epi, what);
+        // three layers (64, 32, 1): layer 0 has no ReLU below it, the top no ReLU of its own
+        if (!ON_CPU) CHECK(strstr(what, epi ? "epilogue=on mlp=" : "epilogue=off mlp=") && strstr(what, "/-,") && (epi || !strstr(what, "aux")) &&
+                           (epi || !strstr(what, "/fused")));
+        wd_model_destroy(m);
+    }
+    unsetenv("WD_CUDA_EPILOGUE");
 }
 
 // `steps` steps of batches 0.. of c's data through the CUDA backend (two in
@@ -538,7 +620,7 @@ static void test_gradients_tf32(void) {
 // array compared at the end, every step's loss on the way. Returns the model.
 static wd_model *steps_case(const cfg *c, int steps, int fp32, double tol, double delta) {
     wd_schema s;
-    wd_model *m = cfg_model(c, &s);
+    wd_model *m = cfg_model_mode(c, &s, fp32);
     if (!m) { tl_fails++; return NULL; }
     wd_model_view v;
     wd_model_view_get(m, &v);
@@ -593,7 +675,7 @@ static wd_model *steps_case(const cfg *c, int steps, int fp32, double tol, doubl
     ref_report rep;
     ref_compare_view(&r, &v, tol, tol, &rep);
     char what[160];
-    snprintf(what, sizeof what, "%s, %s, %d steps (%d screened)", c->name, fp32 ? "fp32" : "tf32", steps, zeroed);
+    snprintf(what, sizeof what, "%s, %s, %d steps (%d screened)", c->name, mode_name(fp32), steps, zeroed);
     print_report(what, &rep, 1.0);
     printf("  %-44s every step's loss within %.2g of its tolerance\n", "", worst_loss);
     CHECK(rep.overall <= 1.0);
@@ -613,6 +695,17 @@ static void test_steps_fp32(void) {
 static void test_steps_tf32(void) {
     const cfg *cs[2] = {&C_CRITEO, &C_MH_MEAN};
     for (int i = 0; i < 2; i++) wd_model_destroy(steps_case(cs[i], QUICK ? 2 : 4, 0, TOL_TF32, SCREEN_TF32));
+}
+// Precision bf16, several steps: every parameter and optimizer state array
+// against the reference rounding as the library does, epilogues on and off.
+static void test_steps_bf16(void) {
+    if (ON_CPU) { SKIP("the CPU's bf16 steps are test_gradients_bf16's and test_engine's"); return; }
+    const cfg *cs[2] = {&C_CRITEO, &C_MH_MEAN};
+    for (int epi = 1; epi >= 0; epi--) {
+        set_epilogue(epi);
+        for (int i = 0; i < 2; i++) wd_model_destroy(steps_case(cs[i], QUICK ? 2 : 4, M_BF16, TOL_BF16, SCREEN_BF16));
+    }
+    unsetenv("WD_CUDA_EPILOGUE");
 }
 
 // The two sparse paths (WD_CUDA_SPARSE=segmented and fused) on runs of every
@@ -1307,9 +1400,9 @@ static void test_failure_vote(void) {
 #endif
 }
 
-// Refusals and failed steps: bf16 is refused (never fp32 in its place); a
-// step whose gradient is out of range fails with WD_ERR_NUMERIC, changes
-// nothing, and no later step changes anything either.
+// bf16 through wd_train and wd_evaluate reports bf16 (never fp32 in its
+// place); a step whose gradient is out of range fails with WD_ERR_NUMERIC,
+// changes nothing, and no later step changes anything either.
 static void test_failed_steps_change_nothing(void) {
     wd_schema s;
     if (!ON_CPU) {   // the CPU takes bf16 where it has AVX512-BF16 and oneDNN
@@ -1321,15 +1414,17 @@ static void test_failed_steps_change_nothing(void) {
         REQUIRE_OK(wd_model_create(&d, &m));
         const char *files[1] = {CRITEO};
         wd_train_desc td = train_desc(files, NB);
-        td.max_steps = 1;
-        wd_status st = wd_train(m, &td, NULL);
-        printf("  bf16 on the GPU: %s: %s\n", wd_status_string(st), wd_last_error());
-        CHECK(st == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "bf16"));
+        td.max_steps = 4;
+        wd_train_report rep;
+        CHECK_OK(wd_train(m, &td, &rep));
+        printf("  bf16 on the GPU: %s, last loss %.5f\n", rep.engine, rep.last_loss);
+        CHECK(rep.steps == 4 && strstr(rep.engine, "precision=bf16") && rep.last_loss > 0 && rep.last_loss < 1);
         wd_eval_desc e;
         memset(&e, 0, sizeof e);
         e.files = files; e.nfiles = 1; e.device = WD_DEVICE_CUDA;
         wd_metrics mt;
-        CHECK(wd_evaluate(m, &e, &mt) == WD_ERR_UNSUPPORTED);
+        CHECK_OK(wd_evaluate(m, &e, &mt));
+        CHECK(mt.auc > 0.5 && mt.auc < 1);
         wd_model_destroy(m);
     }
     for (int fp32 = 0; fp32 < 2; fp32++) {
@@ -1478,9 +1573,12 @@ int main(int argc, char **argv) {
     CHECK_OK(write_hot(HOT, 4096));
     RUN(test_gradients_fp32);
     RUN(test_gradients_tf32);
+    RUN(test_gradients_bf16);
+    RUN(test_epilogue_off);
     RUN(test_steps_fp32);
     RUN(test_steps_tf32);
     RUN(test_sparse_paths);
+    RUN(test_steps_bf16);
     RUN(test_graph_matches_stream);
     RUN(test_overlap_matches_serial);
     RUN(test_predict_and_evaluate);

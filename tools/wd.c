@@ -1120,7 +1120,7 @@ static int cmd_gen(int argc, char **argv) {
 // ---- train ------------------------------------------------------------------------------------------
 // "activations 2" for per-layer buffers, the plain name otherwise.
 static const char *plan_label(const wd_plan_entry *e, char *buf, size_t n) {
-    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD) { snprintf(buf, n, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
+    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD || e->buf == WD_BUF_RELU_MASK || e->buf == WD_BUF_GRAD_LP) { snprintf(buf, n, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
     return wd_buf_name(e->buf);
 }
 // A slot by name or 0-based index, given as the n bytes at name; -1 if none.
