@@ -1371,7 +1371,7 @@ typedef enum wd_buf {
     WD_BUF_STATE,                   // step counter, flags, results (device side)
     WD_BUF_RELU_MASK,               // (B, ceil(H_l / 128) x 16 bytes) one per hidden layer (index = layer):
                                     // the ReLU bit mask cuBLASLt's RELU_AUX_BIAS epilogue writes, DRELU_BGRAD reads
-    WD_BUF_DENSE_LP,                // precision bf16: (Pd MLP part) the MLP's weights rounded to bf16 (2 bytes each)
+    WD_BUF_DENSE_LP,                // precision bf16 only: (Pd MLP part) the MLP's weights rounded to bf16 (2 bytes each)
     WD_BUF_X_LP,                    // precision bf16: (B, INp) the MLP input rounded to bf16
     WD_BUF_GRAD_LP,                 // precision bf16: two (B, max H) bf16 gradients, the hidden layers' dz (index 0, 1)
     WD_BUF_COUNT
@@ -8483,10 +8483,12 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     for (int l = 0; l + 1 < m->nlayers; l++) WD__P(WD_BUF_RELU_MASK, l, ((int64_t)m->layer[l].out + 127) / 128 * 16 * B);
     int64_t widest_h = 1;
     for (int l = 0; l < m->nlayers; l++) widest_h = WD__MAX(widest_h, (int64_t)m->layer[l].out);
-    WD__P(WD_BUF_DENSE_LP, 0, lp ? 2 * (m->P_mlp + (INp - m->IN) * H0) : 0);
-    WD__P(WD_BUF_X_LP, 0, lp ? 2 * B * INp : 0);
-    WD__P(WD_BUF_GRAD_LP, 0, lp ? 2 * B * widest_h : 0);
-    WD__P(WD_BUF_GRAD_LP, 1, lp ? 2 * B * widest_h : 0);
+    if (lp) {   // precision bf16 only
+        WD__P(WD_BUF_DENSE_LP, 0, 2 * (m->P_mlp + (INp - m->IN) * H0));
+        WD__P(WD_BUF_X_LP, 0, 2 * B * INp);
+        WD__P(WD_BUF_GRAD_LP, 0, 2 * B * widest_h);
+        WD__P(WD_BUF_GRAD_LP, 1, 2 * B * widest_h);
+    }
 #undef WD__P
     for (int i = 0; i < n; i++) WD__TRY(wd__plan_add(out, want[i].buf, want[i].index, want[i].bytes));
     return WD_OK;

@@ -1201,9 +1201,10 @@ static wd_status wdc_carve(wdc_rank *r) {
         WDC_AT(r->mask[l], uint32_t *, WD_BUF_RELU_MASK, l);
         r->mask_ld[l] = ((int64_t)r->v.layer_out[l] + 127) / 128 * 128;
     }
-    WDC_AT(r->wlp, uint16_t *, WD_BUF_DENSE_LP, 0); WDC_AT(r->x16, uint16_t *, WD_BUF_X_LP, 0);
-    WDC_AT(r->lpg[0], uint16_t *, WD_BUF_GRAD_LP, 0); WDC_AT(r->lpg[1], uint16_t *, WD_BUF_GRAD_LP, 1);
-    if (!r->lp) r->wlp = r->x16 = r->lpg[0] = r->lpg[1] = NULL;
+    if (r->lp) {   // precision bf16 (planned for it only)
+        WDC_AT(r->wlp, uint16_t *, WD_BUF_DENSE_LP, 0); WDC_AT(r->x16, uint16_t *, WD_BUF_X_LP, 0);
+        WDC_AT(r->lpg[0], uint16_t *, WD_BUF_GRAD_LP, 0); WDC_AT(r->lpg[1], uint16_t *, WD_BUF_GRAD_LP, 1);
+    }
     WDC_AT(r->grad[0], float *, WD_BUF_GRAD, 0); WDC_AT(r->grad[1], float *, WD_BUF_GRAD, 1);
     WDC_AT(r->logits, float *, WD_BUF_LOGITS, 0); WDC_AT(r->g, float *, WD_BUF_DENSE_GRAD, 0); WDC_AT(r->partial, float *, WD_BUF_PARTIAL, 0);
     WDC_AT(r->keys, unsigned long long *, WD_BUF_KEYS, 0); WDC_AT(r->keys_alt, unsigned long long *, WD_BUF_KEYS_ALT, 0);

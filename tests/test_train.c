@@ -912,6 +912,19 @@ static void test_device_plan(void) {
     CHECK(wd_plan_find(&a, WD_BUF_EMB_S2, 0, &off, &bytes) == WD_OK && off > 0 && bytes >= 4 * m->emb_rows * m->E);
     CHECK(wd_plan_find(&a, WD_BUF_ACT, m->nlayers, &off, NULL) == WD_ERR_INTERNAL && strstr(wd_last_error(), "activations"));
     for (int q = 0; q < WD_BUF_COUNT; q++) CHECK(strcmp(wd_buf_name(q), "?") != 0);
+    // the ReLU masks (every hidden layer: ceil(H / 128) x 16 bytes a sample); precision bf16 adds
+    // its buffers and halves the hidden activations (the deep logit stays fp32)
+    CHECK(wd_plan_find(&a, WD_BUF_RELU_MASK, 0, NULL, &bytes) == WD_OK && bytes == (m->layer[0].out + 127) / 128 * 16 * 1024);
+    CHECK(wd_plan_find(&a, WD_BUF_RELU_MASK, m->nlayers - 1, NULL, NULL) == WD_ERR_INTERNAL && wd_plan_find(&a, WD_BUF_DENSE_LP, 0, NULL, NULL) == WD_ERR_INTERNAL);
+    wd_model_desc d16 = *wd_model_description(m);
+    d16.precision = WD_PRECISION_BF16;
+    wd_plan h;
+    REQUIRE_OK(wd_plan_from_desc(&d16, 1024, 2, &h));
+    int64_t b32 = -1, b16 = -1, lastb = -1;
+    CHECK(wd_plan_find(&a, WD_BUF_ACT, 0, NULL, &b32) == WD_OK && wd_plan_find(&h, WD_BUF_ACT, 0, NULL, &b16) == WD_OK && b16 * 2 == b32);
+    CHECK(wd_plan_find(&h, WD_BUF_ACT, m->nlayers - 1, NULL, &lastb) == WD_OK && lastb == (4 * 1024 + 255) / 256 * 256);
+    CHECK(wd_plan_find(&h, WD_BUF_DENSE_LP, 0, NULL, &bytes) == WD_OK && bytes >= 2 * m->P_mlp && wd_plan_find(&h, WD_BUF_X_LP, 0, NULL, NULL) == WD_OK &&
+          wd_plan_find(&h, WD_BUF_GRAD_LP, 1, NULL, NULL) == WD_OK);
     // the cross bucket depends on both ids and on the cross index (its pinned
     // values are in tests/test_golden.c): neighbours rarely share a bucket
     int same_a = 0, same_b = 0, same_c = 0;
