@@ -957,7 +957,12 @@ static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, const wdc_mm_args *
                                                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
         memset(p, 0, sizeof *p);
         p->M = a->M; p->N = a->N; p->K = a->K; p->epi = o->epi; p->A = a->A; p->B = a->B; p->C = o->C;
-        WDC_TRY(wdc_mm_desc(p, a, o));
+        wd_status ds = wdc_mm_desc(p, a, o);
+        if (ds != WD_OK) {   // an attribute this cuBLASLt refuses (an epilogue offer: the next one)
+            wdc_mm_free(p);
+            if (o->epi == WDC_EPI_NONE) return ds;
+            continue;
+        }
         cublasLtMatmulPreference_t pref;
         WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
         s2 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
