@@ -921,8 +921,13 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
 /* One training loop drives every device: per rank (one per GPU; the CPU is
    one rank whose `threads` workers split each batch) it pulls batches from
    its loader shard, runs the device's step (section 17's wd_backend_ops),
-   and on rank 0 counts samples, reports progress, validates and saves
-   checkpoints. Every option means the same on every device.
+   and on rank 0 counts samples, reports progress and saves checkpoints.
+   Validation is every rank's: each scores its share of the validation
+   blocks (block j on rank j % ranks) and the scores are gathered back in
+   file order, so the AUC and log loss are exact over every sample, the
+   same on every rank (early stop judges alike) and, where the predictions
+   are, bit for bit those of one rank scoring them all. Every option means
+   the same on every device.
 
    Stopping early: the progress callback returns nonzero to stop at the next
    step boundary; wd_train then saves the checkpoint (checkpoint_path), sets
@@ -996,8 +1001,9 @@ typedef struct wd_progress {
                                     // is the share of the time spent waiting for data
     double epoch_f;                 // epochs done, fractional: epoch + batches done in it / its batches
 } wd_progress;
-// Called on rank 0's thread after every step and every validation; return
-// nonzero to stop training at the next step boundary.
+// Called after every step and every validation on the thread of this
+// process's first rank (rank 0 of a single-process run; each process of a
+// job has its own); return nonzero to stop training at the next step boundary.
 typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
 typedef struct wd_train_desc {
     const char *const *files;
@@ -7100,9 +7106,52 @@ typedef struct wd__evalio {
     void *map_user;
     float *predictions;             // optional, caller-owned
     int64_t predictions_cap;
+    // The ranks of a job (NULL or one rank: this rank scores every sample).
+    // Every rank calls wd__eval_run at once; rank r scores the blocks j with
+    // j % size == r (the loader's shards, unshuffled) and the (score, label,
+    // weight) of every rank are gathered back into file order, so that each
+    // rank computes the metrics of the same arrays as one rank scoring all
+    // (bit-identical where the predictions are). The oov counts are then
+    // this rank's blocks'. A rank that fails returns without gathering: the
+    // caller aborts the communicator (wd__rank_thread), which ends the
+    // others' gather.
+    wd_comm *comm;
 } wd__evalio;
+// Every rank's (pred, label, weight) planes into file order: block j of the
+// files (all[j], nall blocks) came from rank j % P, after that rank's earlier
+// blocks. Called by every rank; own holds this rank's 3 x mine floats.
+static wd_status wd__eval_gather(wd_comm *c, const wd__lplan *all, int64_t nall, const float *own, int64_t mine,
+                                 float *pred, float *label, float *weight) {
+    int P = c->size;
+    const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
+    size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
+    int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
+    wd_status st = views && sizes && n && at ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; !st && j < nall; j++) n[j % P] += all[j].n;
+    if (!st) st = c->ops->allgather(c, own, sizeof(float) * 3 * (size_t)mine, views, sizes);
+    for (int q = 0; !st && q < P; q++)   // the same check on every rank: all fail or none
+        if (sizes[q] != sizeof(float) * 3 * (size_t)n[q])
+            st = wd__fail(WD_ERR_INTERNAL, "evaluation: rank %d sent %zu bytes of scores for its %lld samples", q, sizes[q], (long long)n[q]);
+    int64_t o = 0;
+    for (int64_t j = 0; !st && j < nall; j++) {
+        int q = (int)(j % P);
+        const float *v = (const float *)views[q];
+        size_t k = sizeof(float) * (size_t)all[j].n;
+        if (k) {
+            memcpy(pred + o, v + at[q], k);
+            memcpy(label + o, v + n[q] + at[q], k);
+            memcpy(weight + o, v + 2 * n[q] + at[q], k);
+        }
+        at[q] += all[j].n; o += all[j].n;
+    }
+    // the views may be the other ranks' own memory (a shared-memory
+    // communicator): nobody frees it before everyone has copied
+    if (!st) st = c->ops->barrier(c);
+    wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
+    return st;
+}
 // Predicts every sample of the files in order through backend be (no step
-// in flight) and computes the metrics.
+// in flight) and computes the metrics; with io->comm, this rank's share.
 static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
     memset(out, 0, sizeof *out);
     int64_t total = 0;
@@ -7110,9 +7159,11 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     if (total == 0) return wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
     if (io->predictions && io->predictions_cap < total)
         return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
+    wd_comm *c = io->comm && io->comm->size > 1 ? io->comm : NULL;
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
     ld.files = io->files; ld.nfiles = io->nfiles; ld.batch_size = io->batch;
+    ld.shard_index = c ? c->rank : 0; ld.shard_count = c ? c->size : 1;
     ld.threads = io->loader_threads > 0 ? io->loader_threads : 1;
     ld.remainder = WD_REMAINDER_PAD;
     ld.map = io->map; ld.map_user = io->map_user;
@@ -7125,23 +7176,33 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     float *probs = wd__alloc_floats(io->batch, "predictions", &st);
     if (!st) st = wd_loader_open(&ld, &l);
     if (!st) st = wd_loader_reset(l, 0, 0);
+    int64_t mine = total;           // this rank's samples: its blocks', in their order
+    float *own = NULL;              // with ranks: this rank's (pred, label, weight) planes
+    if (!st && c) {
+        mine = 0;
+        for (int64_t j = c->rank; j < l->nall; j += c->size) mine += l->all[j].n;
+        own = wd__alloc_floats(WD__MAX(3 * mine, 1), "validation scores", &st);
+    }
+    float *op = own ? own : pred, *ol = own ? own + mine : label, *ow = own ? own + 2 * mine : weight;
     int64_t at = 0;
-    while (!st && at < total) {
+    while (!st && at < mine) {
         const wd_batch *b;
         st = wd_loader_next(l, &b);
         if (st || !b) break;
         wd_oov_count(m->in.vocab, b, &out->oov);
         if (!st) st = ops->predict(be, b, probs);
-        int k = (int)WD__MIN((int64_t)b->n, total - at);   // the last batch may end in padding
+        int k = (int)WD__MIN((int64_t)b->n, mine - at);   // the last batch may end in padding
         if (!st) {
-            memcpy(pred + at, probs, sizeof(float) * (size_t)k);
-            memcpy(label + at, b->label, sizeof(float) * (size_t)k);
-            memcpy(weight + at, b->weight, sizeof(float) * (size_t)k);
+            memcpy(op + at, probs, sizeof(float) * (size_t)k);
+            memcpy(ol + at, b->label, sizeof(float) * (size_t)k);
+            memcpy(ow + at, b->weight, sizeof(float) * (size_t)k);
             at += k;
         }
     }
-    if (!st && at != total) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)total);
+    if (!st && at != mine) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)mine);
+    if (!st && c) st = wd__eval_gather(c, l->all, l->nall, own, mine, pred, label, weight);
     wd_loader_close(l);
+    wd__free(own);
     if (!st) st = wd_auc(pred, label, weight, total, &out->auc);
     if (!st) {
         out->logloss = wd_logloss(pred, label, weight, total);
@@ -7221,10 +7282,9 @@ typedef struct wd__run {
     int64_t epochs, total_steps;
     double t0;
     int stop;                       // set by local rank 0: 1 the progress callback asked, 2 early stop
-    double best_auc;                // validation (rank 0): the best AUC so far, its step,
+    double best_auc;                // validation (local rank 0): the best AUC so far, its step,
     int64_t best_step;              //   validations since it improved
     int stale;
-    int64_t last_eval;              // the step of the last validation (-1: none)
     int stream;                     // batches come from d->source (one rank), not files
     int64_t src_batches;            // batches the source gave so far
     int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
@@ -7242,6 +7302,7 @@ typedef struct wd__rank {
     wd_oov oov;                     // out-of-vocabulary values of the batches it trained on
     wd_batch pad;                   // a stream's short batch, padded to the rank's batch
     int pad_made;
+    int64_t last_eval;              // the step of its last validation (-1: none)
 } wd__rank;
 
 // Epochs done, with the current one's fraction.
@@ -7269,24 +7330,31 @@ static int wd__call_progress(wd__rank *k, double loss, double auc, double ll) {
     p.valid_auc = auc; p.valid_logloss = ll;
     return d->progress(d->user, &p);
 }
-// Validation on this rank's backend (rank 0 of the job; no step in flight).
-static wd_status wd__validate(wd__rank *k) {
+// Validation after `step` (no step in flight), called by every rank at
+// once: each scores its share of the validation blocks on its backend and
+// the scores are gathered (wd__evalio.comm), so the AUC is exact over every
+// sample and the same on every rank. Each process's local rank 0 keeps it
+// (its report, best, early stop: every process stops at the same step) and
+// calls progress; rank 0 alone saves the best model (keep_best).
+static wd_status wd__validate(wd__rank *k, int64_t step) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
     wd__evalio io;
     memset(&io, 0, sizeof io);
     io.files = d->valid_files; io.nfiles = d->nvalid; io.batch = run->batch;
     io.loader_threads = d->loader_threads; io.map = d->map; io.map_user = d->map_user;
+    io.comm = run->comm[k->local];
     wd_metrics mt;
-    if (run->last_eval == run->m->step) return WD_OK;   // this model was validated already
-    run->last_eval = run->m->step;
+    if (k->last_eval == step) return WD_OK;   // this model was validated already
+    k->last_eval = step;
     wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
     if (st) return wd__fail(st, "validation: %s", wd_last_error());
+    if (k->local != 0) return WD_OK;
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
     if (mt.auc > run->best_auc || (isnan(run->best_auc) && !isnan(mt.auc))) {   // NaN never improves
         run->best_auc = mt.auc; run->best_step = run->m->step; run->stale = 0;
         run->rep->best_auc = mt.auc; run->rep->best_step = run->m->step; run->rep->best_epoch = wd__epoch_f(run);
-        if (d->keep_best) {   // checkpoint_path holds the best model
+        if (d->keep_best && k->rank == 0) {   // checkpoint_path holds the best model
             st = run->ops->download(k->be);
             if (!st) st = wd_model_save(run->m, d->checkpoint_path);
             if (st) return st;
@@ -7364,7 +7432,7 @@ static wd_status wd__rank_train(wd__rank *k) {
     const wd_train_desc *d = run->d;
     const wd_backend_ops *ops = run->ops;
     wd_model *m = run->m;
-    int chief = k->rank == 0;       // validates and writes checkpoints
+    int chief = k->rank == 0;       // keeps the validations' results, writes checkpoints
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
@@ -7402,7 +7470,7 @@ static wd_status wd__rank_train(wd__rank *k) {
         // Deep CTR models overfit sharply at the start of their second epoch (the
         // one-epoch phenomenon): with validation, the second epoch is validated
         // a tenth of the way in too, besides at its start and end.
-        int64_t probe = epoch == 1 && chief && d->nvalid > 0 && !run->stream ? step - in_epoch + WD__MAX(1, wd_loader_batches(k->loader) / 10) : -1;
+        int64_t probe = epoch == 1 && d->nvalid > 0 && !run->stream ? step - in_epoch + WD__MAX(1, wd_loader_batches(k->loader) / 10) : -1;
         while (!st && !k->stopped) {
             if (d->max_steps > 0 && submitted >= d->max_steps) break;
             const wd_batch *b = NULL;
@@ -7415,15 +7483,15 @@ static wd_status wd__rank_train(wd__rank *k) {
             st = ops->submit(k->be, b, k->local == 0 && run->stop);
             if (st) break;
             submitted++; inflight++;
-            // validation and checkpoints see exactly the model after their step
-            int probing = submitted == probe;
-            int sync = probing || (chief && d->nvalid > 0 && d->eval_every > 0 && submitted % d->eval_every == 0) ||
-                       (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
+            // validation (every rank: each scores its share) and checkpoints
+            // see exactly the model after their step
+            int validating = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
+            int sync = validating || (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
                        (publish && submitted % d->publish_every == 0);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
-            if (d->nvalid > 0 && (probing || (d->eval_every > 0 && step % d->eval_every == 0))) st = wd__validate(k);
+            if (validating) st = wd__validate(k, step);
             if (!st && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
                 st = ops->download(k->be);
                 if (!st) st = wd_model_save(m, d->checkpoint_path);
@@ -7441,9 +7509,9 @@ static wd_status wd__rank_train(wd__rank *k) {
         if (st) wd__fail(st, "%s", k->err);
         if (st || k->stopped || !epoch_over) break;
         if (run->stream) {   // the stream ended: validated once, like an epoch's end
-            if (chief && d->nvalid > 0) {
+            if (d->nvalid > 0) {
                 double t1 = wd__now();
-                st = wd__validate(k);
+                st = wd__validate(k, step);
                 k->stage[WD_STAGE_OTHER] += wd__now() - t1;
             }
             break;
@@ -7451,9 +7519,9 @@ static wd_status wd__rank_train(wd__rank *k) {
         epoch++;
         in_epoch = 0;
         if (k->local == 0) { m->epoch = epoch; m->batch = 0; }
-        if (chief && d->nvalid > 0) {
+        if (d->nvalid > 0) {   // every rank: each scores its share
             double t1 = wd__now();
-            st = wd__validate(k);
+            st = wd__validate(k, step);
             k->stage[WD_STAGE_OTHER] += wd__now() - t1;
         }
     }
@@ -7586,7 +7654,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     wd__run *run = WD__NEW(wd__run);
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
     run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0;
-    run->best_auc = NAN; run->best_step = -1; run->last_eval = -1;
+    run->best_auc = NAN; run->best_step = -1;
     rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
     run->stream = d->source != NULL;
@@ -7623,7 +7691,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     if (!st) {
         pthread_t th[256];
         int started = 0;
-        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i; }
+        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i; ks[i].last_eval = -1; }
         if (run->nlocal == 1) wd__rank_thread(&ks[0]);
         else for (int i = 0; i < run->nlocal; i++) {
             if (pthread_create(&th[i], NULL, wd__rank_thread, &ks[i]) != 0) {

@@ -110,17 +110,43 @@ ck "1 process against 3: difference $(maxdiff "$T/r1.txt" "$T/r3.txt")" close "$
 ck "2 processes against 3: difference $(maxdiff "$T/r2.txt" "$T/r3.txt")" close "$T/r2.txt" "$T/r3.txt"
 end "(auc $a3 on 3, $a1 on 1, $a2 on 2)"
 
-# rank 0 alone validates (over every validation sample: the AUC is exact),
-# writes the log, the checkpoint and the report
-begin mpi_rank0_validates_logs_saves
+# every rank scores its share of the validation blocks and the scores are
+# gathered (the AUC is exact over all 2000 samples: wd eval's on one process);
+# rank 0 alone writes the log, the checkpoint and the report
+begin mpi_validation_exact_rank0_logs_saves
 run mp 3 train $C --threads 1 --valid "$T/v.wdr" --log "$T/l.csv" --save "$T/val.wdm"
 ck "exit $rc" [ "$rc" = 0 ]
 ck "one report" [ "$(grep -c '^trained ' "$T/out")" = 1 ]
 va=$(sed -n 's/.* valid_auc=\([0-9.]*\) .*/\1/p' "$T/out")
+lva=$(tail -1 "$T/l.csv" | cut -d, -f6)
 ea=$("$WD1" eval --model "$T/val.wdm" "$T/v.wdr" 2>/dev/null | sed -n 's/^auc=\([0-9.]*\) .*/\1/p')
 ck "the validation AUC '$va' is not wd eval's '$ea' over all 2000 samples" near "$va" "$ea" 0.000006
+ck "the log's validation AUC '$lva' (6 decimals, as wd eval's) is not '$ea'" [ -n "$ea" ] && [ "$lva" = "$ea" ]
 ck "the log: a header, 12 steps and a validation (one writer), got $(grep -c '' "$T/l.csv") lines" [ "$(grep -c '' "$T/l.csv")" = 14 ]
 end "(valid auc $va)"
+
+# the validation blocks are split: block j is scored by rank j % 3, so a
+# corrupt block 1 fails rank 1 (named), which ends the job
+begin mpi_validation_split_rank1_scores_block1
+"$WD1" gen -o "$T/v3.wdr" --rows 300 --seed 1 --first-row 7200 --max-card 200 --block 100 >/dev/null 2>&1
+cp "$T/v3.wdr" "$T/vbad.wdr"
+printf '\377' | dd of="$T/vbad.wdr" bs=1 seek=$(($(stat -c %s "$T/v3.wdr") / 2)) conv=notrunc 2>/dev/null   # in block 1 of 3
+run mp 3 train $C --threads 1 --valid "$T/vbad.wdr" --max-steps 2 --eval-every 2
+ck "mpirun exit $rc, wanted non-zero" [ "$rc" != 0 ]
+ck "the error names block 1" grep -q 'vbad.wdr: block 1: payload checksum mismatch' "$T/err"
+ck "rank 1 failed (it scores block 1)" grep -q 'rank 1 of 3 failed' "$T/err"
+end
+
+# early stop: every rank judges the same gathered AUC and stops at the same
+# step; the job ends with status 0 (before, the other ranks waited for rank 0)
+begin mpi_early_stop_every_rank
+run mp 3 train $C --threads 1 --valid "$T/v.wdr" --eval-every 1 --early-stop 1 --epochs 20 --log "$T/es.jsonl" --save "$T/es.wdm"
+ck "exit $rc" [ "$rc" = 0 ]
+ck "one report, stopped early" [ "$(grep -c '^trained .* early_stop=1 ' "$T/out")" = 1 ]
+sv=$(sed -n 's/^trained steps=\([0-9]*\) .*/\1/p' "$T/out")
+ck "the log has a validation row per step ($sv)" [ -n "$sv" ] && [ "$(grep -c '"kind": "valid"' "$T/es.jsonl")" = "$sv" ]
+ck "the checkpoint holds step $sv" eval '"$WD1" train --train "$T/t.wdr" --no-shuffle --threads 1 --epochs 20 --resume "$T/es.wdm" --max-steps $((sv + 1)) 2>/dev/null | grep -q "^trained steps=1 "'
+end "(stopped after $sv steps)"
 
 # a rank that fails mid-run (a corrupt block of its shard) ends the job: the
 # other ranks hear why, mpirun exits non-zero

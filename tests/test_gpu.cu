@@ -1110,7 +1110,11 @@ static int shards_match(const char *path, int N, int steps) {
 // N ranks on one GPU (device_ids all 0: the same-GPU communicator) train the
 // very samples one rank trains with N times their batch, and end with the
 // same model (relative L2 <= 1e-4 per tensor); the replicas are compared
-// every step (WD_CHECK_TABLES=1: equal checksums or the step fails).
+// every step (WD_CHECK_TABLES=1: equal checksums or the step fails). The
+// Criteo runs validate after their last step: each rank scores its share of
+// VALID's blocks, gathered back in file order, which must give the AUC and
+// log loss that one rank evaluating the same model gives (within 1e-6: the
+// GEMMs see other batch shapes).
 static void test_simulated_ranks(void) {
     set_fp32(1);
     setenv("WD_CHECK_TABLES", "1", 1);
@@ -1133,8 +1137,20 @@ static void test_simulated_ranks(void) {
             wd_train_report r1, rn;
             CHECK_OK(wd_train(one, &td, &r1));
             td.devices = N; td.device_ids = same_gpu;
+            const char *valid[1] = {VALID};
+            if (i == 0) { td.valid_files = valid; td.nvalid = 1; td.eval_every = steps; }
             double t0 = now_s();
             CHECK_OK(wd_train(many, &td, &rn));
+            if (i == 0) {
+                wd_eval_desc e;
+                memset(&e, 0, sizeof e);
+                e.files = valid; e.nfiles = 1; e.threads = 2; e.device = TEST_DEVICE;
+                wd_metrics one_rank;
+                CHECK_OK(wd_evaluate(many, &e, &one_rank));
+                printf("  %d ranks validate their shares: AUC %.7f log loss %.7f; one rank: %.7f %.7f\n", N, rn.valid_auc, rn.valid_logloss,
+                       one_rank.auc, one_rank.logloss);
+                CHECK(fabs(rn.valid_auc - one_rank.auc) <= 1e-6 && fabs(rn.valid_logloss - one_rank.logloss) <= 1e-6);
+            }
             char what[120];
             snprintf(what, sizeof what, "%s: %d ranks vs 1, %d steps", cs[i]->name, N, steps);
             int64_t differ;

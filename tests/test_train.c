@@ -360,11 +360,13 @@ static void test_workers_equivalence(void) {
 // one 512-sample block per process, so every step reads the samples the
 // single-process run reads: the same model up to float rounding, replicas
 // identical bit for bit, and bit-identical from run to run.
-typedef struct proc_arg { wd_model *m; wd_train_desc td; wd_status st; char err[1024]; } proc_arg;
+typedef struct proc_arg { wd_model *m; wd_train_desc td; int index; wd_status st; char err[1024]; } proc_arg;
 static char g_proc_err[4][1024];
+static wd_train_report g_proc_rep[4];   // each process's report
+static int g_proc_vblocks[4], g_proc_evals[4];   // validation blocks each process scored; validations it reported
 static void *proc_main(void *p) {
     proc_arg *a = (proc_arg *)p;
-    a->st = wd_train(a->m, &a->td, NULL);
+    a->st = wd_train(a->m, &a->td, &g_proc_rep[a->index]);
     snprintf(a->err, sizeof a->err, "%s", a->st ? wd_last_error() : "");
     return NULL;
 }
@@ -373,9 +375,22 @@ static wd_status fail_third(void *user, wd_batch *b, int worker) {
     (void)b; (void)worker;
     return __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3 ? wd__fail(WD_ERR_CORRUPT, "injected: the third block of process 1") : WD_OK;
 }
+// a map callback counting the validation file's blocks (TEST: 256 and 207
+// samples; TRAIN's are 512 and 368)
+static wd_status count_valid_block(void *user, wd_batch *b, int worker) {
+    (void)worker;
+    if (b->n == 256 || b->n == 207) __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST);
+    return WD_OK;
+}
+static int count_evals(void *user, const wd_progress *p) {
+    if (!isnan(p->valid_auc)) (*(int *)user)++;
+    return 0;
+}
 // P processes of T workers each; the replicas in ms[P]; WD_OK or the first
 // error (not an abort); process fail_proc (-1: none) fails its third block.
-static wd_status train_processes(int P, int T, wd_model **ms, int fail_proc) {
+// With valid (eval_every, early_stop, epochs taken from it), each process
+// validates on TEST and counts in g_proc_vblocks and g_proc_evals.
+static wd_status train_processes_v(int P, int T, wd_model **ms, int fail_proc, const wd_train_desc *valid) {
     wd_comm *c[4];
     wd_status st = wd_comm_local_create(P, 30.0, c);
     if (st) return st;
@@ -390,7 +405,17 @@ static wd_status train_processes(int P, int T, wd_model **ms, int fail_proc) {
         if (!ms[p]) return WD_ERR_NOMEM;
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * P; a[p].td.threads = T;
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = c[p];
+        a[p].index = p;
         if (p == fail_proc) { a[p].td.map = fail_third; a[p].td.map_user = &seen; }
+        g_proc_vblocks[p] = g_proc_evals[p] = 0;
+        if (valid) {
+            static const char *vfiles[1];
+            vfiles[0] = TEST;
+            a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = valid->eval_every; a[p].td.early_stop = valid->early_stop;
+            a[p].td.epochs = valid->epochs;
+            a[p].td.map = count_valid_block; a[p].td.map_user = &g_proc_vblocks[p];
+            a[p].td.progress = count_evals; a[p].td.user = &g_proc_evals[p];
+        }
     }
     for (int p = 0; p < P; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
     for (int p = 0; p < P; p++) pthread_join(th[p], NULL);
@@ -402,6 +427,7 @@ static wd_status train_processes(int P, int T, wd_model **ms, int fail_proc) {
     wd_comm_local_destroy(c, P);
     return st;
 }
+static wd_status train_processes(int P, int T, wd_model **ms, int fail_proc) { return train_processes_v(P, T, ms, fail_proc, NULL); }
 static void test_processes_equivalence(void) {
     REQUIRE(g_data_ok);
     int layouts[3][2] = {{2, 1}, {2, 2}, {3, 1}};
@@ -437,6 +463,58 @@ static void test_processes_equivalence(void) {
     printf("  process 0: %s\n", g_proc_err[0]);
     CHECK(strstr(g_proc_err[0], "rank 1 failed (corrupt data): ") && strstr(g_proc_err[0], "block 5: map callback failed: injected: the third block of process 1"));
     for (int p = 0; p < 2; p++) wd_model_destroy(ms[p]);
+}
+
+// Validation split across processes: each process scores its share of the
+// validation blocks (block j on process j % P: TEST's 8 blocks give 3, 3, 2
+// on three processes, counted by a map callback), the (score, label, weight)
+// of every process are gathered in file order, and every process reports
+// the AUC and log loss that wd_evaluate gives on one process over the final
+// model, bit for bit. Early stop ends every process at the same step, none
+// of them failing.
+static void test_processes_validate(void) {
+    REQUIRE(g_data_ok);
+    const char *valid[1] = {TEST};
+    int layouts[3][2] = {{2, 1}, {3, 1}, {2, 2}};
+    for (int li = 0; li < 3; li++) {
+        int P = layouts[li][0], T = layouts[li][1];
+        wd_model *ms[4] = {0};
+        wd_train_desc v;
+        memset(&v, 0, sizeof v);
+        v.eval_every = 4; v.epochs = 2;
+        CHECK_OK(train_processes_v(P, T, ms, -1, &v));
+        wd_eval_desc e;
+        memset(&e, 0, sizeof e);
+        e.files = valid; e.nfiles = 1; e.threads = 1;
+        wd_metrics one;
+        memset(&one, 0, sizeof one);
+        if (ms[0]) CHECK_OK(wd_evaluate(ms[0], &e, &one));
+        printf("  %d processes x %d workers: %d validations, blocks scored per validation:", P, T, g_proc_evals[0]);
+        for (int p = 0; p < P; p++) {
+            int share = (8 - p + P - 1) / P;   // blocks p, p + P, ... of 8
+            printf(" %d", g_proc_evals[p] ? g_proc_vblocks[p] / g_proc_evals[p] : -1);
+            CHECK(g_proc_evals[p] == g_proc_evals[0] && g_proc_vblocks[p] == share * g_proc_evals[p]);
+            CHECK(!memcmp(&g_proc_rep[p].valid_auc, &one.auc, sizeof one.auc) && !memcmp(&g_proc_rep[p].valid_logloss, &one.logloss, sizeof one.logloss));
+            CHECK(g_proc_rep[p].best_auc == g_proc_rep[0].best_auc && g_proc_rep[p].best_step == g_proc_rep[0].best_step);
+        }
+        printf("; AUC %.9f log loss %.9f, one process %.9f %.9f\n", g_proc_rep[0].valid_auc, g_proc_rep[0].valid_logloss, one.auc, one.logloss);
+        CHECK(g_proc_evals[0] >= 3 && one.samples == 1999 && one.auc > 0.6);
+        for (int p = 0; p < P; p++) wd_model_destroy(ms[p]);
+    }
+    // early stop after one validation without a better AUC: every process
+    // stops at the same step with stopped == 2 and no error
+    wd_model *ms[4] = {0};
+    wd_train_desc v;
+    memset(&v, 0, sizeof v);
+    v.eval_every = 1; v.epochs = 20; v.early_stop = 1;
+    CHECK_OK(train_processes_v(3, 1, ms, -1, &v));
+    printf("  early stop on 3 processes: steps %lld %lld %lld, best step %lld\n", (long long)g_proc_rep[0].steps, (long long)g_proc_rep[1].steps,
+           (long long)g_proc_rep[2].steps, (long long)g_proc_rep[0].best_step);
+    for (int p = 0; p < 3; p++) {
+        CHECK(g_proc_rep[p].stopped == 2 && g_proc_rep[p].steps == g_proc_rep[0].steps && g_proc_rep[p].steps < 20 * 4);
+        CHECK(ms[p] && ms[0] && models_equal(ms[0], ms[p]));
+    }
+    for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
 }
 
 // Exact AUC by brute force over all (positive, negative) pairs, weighted:
@@ -1242,6 +1320,7 @@ int main(int argc, char **argv) {
     RUN(test_workers_equivalence);
     RUN(test_processes_equivalence);
     RUN(test_process_failure_vote);
+    RUN(test_processes_validate);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);

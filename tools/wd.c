@@ -1399,8 +1399,9 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // Open MPI's OMPI_COMM_WORLD_RANK/SIZE or PMI's PMI_RANK/PMI_SIZE, trains
 // its shard of the blocks with --threads workers (default: the cores over
 // the processes of its node), or with --device cuda one GPU per local rank
-// (NCCL, its id shared by MPI_Bcast). Rank 0 alone writes --save, --log and
-// progress; every rank reports its own errors. A failed rank ends the job
+// (NCCL, its id shared by MPI_Bcast). Every rank scores its share of the
+// validation blocks (the library gathers them); rank 0 alone writes --save,
+// --log and progress; every rank reports its own errors. A failed rank ends the job
 // (MPI_Abort) so that none waits on it; a stop (SIGINT/SIGTERM to every
 // rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
 #ifdef WD_USE_MPI
