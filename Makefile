@@ -51,16 +51,16 @@ NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nv
 GENCODE   := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
 NVFLAGS   := -O3 -std=c++17 $(GENCODE) -lineinfo -DWD_HAVE_CUDA -I. -I$(NCCL_HOME)/include -Xcompiler -Wall,-Wextra
 CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudart -ldl
-PACK      := $(B)/gpu-pack
-PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py))
-CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
-
 # MPI: `mpirun -np N build/wd-mpi train ...` trains one rank per process
 # (widedeep.h section 14, tools/wd.c); built whenever mpicc exists
 # (tools/install-deps.sh installs Open MPI), with CUDA too as wd-mpi-cuda
 # (--device cuda: one GPU per local rank, NCCL bootstrapped by MPI_Bcast).
 MPICC     ?= $(shell command -v mpicc 2>/dev/null)
 MPICXX    ?= $(shell command -v mpicxx 2>/dev/null)
+PACK      := $(B)/gpu-pack
+PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py) \
+	$(if $(MPICXX),$(PACK)/wd-mpi-cuda))
+CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
 MPI_BINS  := $(if $(MPICC),$(B)/wd-mpi $(if $(NVCC),$(if $(MPICXX),$(B)/wd-mpi-cuda)))
 
 all: $(B)/wd $(CUDA_BINS) $(MPI_BINS)
@@ -99,8 +99,11 @@ $(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
 # dynamic (static libstdc++/libgcc on Debian 12 pull in glibc 2.35/2.36
 # symbols); cuBLASLt from the toolkit there; NCCL through dlopen (gpu_run.sh
 # puts python3's nvidia/nccl/lib wheel on LD_LIBRARY_PATH). RUNPATH
-# $ORIGIN/lib:/usr/local/cuda/lib64. `bench/gpu_run.sh --dry` checks every
-# binary's NEEDED list, newest glibc symbol and the pack's size.
+# $ORIGIN/lib:/usr/local/cuda/lib64. wd-mpi-cuda (the MPI bootstrap, phase
+# 4) brings Open MPI along: its libraries in lib/, its components in
+# lib/openmpi/ (bench/pack_mpi.sh; the host has no MPI). `bench/gpu_run.sh
+# --dry` checks every binary's NEEDED list, newest glibc symbol and the
+# pack's size.
 PACK_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/lib:/usr/local/cuda/lib64' -lcublasLt -lcudart_static \
 	-Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -ldl -lrt -lm
 $(PACK):
@@ -115,6 +118,11 @@ $(PACK)/wd-cuda $(PACK)/multi_gpu: $(PACK)/%: $(B)/%-pack.o $(B)/widedeep_cuda.o
 	$(CXX) -o $@ $^ $(PACK_LIBS)
 $(PACK)/loader_ladder $(PACK)/host_feed: $(PACK)/%: bench/%.c $(HDR) | $(PACK)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ $< -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm
+$(B)/wd-mpi-cuda-pack.o: tools/wd.c $(HDR) | $(B)
+	$(MPICC) -std=c11 $(CFLAGS) $(WARN) -DWD_USE_MPI -DWD_HAVE_CUDA -c -o $@ tools/wd.c
+$(PACK)/wd-mpi-cuda: $(B)/wd-mpi-cuda-pack.o $(B)/widedeep_cuda.o bench/pack_mpi.sh | $(PACK)
+	$(MPICXX) -o $@ $(B)/wd-mpi-cuda-pack.o $(B)/widedeep_cuda.o $(PACK_LIBS)
+	bash bench/pack_mpi.sh $(PACK) $@
 $(B)/ceilings.o: bench/ceilings.cu | $(B)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall,-Wextra -c -o $@ bench/ceilings.cu
 $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)

@@ -24,8 +24,11 @@
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
-#                teardown), the loader ladder at 1, 2, 4, 8, 16 threads,
-#                host_feed (the loader at batch 16384 as a GPU rank takes it)
+#                teardown), the MPI bootstrap with 1 rank (wd-mpi-cuda:
+#                wd_comm_nccl_init_mpi, NCCL's id by MPI_Bcast, on the pack's
+#                own Open MPI as a singleton: the host has no MPI), the loader
+#                ladder at 1, 2, 4, 8, 16 threads, host_feed (the loader at
+#                batch 16384 as a GPU rank takes it)
 # Each command runs under its own cap, and all of them under TOTAL; a phase
 # that fails is recorded and the next one runs. OUTDIR gets two files:
 # summary.txt (printed last: each phase's outcome and headline figures) and
@@ -53,21 +56,23 @@ set -u
 
 # --check-elf: what the GPU host can load. Every ELF binary needs nothing
 # beyond glibc (libc, libm, libdl, libpthread, librt), libstdc++, libgcc_s,
-# cuBLAS/cuBLASLt and NCCL; its newest GLIBC symbol is 2.36 (Debian 12) or
+# cuBLAS/cuBLASLt, NCCL and the libraries the pack carries in lib/ (Open
+# MPI's, bench/pack_mpi.sh); its newest GLIBC symbol is 2.36 (Debian 12) or
 # older; one that needs cuBLAS has the RUNPATH $ORIGIN/lib:/usr/local/cuda/lib64.
-# A pack folder also holds every file and fits 30 MiB.
+# A pack folder also holds every file and fits 30 MiB; its lib/ and
+# lib/openmpi/ are checked the same way.
 if [ "${1:-}" = --check-elf ]; then
     shift
     bad=0
     files=()
     for a in "$@"; do
         if [ -d "$a" ]; then
-            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py; do
-                [ -e "$a/$want" ] || { echo "$a: $want is missing"; bad=1; }
+            for want in test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py wd-mpi-cuda lib/openmpi; do
+                [ -e "$a/$want" ] || { echo "$a: $want is missing (wd-mpi-cuda and lib/openmpi: make gpu-pack builds them where mpicc exists)"; bad=1; }
             done
             size=$(du -sb "$a" | cut -f1)
             [ "$size" -le $((30 * 1048576)) ] || { echo "$a: $size bytes, over 30 MiB"; bad=1; }
-            for x in "$a"/*; do [ -f "$x" ] && [ "$(head -c 4 "$x" | tail -c 3)" = ELF ] && files+=("$x"); done
+            for x in "$a"/* "$a"/lib/* "$a"/lib/openmpi/*; do [ -f "$x" ] && [ "$(head -c 4 "$x" | tail -c 3)" = ELF ] && files+=("$x"); done
         else files+=("$a"); fi
     done
     [ ${#files[@]} -gt 0 ] || { echo "no binaries to check"; exit 1; }
@@ -75,11 +80,13 @@ if [ "${1:-}" = --check-elf ]; then
         [ -f "$x" ] || { echo "$x: no such file"; bad=1; continue; }
         was=$bad
         needed=$(readelf -d "$x" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+        carried=$(dirname "$x")
+        case $carried in */lib/openmpi) carried=${carried%/openmpi};; */lib) ;; *) carried=$carried/lib;; esac
         for n in $needed; do
             case $n in
                 libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2|libstdc++.so.6|libgcc_s.so.1) ;;
                 libcublas.so.*|libcublasLt.so.*|libnccl.so.*) ;;
-                *) echo "$x: needs $n, which the GPU host does not have (link it statically)"; bad=1;;
+                *) [ -f "$carried/$n" ] || { echo "$x: needs $n, which the GPU host does not have and the pack does not carry in $carried (link it statically)"; bad=1; };;
             esac
         done
         glibc=$(objdump -T "$x" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tail -1)
@@ -90,7 +97,7 @@ if [ "${1:-}" = --check-elf ]; then
         esac
         [ "$bad" = "$was" ] && echo "ok $(basename "$x"): needs ${needed% }; newest ${glibc:-GLIBC none}; $(objdump -T "$x" | grep -o 'GLIBCXX_[0-9][0-9.]*' | sort -uV | tail -1)"
     done
-    [ $bad = 0 ] && echo "${#files[@]} binaries: glibc 2.36 or older, nothing beyond glibc, libstdc++, libgcc_s, cuBLAS(Lt), NCCL$([ -d "${1:-}" ] && echo "; $(du -sh "$1" | cut -f1) of 30 MiB")"
+    [ $bad = 0 ] && echo "${#files[@]} binaries and libraries: glibc 2.36 or older, nothing beyond glibc, libstdc++, libgcc_s, cuBLAS(Lt), NCCL and the pack's lib/$([ -d "${1:-}" ] && echo "; $(du -sh "$1" | cut -f1) of 30 MiB")"
     exit $bad
 fi
 DRY=0
@@ -185,10 +192,16 @@ d = [os.path.dirname(x) for s in site.getsitepackages() + [site.getusersitepacka
 print(":".join(sorted(set(d))))' 2>/dev/null)
 if [ -n "$NCCL_DIR" ]; then export LD_LIBRARY_PATH="$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
 export CUDA_MODULE_LOADING=LAZY NCCL_DEBUG=${NCCL_DEBUG:-WARN} PYTHONUNBUFFERED=1
+# wd-mpi-cuda on the pack's Open MPI (bench/pack_mpi.sh): one rank, started
+# without mpirun (the host has none) as an Open MPI singleton with no daemon;
+# PMI_SIZE/PMI_RANK make wd initialise MPI as under a launcher
+MPIENV=(env LD_LIBRARY_PATH="$PACK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMPI_MCA_mca_base_component_path="$PACK/lib/openmpi"
+        OMPI_MCA_ess_singleton_isolated=1 PMI_SIZE=1 PMI_RANK=0)
 {
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     echo "NCCL wheel: ${NCCL_DIR:-none found}; $(ls "${NCCL_DIR%%:*}"/libnccl.so* 2>/dev/null | tr '\n' ' ')"
     for b in test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed; do echo "== ldd $b"; ldd "$PACK/$b" 2>&1; done
+    echo "== ldd wd-mpi-cuda (LD_LIBRARY_PATH=$PACK/lib, as phase 4 runs it)"; "${MPIENV[@]}" ldd "$PACK/wd-mpi-cuda" 2>&1
 } > "$LOGS/libraries.log" 2>&1
 say "  libraries: $(grep -m1 'libcublasLt' "$LOGS/libraries.log" | sed 's/^[[:space:]]*//'); NCCL wheel: ${NCCL_DIR:-none (the NCCL tests will fail saying so)}"
 grep -q 'not found' "$LOGS/libraries.log" && { say "  MISSING: $(grep 'not found' "$LOGS/libraries.log" | sort -u | tr -s ' \t' ' ' | tr '\n' ';')"; failed; }
@@ -222,6 +235,22 @@ if has 0; then
         grep -q '^SKIP test_gpu: no CUDA device' "$LOGS/nogpu-test.log" && note "test_gpu without a GPU: $(grep -m1 '^SKIP' "$LOGS/nogpu-test.log")" || { failed; note "test_gpu did not skip"; }
         EXPECT_FAIL=1 run nonccl 20 env WD_NCCL_LIB=/nonexistent/libnccl.so.2 "$PACK/multi_gpu" 0 1 "$WORK/boot" "$TINY" "$WORK/mg.wdm"
         grep -q 'NCCL is not available' "$LOGS/nonccl.log" && note "multi_gpu without NCCL: $(grep -m1 'NCCL is not available' "$LOGS/nonccl.log" | cut -c1-160)..." || { failed; note "multi_gpu did not report the missing NCCL"; }
+        # the pack's Open MPI alone (the system's components and settings
+        # hidden where a mount namespace can be had): one MPI rank trains 2
+        # steps on the CPU, and with --device cuda reports the missing GPU
+        # after MPI_Init (the message names the rank)
+        HIDE=()
+        if unshare -m true 2> /dev/null; then
+            mkdir -p "$WORK/empty"
+            HIDE=(unshare -m sh -c 'e=$1; shift; for d in /usr/lib/x86_64-linux-gnu/openmpi /usr/share/openmpi /etc/openmpi; do
+                  if [ -d "$d" ]; then mount --bind "$e" "$d" || exit 97; fi; done; exec "$@"' sh "$WORK/empty")
+        fi
+        if run mpi-singleton 30 "${HIDE[@]}" "${MPIENV[@]}" "$PACK/wd-mpi-cuda" train --train "$TINY" --hidden 8 --batch 1024 --max-steps 2 --threads 2 &&
+           grep -q '^trained steps=2 ' "$LOGS/mpi-singleton.log"; then
+            note "wd-mpi-cuda as an MPI singleton on the pack's Open MPI$([ ${#HIDE[@]} -gt 0 ] && echo ", the system's hidden"): $(grep -m1 '^trained' "$LOGS/mpi-singleton.log" | cut -c1-80)..."
+        else failed; note "wd-mpi-cuda did not train as an MPI singleton: $(tail -3 "$LOGS/mpi-singleton.log" | tr '\n' ' ' | cut -c1-300)"; fi
+        EXPECT_FAIL=1 run nogpu-mpi 30 "${HIDE[@]}" "${MPIENV[@]}" "$PACK/wd-mpi-cuda" train --train "$TINY" --device cuda --hidden 8 --max-steps 1
+        grep -q 'rank 0: .*no CUDA device' "$LOGS/nogpu-mpi.log" && note "wd-mpi-cuda without a GPU: $(grep -m1 'no CUDA device' "$LOGS/nogpu-mpi.log")" || { failed; note "wd-mpi-cuda did not report the missing GPU after MPI_Init"; }
     fi
 fi
 
@@ -410,6 +439,10 @@ if has 4; then
         rm -f "$WORK/boot"
         gpu multi_gpu 25 "$PACK/multi_gpu" 0 1 "$WORK/boot" "$TINY" "$WORK/mg.wdm" || failed
         note "$(grep -h '^trained' "$LOGS/multi_gpu.log")"
+        # the MPI bootstrap with 1 rank: MPI_Init, NCCL's id by MPI_Bcast (wd_comm_nccl_init_mpi), 4 steps
+        if gpu mpi_bootstrap 20 "${MPIENV[@]}" "$PACK/wd-mpi-cuda" train --train "$TINY" --device cuda --batch 1024 --embed-dim 8 --hidden 64,32 --max-steps 4; then
+            note "$(grep -h '^trained' "$LOGS/mpi_bootstrap.log")"
+        else failed; note "$(tail -3 "$LOGS/mpi_bootstrap.log" | tr '\n' ' ' | cut -c1-300)"; fi
     fi
     if [ -f "$BIG" ]; then
         sc=; for k in 1 2 4 8 16; do [ $k -le "$NPROC" ] && sc="$sc${sc:+,}$k"; done

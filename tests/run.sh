@@ -166,6 +166,7 @@ else say "SKIP compile_cuda: nvcc not installed"; fi
 # binary the GPU host could not load (the plain build needs libzstd, libcudart
 # and the GEMM engine's libraries), then the dry run of bench/gpu_run.sh: the
 # pack's size and linkage, its binaries starting without a GPU or NCCL, the
+# MPI bootstrap's binary as a singleton on the pack's own Open MPI, the
 # data of phases 0 and 3 (phase 3's at 100k rows), the peer's dump, the
 # loader ladder, the script's logic, the predicted times
 if command -v nvcc >/dev/null; then
@@ -174,8 +175,9 @@ if command -v nvcc >/dev/null; then
     else say "FAIL gpu_pack_check_refuses: bench/gpu_run.sh --check-elf $B/test_gpu did not refuse it: $(tail -2 "$T/elf.out" 2>/dev/null)"; fi
     if built gpu_run_dry "$B/gpu-pack/test_gpu" && timed gpu_run_dry "" env PACK="$B/gpu-pack" WORK="$T/gpu-work" bash bench/gpu_run.sh --dry "$T/gpu-dry"; then
         s=$T/gpu-dry/summary.txt
-        if [ $rc = 0 ] && grep -q '^  pack: .* binaries: glibc 2.36 or older' "$s" && grep -q '^    multi_gpu without NCCL: .*NCCL is not available' "$s" &&
-           grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ]; then
+        if [ $rc = 0 ] && grep -q '^  pack: .* binaries and libraries: glibc 2.36 or older' "$s" && grep -q '^    multi_gpu without NCCL: .*NCCL is not available' "$s" &&
+           grep -q '^    wd-mpi-cuda as an MPI singleton on the pack.s Open MPI' "$s" && grep -q '^    wd-mpi-cuda without a GPU: rank 0: .*no CUDA device' "$s" &&
+           grep -q '^  mpi_bootstrap: DRY' "$s" && grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ]; then
             say "PASS gpu_run_dry: $(grep '^  pack: ' "$s" | sed 's/^  pack: //'); $(grep -c ': DRY (' "$s") GPU commands listed"
         else say "FAIL gpu_run_dry: exit $rc: $(grep -E 'FAIL|MISSING|did not' "$s" | head -3 | tr '\n' ' ')"; fi
     fi
