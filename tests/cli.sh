@@ -10,23 +10,10 @@
 # (a stub that exits 0 or 1) fails nearly every test.
 WD=$1; T=$2; DATA=$3
 mkdir -p "$T"
-npass=0; nfail=0; nskip=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
-
-# A test: begin NAME, then checks (ck WHAT CMD...: CMD must succeed; the
-# first failed WHAT is reported), then end. run CMD... runs a command with
-# stdout in $T/out, stderr in $T/err and its exit status in $rc.
-begin() { tname=$1; tfail=; }
-ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi; return 0; }
-ctx() { printf '%s' "$(head -c 300 "$1" 2>/dev/null | tr '\n' '|')"; }
-end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
-run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
+TL_CTX="head -c 300"
+. "$(dirname "$0")/testlib.sh"   # PASS/FAIL/SKIP and the summary; begin, ck, end, run, have, out_has, near, wait_file ...
 # expect NAME RC CMD...: begins test NAME, runs CMD and checks its exit status
 expect() { begin "$1"; local want=$2; shift 2; run "$@"; ck "exit $rc, wanted $want" [ "$rc" = "$want" ]; }
-# have FILE...: every file exists and is non-empty (a setup product)
-have() { local f; for f; do [ -s "$f" ] || return 1; done; }
 # same_after OFFSET A B: both files are longer than OFFSET bytes and equal after it
 same_after() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt "$1" ] && [ "$(stat -c %s "$3" 2>/dev/null || echo 0)" -gt "$1" ] &&
                cmp -s <(tail -c +$(($1 + 1)) "$2") <(tail -c +$(($1 + 1)) "$3"); }
@@ -34,21 +21,10 @@ same_after() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt "$1" ] && [ "$(s
 # first HB bytes, the last TAIL bytes of each left out (both hold more)
 same_blocks() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt $(($1 + $5)) ] && [ "$(stat -c %s "$4" 2>/dev/null || echo 0)" -gt $(($3 + $5)) ] &&
                 cmp -s <(head -c -$5 "$2" | tail -c +$(($1 + 1))) <(head -c -$5 "$4" | tail -c +$(($3 + 1))); }
-# out_has / err_has TEXT: fixed text in the last command's stdout / stderr
-out_has() { grep -qF -- "$1" "$T/out"; }
-err_has() { grep -qF -- "$1" "$T/err"; }
 # samples FILE: the sample count `wd inspect` reports, empty if it fails
 samples() { "$WD" inspect "$1" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\)$/\1/p'; }
-# near A B TOL: |A - B| <= TOL, both numbers
-near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !(a != "" && b != "" && a - b <= t && b - a <= t) }'; }
 # no_temps: no temporary file ("NAME.tmp-PID", as the library and wd write) left in $T or below
 no_temps() { [ -z "$(find "$T" -name '*.tmp-*' 2>/dev/null | head -1)" ]; }
-# lines FILE: its line count (0 if absent)
-lines() { if [ -f "$1" ]; then grep -c '' "$1"; else echo 0; fi; }
-# wait_lines FILE N: until FILE has N lines (30 s at most)
-wait_lines() { local i; for i in $(seq 300); do [ "$(lines "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
-# wait_file FILE: until FILE exists (30 s at most)
-wait_file() { local i; for i in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 # wait_pid PID SECONDS: waits for PID (a child) to exit and sets $rc; kills it
 # and sets rc=timeout after SECONDS
 wait_pid() { local i; for i in $(seq $(($2 * 20))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
@@ -1144,5 +1120,4 @@ run "$WD" export "$T/fa-serve.wdm" "$T/fa-serve.wdm"
 ck "export onto its input: exit $rc, wanted 2" [ "$rc" = 2 ]
 end
 
-echo "# cli: $npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" = 0 ]
+tl_summary cli

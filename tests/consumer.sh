@@ -26,10 +26,7 @@ W=${2:-$B/consumer}
 mkdir -p "$W" && W=$(cd "$W" && pwd)
 SRC=$ROOT/tests/consumer
 CC=${CC:-cc}
-npass=0; nfail=0; nskip=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
+. "$ROOT/tests/testlib.sh"   # PASS/FAIL/SKIP and the summary
 # the end of a log, on one line
 tailof() { tail -n "${2:-6}" "$1" 2>/dev/null | tr '\n' '|' | cut -c1-1500; }
 
@@ -170,5 +167,4 @@ else
     if [ -z "$left" ]; then pass consumer_uninstall; else fail consumer_uninstall "left behind: $left"; fi
 fi
 
-echo "# consumer: $npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" = 0 ]
+tl_summary consumer

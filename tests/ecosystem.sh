@@ -11,18 +11,8 @@
 # skip, and under CI=true tests/run.sh turns every skip into a failure.
 WD=$1; FEED=$2; T=$3; DATA=$4
 mkdir -p "$T"
-npass=0; nfail=0; nskip=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
-begin() { tname=$1; tfail=; }
-ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi; return 0; }
-ctx() { printf '%s' "$(head -c 400 "$1" 2>/dev/null | tr '\n' '|')"; }
-end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
-run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
-out_has() { grep -qF -- "$1" "$T/out"; }
-err_has() { grep -qF -- "$1" "$T/err"; }
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/testlib.sh"   # PASS/FAIL/SKIP and the summary; begin, ck, end, run, out_has, err_has ...
 PY=${PYTHON:-python3}
 py_why=
 if ! command -v "$PY" >/dev/null; then py_why="$PY not installed (tools/install-deps.sh installs python3 and the packages)"
@@ -179,5 +169,4 @@ run "$WD" train --train "$T/mh.wdr" --hidden 4 --epochs 1 --threads 1 --save "$T
 ck "one epoch: no warning" eval '! err_has "one-epoch phenomenon"'
 end
 
-echo "# ecosystem: $npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" = 0 ]
+tl_summary ecosystem

@@ -12,17 +12,8 @@
 B=$1; T=$2
 WD=$B/wd-mpi; WD1=$B/wd-mpi
 mkdir -p "$T"
-npass=0; nfail=0; nskip=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $1: $2"; nskip=$((nskip + 1)); }
-begin() { tname=$1; tfail=; }
-ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi; return 0; }
-ctx() { printf '%s' "$(tail -c 400 "$1" 2>/dev/null | tr '\n' '|')"; }
-end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
-run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
-have() { local f; for f; do [ -s "$f" ] || return 1; done; }
-near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { exit !(a != "" && b != "" && a - b <= t && b - a <= t) }'; }
+TL_CTX="tail -c 400"
+. "$(dirname "$0")/testlib.sh"   # PASS/FAIL/SKIP and the summary; begin, ck, end, run, have, near, wait_file, wait_lines ...
 # mp N ARGS...: wd-mpi on N processes (as root in CI and containers)
 mp() { local n=$1; shift; timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np "$n" "$WD" "$@"; }
 # maxdiff A B: the largest |a - b| of two prediction files (line by line)
@@ -36,12 +27,10 @@ gone() { local i p left; for i in $(seq 100); do left=
              [ -z "$left" ] && return 0; sleep 0.1; done; echo "left running:$left" >> "$T/err"; return 1; }
 # rank_pid PID R: the child of mpirun PID that is rank R (its OMPI_COMM_WORLD_RANK)
 rank_pid() { local p r; for p in $(pgrep -P "$1"); do r=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'); [ "$r" = "$2" ] && echo "$p"; done; }
-wait_file() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
-wait_lines() { local i; for i in $(seq 300); do [ "$(grep -c '' "$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
 
 if ! command -v mpirun >/dev/null || [ ! -x "$WD" ]; then
     skip mpi "mpirun or $WD missing (tools/install-deps.sh installs Open MPI; make builds wd-mpi where mpicc exists)"
-    echo "# mpi: $npass passed, $nfail failed, $nskip skipped"; exit 0
+    tl_summary mpi; exit 0
 fi
 
 # the header with WD_USE_MPI compiles warning-free as C11 and C++17 (alone, after libc headers)
@@ -245,5 +234,4 @@ for c in train valid; do
 done
 end
 
-echo "# mpi: $npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" = 0 ]
+tl_summary mpi
