@@ -15,33 +15,6 @@ static wd_batch g_all;                                   // the file's samples i
 static wd_schema g_schema;
 static int g_ok;
 
-static wd_model *make_model(int optimizer) {
-    wd_reader *r = NULL;
-    wd_model *m = NULL;
-    CHECK_OK(wd_reader_open(DATA, &r));
-    if (!r) return NULL;
-    wd_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.schema = wd_reader_schema(r);
-    d.embed_dim = 4;
-    d.hidden[0] = 16; d.hidden[1] = 8;
-    d.optimizer = optimizer;
-    d.ncross = 1; d.cross[0][0] = 2; d.cross[0][1] = 5;
-    d.cross_buckets = 1000;
-    d.seed = 7;
-    CHECK_OK(wd_model_create(&d, &m));
-    wd_reader_close(r);
-    return m;
-}
-// Parameters and optimizer state, bit for bit, and the step.
-static int params_equal(const wd_model *a, const wd_model *b) {
-    int64_t ne = a->emb ? a->emb_rows * a->E : 0;
-    return a->P == b->P && a->wide_rows == b->wide_rows && a->step == b->step &&
-           !memcmp(a->dense, b->dense, 4 * (size_t)a->P) && !memcmp(a->dense_s1, b->dense_s1, 4 * (size_t)a->P) && !memcmp(a->dense_s2, b->dense_s2, 4 * (size_t)a->P) &&
-           !memcmp(a->wide, b->wide, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_z, b->wide_z, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_n, b->wide_n, 4 * (size_t)a->wide_rows) &&
-           (!ne || (!memcmp(a->emb, b->emb, 4 * (size_t)ne) && !memcmp(a->emb_s1, b->emb_s1, 4 * (size_t)ne))) &&
-           (!a->emb_s2 || !memcmp(a->emb_s2, b->emb_s2, 4 * (size_t)ne));
-}
 
 static void test_setup(void) {
     g_ok = 0;
@@ -95,7 +68,7 @@ static void test_push_equals_files(void) {
     snprintf(ca, sizeof ca, "%s/stream_a.wdm", TMP);
     snprintf(cb, sizeof cb, "%s/stream_b.wdm", TMP);
     snprintf(cc, sizeof cc, "%s/stream_c.wdm", TMP);
-    wd_model *a = make_model(WD_ADAM), *b = make_model(WD_ADAM), *c = make_model(WD_ADAM), *c2 = NULL, *bl = NULL;
+    wd_model *a = tl_criteo_model(WD_ADAM, DATA), *b = tl_criteo_model(WD_ADAM, DATA), *c = tl_criteo_model(WD_ADAM, DATA), *c2 = NULL, *bl = NULL;
     REQUIRE(a && b && c);
     const char *files[] = {DATA};
     wd_train_desc td;
@@ -121,14 +94,14 @@ static void test_push_equals_files(void) {
     wd_batch_free(&one);
     CHECK(ra.steps == STEPS && rb.steps == STEPS);
     CHECK(ra.samples == N && rb.samples == N);
-    CHECK(params_equal(a, b));
+    CHECK(tl_params_equal(a, b));
     int64_t e, bt, st;
     wd_model_position(a, &e, &bt, &st);
     CHECK(e == 1 && bt == 0 && st == STEPS);
     wd_model_position(b, &e, &bt, &st);
     CHECK(e == 0 && bt == 0 && st == STEPS);   // a stream: the step alone
     CHECK_OK(wd_model_load(cb, &bl));
-    if (bl) CHECK(params_equal(b, bl) && bl->epoch == 0 && bl->batch == 0 && bl->data_fp == 0);
+    if (bl) CHECK(tl_params_equal(b, bl) && bl->epoch == 0 && bl->batch == 0 && bl->data_fp == 0);
     // the source callback in two runs: 7 steps, saved, loaded, the rest
     src s1;
     src_init(&s1, 0, STEPS);
@@ -144,7 +117,7 @@ static void test_push_equals_files(void) {
         src_init(&s2, st, STEPS);   // the application knows: step x batch_size samples consumed
         stream_desc(&td, &s2);
         CHECK_OK(wd_train(c2, &td, NULL));
-        CHECK(params_equal(a, c2));
+        CHECK(tl_params_equal(a, c2));
         wd_batch_free(&s2.b);
     }
     wd_batch_free(&s1.b);
@@ -166,7 +139,7 @@ static int has(const char *s, const char *what) {
 // a failing source, pushing after close, and settings a stream cannot take.
 static void test_bad_input(void) {
     REQUIRE(g_ok);
-    wd_model *m = make_model(WD_ADAGRAD);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m);
     wd_train_desc td;
     memset(&td, 0, sizeof td);
@@ -331,7 +304,7 @@ static void *predictor(void *p) {
 static void test_online_predictions(void) {
     REQUIRE(g_ok);
     wd_batch fixed;
-    wd_model *ref = make_model(WD_ADAM), *m = make_model(WD_ADAM);
+    wd_model *ref = tl_criteo_model(WD_ADAM, DATA), *m = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(ref && m);
     REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
     CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
@@ -388,7 +361,7 @@ static void test_online_predictions(void) {
     float out[NP];
     CHECK_OK(wd_predict(m, &fixed, out));   // after training: the final model, published
     CHECK(!memcmp(out, g_snap[NSNAP - 1], sizeof out));
-    CHECK(params_equal(ref, m));
+    CHECK(tl_params_equal(ref, m));
     wd_batch_free(&one); wd_batch_free(&fixed);
     wd_model_destroy(ref); wd_model_destroy(m);
 }

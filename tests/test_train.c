@@ -264,26 +264,6 @@ static wd_status gen_file(const char *path, int64_t rows, int64_t first, int blo
     unlink(prob);
     return wd_gen(&g, rep);
 }
-// A model for the generated data; NULL (and a failed check) when the data
-// cannot be opened or the model not made: callers REQUIRE it.
-static wd_model *criteo_model(int optimizer, const char *data) {
-    wd_reader *r = NULL;
-    wd_model *m = NULL;
-    CHECK_OK(wd_reader_open(data, &r));
-    if (!r) return NULL;
-    wd_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.schema = wd_reader_schema(r);
-    d.embed_dim = 4;
-    d.hidden[0] = 16; d.hidden[1] = 8;
-    d.optimizer = optimizer;
-    d.ncross = 1; d.cross[0][0] = 2; d.cross[0][1] = 5;
-    d.cross_buckets = 1000;
-    d.seed = 7;
-    CHECK_OK(wd_model_create(&d, &m));
-    wd_reader_close(r);
-    return m;
-}
 // Largest relative difference; INFINITY when either side holds a NaN or an
 // infinity (a comparison with NaN is false: `d > worst` alone lets NaN pass).
 static double max_rel_diff(const float *a, const float *b, int64_t n) {
@@ -295,13 +275,9 @@ static double max_rel_diff(const float *a, const float *b, int64_t n) {
     }
     return worst;
 }
+// Parameters, optimizer state and the position, bit for bit.
 static int models_equal(const wd_model *a, const wd_model *b) {
-    int64_t ne = a->emb ? a->emb_rows * a->E : 0;
-    return a->P == b->P && a->wide_rows == b->wide_rows &&
-           !memcmp(a->dense, b->dense, 4 * (size_t)a->P) && !memcmp(a->dense_s1, b->dense_s1, 4 * (size_t)a->P) && !memcmp(a->dense_s2, b->dense_s2, 4 * (size_t)a->P) &&
-           !memcmp(a->wide, b->wide, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_z, b->wide_z, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_n, b->wide_n, 4 * (size_t)a->wide_rows) &&
-           (!ne || (!memcmp(a->emb, b->emb, 4 * (size_t)ne) && !memcmp(a->emb_s1, b->emb_s1, 4 * (size_t)ne))) &&
-           (!a->emb_s2 || !memcmp(a->emb_s2, b->emb_s2, 4 * (size_t)ne)) && a->step == b->step && a->epoch == b->epoch && a->batch == b->batch && a->batch_size == b->batch_size;
+    return tl_params_equal(a, b) && a->epoch == b->epoch && a->batch == b->batch && a->batch_size == b->batch_size;
 }
 
 static char TRAIN[300], TEST[300];
@@ -331,7 +307,7 @@ static void test_setup_data(void) {
 static void test_workers_equivalence(void) {
     for (int opt = 0; opt <= 1; opt++) {
         REQUIRE(g_data_ok);
-        wd_model *ref = criteo_model(opt, TRAIN);
+        wd_model *ref = tl_criteo_model(opt, TRAIN);
         REQUIRE(ref != NULL);
         const char *files[1] = {TRAIN};
         wd_train_desc td;
@@ -340,7 +316,7 @@ static void test_workers_equivalence(void) {
         REQUIRE_OK(wd_train(ref, &td, NULL));
         CHECK(ref->step == 25);
         for (int T = 2; T <= 4; T++) {
-            wd_model *m = criteo_model(opt, TRAIN);
+            wd_model *m = tl_criteo_model(opt, TRAIN);
             REQUIRE(m != NULL);
             td.threads = T;
             REQUIRE_OK(wd_train(m, &td, NULL));
@@ -401,7 +377,7 @@ static wd_status train_processes_v(int P, int T, wd_model **ms, int fail_proc, c
     int seen = 0;
     for (int p = 0; p < P; p++) {
         memset(&a[p], 0, sizeof a[p]);
-        a[p].m = ms[p] = criteo_model(0, TRAIN);
+        a[p].m = ms[p] = tl_criteo_model(0, TRAIN);
         if (!ms[p]) return WD_ERR_NOMEM;
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * P; a[p].td.threads = T;
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = c[p];
@@ -433,7 +409,7 @@ static void test_processes_equivalence(void) {
     int layouts[3][2] = {{2, 1}, {2, 2}, {3, 1}};
     for (int li = 0; li < 3; li++) {
         int P = layouts[li][0], T = layouts[li][1];
-        wd_model *ref = criteo_model(0, TRAIN), *ms[4] = {0}, *again[4] = {0};
+        wd_model *ref = tl_criteo_model(0, TRAIN), *ms[4] = {0}, *again[4] = {0};
         REQUIRE(ref != NULL);
         const char *files[1] = {TRAIN};
         wd_train_desc td;
@@ -590,7 +566,7 @@ static int log_progress(void *user, const wd_progress *p) {
 
 static void test_learns_and_evaluates(void) {
     REQUIRE(g_data_ok);
-    wd_model *m = criteo_model(WD_ADAGRAD, TRAIN);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     const char *files[1] = {TRAIN}, *valid[1] = {TEST};
     wd_eval_desc e;
@@ -677,7 +653,7 @@ static void test_learns_and_evaluates(void) {
 // against the untrained model's predictions computed here.
 static void test_reported_loss(void) {
     REQUIRE(g_data_ok);
-    wd_model *m = criteo_model(WD_ADAGRAD, TRAIN);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     wd_reader *r;
     REQUIRE_OK(wd_reader_open(TRAIN, &r));
@@ -698,7 +674,7 @@ static void test_reported_loss(void) {
     L1 /= 256; Lw /= W;
     const char *files[1] = {TRAIN};
     for (int weighted = 0; weighted <= 1; weighted++) {
-        wd_model *t = criteo_model(WD_ADAGRAD, TRAIN);
+        wd_model *t = tl_criteo_model(WD_ADAGRAD, TRAIN);
         REQUIRE(t != NULL);
         wd_train_desc td;
         memset(&td, 0, sizeof td);
@@ -734,11 +710,11 @@ static void test_checkpoint_roundtrip_and_resume(void) {
         td.files = files; td.nfiles = 1; td.batch_size = 300; td.threads = 2; td.epochs = 2;
         // uninterrupted: 2 epochs
         REQUIRE(g_data_ok);
-        wd_model *full = criteo_model(opt, TRAIN);
+        wd_model *full = tl_criteo_model(opt, TRAIN);
         REQUIRE(full != NULL);
         REQUIRE_OK(wd_train(full, &td, NULL));
         // interrupted mid-epoch 0 at step 5, saved, loaded, resumed; then again mid-epoch 1
-        wd_model *a = criteo_model(opt, TRAIN);
+        wd_model *a = tl_criteo_model(opt, TRAIN);
         REQUIRE(a != NULL);
         td.max_steps = 5; td.checkpoint_path = ck;
         REQUIRE_OK(wd_train(a, &td, NULL));
@@ -853,7 +829,7 @@ static void test_killed_during_save(void) {
 
 static void test_numeric_guards(void) {
     REQUIRE(g_data_ok);
-    wd_model *m = criteo_model(WD_ADAGRAD, TRAIN);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     // NaN in a serving batch is refused
     wd_reader *r;
@@ -972,7 +948,7 @@ static void test_comm(void) {
 static void test_device_plan(void) {
     // the plan the CUDA backend allocates from: consistent, and the same with or without a model
     REQUIRE(g_data_ok);
-    wd_model *m = criteo_model(WD_ADAM, TRAIN);
+    wd_model *m = tl_criteo_model(WD_ADAM, TRAIN);
     REQUIRE(m != NULL);
     wd_plan a, b;
     REQUIRE_OK(wd_plan_make(m, 1024, 2, &a));
@@ -1161,7 +1137,7 @@ static void test_error_keeps_progress(void) {
     td.files = files; td.nfiles = 1; td.batch_size = 300; td.threads = 2; td.epochs = 2; td.no_shuffle = 1;
     td.checkpoint_path = ck;
     // 1. the training file's block 7 is corrupt: batch 12 (samples 3600..3899) needs it
-    wd_model *m = criteo_model(WD_ADAGRAD, TRAIN);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     wd_train_report rep;
     unlink(ck);
@@ -1179,13 +1155,13 @@ static void test_error_keeps_progress(void) {
     td.checkpoint_path = NULL;
     CHECK_OK(wd_train(c, &td, NULL));
     CHECK(!wd_model_after_error(c));
-    wd_model *full = criteo_model(WD_ADAGRAD, TRAIN);
+    wd_model *full = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(full != NULL);
     REQUIRE_OK(wd_train(full, &td, NULL));
     CHECK(models_equal(full, c));
     wd_model_destroy(c); wd_model_destroy(m); c = m = NULL;
     // 2. a validation file with a corrupt block: the first validation (step 4) fails
-    m = criteo_model(WD_ADAGRAD, TRAIN);
+    m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     const char *vfiles[1] = {bad};
     td.valid_files = vfiles; td.nvalid = 1; td.eval_every = 4; td.checkpoint_path = ck;
@@ -1197,7 +1173,7 @@ static void test_error_keeps_progress(void) {
     wd_model_destroy(c); wd_model_destroy(m); c = m = NULL;
     // ... but with keep_best the best model saved there is kept: validated
     // at steps 4 and 8, the training file fails at step 12
-    m = criteo_model(WD_ADAGRAD, TRAIN);
+    m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     const char *tfiles[1] = {TEST};
     td.files = files; td.valid_files = tfiles; td.keep_best = 1;
@@ -1211,7 +1187,7 @@ static void test_error_keeps_progress(void) {
     td.keep_best = 0; td.valid_files = NULL; td.nvalid = 0;
     // 3. a non-finite step: step 6 diverges (poisoned after step 4, while step 5
     // was already computed), is not applied, and the model after step 5 is saved
-    m = criteo_model(WD_ADAGRAD, TRAIN);
+    m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     poison_at = 4; poison_model = m;
     td.progress = poison_progress;
@@ -1238,7 +1214,7 @@ static void test_error_keeps_progress(void) {
     FILE *f = fopen(cut, "wb");
     REQUIRE(f && fwrite(all, 1, n, f) == n && fclose(f) == 0);
     free(all);
-    m = criteo_model(WD_ADAGRAD, TRAIN);
+    m = tl_criteo_model(WD_ADAGRAD, TRAIN);
     REQUIRE(m != NULL);
     const char *cfiles[1] = {cut};
     td.files = cfiles; td.loader_ram = 1 << 20; td.loader_threads = 1;

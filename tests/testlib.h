@@ -64,6 +64,38 @@ static inline wd_status tl_gen(const char *path, int64_t rows, int64_t first, ui
     g.prob = prob;
     return wd_gen(&g, NULL);
 }
+// A model for a wd_gen file (E 4, MLP 16-8, a cross of slots 2 and 5 into
+// 1000 buckets, seed 7); NULL (and a failed check) when the data cannot be
+// opened or the model not made: callers REQUIRE it.
+static inline wd_model *tl_criteo_model(int optimizer, const char *data) {
+    wd_reader *r = NULL;
+    wd_model *m = NULL;
+    CHECK_OK(wd_reader_open(data, &r));
+    if (!r) return NULL;
+    wd_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.schema = wd_reader_schema(r);
+    d.embed_dim = 4;
+    d.hidden[0] = 16; d.hidden[1] = 8;
+    d.optimizer = optimizer;
+    d.ncross = 1; d.cross[0][0] = 2; d.cross[0][1] = 5;
+    d.cross_buckets = 1000;
+    d.seed = 7;
+    CHECK_OK(wd_model_create(&d, &m));
+    wd_reader_close(r);
+    return m;
+}
+#endif
+#ifdef WIDEDEEP_IMPLEMENTATION
+// Parameters and optimizer state, bit for bit, and the step.
+static inline int tl_params_equal(const wd_model *a, const wd_model *b) {
+    int64_t ne = a->emb ? a->emb_rows * a->E : 0;
+    return a->P == b->P && a->wide_rows == b->wide_rows && a->step == b->step &&
+           !memcmp(a->dense, b->dense, 4 * (size_t)a->P) && !memcmp(a->dense_s1, b->dense_s1, 4 * (size_t)a->P) && !memcmp(a->dense_s2, b->dense_s2, 4 * (size_t)a->P) &&
+           !memcmp(a->wide, b->wide, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_z, b->wide_z, 4 * (size_t)a->wide_rows) && !memcmp(a->wide_n, b->wide_n, 4 * (size_t)a->wide_rows) &&
+           (!ne || (!memcmp(a->emb, b->emb, 4 * (size_t)ne) && !memcmp(a->emb_s1, b->emb_s1, 4 * (size_t)ne))) &&
+           (!a->emb_s2 || !memcmp(a->emb_s2, b->emb_s2, 4 * (size_t)ne));
+}
 #endif
 
 static int test_summary(const char *name) {
