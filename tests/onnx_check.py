@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+import checklib   # tests/checklib.py, beside this file
+
 TOL = 1e-6
 M64 = (1 << 64) - 1
 
@@ -78,10 +80,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        why = main()
-    except Exception as e:   # noqa: BLE001 - any failure is the test's failure, with its message
-        why = f"{type(e).__name__}: {e}"
-    if why:
-        print(f"fail: {why}")
-        sys.exit(1)
+    checklib.run(main)

@@ -10,6 +10,8 @@ import sys
 
 from tensorboard.backend.event_processing import event_accumulator
 
+import checklib   # tests/checklib.py, beside this file
+
 
 def main():
     log, tbdir = sys.argv[1], sys.argv[2]
@@ -46,10 +48,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        why = main()
-    except Exception as e:   # noqa: BLE001 - any failure is the test's failure, with its message
-        why = f"{type(e).__name__}: {e}"
-    if why:
-        print(f"fail: {why}")
-        sys.exit(1)
+    checklib.run(main)
