@@ -18,6 +18,15 @@ static int spit(const char *path, const void *p, size_t n) {
     int ok = fwrite(p, 1, n, f) == n;
     return fclose(f) == 0 && ok ? 0 : -1;
 }
+// A CSV file: the header line, then row(f, i) for i = 0 .. rows - 1.
+static int spit_rows(const char *path, const char *header, int rows, void (*row)(FILE *f, int i)) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    fprintf(f, "%s\n", header);
+    for (int i = 0; i < rows; i++) row(f, i);
+    int ok = !ferror(f);
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
 // Every sample of a .wdr file, as one comparable byte string per block.
 static int same_samples(const char *a, const char *b) {
     wd_reader *ra = NULL, *rb = NULL;
@@ -297,6 +306,8 @@ static int64_t distinct_in_column(const char *text, size_t len, char sep, int co
     free(seen);
     return distinct;
 }
+// a slot of 6000 values and one of 7
+static void wide_row(FILE *f, int i) { fprintf(f, "%d,v%d,s%d\n", i & 1, i % 6000, i % 7); }
 static void test_sized_from_data(void) {
     REQUIRE(tsv_bytes);
     char out[300];
@@ -324,12 +335,7 @@ static void test_sized_from_data(void) {
     // a slot of 6000 values is hashed (16 per value, estimated), one of 7 gets ids
     char csv[300], out2[300];
     tmp(csv, sizeof csv, "wide.csv"); tmp(out2, sizeof out2, "wide.wdr");
-    size_t cap = 64 + 20 * 12000, n = 0;
-    char *text = (char *)malloc(cap);
-    n += (size_t)snprintf(text + n, cap - n, "y,big,small\n");
-    for (int i = 0; i < 12000; i++) n += (size_t)snprintf(text + n, cap - n, "%d,v%d,s%d\n", i & 1, i % 6000, i % 7);
-    REQUIRE(spit(csv, text, n) == 0);
-    free(text);
+    REQUIRE(spit_rows(csv, "y,big,small", 12000, wide_row) == 0);
     wd_text_spec c;
     REQUIRE_OK(wd_text_spec_csv(&c, "y,big,small", "y", NULL, "big,small", 0));
     const char *in2[1] = {csv};
@@ -456,16 +462,13 @@ static int days_from_civil(int y, int m, int d) {   // days since 1970-01-01 (Ho
     int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     return era * 146097 + doe - 719468;
 }
+// slots of 4096, 4097 and 1 values
+static void edge_row(FILE *f, int i) { fprintf(f, "%d,a%d,b%d,c\n", i & 1, i % 4096, i % 4097); }
 static void test_format_boundaries(void) {
     // sizing: 4096 distinct values get a vocabulary, 4097 hash
     char csv[300], out[300];
     tmp(csv, sizeof csv, "edge.csv"); tmp(out, sizeof out, "edge.wdr");
-    size_t cap = 64 + 32 * 8194, n = 0;
-    char *text = (char *)malloc(cap);
-    n += (size_t)snprintf(text + n, cap - n, "y,a,b,c\n");
-    for (int i = 0; i < 8194; i++) n += (size_t)snprintf(text + n, cap - n, "%d,a%d,b%d,c\n", i & 1, i % 4096, i % 4097);
-    REQUIRE(spit(csv, text, n) == 0);
-    free(text);
+    REQUIRE(spit_rows(csv, "y,a,b,c", 8194, edge_row) == 0);
     wd_text_spec t;
     REQUIRE_OK(wd_text_spec_csv(&t, "y,a,b,c", "y", NULL, "a,b,c", 0));
     const char *in[1] = {csv};

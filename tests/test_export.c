@@ -80,13 +80,10 @@ static void test_onnx_export(void) {
     REQUIRE(m);
     unlink(path);
     REQUIRE_OK(wd_model_export_onnx(m, path));
-    long n = file_size(path);
-    REQUIRE(n > 0);
-    uint8_t *buf = (uint8_t *)malloc((size_t)n);
-    FILE *f = fopen(path, "rb");
-    REQUIRE(f && buf);
-    CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
+    size_t len = 0;
+    uint8_t *buf = slurp(path, &len);
+    long n = (long)len;
+    REQUIRE(buf && n > 0 && n == file_size(path));
     CHECK(memcmp(buf, "\x08\x08\x12\x08widedeep", 12) == 0);   // ir_version 8, producer_name
     const char *names[] = {"dense", "ids.s0", "ids.s1", "ids.s2", "offsets.s2", "cross0", "probability", "emb.s2", "wide.cross0", "mlp.1.weight", "ScatterElements"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -142,13 +139,10 @@ static void test_tensorboard_writer(void) {
     CHECK_OK(wd_tb_scalar(t, "valid/auc", 2, 0.75));
     CHECK(wd_tb_scalar(t, NULL, 3, 1.0) == WD_ERR_INVALID_ARG);
     CHECK_OK(wd_tb_close(t));
-    long n = file_size(path);
-    REQUIRE(n > 0);
-    uint8_t *buf = (uint8_t *)malloc((size_t)n);
-    FILE *f = fopen(path, "rb");
-    REQUIRE(f && buf);
-    CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
+    size_t len = 0;
+    uint8_t *buf = slurp(path, &len);
+    long n = (long)len;
+    REQUIRE(buf && n > 0 && n == file_size(path));
     int records = 0, framing_ok = 1;
     long at = 0;
     while (at + 12 <= n) {
@@ -167,7 +161,7 @@ static void test_tensorboard_writer(void) {
     free(buf);
     // a file where the directory should be; NULL arguments
     snprintf(file, sizeof file, "%s/tbfile", TMP);
-    f = fopen(file, "w");
+    FILE *f = fopen(file, "w");
     REQUIRE(f);
     fclose(f);
     CHECK(wd_tb_open(file, &t) == WD_ERR_IO && strstr(wd_last_error(), "tbfile") && t == NULL);
