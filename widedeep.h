@@ -136,7 +136,9 @@
             threads per call), wd_parse_unlabeled, wd_batch_add_n,
             wd_batch_clear; WD_STATIC; the CUDA backend found at link time
             (a weak reference); precision bf16 on the CUDA backend and
-            cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE).
+            cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE); validation
+            split across the ranks, the scores gathered in file order
+            (exact AUC), a rank's failure voted in the gather.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -7112,54 +7114,99 @@ typedef struct wd__evalio {
     // weight) of every rank are gathered back into file order, so that each
     // rank computes the metrics of the same arrays as one rank scoring all
     // (bit-identical where the predictions are). The oov counts are then
-    // this rank's blocks'. A rank that fails returns without gathering: the
-    // caller aborts the communicator (wd__rank_thread), which ends the
-    // others' gather.
+    // this rank's blocks'. A rank that fails joins the gather all the same,
+    // with its status and reason instead of scores: every rank then fails
+    // together (the failed one with its error, the others with
+    // WD_ERR_ABORTED "rank R failed (status): WHAT: reason"), so no rank
+    // waits for another and none needs the communicator's abort (which
+    // cannot reach other processes over NCCL). Only a rank without memory
+    // for the others' views stays out, and its caller's abort ends theirs.
     wd_comm *comm;
+    const char *what;               // the reason's label for the other ranks ("validation")
 } wd__evalio;
-// Every rank's (pred, label, weight) planes into file order: block j of the
-// files (all[j], nall blocks) came from rank j % P, after that rank's earlier
-// blocks. Called by every rank; own holds this rank's 3 x mine floats.
-static wd_status wd__eval_gather(wd_comm *c, const wd__lplan *all, int64_t nall, const float *own, int64_t mine,
+// A rank's record in the gather: its status and reason, then its scores.
+#define WD__EVAL_WHY 280
+typedef struct wd__evalrec { int32_t st, pad; char why[WD__EVAL_WHY]; } wd__evalrec;
+// The gather of every rank's scores (st: this rank's status so far; rec:
+// its record, followed by its (pred, label, weight) planes of `mine`
+// samples when st is WD_OK), into file order: block j of the files (all[j],
+// nall blocks) came from rank j % P, after that rank's earlier blocks.
+// Called by every rank; returns WD_OK on every rank or an error on every
+// rank (see wd__evalio.comm).
+static wd_status wd__eval_gather(wd_comm *c, wd_status st, const char *what, wd__evalrec *rec, int64_t mine, const wd__lplan *all, int64_t nall,
                                  float *pred, float *label, float *weight) {
     int P = c->size;
+    char err[WD__ERR_MAX] = "";
+    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
+    rec->st = (int32_t)st; rec->pad = 0;
+    memset(rec->why, 0, sizeof rec->why);
+    if (st) snprintf(rec->why, sizeof rec->why, "%.16s: %.*s", what ? what : "evaluation", WD__EVAL_WHY - 20, err);
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
-    wd_status st = views && sizes && n && at ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
-    for (int64_t j = 0; !st && j < nall; j++) n[j % P] += all[j].n;
-    if (!st) st = c->ops->allgather(c, own, sizeof(float) * 3 * (size_t)mine, views, sizes);
-    for (int q = 0; !st && q < P; q++)   // the same check on every rank: all fail or none
-        if (sizes[q] != sizeof(float) * 3 * (size_t)n[q])
-            st = wd__fail(WD_ERR_INTERNAL, "evaluation: rank %d sent %zu bytes of scores for its %lld samples", q, sizes[q], (long long)n[q]);
-    int64_t o = 0;
-    for (int64_t j = 0; !st && j < nall; j++) {
-        int q = (int)(j % P);
-        const float *v = (const float *)views[q];
-        size_t k = sizeof(float) * (size_t)all[j].n;
-        if (k) {
-            memcpy(pred + o, v + at[q], k);
-            memcpy(label + o, v + n[q] + at[q], k);
-            memcpy(weight + o, v + 2 * n[q] + at[q], k);
-        }
-        at[q] += all[j].n; o += all[j].n;
+    if (!views || !sizes || !n || !at) {   // no room for the others' views: the caller's abort tells them (wd__rank_thread)
+        wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
+        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what ? what : "evaluation", P);
     }
-    // the views may be the other ranks' own memory (a shared-memory
-    // communicator): nobody frees it before everyone has copied
-    if (!st) st = c->ops->barrier(c);
+    size_t len = sizeof *rec + (st ? 0 : sizeof(float) * 3 * (size_t)mine);
+    wd_status gst = c->ops->allgather(c, rec, len, views, sizes);
+    if (gst) {   // the communicator failed (another rank's abort, a timeout)
+        wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
+        return st ? wd__fail(st, "%s", err) : gst;
+    }
+    // the votes, the same on every rank
+    int failed = 0, first = -1;
+    wd_status fst = WD_OK;
+    char why[WD__EVAL_WHY + 1] = "";
+    for (int q = 0; q < P; q++) {
+        wd__evalrec r;
+        memset(&r, 0, sizeof r);
+        if (sizes[q] >= sizeof r) memcpy(&r, views[q], sizeof r);
+        else r.st = WD_ERR_INTERNAL;
+        if (!r.st) continue;
+        if (failed++ == 0) {
+            first = q; fst = (wd_status)(r.st > 0 && r.st < WD_STATUS_COUNT ? r.st : WD_ERR_INTERNAL);
+            memcpy(why, r.why, WD__EVAL_WHY);
+            why[WD__EVAL_WHY] = 0;
+        }
+    }
+    if (!failed) {
+        for (int64_t j = 0; j < nall; j++) n[j % P] += all[j].n;
+        for (int q = 0; !gst && q < P; q++)   // the same check on every rank: all fail or none
+            if (sizes[q] != sizeof *rec + sizeof(float) * 3 * (size_t)n[q])
+                gst = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what ? what : "evaluation", q, sizes[q], (long long)n[q]);
+        int64_t o = 0;
+        for (int64_t j = 0; !gst && j < nall; j++) {
+            int q = (int)(j % P);
+            const float *v = (const float *)((const wd__evalrec *)views[q] + 1);
+            size_t k = sizeof(float) * (size_t)all[j].n;
+            if (k) {
+                memcpy(pred + o, v + at[q], k);
+                memcpy(label + o, v + n[q] + at[q], k);
+                memcpy(weight + o, v + 2 * n[q] + at[q], k);
+            }
+            at[q] += all[j].n; o += all[j].n;
+        }
+    }
     wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-    return st;
+    // the views may be the other ranks' own memory (a shared-memory
+    // communicator): nobody frees its record before everyone has read
+    wd_status bst = c->ops->barrier(c);
+    if (st) return wd__fail(st, "%s", err);
+    if (failed == 1) return wd__fail(WD_ERR_ABORTED, "rank %d failed (%s): %s", first, wd_status_string(fst), why);
+    if (failed > 1) return wd__fail(WD_ERR_ABORTED, "%d ranks failed in the %s (each reports its own reason)", failed, what ? what : "evaluation");
+    return gst ? gst : bst;
 }
 // Predicts every sample of the files in order through backend be (no step
 // in flight) and computes the metrics; with io->comm, this rank's share.
 static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
     memset(out, 0, sizeof *out);
-    int64_t total = 0;
-    WD__TRY(wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL, m->in.known ? &m->in : NULL, NULL));
-    if (total == 0) return wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
-    if (io->predictions && io->predictions_cap < total)
-        return wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
     wd_comm *c = io->comm && io->comm->size > 1 ? io->comm : NULL;
+    int64_t total = 0;
+    wd_status st = wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL, m->in.known ? &m->in : NULL, NULL);
+    if (!st && total == 0) st = wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
+    if (!st && io->predictions && io->predictions_cap < total)
+        st = wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
     ld.files = io->files; ld.nfiles = io->nfiles; ld.batch_size = io->batch;
@@ -7169,21 +7216,27 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     ld.map = io->map; ld.map_user = io->map_user;
     ld.batch_alloc = ops->batch_alloc;
     wd_loader *l = NULL;
-    wd_status st = WD_OK;
-    float *pred = wd__alloc_floats(WD__MAX(total, 1), "predictions", &st);
-    float *label = wd__alloc_floats(WD__MAX(total, 1), "labels", &st);
-    float *weight = wd__alloc_floats(WD__MAX(total, 1), "weights", &st);
-    float *probs = wd__alloc_floats(io->batch, "predictions", &st);
+    float *pred = NULL, *label = NULL, *weight = NULL, *probs = NULL;
+    if (!st) {
+        pred = wd__alloc_floats(WD__MAX(total, 1), "predictions", &st);
+        label = wd__alloc_floats(WD__MAX(total, 1), "labels", &st);
+        weight = wd__alloc_floats(WD__MAX(total, 1), "weights", &st);
+        probs = wd__alloc_floats(io->batch, "predictions", &st);
+    }
     if (!st) st = wd_loader_open(&ld, &l);
     if (!st) st = wd_loader_reset(l, 0, 0);
     int64_t mine = total;           // this rank's samples: its blocks', in their order
-    float *own = NULL;              // with ranks: this rank's (pred, label, weight) planes
+    wd__evalrec own0;               // with ranks: this rank's record, its (pred, label, weight) planes after it
+    wd__evalrec *own = &own0;
     if (!st && c) {
         mine = 0;
         for (int64_t j = c->rank; j < l->nall; j += c->size) mine += l->all[j].n;
-        own = wd__alloc_floats(WD__MAX(3 * mine, 1), "validation scores", &st);
+        size_t bytes = sizeof *own + sizeof(float) * 3 * (size_t)mine;
+        own = (wd__evalrec *)wd__malloc(bytes);
+        if (!own) { own = &own0; st = wd__fail(WD_ERR_NOMEM, "out of memory for %zu bytes of scores", bytes); }
     }
-    float *op = own ? own : pred, *ol = own ? own + mine : label, *ow = own ? own + 2 * mine : weight;
+    float *planes = (float *)(own + 1);
+    float *op = c ? planes : pred, *ol = c ? planes + mine : label, *ow = c ? planes + 2 * mine : weight;
     int64_t at = 0;
     while (!st && at < mine) {
         const wd_batch *b;
@@ -7200,9 +7253,9 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
         }
     }
     if (!st && at != mine) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)mine);
-    if (!st && c) st = wd__eval_gather(c, l->all, l->nall, own, mine, pred, label, weight);
+    if (c) st = wd__eval_gather(c, st, io->what, own, mine, l ? l->all : NULL, l ? l->nall : 0, pred, label, weight);   // failed or not
     wd_loader_close(l);
-    wd__free(own);
+    if (own != &own0) wd__free(own);
     if (!st) st = wd_auc(pred, label, weight, total, &out->auc);
     if (!st) {
         out->logloss = wd_logloss(pred, label, weight, total);
@@ -7303,6 +7356,7 @@ typedef struct wd__rank {
     wd_batch pad;                   // a stream's short batch, padded to the rank's batch
     int pad_made;
     int64_t last_eval;              // the step of its last validation (-1: none)
+    int voted;                      // its failure reached every rank already (a validation's gather)
 } wd__rank;
 
 // Epochs done, with the current one's fraction.
@@ -7343,12 +7397,13 @@ static wd_status wd__validate(wd__rank *k, int64_t step) {
     memset(&io, 0, sizeof io);
     io.files = d->valid_files; io.nfiles = d->nvalid; io.batch = run->batch;
     io.loader_threads = d->loader_threads; io.map = d->map; io.map_user = d->map_user;
-    io.comm = run->comm[k->local];
+    io.comm = run->comm[k->local]; io.what = "validation";
     wd_metrics mt;
     if (k->last_eval == step) return WD_OK;   // this model was validated already
     k->last_eval = step;
     wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
-    if (st) return wd__fail(st, "validation: %s", wd_last_error());
+    if (st && io.comm && io.comm->size > 1) k->voted = 1;   // every rank failed with it, in the gather
+    if (st) return st == WD_ERR_ABORTED ? st : wd__fail(st, "validation: %s", wd_last_error());   // another rank's failure names itself
     if (k->local != 0) return WD_OK;
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
     if (mt.auc > run->best_auc || (isnan(run->best_auc) && !isnan(mt.auc))) {   // NaN never improves
@@ -7530,8 +7585,9 @@ static wd_status wd__rank_train(wd__rank *k) {
     // knows the schedule: the same steps per epoch everywhere): one more step
     // carries it to them (WD_STEP_TAIL), so that none waits for this rank.
     // Not after a failed step (every rank failed it, or this device did),
-    // nor after an abort (another rank's failure, a timeout).
-    if (st && st != WD_ERR_ABORTED && !step_failed && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
+    // a failed validation (every rank learnt it in the gather), nor after
+    // an abort (another rank's failure, a timeout).
+    if (st && st != WD_ERR_ABORTED && !step_failed && !k->voted && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
         int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
         if (in_epoch < nb ? epoch < run->epochs : epoch + 1 < run->epochs) {
             char err[WD__ERR_MAX];

@@ -115,7 +115,8 @@ ck "the log: a header, 12 steps and a validation (one writer), got $(grep -c '' 
 end "(valid auc $va)"
 
 # the validation blocks are split: block j is scored by rank j % 3, so a
-# corrupt block 1 fails rank 1 (named), which ends the job
+# corrupt block 1 fails rank 1 (named), and the others learn it in the
+# validation's gather (its vote): every rank ends, the job too
 begin mpi_validation_split_rank1_scores_block1
 "$WD1" gen -o "$T/v3.wdr" --rows 300 --seed 1 --first-row 7200 --max-card 200 --block 100 >/dev/null 2>&1
 cp "$T/v3.wdr" "$T/vbad.wdr"
@@ -124,6 +125,8 @@ run mp 3 train $C --threads 1 --valid "$T/vbad.wdr" --max-steps 2 --eval-every 2
 ck "mpirun exit $rc, wanted non-zero" [ "$rc" != 0 ]
 ck "the error names block 1" grep -q 'vbad.wdr: block 1: payload checksum mismatch' "$T/err"
 ck "rank 1 failed (it scores block 1)" grep -q 'rank 1 of 3 failed' "$T/err"
+ck "ranks 0 and 2 name rank 1 and its reason (the gather's vote): $(grep -c 'aborted: rank 1 failed (corrupt data): validation: .*vbad.wdr: block 1: ' "$T/err")" \
+    [ "$(grep -c '^wd: error: aborted: rank 1 failed (corrupt data): validation: .*vbad.wdr: block 1: ' "$T/err")" = 2 ]
 end
 
 # early stop: every rank judges the same gathered AUC and stops at the same
@@ -212,8 +215,9 @@ else skip mpi_cuda_bootstrap "nvcc not installed"; fi
 # the next step's tail (WD_STEP_TAIL): every rank ends at that step with an
 # error naming the failed rank and its reason (in its own words), within
 # seconds. (a) rank 2's third block is corrupt (blocks 2, 5, 8 of a 9-block
-# file: its loader fails at step 2); (b) rank 0's validation after step 2
-# reads that block while ranks 1 and 2 wait in step 3's collectives
+# file: its loader fails at step 2); (b) the validation after step 2: block
+# 8 of the validation file is rank 2's share (8 % 3), and ranks 0 and 1
+# learn of its failure in the validation's gather
 begin mpi_failure_vote
 "$WD1" gen -o "$T/v9.wdr" --rows 900 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
 for k in 90 91 92 93 94; do   # a byte of block 8's payload
@@ -225,7 +229,7 @@ ck "no byte of block 8 found to flip" eval '"$WD1" inspect --verify "$T/bad9.wdr
 for c in train valid; do
     t0=$SECONDS
     if [ $c = train ]; then failed=2; run mp 3 train --train "$T/bad9.wdr,$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --threads 1
-    else failed=0; run mp 3 train $C --threads 1 --valid "$T/bad9.wdr" --eval-every 2; fi
+    else failed=2; run mp 3 train $C --threads 1 --valid "$T/bad9.wdr" --eval-every 2; fi
     ck "$c: mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
     ck "$c: took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 30 ]
     ck "$c: rank $failed names the block" grep -q "^wd: error: corrupt data: .*bad9.wdr: block 8: " "$T/err"
