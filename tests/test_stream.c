@@ -241,7 +241,7 @@ static int vprogress(void *user, const wd_progress *p) {
 }
 static void test_stream_validation_and_stop(void) {
     REQUIRE(g_ok);
-    wd_model *m = make_model(WD_ADAM), *twin = make_model(WD_ADAM);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m && twin);
     const char *valid[] = {DATA};
     src s, s2;
