@@ -29,7 +29,8 @@ carried=
 while read -r name path; do
     case " $base " in *" $name "*) continue;; esac
     case $name in libcublas*|libcudart*|libnccl*|linux-vdso*) continue;; esac
-    cp -L "$path" "$lib/$name"
+    # a rebuild: ldd finds the copy already here (the binary's RUNPATH has $ORIGIN/lib)
+    [ "$path" -ef "$lib/$name" ] || cp -L "$path" "$lib/$name"
     carried="$carried $name"
 done < <(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
 case " $carried " in *" libmpi.so."*) ;; *) echo "pack_mpi: $bin does not load libmpi" >&2; exit 1;; esac
