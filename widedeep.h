@@ -138,7 +138,9 @@
             (a weak reference); precision bf16 on the CUDA backend and
             cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE); validation
             split across the ranks, the scores gathered in file order
-            (exact AUC), a rank's failure voted in the gather.
+            (exact AUC), a rank's failure voted in the gather; the
+            multi-GPU exchange sends blocks of a cap that follows the merged
+            rows (wd_xcap), a step that overflows it done again in full.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -1398,6 +1400,21 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
 WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out);
 // Offset of buffer (buf, index); WD_ERR_INTERNAL naming it when the plan has none.
 WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes);
+/* The multi-GPU exchange's cap: every rank sends a block of `cap` merged
+   (key, row) pairs per step, a fixed size (no wait for counts; a CUDA graph
+   can hold it), its header counting the rows it has. When some rank has
+   more, every rank sees it in the gathered headers, the step changes
+   nothing and is done again at once with every rank's whole capacity
+   (`rows`: every occurrence; the plan's WD_BUF_EXCHANGE), and the cap grows
+   to 1.25 x the most rows (whole 256-row units, at most `rows`); every 64
+   steps it shrinks the same way to 1.25 x their most rows when that is
+   less. A function of the gathered counts alone, so every rank keeps the
+   same cap. The first: cap0 (WD_EXCHANGE_CAP) or a quarter of `rows`. */
+typedef struct wd_xcap { int64_t cap, rows, win; int steps; } wd_xcap;
+WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0);
+// After a step whose ranks had at most `most` merged rows (sent with x->cap):
+// 1 if they did not fit (the step is to be done again), 0 if they did.
+WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -8624,6 +8641,25 @@ WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, 
     if (!st) st = wd_plan_make(m, batch, ranks, out);
     wd__free(m);
     return st;
+}
+static int64_t wd__xcap_for(int64_t rows, int64_t most) {
+    int64_t c = (most + most / 4 + 255) / 256 * 256;
+    return c < 256 ? WD__MIN(256, rows) : WD__MIN(c, rows);
+}
+WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0) {
+    memset(x, 0, sizeof *x);
+    x->rows = rows;
+    x->cap = WD__MIN(rows, cap0 > 0 ? cap0 : (rows / 4 + 255) / 256 * 256);
+}
+WDDEF int wd_xcap_step(wd_xcap *x, int64_t most) {
+    int over = most > x->cap;
+    x->win = WD__MAX(x->win, most);
+    if (over || ++x->steps >= 64) {
+        int64_t c = wd__xcap_for(x->rows, x->win);
+        if (over || c < x->cap) x->cap = c;
+        x->win = 0; x->steps = 0;
+    }
+    return over;
 }
 WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes) {
     for (int i = 0; p && i < p->n; i++)

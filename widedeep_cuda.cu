@@ -35,10 +35,12 @@
 // run, no segment lists; the keys, sort and runs run on a branch forked at
 // the step's start, beside the MLP, and joined before the sums:
 // wdc_step_enqueue; the gather computes the wide logit too) -> with several
-// ranks: the dense gradient is allreduced and every rank's merged rows
-// allgathered and merged again (rank order, in segments) -> checks (loss
-// finite, every gradient finite and below WD__GRAD_MAX's 1e15; a stop vote)
-// -> updates -> results into pinned memory.
+// ranks: the dense gradient (and its tail of votes) is allreduced and every
+// rank's merged rows allgathered in blocks of a fixed cap (a step whose rows
+// do not fit is done again with the whole capacity) and merged again (rank
+// order, in segments) -> checks (loss finite, every gradient finite and
+// below WD__GRAD_MAX's 1e15; the failure and stop votes) -> updates ->
+// results into pinned memory.
 // Every sum has a fixed order, so a step is deterministic.
 //
 // Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
@@ -74,7 +76,10 @@
 // WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
 // seconds before a rank waiting on others gives up (default 600: set-up, the
 // warm-up collective, every collective, teardown); WD_NCCL_LIB the NCCL library;
-// WD_CHECK_TABLES=K compares the replicas' table checksums every K steps.
+// WD_CHECK_TABLES=K compares the replicas' table checksums every K steps;
+// WD_EXCHANGE_CAP=N the exchange's first cap (rows per rank, then it follows
+// the counts: the header's wd_xcap); WD_EXCHANGE_FULL=1 every exchange at
+// the whole capacity, as before the cap (for timing both side by side).
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -164,7 +169,9 @@ static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + 
 
 // Step flags (wdc_state.flags, wdc_result.flags).
 // WDC_VOTED: a rank's failure vote (the header's WD_STEP_TAIL): nothing changes, every rank fails.
-enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_VOTED = 32 };
+// WDC_REDO: a rank had more merged rows than the exchange's cap: nothing changes, the step is done
+// again at once with every rank's whole capacity (wdc_settle).
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_VOTED = 32, WDC_REDO = 64 };
 #define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_VOTED)
 
 // What one finished step reports to the host (copied to pinned memory).
@@ -208,6 +215,8 @@ struct wdc_state {
     float vote[2][WD_STEP_VOTES];   // the host's votes (stop, failure), per input buffer
     unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
+    int xover;                      // this step's exchange: some rank had more merged rows than the cap
+    int xres[2][2];                 // per input buffer: most merged rows of a rank, xover (for the host)
     wdc_result res[2];              // per input buffer
     long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
     wdc_dims d;                     // the kernels' shapes and batches, read through pointers (about 6 KB:
@@ -756,6 +765,7 @@ __global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, floa
     if (tail[4] > 0.0f) f |= WDC_VOTED;
     else if (tail[3] > 0.0f) f |= WDC_STOP;
     else if (!isfinite(tail[0])) f |= WDC_BAD_LOSS;
+    if (!f && s->xover) f = WDC_REDO;   // rows are missing: the step is done again (a vote or a bad loss needs no rows)
     s->flags = f;
     s->post_bad = 0;
     s->inv_w = tail[1] > 0.0f ? 1.0f / tail[1] : 0.0f;
@@ -792,36 +802,49 @@ __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
     if (s->post_bad) s->flags |= WDC_BAD_PARAM;
     int was = s->halted;
     if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
-    if (!(s->flags & (WDC_STOP | WDC_FAILED)) && !was) s->step++;
+    if (!(s->flags & (WDC_STOP | WDC_FAILED | WDC_REDO)) && !was) s->step++;
     wdc_result *r = &s->res[slot];
     for (int q = 0; q < WD_STEP_TAIL; q++) r->tail[q] = tail[q];
     r->flags = s->flags; r->halted = s->halted; r->step = s->step; r->checksum = s->checksum;
 }
-// Several ranks: this rank's merged rows into its send block (a 16-byte
-// header, keys, rows; unused keys the sentinel), and the gathered blocks back
-// into one key list (occurrence q = rank * rows + j). A received block starts
-// at a multiple of 4 bytes only (its size is 16 + (8 + 4 R) rows), so keys
-// are read as two 32-bit halves.
-__global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long nrows, int R, unsigned long long sentinel) {
+// Several ranks: this rank's merged rows into its send block of `cap` rows
+// (a 16-byte header: its count of merged rows, which may exceed the cap, R,
+// cap; then keys, rows; unused keys the sentinel), and the gathered blocks
+// back into one key list (occurrence q = rank * cap + j: in key order, the
+// occurrences of a key stay in rank order whatever the cap, so the sums are
+// the same bit for bit). A received block starts at a multiple of 4 bytes
+// only (its size is 16 + (8 + 4 R) cap), so keys are read as two 32-bit halves.
+__global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long cap, int R, unsigned long long sentinel) {
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)min((long long)s->nruns, nrows); h[1] = (uint32_t)R; h[2] = 0; h[3] = 0; }   // also when nrows is 0
-    if (j >= nrows) return;
+    int n = s->nruns;   // the sentinel sorts last: its run (unused occurrences) is no row
+    if (n > 0 && ukey[n - 1] == sentinel) n--;
+    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)n; h[1] = (uint32_t)R; h[2] = (uint32_t)cap; h[3] = 0; }   // also when cap is 0
+    if (j >= cap) return;
     unsigned long long *keys = (unsigned long long *)(send + 16);   // send: 256-byte aligned
-    float *out = (float *)(send + 16 + 8 * nrows);
-    int valid = j < s->nruns && ukey[j] != sentinel;
+    float *out = (float *)(send + 16 + 8 * cap);
+    int valid = j < n;
     keys[j] = valid ? ukey[j] : sentinel;
     for (int c = 0; c < R; c++) out[(size_t)j * R + c] = valid ? rows[(size_t)j * R + c] : 0.0f;
 }
-__global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long nrows, int ranks, int R) {
+// Every rank's count of merged rows (the blocks' headers) against the cap:
+// the most, and whether some rank's did not fit (the step is then done again).
+__global__ void wdc_exchange_check_k(wdc_state *s, const char *recv, long long cap, int ranks, int R, int slot) {
+    size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)cap;
+    unsigned most = 0;
+    for (int q = 0; q < ranks; q++) most = max(most, *(const uint32_t *)(recv + (size_t)q * block));
+    s->xover = (long long)most > cap;
+    s->xres[slot][0] = (int)most; s->xres[slot][1] = s->xover;
+}
+__global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long cap, int ranks, int R) {
     long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= nrows * ranks) return;
-    long long r = q / nrows, j = q % nrows;
-    size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)nrows;
+    if (q >= cap * ranks) return;
+    long long r = q / cap, j = q % cap;
+    size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)cap;
     const char *blk = recv + (size_t)r * block;
     const uint32_t *half = (const uint32_t *)(blk + 16) + 2 * j;   // little-endian: low word first
     key[q] = (unsigned long long)half[0] | (unsigned long long)half[1] << 32;
     occ[q] = (uint32_t)q;
-    const float *in = (const float *)(blk + 16 + 8 * nrows);
+    const float *in = (const float *)(blk + 16 + 8 * cap);
     for (int c = 0; c < R; c++) rows_out[(size_t)q * R + c] = in[(size_t)j * R + c];
 }
 // WD_CHECK_TABLES: an order-independent checksum (integer sums of the bit
@@ -1054,6 +1077,12 @@ struct wdc_rank {
     int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
     int64_t check_every;
     wd_comm *comm;
+    wd_xcap xcap;                   // the exchange (several ranks): merged rows per rank and step (the header's wd_xcap)
+    int xfull;                      // WD_EXCHANGE_FULL=1: every step's exchange at the whole capacity (as before the cap)
+    long long xredone;              // steps done again with the whole capacity (a rank's rows did not fit)
+    int xpend[2];                   // per input buffer: the exchange's outcome not read yet
+    int (*x_host)[2];               // pinned (2): the most merged rows of a rank, overflow
+    cudaEvent_t xdone[2];
     wdc_result *res_host;           // pinned (2)
     float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
@@ -1100,6 +1129,8 @@ static void wdc_rank_free(wdc_rank *r) {
     for (int j = 0; j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
     if (r->res_host) cudaFreeHost(r->res_host);
     if (r->vote_host) cudaFreeHost(r->vote_host);
+    if (r->x_host) cudaFreeHost(r->x_host);
+    for (int i = 0; i < 2; i++) if (r->xdone[i]) cudaEventDestroy(r->xdone[i]);
     if (r->staging) cudaFreeHost(r->staging);
     wd_free(r);
     wd_set_last_error(keep);
@@ -1378,6 +1409,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     for (int i = 0; i < 2; i++) {
         WDC_CUDA(cudaEventCreateWithFlags(&r->copied[i], cudaEventDisableTiming));
         WDC_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
+        WDC_CUDA(cudaEventCreateWithFlags(&r->xdone[i], cudaEventDisableTiming));
     }
     r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
     {
@@ -1393,6 +1425,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
+    WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
+    wd_xcap_init(&r->xcap, d->rows, (int64_t)wdc_env("WD_EXCHANGE_CAP", 0));
+    r->xfull = wdc_env("WD_EXCHANGE_FULL", 0) != 0;
     r->staging_bytes = 16 << 20;
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W; the
@@ -1585,7 +1620,10 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
 // Without overlap the same kernels run in this order on the compute stream
 // (and the gather and wide logit as two kernels): the model is the same
 // bit for bit (tests/test_gpu.cu, test_overlap_matches_serial).
-static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
+// With several ranks the exchange sends xcap rows per rank, or (slow, and
+// with WD_EXCHANGE_FULL=1) every occurrence's (the whole capacity: a step
+// done again, wdc_settle).
+static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     const wd_model_view *v = &r->v;
     const wdc_dims &d = r->d;
     cudaStream_t st = r->compute;
@@ -1636,23 +1674,30 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot) {
     if (r->overlap) WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0));   // join
     else WDC_TRY(wdc_sort_batch(r, st, db, &occ_s));
     WDC_TRY(wdc_mark(r, slot, 5));
-    unsigned runblocks = wdc_blocks(d.rows * (r->ranks > 1 ? r->ranks : 1), WDC_WARPS);
     wd_comm *c = r->comm;
+    int full = slow || r->xfull;
+    long long cap = full ? d.rows : r->xcap.cap, M = c ? cap * r->ranks : 0;   // M: the rows every rank's blocks hold
+    unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
         // and merged rows gathered (on the compute stream: no host wait inside the step)
         WDC_TRY(wdc_sparse_rows(r, st, occ_s, db, dlogit, dx, 0));
-        size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)d.rows;
-        wdc_pack_k<<<wdc_blocks(d.rows, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, d.rows, d.R, d.sentinel);
+        size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)cap;
+        wdc_pack_k<<<wdc_blocks(cap, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
-        int M = (int)(d.rows * r->ranks);
-        wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, d.rows, r->ranks, d.R);
+        // every rank's count of rows to the host, which reads it before it enqueues anything more
+        wdc_exchange_check_k<<<1, 1, 0, st>>>(r->state, r->exchange + block, cap, r->ranks, d.R, slot);
+        WDC_LAUNCH("exchange_check");
+        WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost, st));
+        WDC_CUDA(cudaEventRecord(r->xdone[slot], st));
+        r->xpend[slot] = !full;
+        wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
-        WDC_TRY(wdc_sort_runs(r, st, M, &occ_s));
-        WDC_TRY(wdc_segments(r, st, M));
+        WDC_TRY(wdc_sort_runs(r, st, (int)M, &occ_s));
+        WDC_TRY(wdc_segments(r, st, (int)M));
         wdc_seg_sum_rows_k<<<wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
         WDC_LAUNCH("seg_sum_rows");
     }
@@ -1730,6 +1775,25 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
         usleep(20);
     }
 }
+// The exchange of the step in input buffer `slot` read back: every rank
+// reads the same counts at the same point of its sequence of collectives
+// (after that step's, before anything of the next step), so every rank
+// makes the same choices. A rank with more merged rows than the cap: the
+// step changed nothing (WDC_REDO) and is enqueued again at once with every
+// rank's whole capacity (the pre-cap exchange, bit for bit the same sums).
+// The cap follows the counts (wd_xcap_step).
+static wd_status wdc_settle(wdc_rank *r, int slot) {
+    if (!r->xpend[slot]) return WD_OK;
+    WDC_TRY(wdc_wait(r, r->xdone[slot], "a step's exchange"));
+    r->xpend[slot] = 0;
+    int over = wd_xcap_step(&r->xcap, r->x_host[slot][0]);
+    if (over != r->x_host[slot][1]) return wdc_fail(WD_ERR_INTERNAL, "rank %d: the exchange's overflow flag (%d) disagrees with its count (%d rows, cap %lld)", r->rank, r->x_host[slot][1], r->x_host[slot][0], (long long)r->xcap.cap);
+    if (!over) return WD_OK;
+    r->xredone++;
+    WDC_TRY(wdc_step_enqueue(r, slot, 1));
+    WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
+    return WD_OK;
+}
 // A step on batch b, or (b NULL) a failure vote (fst, why) on a batch of
 // zeros: every sample's weight 0, ids 0, no multi-hot ids.
 static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
@@ -1745,12 +1809,16 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
     else WDC_CUDA(cudaMemsetAsync(r->batch[slot], 0, r->bytes_batch, r->copy));
     WDC_CUDA(cudaMemcpyAsync(r->state->vote[slot], r->vote_host[slot], sizeof r->vote_host[slot], cudaMemcpyHostToDevice, r->copy));
     WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
+    if (r->submitted > r->completed) {   // the step before: done again first if it must be
+        wd_status st = wdc_settle(r, (slot + 1) % 2);
+        if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // the caller's batch is its own again
+    }
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
     if (r->use_graph) {
         if (!r->graph[slot]) {   // captured once per input buffer, replayed every step
             cudaGraph_t g;
             WDC_CUDA(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
-            wd_status st = wdc_step_enqueue(r, slot);
+            wd_status st = wdc_step_enqueue(r, slot, 0);
             cudaError_t e = cudaStreamEndCapture(r->compute, &g);
             if (st) { if (e == cudaSuccess) cudaGraphDestroy(g); return st; }
             WDC_CUDA(e);
@@ -1759,7 +1827,7 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
             WDC_CUDA(e);
         }
         WDC_CUDA(cudaGraphLaunch(r->graph[slot], r->compute));
-    } else WDC_TRY(wdc_step_enqueue(r, slot));
+    } else WDC_TRY(wdc_step_enqueue(r, slot, 0));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
     // the host batch (and this slot's pinned votes) free again once on the device
     WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
@@ -1777,7 +1845,8 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->completed % 2);
     double t0 = wdc_now();
-    wd_status st = wdc_wait(r, r->done[slot], "a training step");
+    wd_status st = wdc_settle(r, slot);
+    if (!st) st = wdc_wait(r, r->done[slot], "a training step");
     r->completed++;
     if (st) return st;
     if (r->timing) {   // the stage between each pair of events of this step
@@ -1792,6 +1861,7 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     const wdc_result *res = &r->res_host[slot];
     out->loss = res->tail[0]; out->weight = res->tail[1]; out->samples = res->tail[2];
     out->stopped = (res->flags & WDC_STOP) != 0;
+    if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
     if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; a later step of
@@ -1848,8 +1918,10 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
         o += (size_t)snprintf(mlp + o, sizeof mlp - o, "%s%s/%s", l ? "," : "", f == WDC_EPI_RELU_AUX_BIAS ? "aux" : f == WDC_EPI_NONE ? "kernel" : "fused",
                               l == 0 ? "-" : b == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel");
     }
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s", p.name, p.major, p.minor,
-             r->ranks, r->lp ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
+    char xch[64] = "";   // early in the line: reports keep its first 127 bytes
+    if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s", p.name, p.major, p.minor,
+             r->ranks, xch, r->lp ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
              r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {

@@ -439,6 +439,14 @@ if has 4; then
         rm -f "$WORK/boot"
         gpu multi_gpu 25 "$PACK/multi_gpu" 0 1 "$WORK/boot" "$TINY" "$WORK/mg.wdm" || failed
         note "$(grep -h '^trained' "$LOGS/multi_gpu.log")"
+        # the exchange as before its cap (WD_EXCHANGE_FULL=1: every occurrence's row slot sent): the same model, bit for bit
+        rm -f "$WORK/boot"
+        gpu multi_gpu_full 25 env WD_EXCHANGE_FULL=1 "$PACK/multi_gpu" 0 1 "$WORK/boot" "$TINY" "$WORK/mg-full.wdm" || failed
+        note "WD_EXCHANGE_FULL=1: $(grep -h '^trained' "$LOGS/multi_gpu_full.log")"
+        if [ $DRY = 0 ]; then
+            if cmp -s "$WORK/mg.wdm" "$WORK/mg-full.wdm"; then note "multi_gpu: the capped exchange's model is the full exchange's, bit for bit"
+            else note "multi_gpu: the capped exchange's model differs from the full exchange's"; failed; fi
+        fi
         # the MPI bootstrap with 1 rank: MPI_Init, NCCL's id by MPI_Bcast (wd_comm_nccl_init_mpi), 4 steps
         if gpu mpi_bootstrap 20 "${MPIENV[@]}" "$PACK/wd-mpi-cuda" train --train "$TINY" --device cuda --batch 1024 --embed-dim 8 --hidden 64,32 --max-steps 4; then
             note "$(grep -h '^trained' "$LOGS/mpi_bootstrap.log")"

@@ -1158,6 +1158,21 @@ static void test_simulated_ranks(void) {
             printf("  %-44s last loss %.7f vs %.7f; %.1f s; %s\n", "", rn.last_loss, r1.last_loss, now_s() - t0, rn.engine);
             CHECK(rn.steps == steps && r1.steps == steps && rn.samples == r1.samples);
             CHECK(fabs(rn.last_loss - r1.last_loss) <= 1e-5 * fabs(r1.last_loss));
+            // the exchange capped at 64 rows per rank (WD_EXCHANGE_CAP): steps done again with
+            // every rank's whole capacity, the same model bit for bit
+            wd_model *capped = cfg_model(cs[i], &s);
+            REQUIRE(capped);
+            wd_train_report rc;
+            setenv("WD_EXCHANGE_CAP", "64", 1);
+            CHECK_OK(wd_train(capped, &td, &rc));
+            unsetenv("WD_EXCHANGE_CAP");
+            snprintf(what, sizeof what, "%s: %d ranks, cap 64 rows vs default", cs[i]->name, N);
+            differ = -1;
+            CHECK(models_rel_l2(capped, many, &differ, what) == 0 && differ == 0);
+            const char *rd = strstr(rc.engine, "redone="), *rd0 = strstr(rn.engine, "redone=");
+            printf("  %-44s %s\n", "", rc.engine);
+            CHECK(rd && atoll(rd + 7) >= 1 && rd0);
+            wd_model_destroy(capped);
             wd_model_destroy(one); wd_model_destroy(many);
         }
     unsetenv("WD_CHECK_TABLES");
@@ -1165,8 +1180,9 @@ static void test_simulated_ranks(void) {
 
 #ifndef WD_TEST_GPU_ON_CPU
 // Steps on a direct backend (the batches of c->data), with comm (the
-// exchange path) or without; the model downloaded into m.
-static void backend_steps(wd_model *m, const char *data, int steps, wd_comm *comm) {
+// exchange path) or without; the model downloaded into m; what ran into
+// what (NULL: not asked).
+static void backend_steps(wd_model *m, const char *data, int steps, wd_comm *comm, char *what = NULL) {
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = comm;
@@ -1183,15 +1199,23 @@ static void backend_steps(wd_model *m, const char *data, int steps, wd_comm *com
         CHECK_OK(ops->complete(be, &res));
     }
     CHECK_OK(ops->download(be));
+    if (what) ops->describe(be, what, 300);
     ops->destroy(be);
     wd_batch_free(&b);
+}
+// The exchange's steps done again (describe's "redone=N"), -1 if not said.
+static long long redone(const char *what) {
+    const char *p = strstr(what, "redone=");
+    return p ? atoll(p + 7) : -1;
 }
 #endif
 // A 1-rank NCCL communicator: the host collectives (the allgather with the
 // CPU communicator's contract: host views, sizes per rank), then training
 // through it, which runs the multi-GPU exchange (allreduce, allgather of the
 // merged rows, the second sort): the model must be the 1-rank path's bit
-// for bit.
+// for bit; and so with a cap of 64 rows (WD_EXCHANGE_CAP): the first step's
+// rows do not fit, it is done again with the whole capacity (the slow
+// path), the cap grows.
 static void test_nccl_one_rank(void) {
 #ifdef WD_TEST_GPU_ON_CPU
     SKIP("NCCL: GPU only");
@@ -1219,15 +1243,24 @@ static void test_nccl_one_rank(void) {
         for (int p = 0; p < 2; p++) {   // both sparse paths: the exchange's first merge is the path's
             setenv("WD_CUDA_SPARSE", p ? "fused" : "segmented", 1);
             wd_schema s;
-            wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s);
-            REQUIRE(one && ex);
+            wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s), *capped = cfg_model(cs[i], &s);
+            REQUIRE(one && ex && capped);
             backend_steps(one, cs[i]->data, steps, NULL);
-            backend_steps(ex, cs[i]->data, steps, c[0]);
+            char how[300] = "", how_cap[300] = "";
+            backend_steps(ex, cs[i]->data, steps, c[0], how);
             char what[160];
             snprintf(what, sizeof what, "%s, %s: 1-rank NCCL exchange vs none", cs[i]->name, p ? "fused" : "segmented");
             int64_t differ = -1;
             CHECK(models_rel_l2(ex, one, &differ, what) == 0 && differ == 0);
-            wd_model_destroy(one); wd_model_destroy(ex);
+            setenv("WD_EXCHANGE_CAP", "64", 1);
+            backend_steps(capped, cs[i]->data, steps, c[0], how_cap);
+            unsetenv("WD_EXCHANGE_CAP");
+            printf("  %s\n  %s\n", how, how_cap);
+            snprintf(what, sizeof what, "%s, %s: 1-rank NCCL exchange, cap 64 rows, vs none", cs[i]->name, p ? "fused" : "segmented");
+            differ = -1;
+            CHECK(models_rel_l2(capped, one, &differ, what) == 0 && differ == 0);
+            CHECK(redone(how) >= 0 && redone(how_cap) >= 1);
+            wd_model_destroy(one); wd_model_destroy(ex); wd_model_destroy(capped);
         }
     unsetenv("WD_CUDA_SPARSE");
     unsetenv("WD_CUDA_GRAPH");

@@ -945,6 +945,34 @@ static void test_comm(void) {
     }
 }
 
+// The multi-GPU exchange's cap (wd_xcap): a quarter of the occurrences at
+// first (whole 256-row units), WD_EXCHANGE_CAP's value when given; a step
+// whose most rows exceed it is reported (done again) and the cap grows to
+// 1.25 x them; 64 steps that fit shrink it to 1.25 x their most; never past
+// the capacity.
+static void test_exchange_cap(void) {
+    wd_xcap x;
+    wd_xcap_init(&x, 425984, 0);
+    CHECK(x.cap == 106496 && x.rows == 425984);
+    wd_xcap_init(&x, 1000, 0);
+    CHECK(x.cap == 256);
+    wd_xcap_init(&x, 100, 0);
+    CHECK(x.cap == 100);   // the capacity
+    wd_xcap_init(&x, 425984, 64);
+    CHECK(x.cap == 64);
+    CHECK(wd_xcap_step(&x, 64) == 0 && x.cap == 64);   // fits exactly
+    CHECK(wd_xcap_step(&x, 65) == 1 && x.cap == 256);   // 1.25 x 65, in 256-row units
+    CHECK(wd_xcap_step(&x, 62000) == 1 && x.cap == 77568);   // 62000 + 15500 = 77500 -> 77568
+    int over = 0;
+    for (int i = 0; i < 63; i++) over += wd_xcap_step(&x, 60000 + i);
+    CHECK(over == 0 && x.cap == 77568);
+    CHECK(wd_xcap_step(&x, 50000) == 0 && x.cap == 75264);   // the 64th: 1.25 x 60062 = 75077 -> 75264
+    for (int i = 0; i < 64; i++) over += wd_xcap_step(&x, 70000);
+    CHECK(over == 0 && x.cap == 75264);   // 1.25 x 70000 is more: no shrink
+    CHECK(wd_xcap_step(&x, 425984) == 1 && x.cap == 425984);   // at most the capacity
+    CHECK(wd_xcap_step(&x, 425984) == 0);
+}
+
 static void test_device_plan(void) {
     // the plan the CUDA backend allocates from: consistent, and the same with or without a model
     REQUIRE(g_data_ok);
@@ -1306,6 +1334,7 @@ int main(int argc, char **argv) {
     RUN(test_numeric_guards);
     RUN(test_error_keeps_progress);
     RUN(test_checkpoint_fields_full_width);
+    RUN(test_exchange_cap);
     RUN(test_device_plan);
     return test_summary("test_train");
 }
