@@ -936,9 +936,12 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    Stopping early: the progress callback returns nonzero to stop at the next
    step boundary; wd_train then saves the checkpoint (checkpoint_path), sets
    report.stopped and returns WD_ERR_ABORTED; the model holds the last
-   finished step and its position, so training can resume from it. The
-   library installs no signal handlers: a program turns SIGINT into such a
-   stop (tools/wd.c shows how).
+   finished step and its position, so training can resume from it. Over
+   several processes one process's callback stops every process at the same
+   step; the others return WD_OK with report.stopped 3 (early stopping is
+   decided alike on every process: 2 everywhere). The library installs no
+   signal handlers: a program turns SIGINT into such a stop (tools/wd.c
+   shows how).
 
    Training from the application's data (a stream). Instead of files, the
    desc's `source` hands the same loop one batch per step (impressions and
@@ -1065,7 +1068,9 @@ typedef struct wd_train_report {
     double train_s;                 // the step loop alone
     double samples_per_s;           // samples / train_s
     double last_loss, valid_auc, valid_logloss;
-    int stopped;                    // 1: the progress callback stopped training; 2: early stop
+    int stopped;                    // 1: the progress callback stopped training; 2: early stop;
+                                    // 3: another process's progress callback did (this process
+                                    // returns WD_OK; rank 0 saves the checkpoint)
     // 1: wd_train failed after finishing steps, and checkpoint_path holds the
     // state after the last of them (wd_model_after_error; the error message
     // names the step). Not with keep_best once a best model is saved there.
@@ -7555,16 +7560,19 @@ static wd_status wd__rank_train(wd__rank *k) {
             st = ops->submit(k->be, b, k->local == 0 && run->stop);
             if (st) break;
             submitted++; inflight++;
-            // validation (every rank: each scores its share) and checkpoints
-            // see exactly the model after their step
+            // Validation (every rank: each scores its share) and checkpoints
+            // see exactly the model after their step. Every rank waits for its
+            // steps at checkpoint and publish steps too, not only rank 0 (who
+            // writes them): a stop read in such a step then leaves no rank
+            // with a step in flight that another rank never submits.
             int validating = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
-            int sync = validating || (chief && d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
-                       (publish && submitted % d->publish_every == 0);
+            int sync = validating || (d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
+                       (d->publish_every > 0 && submitted % d->publish_every == 0);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
             if (validating) st = wd__validate(k, step);
-            if (!st && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
+            if (!st && chief && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
                 st = ops->download(k->be);
                 if (!st) st = wd_model_save(m, d->checkpoint_path);
             }
@@ -7781,7 +7789,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
             if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; snprintf(err, sizeof err, "%s", ks[i].err); }
         if (st) wd__fail(st, "%s", err);
         wd__rank *k0 = &ks[0];
-        rep->stopped = k0->stopped ? (run->stop == 2 ? 2 : 1) : 0;
+        rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
         rep->train_s = k0->loop_s;
         for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
         if (k0->be) { ops->times(k0->be, rep->stage_s); ops->describe(k0->be, rep->engine, sizeof rep->engine); }

@@ -238,4 +238,19 @@ for c in train valid; do
 done
 end
 
+# Early stop decided at a validation (every 2 steps) lands in the next step,
+# a checkpoint step (--checkpoint-every 1), which rank 0 alone writes: every
+# rank waits for its steps at checkpoint steps too, so all three end at that
+# step (rank 0 alone used to: the others waited in the next step's
+# collectives for the communicator's timeout, here mpirun's 120 s)
+begin mpi_early_stop_at_checkpoint
+t0=$SECONDS
+run mp 3 train $C --threads 1 --valid "$T/v.wdr" --eval-every 2 --early-stop 1 --checkpoint-every 1 --epochs 20 --save "$T/esc.wdm"
+ck "mpirun exit $rc, wanted 0" [ "$rc" = 0 ]
+ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 60 ]
+ck "one report, early_stop=1" [ "$(grep -c '^trained steps=[0-9]* .* early_stop=1 ' "$T/out")" = 1 ]
+ck "no rank failed" eval '! grep -q "error\|failed" "$T/err"'
+ck "a model saved" have "$T/esc.wdm"
+end "($((SECONDS - t0)) s)"
+
 tl_summary mpi

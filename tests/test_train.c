@@ -1042,8 +1042,8 @@ static int copy_with_bad_block(const char *src, const char *dst, int64_t blk) {
     return rc;
 }
 // A communicator between "processes" whose abort reaches no other process
-// (as between processes over NCCL) and whose timeout is 600 s: only the
-// failure vote of a step's tail (WD_STEP_TAIL) can end the others quickly.
+// (as between processes over NCCL): only the votes of a step's tail
+// (WD_STEP_TAIL) can end the others before the timeout.
 typedef struct deaf_comm { wd_comm self; wd_comm *in; } deaf_comm;
 static wd_comm *deaf_in(wd_comm *c) { return ((deaf_comm *)c->impl)->in; }
 static wd_status deaf_allreduce(wd_comm *c, float *b, size_t n) { return deaf_in(c)->ops->allreduce_sum(deaf_in(c), b, n); }
@@ -1056,10 +1056,17 @@ static const wd_comm_ops deaf_ops = {deaf_allreduce, deaf_allgather, deaf_barrie
 // 3 processes of 1 worker over deaf communicators, a 512-sample block per
 // process and step (process p reads blocks p, p + 3, ...): the replicas,
 // every process's status and message, the seconds it took.
-static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid) {
+// deaf_opts: the communicator's timeout, validation every eval_every steps
+// (0: the epochs' ends and the probe a tenth into epoch 2), process 0's
+// progress callback asking to stop from step stop_at on (0: never), a
+// checkpoint (every process's desc names it; rank 0 writes it) every
+// checkpoint_every steps; out: each process's report.stopped.
+typedef struct deaf_opts { double timeout; int eval_every, stop_at; const char *checkpoint; int checkpoint_every, stopped[3]; } deaf_opts;
+static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
+static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
     deaf_comm dc[3];
-    if (wd_comm_local_create(3, 600.0, in)) return -1;
+    if (wd_comm_local_create(3, o->timeout, in)) return -1;
     proc_arg a[3];
     pthread_t th[3];
     const char *files[1] = {train}, *vfiles[1] = {valid};
@@ -1070,13 +1077,15 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         if (!(a[p].m = ms[p] = tl_criteo_model(0, TRAIN))) return -1;
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * 3; a[p].td.threads = 1;
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = &dc[p].self; a[p].index = p;
-        if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = 2; }
+        if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
+        if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
+        if (p == 0 && o->stop_at > 0) { a[p].td.progress = stop_from; a[p].td.user = &o->stop_at; }
     }
     double t0 = wd__now();
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
     for (int p = 0; p < 3; p++) pthread_join(th[p], NULL);
     double dt = wd__now() - t0;
-    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); }
+    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); o->stopped[p] = g_proc_rep[p].stopped; }
     wd_comm_local_destroy(in, 3);
     return dt;
 }
@@ -1115,7 +1124,8 @@ static void test_process_failure_vote(void) {
         wd_status st[3];
         char err[3][1024];
         int failed = 2;
-        double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL) : train_deaf(ms, st, err, TRAIN, bad);
+        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}};   // a regression fails in 30 s rather than hang
+        double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
                failed, err[failed], (failed + 1) % 3, err[(failed + 1) % 3]);
@@ -1131,6 +1141,45 @@ static void test_process_failure_vote(void) {
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
     unlink(bad);
+}
+// A stop (process 0's progress callback) that lands on a step where the
+// ranks wait for their steps to finish: every rank waits at the same steps
+// (validation, the probe a tenth into epoch 2, checkpoints and publishing,
+// which rank 0 alone writes), so every rank has the same steps in flight when
+// the stop is read, and all end at once with the same model (rank 0 alone
+// used to wait at checkpoints: the others sat in the next step's collectives
+// until the timeout); the others return WD_OK, report.stopped 3 (not their
+// stop). 3 processes over deaf communicators (timeout 10 s), 4 steps an
+// epoch, 2 epochs; the stop asked for after each step in turn, validating
+// every step; validating at the epochs' ends and the probe (step 5); a
+// checkpoint every step.
+static void test_process_stop_at_sync_steps(void) {
+    REQUIRE(g_data_ok);
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/stop-sync.wdm", TMP);
+    for (int c = 0; c < 3; c++)
+        for (int at = 1; at <= 6; at++) {
+            wd_model *ms[3];
+            wd_status st[3];
+            char err[3][1024];
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}};
+            double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
+            REQUIRE(dt >= 0);
+            int ok = dt < 8;
+            // process 0 asked (WD_ERR_ABORTED, report.stopped 1); the others
+            // were stopped by its vote (WD_OK, report.stopped 3)
+            ok = ok && st[0] == WD_ERR_ABORTED && strstr(err[0], "stopped at step") && o.stopped[0] == 1;
+            for (int p = 1; p < 3; p++) ok = ok && st[p] == WD_OK && o.stopped[p] == 3;
+            for (int p = 0; p < 3; p++) ok = ok && ms[p]->step == ms[0]->step && models_equal(ms[0], ms[p]);
+            ok = ok && ms[0]->step >= at && ms[0]->step <= at + 1;   // the stop lands in step at + 1 or at + 2, not applied
+            if (!ok) printf("  %s, stop from step %d: %.2f s, steps %lld %lld %lld, stopped %d %d %d; %s | %s | %s\n",
+                            c == 0 ? "validating every step" : c == 1 ? "validating at epochs' ends and the probe" : "a checkpoint every step", at, dt,
+                            (long long)ms[0]->step, (long long)ms[1]->step, (long long)ms[2]->step, o.stopped[0], o.stopped[1], o.stopped[2],
+                            err[0], err[1], err[2]);
+            CHECK(ok);
+            for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+        }
+    unlink(ck);
 }
 static int poison_at;   // progress callback: at this step, a wide weight goes to 3e38 (the next step diverges)
 static wd_model *poison_model;
@@ -1326,6 +1375,7 @@ int main(int argc, char **argv) {
     RUN(test_processes_equivalence);
     RUN(test_process_failure_vote);
     RUN(test_processes_validate);
+    RUN(test_process_stop_at_sync_steps);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);

@@ -1662,6 +1662,7 @@ static int cmd_train(int argc, char **argv) {
         if (rep.stopped == 2)
             fprintf(stderr, "wd: early stop: no better validation AUC in %d validations; the best, %.5f, came at step %lld\n", td->early_stop,
                     rep.best_auc, (long long)rep.best_step);
+        if (rep.stopped == 3) fprintf(stderr, "wd: another rank stopped training at step %lld (its own message says why)\n", (long long)step);
         if (td->keep_best && rep.best_step >= 0) fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save, (long long)rep.best_step);
         else if (rep.best_step >= 0 && rep.best_step < step && rep.valid_auc < rep.best_auc)
             fprintf(stderr, "wd: the best validation AUC, %.5f, came at epoch %.2f (step %lld); the final model's is %.5f: later steps overfit "
