@@ -1402,11 +1402,13 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // (NCCL, its id shared by MPI_Bcast). Every rank scores its share of the
 // validation blocks (the library gathers them); rank 0 alone writes --save,
 // --log and progress; every rank reports its own errors. A failed rank ends the job
-// (MPI_Abort) so that none waits on it; a stop (SIGINT/SIGTERM to every
+// (MPI_Abort) so that none waits on it, unless every rank failed with it
+// (the failure vote): then all finalize; a stop (SIGINT/SIGTERM to every
 // rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
 #ifdef WD_USE_MPI
 static int g_mpi_rank, g_mpi_size = 1, g_mpi_init;
 static wd_comm *g_mpi_comm;
+static MPI_Comm g_mpi_end = MPI_COMM_NULL;   // mpi_end's barrier alone (no other collective is ever on it)
 static int env_int(const char *a, const char *b, int dflt) {
     const char *v = getenv(a);
     if (!v || !*v) v = getenv(b);
@@ -1422,6 +1424,9 @@ static int mpi_begin(wd_train_desc *td) {
     g_mpi_init = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_mpi_size);
+    // before anything can fail on one rank: its mpi_end then never meets
+    // another rank's collective on MPI_COMM_WORLD
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &g_mpi_end) != MPI_SUCCESS) { g_mpi_end = MPI_COMM_NULL; return fail_msg("rank %d: MPI_Comm_dup failed", g_mpi_rank); }
     if (level < MPI_THREAD_FUNNELED) return fail_msg("rank %d: MPI gives thread level %d, the trainer needs MPI_THREAD_FUNNELED", g_mpi_rank, level);
     int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", g_mpi_rank);
     int nlocal = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", g_mpi_size);
@@ -1445,26 +1450,31 @@ static int mpi_begin(wd_train_desc *td) {
     td->comm = g_mpi_comm;
     return 0;
 }
-// Ends MPI: a failure on any rank ends the whole job (MPI_Abort), so that
-// no rank waits for this one; a success or a stop finalizes. A failure that
-// every rank shares (one rank's failure vote ends them all at the same step)
-// reaches every rank's message first: the ranks wait for each other here
-// (a barrier, at most 3 s) before the first one ends the job.
+// Ends MPI. The ranks wait for each other here (a barrier on a
+// communicator of its own, at most 60 s: rank 0 may be saving the model
+// after an error): when every rank came, all finalize, each with its own
+// exit status and message (a failure they share: one rank's failure vote
+// ends them all at the same step; rank 0 alone failing its final save).
+// Else a failed rank ends the job (MPI_Abort), since some rank may still
+// wait for it in a collective.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
     fflush(stdout);
     fflush(stderr);
-    if (rc != 0 && rc < 128 && g_mpi_size > 1) {
+    if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
-        if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) == MPI_SUCCESS)
-            for (double t0 = wd__now(); !done && wd__now() - t0 < 3.0;) {
+        if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
+            for (double t0 = wd__now(); !done && wd__now() - t0 < 60.0;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
                 if (!done) usleep(1000);
             }
-        fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
-        MPI_Abort(MPI_COMM_WORLD, rc);
+        if (!done && rc != 0 && rc < 128) {
+            fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
+            MPI_Abort(MPI_COMM_WORLD, rc);
+        }
     }
+    if (g_mpi_end != MPI_COMM_NULL) MPI_Comm_free(&g_mpi_end);
 #ifdef WD_HAVE_CUDA
     if (g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum) wd_comm_nccl_destroy(g_mpi_comm);
     else
