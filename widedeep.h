@@ -7558,7 +7558,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (!b) { epoch_over = 1; break; }
             wd_oov_count(m->in.vocab, b, &k->oov);
             st = ops->submit(k->be, b, k->local == 0 && run->stop);
-            if (st) break;
+            if (st) { step_failed = st == WD_ERR_ABORTED; break; }   // aborted: a collective it enqueued (CUDA), another rank's failure
             submitted++; inflight++;
             // Validation (every rank: each scores its share) and checkpoints
             // see exactly the model after their step. Every rank waits for its
@@ -7609,10 +7609,12 @@ static wd_status wd__rank_train(wd__rank *k) {
     // A failure between steps while the others have steps to run (each rank
     // knows the schedule: the same steps per epoch everywhere): one more step
     // carries it to them (WD_STEP_TAIL), so that none waits for this rank.
-    // Not after a failed step (every rank failed it, or this device did),
-    // a failed validation (every rank learnt it in the gather), nor after
-    // an abort (another rank's failure, a timeout).
-    if (st && st != WD_ERR_ABORTED && !step_failed && !k->voted && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
+    // Not after a failed step (every rank failed it, or this device did;
+    // another rank's failure or a timeout in a step's collectives), nor a
+    // failed validation (every rank learnt it in the gather). Where the error
+    // came from decides, not its status: this rank's own WD_ERR_ABORTED (a
+    // map callback's) is voted too.
+    if (st && !step_failed && !k->voted && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
         int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
         if (in_epoch < nb ? epoch < run->epochs : epoch + 1 < run->epochs) {
             char err[WD__ERR_MAX];

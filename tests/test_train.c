@@ -346,6 +346,11 @@ static void *proc_main(void *p) {
     snprintf(a->err, sizeof a->err, "%s", a->st ? wd_last_error() : "");
     return NULL;
 }
+// a map callback that fails the third block it sees with WD_ERR_ABORTED (its own reason)
+static wd_status abort_third(void *user, wd_batch *b, int worker) {
+    (void)b; (void)worker;
+    return __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3 ? wd__fail(WD_ERR_ABORTED, "injected: process 1's map callback gives up") : WD_OK;
+}
 // a map callback that fails the third block it sees (one process's: its shard)
 static wd_status fail_third(void *user, wd_batch *b, int worker) {
     (void)b; (void)worker;
@@ -1061,7 +1066,10 @@ static const wd_comm_ops deaf_ops = {deaf_allreduce, deaf_allgather, deaf_barrie
 // progress callback asking to stop from step stop_at on (0: never), a
 // checkpoint (every process's desc names it; rank 0 writes it) every
 // checkpoint_every steps; out: each process's report.stopped.
-typedef struct deaf_opts { double timeout; int eval_every, stop_at; const char *checkpoint; int checkpoint_every, stopped[3]; } deaf_opts;
+typedef struct deaf_opts {
+    double timeout; int eval_every, stop_at; const char *checkpoint; int checkpoint_every, stopped[3];
+    wd_status (*map)(void *user, wd_batch *b, int worker); void *map_user;   // process 1's map callback
+} deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
@@ -1080,6 +1088,7 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
         if (p == 0 && o->stop_at > 0) { a[p].td.progress = stop_from; a[p].td.user = &o->stop_at; }
+        if (p == 1 && o->map) { a[p].td.map = o->map; a[p].td.map_user = o->map_user; }
     }
     double t0 = wd__now();
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
@@ -1124,7 +1133,7 @@ static void test_process_failure_vote(void) {
         wd_status st[3];
         char err[3][1024];
         int failed = 2;
-        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}};   // a regression fails in 30 s rather than hang
+        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL};   // a regression fails in 30 s rather than hang
         double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
@@ -1141,6 +1150,26 @@ static void test_process_failure_vote(void) {
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
     unlink(bad);
+}
+// A rank's own failure whose status is WD_ERR_ABORTED (its map callback's)
+// is voted like any other: where the error came from decides, not its
+// status (the vote used to skip it, taking it for another rank's abort, and
+// the others waited out the timeout, 30 s here). Process 1's third block.
+static void test_process_own_abort_voted(void) {
+    REQUIRE(g_data_ok);
+    wd_model *ms[3];
+    wd_status st[3];
+    char err[3][1024];
+    int seen = 0;
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen};
+    double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
+    REQUIRE(dt >= 0);
+    printf("  %.2f s; rank 1: %s; rank 0: %s\n", dt, err[1], err[0]);
+    CHECK(dt < 20);
+    CHECK(st[1] == WD_ERR_ABORTED && strstr(err[1], "process 1's map callback gives up"));
+    for (int p = 0; p < 3; p += 2) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (aborted): ") && strstr(err[p], "process 1's map callback gives up"));
+    for (int p = 0; p < 3; p++) CHECK(ms[p]->step == ms[0]->step && models_equal(ms[0], ms[p]));
+    for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
 }
 // A stop (process 0's progress callback) that lands on a step where the
 // ranks wait for their steps to finish: every rank waits at the same steps
@@ -1162,7 +1191,7 @@ static void test_process_stop_at_sync_steps(void) {
             wd_model *ms[3];
             wd_status st[3];
             char err[3][1024];
-            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}};
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL};
             double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
             REQUIRE(dt >= 0);
             int ok = dt < 8;
@@ -1376,6 +1405,7 @@ int main(int argc, char **argv) {
     RUN(test_process_failure_vote);
     RUN(test_processes_validate);
     RUN(test_process_stop_at_sync_steps);
+    RUN(test_process_own_abort_voted);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);
