@@ -1099,16 +1099,20 @@ static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL}
 // runs meanwhile (a failed group or the timeout aborts it, and NCCL's
 // kernels then end); a stream still busy 10 s after that leaves the rank's
 // device memory allocated (cudaFree would wait for the kernel) rather than hang.
+// The side stream (WD_CUDA_OVERLAP) is waited for last: its work waits on the
+// compute stream through the fork event, behind the previous step's
+// collectives, so it can end only after them; once the compute stream has
+// drained, every fork recorded on it has completed and what is left on the
+// side stream is sort kernels, which end.
 static int wdc_rank_drain(wdc_rank *r) {
-    if (r->side) cudaStreamSynchronize(r->side);   // sort kernels only: they always end
-    if (!r->comm) return cudaStreamSynchronize(r->compute), 1;   // one rank's own kernels always end
-    double t0 = wdc_now(), failed = -1;
-    for (;;) {
-        if (wdc_drained(r->compute, 0.01)) return 1;
+    if (!r->comm) cudaStreamSynchronize(r->compute);   // one rank's own kernels always end
+    else for (double t0 = wdc_now(), failed = -1; !wdc_drained(r->compute, 0.01);) {
         double now = wdc_now();
         if (failed < 0 && r->comm->ops->poll(r->comm, now - t0) != WD_OK) failed = now;
         if (failed >= 0 && now - failed > 10) return 0;
     }
+    if (r->side) cudaStreamSynchronize(r->side);
+    return 1;
 }
 static void wdc_rank_free(wdc_rank *r) {
     if (!r) return;

@@ -1472,6 +1472,94 @@ static void test_failure_vote(void) {
 #endif
 }
 
+// Teardown with two steps in flight whose first collective never ends (a
+// peer that never comes): the stalled communicator below is a 1-rank device
+// communicator whose allreduce enqueues a kernel that spins until the flag is
+// set; its poll reports the failure after 0.2 s and sets the flag, as
+// ncclCommAbort ends NCCL's kernels. The second step's side branch
+// (WD_CUDA_OVERLAP) waits behind that kernel through its fork, so destroy
+// must poll before it waits for the side stream: it must end within 10 s
+// (the test releases the kernel itself after 20 s, so a hang fails the test
+// instead of hanging it).
+#ifndef WD_TEST_GPU_ON_CPU
+typedef struct { volatile int *flag, *dflag; int armed; } stall_comm;
+__global__ static void stall_k(volatile int *flag) { while (*flag == 0) __nanosleep(1000); }
+static wd_status stall_allreduce(wd_comm *c, float *buf, size_t n, void *stream) {
+    (void)buf; (void)n;
+    stall_comm *s = (stall_comm *)c->impl;
+    if (s->armed) { stall_k<<<1, 1, 0, (cudaStream_t)stream>>>(s->dflag); s->armed = 0; }
+    return cudaGetLastError() == cudaSuccess ? WD_OK : WD_ERR_DEVICE;
+}
+static wd_status stall_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
+    (void)c;
+    return cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) == cudaSuccess ? WD_OK : WD_ERR_DEVICE;
+}
+static void stall_abort(wd_comm *c, wd_status st, const char *why) { (void)st; (void)why; *((stall_comm *)c->impl)->flag = 1; }
+static wd_status stall_poll(wd_comm *c, double waited_s) {
+    if (waited_s < 0.2) return WD_OK;
+    stall_abort(c, WD_ERR_ABORTED, "timeout");
+    return WD_ERR_ABORTED;
+}
+typedef struct { const wd_backend_ops *ops; wd_backend *be; double took; int done; } destroy_job;
+static void *destroy_thread(void *p) {
+    destroy_job *j = (destroy_job *)p;
+    double t0 = now_s();
+    j->ops->destroy(j->be);
+    j->took = now_s() - t0;
+    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+#endif
+static void test_teardown_stalled_collective(void) {
+#ifdef WD_TEST_GPU_ON_CPU
+    SKIP("a device communicator and the side stream: GPU only");
+#else
+    static const wd_comm_ops ops = {NULL, NULL, NULL, stall_abort, stall_allreduce, stall_allgather, stall_poll};
+    int *flag = NULL;
+    REQUIRE(cudaHostAlloc((void **)&flag, sizeof(int), cudaHostAllocMapped) == cudaSuccess);
+    *flag = 0;
+    stall_comm sc = {flag, NULL, 1};
+    void *dflag = NULL;
+    REQUIRE(cudaHostGetDevicePointer(&dflag, flag, 0) == cudaSuccess);
+    sc.dflag = (volatile int *)dflag;
+    wd_comm comm = {&ops, 0, 1, &sc};
+    wd_schema s;
+    wd_model *m = cfg_model(&C_CRITEO, &s);
+    wd_batch b[2];
+    memset(b, 0, sizeof b);
+    int ok = m && !read_batch(C_CRITEO.data, 0, &b[0]) && !read_batch(C_CRITEO.data, 1, &b[1]);
+    CHECK(ok);
+    setenv("WD_CUDA_OVERLAP", "1", 1);
+    wd_backend_desc bd;
+    memset(&bd, 0, sizeof bd);
+    bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = &comm;
+    destroy_job j = {TEST_BACKEND(), NULL, -1, 0};
+    wd_status st = ok ? j.ops->create(&bd, &j.be) : WD_ERR_INTERNAL;
+    unsetenv("WD_CUDA_OVERLAP");
+    CHECK_OK(st);
+    if (!st) {
+        char what[300];
+        j.ops->describe(j.be, what, sizeof what);
+        printf("  %s\n", what);
+        CHECK(strstr(what, "overlap=on") != NULL);
+        CHECK_OK(j.ops->submit(j.be, &b[0], 0));   // its allreduce stalls
+        CHECK_OK(j.ops->submit(j.be, &b[1], 0));   // its fork, and so its side branch, waits behind it
+        pthread_t t;
+        pthread_create(&t, NULL, destroy_thread, &j);
+        double t0 = now_s();
+        while (!__atomic_load_n(&j.done, __ATOMIC_ACQUIRE) && now_s() - t0 < 20) usleep(10000);
+        int hung = !__atomic_load_n(&j.done, __ATOMIC_ACQUIRE);
+        *flag = 1;   // a hung teardown ends here
+        pthread_join(t, NULL);
+        printf("  destroy with two steps in flight behind a stalled collective: %.2f s%s\n", j.took, hung ? " (hung: released by the test at 20 s)" : "");
+        CHECK(!hung && j.took < 12);
+    }
+    wd_batch_free(&b[0]); wd_batch_free(&b[1]);
+    wd_model_destroy(m);
+    cudaFreeHost(flag);
+#endif
+}
+
 // bf16 through wd_train and wd_evaluate reports bf16 (never fp32 in its
 // place); a step whose gradient is out of range fails with WD_ERR_NUMERIC,
 // changes nothing, and no later step changes anything either.
@@ -1661,6 +1749,7 @@ int main(int argc, char **argv) {
     RUN(test_nccl_two_gpus);
     RUN(test_rank_failure_aborts_all);
     RUN(test_failure_vote);
+    RUN(test_teardown_stalled_collective);
     RUN(test_failed_steps_change_nothing);
     RUN(test_non_finite_update_whole);
     return test_summary("test_gpu");
