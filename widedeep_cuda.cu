@@ -47,15 +47,17 @@
 // (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model of precision
 // bf16 (wd_model_desc.precision) rounds what the CPU's bf16 path rounds, by
 // its rule (wd_bf16_bits): the MLP input x, the weights (a bf16 copy that the
-// dense update keeps current), the hidden activations (written as bf16 by the
-// products), every dz the products read (dlogit's copy, then each layer's
-// ReLU'd gradient); products accumulate in fp32; the biases, bias gradients,
-// dW, the first layer's dx (the embeddings' gradient), the deep logit,
-// parameters and optimizer state stay fp32. Where it differs from the CPU:
-// the order of the fp32 accumulation (cuBLASLt's, not oneDNN's), so a value
-// within rounding noise of a bf16 rounding boundary may round the other way;
-// cuBLASLt rounds a bf16 product output to nearest even but keeps a subnormal
-// (the CPU flushes it to 0: a positive activation below 1.2e-38); and with
+// dense update keeps current), the hidden activations, every dz the products
+// read (dlogit's copy, then each layer's ReLU'd gradient); products
+// accumulate in fp32 and their hidden outputs are rounded after the epilogue
+// (section 3; WD_CUDA_BF16_DIRECT=1: by cuBLASLt, writing bf16); the biases,
+// bias gradients, dW, the first layer's dx (the embeddings' gradient), the
+// deep logit, parameters and optimizer state stay fp32. Where it differs from
+// the CPU: the order of the fp32 accumulation (cuBLASLt's, not oneDNN's), so
+// a value within rounding noise of a bf16 rounding boundary may round the
+// other way; with WD_CUDA_BF16_DIRECT=1 cuBLASLt rounds a bf16 product output
+// to nearest even but keeps a subnormal (the CPU flushes it to 0: a positive
+// activation below 1.2e-38); and with
 // the epilogues the ReLU mask is taken from the fp32 pre-activation (> 0),
 // the CPU's from the bf16 activation (> 0), which differ only for the same
 // subnormals. tests/test_gpu.cu's gradients_bf16 bounds the effect.
@@ -892,10 +894,19 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 //                     its mask: zeroes da where the mask bit is 0 (ReLU'), and writes the column sums of the
 //                     result, layer l - 1's bias gradient (fp32), to the bias pointer
 // Precision bf16: A and B are bf16, the products accumulate in fp32
-// (CUBLAS_COMPUTE_32F), a bf16 C is the fp32 result after the epilogue
-// rounded by cuBLASLt (to nearest even); the bias and the bias gradient stay
-// fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), as the CPU's oneDNN path adds
-// and sums them.
+// (CUBLAS_COMPUTE_32F); the bias and the bias gradient stay fp32, as the
+// CPU's oneDNN path adds and sums them. A hidden layer's bf16 output (the
+// activation, the ReLU'd gradient) is by default written in fp32 by the
+// epilogue, into an fp32 buffer, and rounded by wdc_to_bf16_k (the rule of
+// wd_bf16_bits) into the bf16 one: cuBLASLt documents an fp32 bias (and bias
+// gradient) with an fp32 output only; for a bf16 output its bias type is
+// bf16. WD_CUDA_BF16_DIRECT=1 offers first the epilogue writing the bf16
+// output itself with the fp32 bias (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE):
+// 6 bytes less an element, but a combination the documentation does not list
+// (cuBLASLt may refuse it: then the fp32 offers follow; or ignore the bias
+// type; and whether DRELU_BGRAD sums the ReLU'd gradient before or after its
+// rounding is not documented): tests/test_gpu.cu's gradients_bf16 runs both
+// and the report's mlp= says which each layer got (bench/GPU_RUN.md).
 enum { WDC_EPI_NONE, WDC_EPI_BIAS, WDC_EPI_RELU_BIAS, WDC_EPI_RELU_AUX_BIAS, WDC_EPI_DRELU_BGRAD };
 struct wdc_mm {
     cublasLtMatmulDesc_t desc;
@@ -906,7 +917,8 @@ struct wdc_mm {
     void *C;
     const float *bias_after;        // bias added by wdc_bias_act_k after the product (NULL: none or fused)
     int relu_after;
-    uint16_t *out16;                // with bias_after at precision bf16: the result, rounded (C: an fp32 scratch)
+    uint16_t *out16;                // precision bf16, C an fp32 scratch: the result rounded into out16 (with bias_after by
+                                    // wdc_bias_act_k, else after a fused epilogue by wdc_to_bf16_k)
 };
 // What a product is (row-major operands as above; bias: the bias, or for
 // DRELU_BGRAD the bias gradient written; aux: the ReLU mask, aux_ld bits a row of C).
@@ -1016,11 +1028,11 @@ static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size
     if (s != CUBLAS_STATUS_SUCCESS)
         return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d, epilogue %d) failed: status %d%s", p->M, p->N, p->K, p->epi, (int)s,
                         p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD ? " (WD_CUDA_EPILOGUE=0 runs without the ReLU-mask epilogues)" : "");
+    size_t count = (size_t)p->M * (size_t)p->N;
     if (p->bias_after) {
-        size_t count = (size_t)p->M * (size_t)p->N;
         wdc_bias_act_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
         WDC_LAUNCH("bias_act");
-    }
+    } else if (p->out16) WDC_TRY(wdc_to_bf16(st, p->out16, (const float *)p->C, count));
     return WD_OK;
 }
 
@@ -1075,6 +1087,7 @@ struct wdc_rank {
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
     int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
+    int bf16_direct;                // WD_CUDA_BF16_DIRECT=1: at bf16 the epilogues are offered a bf16 output first (section 3)
     int64_t check_every;
     wd_comm *comm;
     wd_xcap xcap;                   // the exchange (several ranks): merged rows per rank and step (the header's wd_xcap)
@@ -1439,6 +1452,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_LT(cublasLtCreate(&r->lt));
     r->fp32 = wdc_env("WD_CUDA_FP32", 0) != 0;
     r->epilogue = wdc_env("WD_CUDA_EPILOGUE", 1) != 0;
+    r->bf16_direct = r->lp && wdc_env("WD_CUDA_BF16_DIRECT", 0) != 0;
     cublasComputeType_t compute = r->lp || r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     cudaDataType_t in_t = r->lp ? CUDA_R_16BF : CUDA_R_32F;
     for (int l = 0; l < v->nlayers; l++) {
@@ -1446,23 +1460,28 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         const void *in = l ? r->act[l - 1] : r->lp ? (const void *)r->x16 : (const void *)r->x;
         const void *W = r->lp ? (const void *)(r->wlp + r->lw[l]) : (const void *)(r->dense + r->lw[l]);
         const float *bias = r->dense + r->lb[l];
-        // the forward product: a bf16 hidden output is the next product's input; unfused, the
-        // product goes to an fp32 scratch (grad[0], idle in the forward pass) and bias_act rounds it
-        cudaDataType_t ot = r->lp && !last ? CUDA_R_16BF : CUDA_R_32F;
+        // the forward product: a bf16 hidden output is the next product's input; it goes in fp32
+        // to a scratch (grad[0], idle in the forward pass), then the epilogue's result is rounded
+        // (wdc_to_bf16_k) or, unfused, bias_act adds the bias and rounds; WD_CUDA_BF16_DIRECT=1
+        // offers the epilogues' own bf16 output first (section 3)
+        int lp_out = r->lp && !last;
+        void *fc = lp_out ? (void *)r->grad[0] : r->act[l];
         wdc_mm_args fa = {compute, in_t, 0, 1, r->B, out, K, in, W, bias, last ? NULL : r->mask[l], last ? 0 : r->mask_ld[l]};
-        wdc_mm_offer fo[3];
+        wdc_mm_offer fo[5];
         int nf = 0;
-        if (last) fo[nf++] = {WDC_EPI_BIAS, r->act[l], ot};
+        if (last) fo[nf++] = {WDC_EPI_BIAS, r->act[l], CUDA_R_32F};
         else {
-            if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, r->act[l], ot};
-            fo[nf++] = {WDC_EPI_RELU_BIAS, r->act[l], ot};
+            if (lp_out && r->bf16_direct) {
+                if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, r->act[l], CUDA_R_16BF};
+                fo[nf++] = {WDC_EPI_RELU_BIAS, r->act[l], CUDA_R_16BF};
+            }
+            if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, fc, CUDA_R_32F};
+            fo[nf++] = {WDC_EPI_RELU_BIAS, fc, CUDA_R_32F};
         }
-        fo[nf++] = {WDC_EPI_NONE, ot == CUDA_R_16BF ? (void *)r->grad[0] : r->act[l], CUDA_R_32F};
+        fo[nf++] = {WDC_EPI_NONE, fc, CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, &fa, fo, nf, r->gemm_ws_bytes));
-        if (r->fwd[l].epi == WDC_EPI_NONE) {
-            r->fwd[l].bias_after = bias; r->fwd[l].relu_after = !last;
-            r->fwd[l].out16 = ot == CUDA_R_16BF ? (uint16_t *)r->act[l] : NULL;
-        }
+        if (r->fwd[l].epi == WDC_EPI_NONE) { r->fwd[l].bias_after = bias; r->fwd[l].relu_after = !last; }
+        if (lp_out && r->fwd[l].C == fc) r->fwd[l].out16 = (uint16_t *)r->act[l];
         // dz: dlogit (fp32) or the layer above's gradient; at precision bf16 every dz is a bf16
         // copy (wdc_top_k's of dlogit, then the ping-pong): layer l reads lpg[(l + 1) % 2]
         const void *dz = r->lp ? (const void *)r->lpg[(l + 1) % 2] : last ? (const void *)(r->logits + r->B) : (const void *)r->grad[(l + 1) % 2];
@@ -1470,14 +1489,18 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         wdc_mm_offer wo = {WDC_EPI_NONE, r->g + r->lw[l], CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, &wa, &wo, 1, r->gemm_ws_bytes));
         // da = dz W into grad[l % 2] (fp32: layer 0's is the embeddings' gradient); through layer
-        // l - 1's ReLU with DRELU_BGRAD when that layer wrote its mask, straight into lpg[l % 2] at bf16
+        // l - 1's ReLU with DRELU_BGRAD when that layer wrote its mask, at bf16 then rounded into
+        // lpg[l % 2] (WD_CUDA_BF16_DIRECT=1: offered straight into lpg[l % 2] first)
         wdc_mm_args aa = {compute, in_t, 0, 0, r->B, K, out, dz, W, l ? r->g + r->lb[l - 1] : NULL, l ? r->mask[l - 1] : NULL, l ? r->mask_ld[l - 1] : 0};
-        wdc_mm_offer ao[2];
+        wdc_mm_offer ao[3];
         int na = 0;
-        if (l && r->epilogue && r->fwd[l - 1].epi == WDC_EPI_RELU_AUX_BIAS)
-            ao[na++] = {WDC_EPI_DRELU_BGRAD, r->lp ? (void *)r->lpg[l % 2] : (void *)r->grad[l % 2], r->lp ? CUDA_R_16BF : CUDA_R_32F};
+        if (l && r->epilogue && r->fwd[l - 1].epi == WDC_EPI_RELU_AUX_BIAS) {
+            if (r->lp && r->bf16_direct) ao[na++] = {WDC_EPI_DRELU_BGRAD, r->lpg[l % 2], CUDA_R_16BF};
+            ao[na++] = {WDC_EPI_DRELU_BGRAD, r->grad[l % 2], CUDA_R_32F};
+        }
         ao[na++] = {WDC_EPI_NONE, r->grad[l % 2], CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, &aa, ao, na, r->gemm_ws_bytes));
+        if (r->lp && r->ba[l].epi == WDC_EPI_DRELU_BGRAD && r->ba[l].C == (void *)r->grad[l % 2]) r->ba[l].out16 = r->lpg[l % 2];
     }
     // CUB's scratch for the largest sort, run-length encode and scans we run
     {
@@ -1914,13 +1937,16 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     if (cudaGetDeviceProperties(&p, r->device) != cudaSuccess) p.name[0] = 0, p.major = p.minor = 0;
     // mlp=F/B per layer: F the forward product's epilogue (aux: RELU_AUX_BIAS, fused: RELU_BIAS
     // or BIAS, kernel: wdc_bias_act_k after it), B the da product's (fused: DRELU_BGRAD, kernel:
-    // relu_grad and the column sums after it, -: layer 0 has no ReLU below)
+    // relu_grad and the column sums after it, -: layer 0 has no ReLU below); at precision bf16
+    // "+r": the epilogue wrote fp32 and wdc_to_bf16_k rounded it (without: cuBLASLt wrote the
+    // bf16 output itself, WD_CUDA_BF16_DIRECT=1)
     char mlp[16 * (WD_MAX_LAYERS + 1)] = "";
     size_t o = 0;
     for (int l = 0; l < r->v.nlayers && o < sizeof mlp; l++) {
-        int f = r->fwd[l].epi, b = r->ba[l].epi;
-        o += (size_t)snprintf(mlp + o, sizeof mlp - o, "%s%s/%s", l ? "," : "", f == WDC_EPI_RELU_AUX_BIAS ? "aux" : f == WDC_EPI_NONE ? "kernel" : "fused",
-                              l == 0 ? "-" : b == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel");
+        const wdc_mm *f = &r->fwd[l], *b = &r->ba[l];
+        o += (size_t)snprintf(mlp + o, sizeof mlp - o, "%s%s%s/%s%s", l ? "," : "",
+                              f->epi == WDC_EPI_RELU_AUX_BIAS ? "aux" : f->epi == WDC_EPI_NONE ? "kernel" : "fused", f->out16 && !f->bias_after ? "+r" : "",
+                              l == 0 ? "-" : b->epi == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel", l && b->out16 ? "+r" : "");
     }
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
     if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
