@@ -1668,11 +1668,32 @@ static int selected(const char *fn) {
     }
     return 0;
 }
+// The switches the tests set (WD_CUDA_FP32 aside: every test sets it before
+// it runs anything), put back after every test to what the run started with:
+// a test that returns early (a failed REQUIRE) leaves none of its settings to
+// the tests after it.
+static const char *const SWITCHES[] = {"WD_CUDA_EPILOGUE", "WD_CUDA_BF16_DIRECT", "WD_CUDA_GRAPH", "WD_CUDA_TIMING", "WD_CUDA_SPARSE", "WD_CUDA_OVERLAP",
+                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES"};
+#define NSWITCHES (int)(sizeof SWITCHES / sizeof SWITCHES[0])
+static char *switch0[NSWITCHES];
+static void switches_save(void) {
+    for (int i = 0; i < NSWITCHES; i++) { const char *v = getenv(SWITCHES[i]); switch0[i] = v ? strdup(v) : NULL; }
+}
+static void switches_restore(const char *test) {
+    for (int i = 0; i < NSWITCHES; i++) {
+        const char *v = getenv(SWITCHES[i]);
+        if (v ? switch0[i] && !strcmp(v, switch0[i]) : !switch0[i]) continue;
+        printf("  (%s left %s=%s: put back)\n", test, SWITCHES[i], v ? v : "(unset)");
+        if (switch0[i]) setenv(SWITCHES[i], switch0[i], 1);
+        else unsetenv(SWITCHES[i]);
+    }
+}
 #undef RUN
 #define RUN(fn) do { \
         if (!selected(#fn)) { printf("SKIP %s: not in WD_GPU_TESTS\n", #fn); tl_skips++; break; } \
         double t_ = now_s(); \
         TL_RUN(fn); \
+        switches_restore(#fn); \
         printf("  (%s: %.1f s)\n", #fn, now_s() - t_); \
     } while (0)
 
@@ -1726,6 +1747,7 @@ int main(int argc, char **argv) {
     setenv("WD_COMM_TIMEOUT", "30", 0);   // the caller's, else 30 s
     const char *q = getenv("WD_GPU_TEST_QUICK"), *req = getenv("WD_REQUIRE_GPU");
     QUICK = q && *q && strcmp(q, "0") != 0;
+    switches_save();
 #ifdef WD_TEST_GPU_ON_CPU
     NDEV = 1;
     (void)req;
