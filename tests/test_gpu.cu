@@ -35,9 +35,10 @@
 //    compared step the reference finds such samples (|pre-activation| below
 //    SCREEN x the layer's RMS) and gives them weight 0 in the batch both
 //    sides train on; the rest is compared tightly.
-//  - Runs of the same code on the same shapes (graph or stream, resumed from
-//    a checkpoint or not) must agree to 1e-6 (bitwise is expected; the
-//    number of differing elements is printed); WD_CUDA_OVERLAP on and off
+//  - Runs of the same code on the same shapes must agree: graph or stream or
+//    timed stream, on each sparse path, bit for bit; resumed from a
+//    checkpoint or not, to 1e-6 (bitwise is expected; the number of
+//    differing elements is printed); WD_CUDA_OVERLAP on and off
 //    must agree bit for bit (only the scheduling differs). N simulated ranks against one
 //    rank (other GEMM shapes and summation orders): relative L2 error per
 //    tensor <= 1e-4.
@@ -797,43 +798,57 @@ static void test_sparse_paths(void) {
     unsetenv("WD_CUDA_SPARSE");
 }
 
-// The CUDA graph replays exactly what the stream runs; the timed stream
-// (WD_CUDA_TIMING=1: no graph, no overlap) too, and it fills the device
-// stages of the report.
+// The CUDA graph replays exactly what the stream runs, bit for bit; the
+// timed stream (WD_CUDA_TIMING=1: no graph, no overlap, event marks between
+// the stages) too, and it fills the device stages of the report; on each
+// sparse path (WD_CUDA_SPARSE=fused on hot runs: runs of a warp, of a block's
+// chunks, several chunks merged).
 static void test_graph_matches_stream(void) {
     int steps = QUICK ? 2 : 4;
-    setenv("WD_CUDA_GRAPH", "1", 1);
-    wd_model *g = steps_case(&C_MH_MEAN, steps, 0, TOL_TF32, SCREEN_TF32);
-    setenv("WD_CUDA_GRAPH", "0", 1);
-    wd_model *s = steps_case(&C_MH_MEAN, steps, 0, TOL_TF32, SCREEN_TF32);
-    setenv("WD_CUDA_TIMING", "1", 1);
-    wd_model *t = steps_case(&C_MH_MEAN, steps, 0, TOL_TF32, SCREEN_TF32);
-    unsetenv("WD_CUDA_TIMING");
-    unsetenv("WD_CUDA_GRAPH");
-    REQUIRE(g && s && t);
-    int64_t d1, d2;
-    CHECK(models_rel_l2(g, s, &d1, "graph vs stream") <= 1e-6);
-    CHECK(models_rel_l2(s, t, &d2, "stream vs timed stream") <= 1e-6);
-    wd_model_destroy(g); wd_model_destroy(s); wd_model_destroy(t);
-    // the stage breakdown of a timed wd_train
-    wd_schema sc;
-    wd_model *m = cfg_model(&C_CRITEO, &sc);
-    REQUIRE(m);
-    const char *files[1] = {CRITEO};
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    td.files = files; td.nfiles = 1; td.batch_size = NB; td.max_steps = 4; td.device = TEST_DEVICE; td.loader_threads = 2;
-    setenv("WD_CUDA_TIMING", "1", 1);
-    wd_train_report rep;
-    CHECK_OK(wd_train(m, &td, &rep));
-    unsetenv("WD_CUDA_TIMING");
-    printf("  timed wd_train: %s; ms per step:", rep.engine);
-    for (int i = 0; i < WD_STAGE_COUNT; i++) printf(" %s %.3f", wd_stage_name(i), rep.steps ? 1e3 * rep.stage_s[i] / (double)rep.steps : 0.0);
-    printf("\n");
-    CHECK(rep.steps == 4 && rep.stage_s[WD_STAGE_EMBED] > 0 && rep.stage_s[WD_STAGE_MLP_FWD] > 0 && rep.stage_s[WD_STAGE_MLP_BWD] > 0 &&
-          rep.stage_s[WD_STAGE_SORT] > 0 && rep.stage_s[WD_STAGE_ROWS] > 0 && rep.stage_s[WD_STAGE_OPTIMIZER] > 0 &&
-          (ON_CPU || (strstr(rep.engine, "graph=off") && strstr(rep.engine, "overlap=off"))));
-    wd_model_destroy(m);
+    static const char *path[2] = {"segmented", "fused"};
+    for (int p = 0; p < 2; p++) {   // each sparse path (WD_CUDA_SPARSE), fused on hot runs longer than a chunk
+        const cfg *c = p ? &C_HOT_ADAGRAD : &C_MH_MEAN;
+        setenv("WD_CUDA_SPARSE", path[p], 1);
+        printf("  WD_CUDA_SPARSE=%s\n", path[p]);
+        setenv("WD_CUDA_GRAPH", "1", 1);
+        wd_model *g = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
+        setenv("WD_CUDA_GRAPH", "0", 1);
+        wd_model *s = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
+        setenv("WD_CUDA_TIMING", "1", 1);
+        wd_model *t = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
+        unsetenv("WD_CUDA_TIMING");
+        unsetenv("WD_CUDA_GRAPH");
+        REQUIRE(g && s && t);
+        int64_t d1, d2;
+        CHECK(models_rel_l2(g, s, &d1, "graph vs stream") <= 1e-6 && d1 == 0);
+        CHECK(models_rel_l2(s, t, &d2, "stream vs timed stream") <= 1e-6 && d2 == 0);
+        wd_model_destroy(g); wd_model_destroy(s); wd_model_destroy(t);
+    }
+    // the stage breakdown of a timed wd_train, each sparse path
+    for (int p = 0; p < 2; p++) {
+        setenv("WD_CUDA_SPARSE", path[p], 1);
+        wd_schema sc;
+        wd_model *m = cfg_model(&C_CRITEO, &sc);
+        REQUIRE(m);
+        const char *files[1] = {CRITEO};
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.files = files; td.nfiles = 1; td.batch_size = NB; td.max_steps = 4; td.device = TEST_DEVICE; td.loader_threads = 2;
+        setenv("WD_CUDA_TIMING", "1", 1);
+        wd_train_report rep;
+        CHECK_OK(wd_train(m, &td, &rep));
+        unsetenv("WD_CUDA_TIMING");
+        printf("  timed wd_train, WD_CUDA_SPARSE=%s: %s; ms per step:", path[p], rep.engine);
+        for (int i = 0; i < WD_STAGE_COUNT; i++) printf(" %s %.3f", wd_stage_name(i), rep.steps ? 1e3 * rep.stage_s[i] / (double)rep.steps : 0.0);
+        printf("\n");
+        char want[40];
+        snprintf(want, sizeof want, "sparse=%s", path[p]);
+        CHECK(rep.steps == 4 && rep.stage_s[WD_STAGE_EMBED] > 0 && rep.stage_s[WD_STAGE_MLP_FWD] > 0 && rep.stage_s[WD_STAGE_MLP_BWD] > 0 &&
+              rep.stage_s[WD_STAGE_SORT] > 0 && rep.stage_s[WD_STAGE_ROWS] > 0 && rep.stage_s[WD_STAGE_OPTIMIZER] > 0 &&
+              (ON_CPU || (strstr(rep.engine, "graph=off") && strstr(rep.engine, "overlap=off") && strstr(rep.engine, want))));
+        wd_model_destroy(m);
+    }
+    unsetenv("WD_CUDA_SPARSE");
 }
 
 // WD_CUDA_OVERLAP=1 (the default: the sort on a forked branch of the step,
@@ -1146,16 +1161,19 @@ static int shards_match(const char *path, int N, int steps) {
 // Criteo runs validate after their last step: each rank scores its share of
 // VALID's blocks, gathered back in file order, which must give the AUC and
 // log loss that one rank evaluating the same model gives (within 1e-6: the
-// GEMMs see other batch shapes).
+// GEMMs see other batch shapes). The hot runs train with WD_CUDA_SPARSE=fused
+// too (each rank's fused rows are what it packs and exchanges).
 static void test_simulated_ranks(void) {
     set_fp32(1);
     setenv("WD_CHECK_TABLES", "1", 1);
     static const int same_gpu[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const cfg *cs[2] = {&C_CRITEO, &C_MH_MEAN};
+    // the last: WD_CUDA_SPARSE=fused (the rows each rank packs and exchanges) on hot runs
+    const cfg *cs[3] = {&C_CRITEO, &C_MH_MEAN, &C_HOT_ADAGRAD};
     int steps = QUICK ? 3 : 6;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         for (int N = 2; N <= 4; N *= 2) {
-            if (i == 1 && N == 4) continue;
+            if (i >= 1 && N == 4) continue;
+            if (i == 2) setenv("WD_CUDA_SPARSE", "fused", 1);
             const char *files[1] = {cs[i]->data};
             int ok = shards_match(files[0], N, steps);
             printf("  %s: the %d shards' batches are the 1-rank batches: %s\n", cs[i]->name, N, ok ? "yes" : "NO");
@@ -1205,8 +1223,10 @@ static void test_simulated_ranks(void) {
             printf("  %-44s %s\n", "", rc.engine);
             CHECK(rd && atoll(rd + 7) >= 1 && rd0);
             wd_model_destroy(capped);
+            CHECK(i < 2 || (strstr(rn.engine, "sparse=fused") && strstr(r1.engine, "sparse=fused")));
             wd_model_destroy(one); wd_model_destroy(many);
         }
+    unsetenv("WD_CUDA_SPARSE");
     unsetenv("WD_CHECK_TABLES");
 }
 
@@ -1683,7 +1703,7 @@ static void switches_restore(const char *test) {
     for (int i = 0; i < NSWITCHES; i++) {
         const char *v = getenv(SWITCHES[i]);
         if (v ? switch0[i] && !strcmp(v, switch0[i]) : !switch0[i]) continue;
-        printf("  (%s left %s=%s: put back)\n", test, SWITCHES[i], v ? v : "(unset)");
+        printf("  (%s left %s %s%s: put back)\n", test, SWITCHES[i], v ? "=" : "unset", v ? v : "");
         if (switch0[i]) setenv(SWITCHES[i], switch0[i], 1);
         else unsetenv(SWITCHES[i]);
     }
