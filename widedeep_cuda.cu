@@ -65,10 +65,12 @@
 // Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_EPILOGUE=0
 // no ReLU-mask epilogues (default 1: RELU_AUX_BIAS and DRELU_BGRAD where
 // cuBLASLt has an algorithm, layer by layer; the report's mlp= says which
-// fused); WD_CUDA_GRAPH=0
+// fused); WD_CUDA_BF16_DIRECT=1 at precision bf16 the epilogues' own bf16
+// output first (section 3); WD_CUDA_GRAPH=0
 // no CUDA graph; WD_CUDA_OVERLAP=0 the whole step on one stream, the gather
 // and the wide logit as separate kernels (default 1: the same arithmetic, bit
-// for bit, with the sort beside the MLP); WD_CUDA_TIMING=1 times the stages
+// for bit, with the sort beside the MLP; WD_CUDA_OVERLAP_DELAY_US, for tests,
+// delays the sort's branch by that much); WD_CUDA_TIMING=1 times the stages
 // with events (no graph, no overlap: the stages one after another; the
 // sparse sort, the sparse rows and the updates each a stage of its own);
 // WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
@@ -260,6 +262,17 @@ static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch *b, const
     return WD_OK;
 }
 
+// Spins for ns nanoseconds (WD_CUDA_OVERLAP_DELAY_US, tests only: first on
+// the side branch, so that a reader of the sort's buffers not ordered behind
+// the join reads them before the branch writes them, every time).
+__global__ void wdc_spin_k(long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while ((long long)(t - t0) < ns);
+}
 // The wide logit of sample i (section 13's wide part; multi-hot mean-pooled
 // like the deep part), in one fixed order of correctly rounded operations
 // (__fadd_rn, __fmul_rn: never contracted into an FMA), so that
@@ -290,10 +303,12 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
     return z;
 }
 // WD_CUDA_OVERLAP=1: the gather and the wide logit in one kernel, one warp
-// per sample. x (n, INp) when x is given: each lane writes four columns with
-// one float4 store (INp is a multiple of 16, x 256-byte aligned), reading an
-// embedding row as float4 where the four columns lie in one slot's row at a
-// multiple of 4 (E and D multiples of 4), else column by column; the sums are
+// per sample. x (n, INp) when x is given: the dense columns and the zero
+// padding a column a lane; the pooled embeddings, when E is a multiple of 4,
+// a quad of one slot's row a lane (the row read as float4: 16-byte aligned),
+// the warp's 32 quads (128 consecutive columns of x, D + 4t..) then passed
+// between lanes so that each store instruction writes 32 consecutive floats
+// (coalesced whatever D is); else a column a lane. Every column's sum is
 // wdc_x_at's, in its order (x is the same bit for bit). wz (n) when given:
 // wdc_wide_logit of every sample, its terms loaded on the lanes (dense
 // products, a slot each, a cross each) and added in its order by every lane.
@@ -305,24 +320,33 @@ __global__ void wdc_gather_wide_k(float *x, float *wz, const wdc_batch *__restri
     int i = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (i >= n) return;   // the whole warp: the shuffles below have every lane
     if (x) {
-        float4 *row = (float4 *)(x + (size_t)i * d.INp);
-        for (int q = lane; q < d.INp / 4; q += 32) {
-            int c0 = 4 * q, in_emb = c0 >= d.D && c0 + 3 < d.IN;   // (then E > 0)
-            int k0 = in_emb ? (c0 - d.D) / d.E : 0, e0 = in_emb ? (c0 - d.D) % d.E : 1;
-            float4 v;
-            if (in_emb && d.E % 4 == 0 && e0 % 4 == 0) {   // one slot's row, 16-byte aligned
-                int cnt;
-                const uint32_t *ids = wdc_ids(b, d, k0, i, &cnt);
-                v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                for (int j = 0; j < cnt; j++) {
-                    float4 t = *(const float4 *)(emb + (table_off[k0] + ids[j]) * d.E + e0);
-                    v.x += t.x; v.y += t.y; v.z += t.z; v.w += t.w;
+        float *row = x + (size_t)i * d.INp;
+        for (int c = lane; c < d.D; c += 32) row[c] = b.dense[(size_t)i * d.D + c];
+        for (int c = d.IN + lane; c < d.INp; c += 32) row[c] = 0.0f;
+        if (d.E % 4 == 0) {
+            int per = d.E / 4, quads = d.S * per;   // warp-uniform
+            for (int t0 = 0; t0 < quads; t0 += 32) {
+                int t = t0 + lane;
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (t < quads) {
+                    int k = t / per, e0 = 4 * (t % per), cnt;
+                    const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
+                    for (int j = 0; j < cnt; j++) {
+                        float4 u = *(const float4 *)(emb + (table_off[k] + ids[j]) * d.E + e0);
+                        v.x += u.x; v.y += u.y; v.z += u.z; v.w += u.w;
+                    }
+                    if (d.mean && cnt > 1) { v.x /= (float)cnt; v.y /= (float)cnt; v.z /= (float)cnt; v.w /= (float)cnt; }
                 }
-                if (d.mean && cnt > 1) { v.x /= (float)cnt; v.y /= (float)cnt; v.z /= (float)cnt; v.w /= (float)cnt; }
-            } else v = make_float4(wdc_x_at(b, d, emb, table_off, i, c0), wdc_x_at(b, d, emb, table_off, i, c0 + 1),
-                                   wdc_x_at(b, d, emb, table_off, i, c0 + 2), wdc_x_at(b, d, emb, table_off, i, c0 + 3));
-            row[q] = v;
-        }
+                // store s: column D + 4 t0 + 32 s + lane, component lane % 4 of lane 8 s + lane / 4's quad
+                for (int s = 0; s < 4; s++) {
+                    int from = 8 * s + lane / 4, col = 4 * t0 + 32 * s + lane;
+                    float vx = __shfl_sync(0xffffffffu, v.x, from), vy = __shfl_sync(0xffffffffu, v.y, from);
+                    float vz = __shfl_sync(0xffffffffu, v.z, from), vw = __shfl_sync(0xffffffffu, v.w, from);
+                    if (col < 4 * quads) row[d.D + col] = lane % 4 == 0 ? vx : lane % 4 == 1 ? vy : lane % 4 == 2 ? vz : vw;
+                }
+            }
+        } else
+            for (int c = d.D + lane; c < d.IN; c += 32) row[c] = wdc_x_at(b, d, emb, table_off, i, c);
     }
     if (!wz) return;
     float z = wdense[d.D];
@@ -1086,6 +1110,7 @@ struct wdc_rank {
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
+    long long side_delay_ns;        // WD_CUDA_OVERLAP_DELAY_US (tests only): the side branch first waits this long (wdc_spin_k)
     int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
     int bf16_direct;                // WD_CUDA_BF16_DIRECT=1: at bf16 the epilogues are offered a bf16 output first (section 3)
     int64_t check_every;
@@ -1440,6 +1465,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
+    r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
@@ -1664,6 +1690,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     if (r->overlap) {   // fork
         WDC_CUDA(cudaEventRecord(r->fork, st));
         WDC_CUDA(cudaStreamWaitEvent(r->side, r->fork, 0));
+        if (r->side_delay_ns > 0) { wdc_spin_k<<<1, 1, 0, r->side>>>(r->side_delay_ns); WDC_LAUNCH("spin"); }
         WDC_TRY(wdc_sort_batch(r, r->side, db, &occ_s));
         WDC_CUDA(cudaEventRecord(r->join, r->side));
     }

@@ -292,12 +292,13 @@ typedef struct cfg {
     int tuned;                      // nonzero adagrad_init, ftrl_beta/l1/l2, Adam betas and eps
     int pooling, cross, no_wide, no_deep;
     int hidden0, hidden1;           // 0: 64, 32
+    int embed_dim;                  // 0: 8
 } cfg;
 
 static void cfg_desc(const cfg *c, const wd_schema *s, wd_model_desc *d) {
     memset(d, 0, sizeof *d);
     d->schema = s;
-    d->embed_dim = 8;               // IN = D + 8 S: 221 (Criteo-shaped) and 36, both padded on the device
+    d->embed_dim = c->embed_dim ? c->embed_dim : 8;   // IN = D + 8 S: 221 (Criteo-shaped) and 36, both padded on the device
     d->hidden[0] = c->hidden0 ? c->hidden0 : 64; d->hidden[1] = c->hidden1 ? c->hidden1 : 32;
     d->optimizer = c->optimizer;
     d->pooling = c->pooling;
@@ -553,22 +554,24 @@ static int gradients_case(const cfg *c0, int mode, double tol, double delta) {
     return 0;
 }
 
-static const cfg C_CRITEO = {"criteo-shaped, 2 crosses, sum", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0};
-static const cfg C_ZIPF = {"zipf ids (hot runs), 2 crosses", ZIPF, WD_ADAM, 1, WD_POOL_SUM, 1, 0, 0, 0, 0};
-static const cfg C_MH_MEAN = {"multi-hot, mean pooling, 2 crosses", MH, WD_ADAGRAD, 1, WD_POOL_MEAN, 1, 0, 0, 0, 0};
-static const cfg C_MH_SUM = {"multi-hot, sum pooling", MH, WD_ADAM, 1, WD_POOL_SUM, 0, 0, 0, 0, 0};
-static const cfg C_NO_WIDE = {"criteo-shaped, no_wide", CRITEO, WD_ADAM, 1, WD_POOL_SUM, 0, 1, 0, 0, 0};
-static const cfg C_NO_DEEP = {"criteo-shaped, no_deep, 2 crosses", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 1, 0, 0};
+static const cfg C_CRITEO = {"criteo-shaped, 2 crosses, sum", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0, 0};
+static const cfg C_ZIPF = {"zipf ids (hot runs), 2 crosses", ZIPF, WD_ADAM, 1, WD_POOL_SUM, 1, 0, 0, 0, 0, 0};
+static const cfg C_MH_MEAN = {"multi-hot, mean pooling, 2 crosses", MH, WD_ADAGRAD, 1, WD_POOL_MEAN, 1, 0, 0, 0, 0, 0};
+static const cfg C_MH_SUM = {"multi-hot, sum pooling", MH, WD_ADAM, 1, WD_POOL_SUM, 0, 0, 0, 0, 0, 0};
+static const cfg C_NO_WIDE = {"criteo-shaped, no_wide", CRITEO, WD_ADAM, 1, WD_POOL_SUM, 0, 1, 0, 0, 0, 0};
+static const cfg C_NO_DEEP = {"criteo-shaped, no_deep, 2 crosses", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 1, 0, 0, 0};
 // hidden 63, 31: on the device layer 1's W starts at a 4-byte boundary and
 // layer 2's bias at an 8-byte one, so the GEMM plans ask cuBLASLt for 4-byte
 // aligned operands, try the fused epilogue and fall back to wdc_bias_act_k
-static const cfg C_ODD = {"criteo-shaped, hidden 63-31 (unaligned)", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 63, 31};
+static const cfg C_ODD = {"criteo-shaped, hidden 63-31 (unaligned)", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 63, 31, 0};
 // no slots and no crosses: no sparse occurrences at all (empty launches and sorts)
-static const cfg C_DENSE = {"dense only (no slots, no crosses)", DENSE, WD_ADAGRAD, 1, WD_POOL_SUM, 0, 0, 0, 0, 0};
+static const cfg C_DENSE = {"dense only (no slots, no crosses)", DENSE, WD_ADAGRAD, 1, WD_POOL_SUM, 0, 0, 0, 0, 0, 0};
+// E = 6: the embedding columns are not in quads (the overlapped gather's column-a-lane path)
+static const cfg C_E6 = {"criteo-shaped, E=6, 2 crosses", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0, 6};
 
 // runs of 128, 129, 767, 1025, 2148 and 3072 rows, a thousand of 1 or 2 (write_hot); FTRL on the wide part of both
-static const cfg C_HOT_ADAGRAD = {"hot runs, adagrad, sum, 2 crosses", HOT, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0};
-static const cfg C_HOT_ADAM = {"hot runs, adam, mean", HOT, WD_ADAM, 1, WD_POOL_MEAN, 0, 0, 0, 0, 0};
+static const cfg C_HOT_ADAGRAD = {"hot runs, adagrad, sum, 2 crosses", HOT, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 0, 0, 0};
+static const cfg C_HOT_ADAM = {"hot runs, adam, mean", HOT, WD_ADAM, 1, WD_POOL_MEAN, 0, 0, 0, 0, 0, 0};
 
 #define SCREEN_FP32 1e-4
 #define SCREEN_TF32 5e-3
@@ -856,13 +859,32 @@ static void test_graph_matches_stream(void) {
 // same arithmetic as WD_CUDA_OVERLAP=0 (one stream, the wide logit in the
 // loss kernel): trained models and predictions equal bit for bit, with the
 // graph and without it (the fork and join on real streams), on every kind of
-// model: D = 13 and E = 8 (the gather's column-by-column path, crosses),
-// D = 4 (its float4 path; multi-hot, mean pooling), no deep part (the wide
-// logit alone), no wide part (the gather alone), no slots (an empty sort),
-// and hot runs through WD_CUDA_SPARSE=fused (its rows read the joined sort).
+// model: D = 13 and E = 8 (the gather's quads of embedding columns, passed
+// between lanes to stores at any column; crosses), D = 4 (multi-hot, mean
+// pooling), E = 6 (a column a lane), no deep part (the wide logit alone), no
+// wide part (the gather alone), no slots (an empty sort), and hot runs
+// through WD_CUDA_SPARSE=fused (its rows read the joined sort). The
+// overlapped runs delay the sort's branch by 2 ms
+// (WD_CUDA_OVERLAP_DELAY_US): a reader of its buffers that is not behind the
+// join then reads them before they are written, every time, and the models
+// differ. The engine line says which ran (overlap=on, overlap=off).
 static void overlap_pair(const cfg *c, int steps, const char *how, int predict) {
+    for (int o = 1; !ON_CPU && o >= 0; o--) {
+        setenv("WD_CUDA_OVERLAP", o ? "1" : "0", 1);
+        wd_schema s;
+        wd_model *m = cfg_model(c, &s);
+        wd_backend *be = NULL;
+        wd_status st = m ? backend_open(m, NB, &be) : WD_ERR_INTERNAL;
+        char what[300] = "";
+        if (!st) { TEST_BACKEND()->describe(be, what, sizeof what); TEST_BACKEND()->destroy(be); }
+        CHECK_OK(st);
+        CHECK(field_is(what, "overlap", o ? "on" : "off"));
+        wd_model_destroy(m);
+    }
     setenv("WD_CUDA_OVERLAP", "1", 1);
+    setenv("WD_CUDA_OVERLAP_DELAY_US", "2000", 1);
     wd_model *on = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
+    unsetenv("WD_CUDA_OVERLAP_DELAY_US");
     setenv("WD_CUDA_OVERLAP", "0", 1);
     wd_model *off = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
     REQUIRE(on && off);
@@ -895,10 +917,10 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict) 
     wd_model_destroy(on); wd_model_destroy(off);
 }
 static void test_overlap_matches_serial(void) {
-    const cfg *cs[5] = {&C_CRITEO, &C_MH_MEAN, &C_NO_DEEP, &C_NO_WIDE, &C_DENSE};
+    const cfg *cs[6] = {&C_CRITEO, &C_MH_MEAN, &C_NO_DEEP, &C_E6, &C_NO_WIDE, &C_DENSE};
     int steps = QUICK ? 2 : 3;
     setenv("WD_CUDA_GRAPH", "1", 1);
-    for (int i = 0; i < 5; i++) overlap_pair(cs[i], steps, "graph on", i < 3);
+    for (int i = 0; i < 6; i++) overlap_pair(cs[i], steps, "graph on", i < 4);
     setenv("WD_CUDA_SPARSE", "fused", 1);
     overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, WD_CUDA_SPARSE=fused", 0);
     unsetenv("WD_CUDA_SPARSE");
