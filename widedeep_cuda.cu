@@ -662,8 +662,18 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
 #define WDC_HOT_CHUNK 1024          // occurrences of a hot run per block (128 per warp)
 // Lane l's column c0 + l of the sum of sorted occurrences [j0, j1), in
 // order: 32 occurrences a round, each found once (lane t finds the t-th and
-// passes it on), their 32 loads issued before the adds. Every lane of the
-// warp must call it (shuffles).
+// passes it on), their 32 loads issued before the adds; a shorter round (a
+// run's last; most runs are one occurrence) passes on only the nb it has, 4
+// loads at a time. Each term is rounded before it is added (__fmul_rn: never
+// an FMA), so both kinds of round give the same bits. Every lane of the warp
+// must call it (shuffles; nb is the same on every lane).
+__device__ __forceinline__ float wdc_occ_term(int t, int mi, int mt, float ms, int col, const wdc_dims &d, const float *dlogit, const float *dx) {
+    int it = __shfl_sync(0xffffffffu, mi, t), tt = __shfl_sync(0xffffffffu, mt, t);
+    float st = __shfl_sync(0xffffffffu, ms, t);
+    if (col >= d.R) return 0.0f;
+    if (col == 0) return d.wide ? __fmul_rn(dlogit[it], st) : 0.0f;
+    return tt < d.S ? __fmul_rn(dx[(size_t)it * d.INp + d.D + tt * d.E + (col - 1)], st) : 0.0f;
+}
 __device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, const wdc_batch &b, const wdc_dims &d, const float *dlogit, const float *dx) {
     int lane = threadIdx.x % 32, col = c0 + lane;
     float acc = 0.0f;
@@ -674,19 +684,20 @@ __device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, cons
             wdc_occ o = wdc_occ_at(occ_s[base + lane], b, d);
             mi = o.i; mt = o.table; ms = o.valid ? o.scale : 0.0f;
         }
-        float x[32];
+        if (nb == 32) {
+            float x[32];
 #pragma unroll
-        for (int t = 0; t < 32; t++) {
-            int it = __shfl_sync(0xffffffffu, mi, t), tt = __shfl_sync(0xffffffffu, mt, t);
-            float st = __shfl_sync(0xffffffffu, ms, t), v = 0.0f;
-            if (t < nb && col < d.R) {
-                if (col == 0) v = d.wide ? dlogit[it] * st : 0.0f;
-                else if (tt < d.S) v = dx[(size_t)it * d.INp + d.D + tt * d.E + (col - 1)] * st;
+            for (int t = 0; t < 32; t++) x[t] = wdc_occ_term(t, mi, mt, ms, col, d, dlogit, dx);
+#pragma unroll
+            for (int t = 0; t < 32; t++) acc += x[t];
+        } else
+            for (int t0 = 0; t0 < nb; t0 += 4) {
+                float x[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) x[u] = t0 + u < nb ? wdc_occ_term(t0 + u, mi, mt, ms, col, d, dlogit, dx) : 0.0f;
+#pragma unroll
+                for (int u = 0; u < 4; u++) if (t0 + u < nb) acc += x[u];
             }
-            x[t] = v;
-        }
-#pragma unroll
-        for (int t = 0; t < 32; t++) if (t < nb) acc += x[t];
     }
     return acc;
 }
@@ -1610,6 +1621,7 @@ static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *o
     // grid-stride kernels: up to 8 blocks per multiprocessor, fewer when there cannot be that much work
     unsigned cap = (unsigned)(r->sms > 0 ? 8 * r->sms : 1024);
     int64_t hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1;
+    static_assert(offsetof(wdc_state, nchunks) == offsetof(wdc_state, nhot) + sizeof(int), "one memset zeroes nhot and nchunks");
     WDC_CUDA(cudaMemsetAsync(&r->state->nhot, 0, 2 * sizeof(int), st));   // nhot and nchunks
     wdc_fused_rows_k<<<min(cap, wdc_blocks(n, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
                                                                                 r->state, db, dd, dlogit, dx, check);
