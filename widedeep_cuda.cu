@@ -41,7 +41,9 @@
 // order, in segments) -> checks (loss finite, every gradient finite and
 // below WD__GRAD_MAX's 1e15; the failure and stop votes) -> updates ->
 // results into pinned memory.
-// Every sum has a fixed order, so a step is deterministic.
+// Every sum has a fixed order, so a step is deterministic (cuBLASLt's products
+// and DRELU_BGRAD's bias gradients: on GPUs of one architecture and number of
+// multiprocessors, cuBLAS's guarantee).
 //
 // Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
 // (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model of precision
@@ -924,7 +926,8 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 // arithmetic after the product (wdc_bias_act_k here; ReLU' and the column
 // sums in wdc_step_enqueue). The epilogues:
 //   BIAS, RELU_BIAS   forward: the product + bias (fp32), then ReLU
-//   RELU_AUX_BIAS     forward, WD_CUDA_EPILOGUE=1: the same, and the ReLU mask (bit = pre-activation > 0) into aux
+//   RELU_AUX_BIAS     forward, WD_CUDA_EPILOGUE=1: the same, and the ReLU mask into aux (bit = pre-activation > 0:
+//                     assumed, cuBLASLt says "ReLu bit-mask"; > 0 and >= 0 differ only at exactly 0)
 //   DRELU_BGRAD       backward, WD_CUDA_EPILOGUE=1, layer l > 0's da = dz W, when layer l - 1's forward wrote
 //                     its mask: zeroes da where the mask bit is 0 (ReLU'), and writes the column sums of the
 //                     result, layer l - 1's bias gradient (fp32), to the bias pointer
@@ -1869,7 +1872,9 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
     int slot = (int)(r->submitted % 2);
     double t0 = wdc_now();
     wd_step_votes(r->vote_host[slot], stop, r->rank, fst, why);
-    // the step that last read this input buffer (its side branch joined before done) is over
+    // a guard, not the mechanism: the step that last read this input buffer (its side branch
+    // joined before done) is over, since a third step in flight is refused above and the host
+    // completed that one (wdc_wait on done[slot]); predict runs with no step in flight
     WDC_CUDA(cudaStreamWaitEvent(r->copy, r->done[slot], 0));
     if (b) WDC_TRY(wdc_batch_copy(r, b, slot));
     else WDC_CUDA(cudaMemsetAsync(r->batch[slot], 0, r->bytes_batch, r->copy));
@@ -1990,7 +1995,7 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
     if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
     snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s", p.name, p.major, p.minor,
-             r->ranks, xch, r->lp ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
+             r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
              r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {

@@ -694,7 +694,7 @@ static const opt TRAIN_OPTS[] = {
      .help = "no deep part (logistic regression)"},
     {.name = "--precision", .kind = K_CHOICE, .type = T_INT, .meta = "fp32|bf16", .off = TA(md.precision), .group = G_MODEL,
      .sets = "wd_model_desc.precision", .example = "bf16",
-     .help = "the MLP's matrix products (bf16: oneDNN on a CPU with AVX512-BF16\nor AMX; default fp32)"},
+     .help = "the MLP's matrix products (bf16: oneDNN on a CPU with AVX512-BF16\nor AMX, cuBLASLt with --device cuda; default fp32)"},
 };
 
 typedef struct eval_args { const char *model, *out, *ids; int threads, no_ids; } eval_args;
