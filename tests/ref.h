@@ -68,7 +68,10 @@ typedef struct ref_desc {
     double ftrl_beta, ftrl_l1, ftrl_l2;
     double adam_beta1, adam_beta2, adam_eps;
     int bf16;                           // precision bf16 (rounding as above)
+    int bf16_skip;                      // tests' negative controls: rounding sites left out (REF_BF16_*)
 } ref_desc;
+#define REF_BF16_DZ 1                   // the dz the products read
+#define REF_BF16_ACT 2                  // the hidden activations
 
 typedef struct ref_model {
     ref_desc d;
@@ -263,6 +266,8 @@ static inline double ref_bf16(double v) {
 }
 // What a product reads of v: v, or at precision bf16 ref_bf16(v).
 static inline double ref_in(const ref_desc *d, double v) { return d->bf16 ? ref_bf16(v) : v; }
+// The same at one rounding site (REF_BF16_*), unless a negative control leaves it out.
+static inline double ref_in_at(const ref_desc *d, double v, int site) { return d->bf16_skip & site ? v : ref_in(d, v); }
 
 // Ids of sample i in slot k of a batch (pointer and count).
 static inline const uint32_t *ref_ids(const wd_batch *b, int k, int i, int *count) {
@@ -332,7 +337,7 @@ static inline double ref_forward(const ref_model *m, ref_work *w, const wd_batch
                 for (int j = 0; j < nin; j++) s += ref_in(d, W[(int64_t)o * nin + j]) * in[j];
                 if (l + 1 < m->nlayers) {
                     if (s < 0.0) s = 0.0;   // ReLU on hidden layers
-                    s = ref_in(d, s);       // at bf16 stored rounded: the next product's input
+                    s = ref_in_at(d, s, REF_BF16_ACT);   // at bf16 stored rounded: the next product's input
                 }
                 w->act[l][o] = s;
             }
@@ -427,14 +432,14 @@ static inline int ref_gradients(const ref_model *m, const wd_batch *b, ref_grads
                 const double *in = l ? w.act[l - 1] : w.x;
                 double *gW = g->dense + m->layer_w[l], *gb = g->dense + m->layer_b[l];
                 for (int o = 0; o < nout; o++) {
-                    double dz = ref_in(d, w.delta[o]);
+                    double dz = ref_in_at(d, w.delta[o], REF_BF16_DZ);
                     gb[o] += w.delta[o] * inv;
                     for (int j = 0; j < nin; j++) gW[(int64_t)o * nin + j] += dz * in[j] * inv;
                 }
                 double *down = l ? w.delta2 : w.dx;
                 for (int j = 0; j < nin; j++) {
                     double s = 0.0;
-                    for (int o = 0; o < nout; o++) s += ref_in(d, W[(int64_t)o * nin + j]) * ref_in(d, w.delta[o]);
+                    for (int o = 0; o < nout; o++) s += ref_in(d, W[(int64_t)o * nin + j]) * ref_in_at(d, w.delta[o], REF_BF16_DZ);
                     if (l) s = in[j] > 0.0 ? s : 0.0;   // through the ReLU of layer l-1
                     down[j] = l ? s : s * inv;
                 }

@@ -451,7 +451,11 @@ static double models_rel_l2(const wd_model *a, const wd_model *b, int64_t *diffe
 // Precision bf16 is compared with the reference rounding as the library does
 // (ref.h's bf16 note); two more comparisons show that the tolerance tells
 // bf16 from fp32 and a wrong gradient from a right one: the fp32 reference's
-// gradient, and the bf16 one with layer 0's dW 1% too large, must both fail it.
+// gradient, and the bf16 one with layer 0's dW 1% too large, must both fail it;
+// and over the models tested, the reference without the dz rounding and the
+// one without the activations' rounding must each fail it for some model
+// (bf16_ctl: the tolerance tells each rounding site).
+static double bf16_ctl[2];   // gradients_case's worst against the reference without the dz rounding, without the activations'
 static int gradients_case(const cfg *c0, int mode, double tol, double delta) {
     cfg c = *c0;
     c.optimizer = WD_ADAM; c.tuned = 1;
@@ -537,11 +541,27 @@ static int gradients_case(const cfg *c0, int mode, double tol, double delta) {
         CHECK(ok);
         double vs32 = compare_segments(&r, REF_DENSE, gd, g32.dense, tol, &k), e32 = compare_segments(&r, REF_EMB, ge, g32.emb, tol, &k);
         if (e32 > vs32) vs32 = e32;
+        double skip[2];   // the reference without one rounding site: dz, then the activations
+        for (int q = 0; q < 2; q++) {
+            ref_model rq;
+            ref_grads gq;
+            int okq = ref_copy(&rq, &r) == 0 && ref_grads_init(&gq, &rq) == 0;
+            rq.d.bf16_skip = q ? REF_BF16_ACT : REF_BF16_DZ;
+            okq = okq && ref_gradients(&rq, &b, &gq) == 0;
+            CHECK(okq);
+            skip[q] = compare_segments(&r, REF_DENSE, gd, gq.dense, tol, &k);
+            double eq = compare_segments(&r, REF_EMB, ge, gq.emb, tol, &k);
+            if (eq > skip[q]) skip[q] = eq;
+            if (skip[q] > bf16_ctl[q]) bf16_ctl[q] = skip[q];
+            ref_grads_free(&gq);
+            ref_free(&rq);
+        }
         int64_t w0 = r.layer_w[0], n0 = (int64_t)r.layer_in[0] * r.layer_out[0];
         for (int64_t i = w0; i < w0 + n0; i++) g.dense[i] *= 1.01;
         double broken = compare_segments(&r, REF_DENSE, gd, g.dense, tol, &k);
-        printf("  %-34s bf16 against the fp32 reference: worst %.3g of the tolerance; against layer 0's dW 1%% too large: %.3g (both must fail)\n", "",
-               vs32, broken);
+        printf("  %-34s bf16 against the fp32 reference: worst %.3g of the tolerance; against layer 0's dW 1%% too large: %.3g (both must fail); "
+               "against the reference without the dz rounding %.3g, without the activations' %.3g (the worst of the models must fail)\n", "",
+               vs32, broken, skip[0], skip[1]);
         CHECK(vs32 > 1.0 && broken > 1.0);
         ref_grads_free(&g32);
         ref_free(&r32);
@@ -605,8 +625,12 @@ static void test_gradients_bf16(void) {
         set_epilogue(variant[k][0]);
         setenv("WD_CUDA_BF16_DIRECT", variant[k][1] ? "1" : "0", 1);
         printf("  WD_CUDA_EPILOGUE=%d WD_CUDA_BF16_DIRECT=%d\n", variant[k][0], variant[k][1]);
+        bf16_ctl[0] = bf16_ctl[1] = 0;
         for (int i = 0; i < 4; i++)
             if (gradients_case(cs[i], M_BF16, TOL_BF16, SCREEN_BF16) < 0) { SKIP("precision bf16 is not available on this CPU: %.180s", wd_last_error()); return; }
+        // the tolerance tells each rounding site: without either, some model fails it
+        printf("  the reference without the dz rounding: worst %.3g of the tolerance; without the activations': %.3g (both must fail)\n", bf16_ctl[0], bf16_ctl[1]);
+        CHECK(bf16_ctl[0] > 1.0 && bf16_ctl[1] > 1.0);
     }
     unsetenv("WD_CUDA_EPILOGUE");
     unsetenv("WD_CUDA_BF16_DIRECT");
