@@ -1120,6 +1120,9 @@ struct wdc_rank {
     wdc_mm fwd[WD_MAX_LAYERS + 1], bw[WD_MAX_LAYERS + 1], ba[WD_MAX_LAYERS + 1];
     cudaStream_t compute, copy, side;   // side: the sort's branch of a step (WD_CUDA_OVERLAP=1)
     cudaEvent_t copied[2], done[2], mark[2][WDC_MARKS];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
+    cudaEvent_t began[2], ended[2]; // every step's device time: from when the compute stream starts it to its end
+    double device_s;                // the device time of steps after the first WDC_WARM_STEPS (the engine's device_ms)
+    long long device_steps;
     cudaEvent_t fork, join;         // the side branch leaves the compute stream and rejoins it
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
@@ -1141,6 +1144,7 @@ struct wdc_rank {
     size_t staging_bytes;
     int64_t submitted, completed;
     double stage[WD_STAGE_COUNT];
+#define WDC_WARM_STEPS 4            // steps left out of device_ms: each input buffer's first two (first launches)
 };
 
 static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
@@ -1181,7 +1185,12 @@ static void wdc_rank_free(wdc_rank *r) {
     if (r->side) cudaStreamDestroy(r->side);
     if (r->fork) cudaEventDestroy(r->fork);
     if (r->join) cudaEventDestroy(r->join);
-    for (int i = 0; i < 2; i++) { if (r->copied[i]) cudaEventDestroy(r->copied[i]); if (r->done[i]) cudaEventDestroy(r->done[i]); }
+    for (int i = 0; i < 2; i++) {
+        if (r->copied[i]) cudaEventDestroy(r->copied[i]);
+        if (r->done[i]) cudaEventDestroy(r->done[i]);
+        if (r->began[i]) cudaEventDestroy(r->began[i]);
+        if (r->ended[i]) cudaEventDestroy(r->ended[i]);
+    }
     for (int j = 0; j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
     if (r->res_host) cudaFreeHost(r->res_host);
     if (r->vote_host) cudaFreeHost(r->vote_host);
@@ -1466,6 +1475,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaEventCreateWithFlags(&r->copied[i], cudaEventDisableTiming));
         WDC_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
         WDC_CUDA(cudaEventCreateWithFlags(&r->xdone[i], cudaEventDisableTiming));
+        WDC_CUDA(cudaEventCreate(&r->began[i]));
+        WDC_CUDA(cudaEventCreate(&r->ended[i]));
     }
     r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
     {
@@ -1885,6 +1896,9 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
         if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // the caller's batch is its own again
     }
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
+    // the device time of the step alone: began completes when the stream reaches it, after the
+    // previous step and this batch's copy (idle time waiting for the loader falls before it)
+    WDC_CUDA(cudaEventRecord(r->began[slot], r->compute));
     if (r->use_graph) {
         if (!r->graph[slot]) {   // captured once per input buffer, replayed every step
             cudaGraph_t g;
@@ -1899,6 +1913,7 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
         }
         WDC_CUDA(cudaGraphLaunch(r->graph[slot], r->compute));
     } else WDC_TRY(wdc_step_enqueue(r, slot, 0));
+    WDC_CUDA(cudaEventRecord(r->ended[slot], r->compute));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
     // the host batch (and this slot's pinned votes) free again once on the device
     WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
@@ -1920,6 +1935,12 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     if (!st) st = wdc_wait(r, r->done[slot], "a training step");
     r->completed++;
     if (st) return st;
+    if (r->completed > WDC_WARM_STEPS) {
+        float ms = 0;
+        WDC_CUDA(cudaEventElapsedTime(&ms, r->began[slot], r->ended[slot]));
+        r->device_s += ms * 1e-3;
+        r->device_steps++;
+    }
     if (r->timing) {   // the stage between each pair of events of this step
         static const int stage_of[WDC_MARKS - 1] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD, WD_STAGE_SORT,
                                                     WD_STAGE_ROWS, WD_STAGE_COMM, WD_STAGE_OPTIMIZER, WD_STAGE_OPTIMIZER};
@@ -1994,9 +2015,13 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     }
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
     if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s", p.name, p.major, p.minor,
-             r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
-             r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off");
+    // device_ms: the device time of a step (its first event to its last on the compute stream,
+    // without the wait for its batch), the mean over the steps after the first WDC_WARM_STEPS
+    char dev[40] = "";
+    if (r->device_steps > 0) snprintf(dev, sizeof dev, " device_ms=%.4f", 1e3 * r->device_s / (double)r->device_steps);
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s%s", p.name, p.major, p.minor,
+             r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off",
+             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off", dev);
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;
