@@ -1506,13 +1506,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->bf16_direct = r->lp && wdc_env("WD_CUDA_BF16_DIRECT", 0) != 0;
     cublasComputeType_t compute = r->lp || r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     cudaDataType_t in_t = r->lp ? CUDA_R_16BF : CUDA_R_32F;
-    for (int l = 0; l < v->nlayers; l++) {
+    // layer l's forward plan; aux: RELU_AUX_BIAS may be offered
+    auto fwd_make = [&](int l, int aux) -> wd_status {
         int K = l ? v->layer_in[l] : d->INp, out = v->layer_out[l], last = l + 1 == v->nlayers;
         const void *in = l ? r->act[l - 1] : r->lp ? (const void *)r->x16 : (const void *)r->x;
         const void *W = r->lp ? (const void *)(r->wlp + r->lw[l]) : (const void *)(r->dense + r->lw[l]);
         const float *bias = r->dense + r->lb[l];
-        // the forward product: a bf16 hidden output is the next product's input; it goes in fp32
-        // to a scratch (grad[0], idle in the forward pass), then the epilogue's result is rounded
+        // a bf16 hidden output is the next product's input; it goes in fp32 to a scratch
+        // (grad[0], idle in the forward pass), then the epilogue's result is rounded
         // (wdc_to_bf16_k) or, unfused, bias_act adds the bias and rounds; WD_CUDA_BF16_DIRECT=1
         // offers the epilogues' own bf16 output first (section 3)
         int lp_out = r->lp && !last;
@@ -1523,16 +1524,23 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         if (last) fo[nf++] = {WDC_EPI_BIAS, r->act[l], CUDA_R_32F};
         else {
             if (lp_out && r->bf16_direct) {
-                if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, r->act[l], CUDA_R_16BF};
+                if (aux) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, r->act[l], CUDA_R_16BF};
                 fo[nf++] = {WDC_EPI_RELU_BIAS, r->act[l], CUDA_R_16BF};
             }
-            if (r->epilogue) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, fc, CUDA_R_32F};
+            if (aux) fo[nf++] = {WDC_EPI_RELU_AUX_BIAS, fc, CUDA_R_32F};
             fo[nf++] = {WDC_EPI_RELU_BIAS, fc, CUDA_R_32F};
         }
         fo[nf++] = {WDC_EPI_NONE, fc, CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->fwd[l], r->lt, &fa, fo, nf, r->gemm_ws_bytes));
         if (r->fwd[l].epi == WDC_EPI_NONE) { r->fwd[l].bias_after = bias; r->fwd[l].relu_after = !last; }
         if (lp_out && r->fwd[l].C == fc) r->fwd[l].out16 = (uint16_t *)r->act[l];
+        return WD_OK;
+    };
+    for (int l = 0; l < v->nlayers; l++) {
+        int K = l ? v->layer_in[l] : d->INp, out = v->layer_out[l], last = l + 1 == v->nlayers;
+        const void *in = l ? r->act[l - 1] : r->lp ? (const void *)r->x16 : (const void *)r->x;
+        const void *W = r->lp ? (const void *)(r->wlp + r->lw[l]) : (const void *)(r->dense + r->lw[l]);
+        WDC_TRY(fwd_make(l, r->epilogue));
         // dz: dlogit (fp32) or the layer above's gradient; at precision bf16 every dz is a bf16
         // copy (wdc_top_k's of dlogit, then the ping-pong): layer l reads lpg[(l + 1) % 2]
         const void *dz = r->lp ? (const void *)r->lpg[(l + 1) % 2] : last ? (const void *)(r->logits + r->B) : (const void *)r->grad[(l + 1) % 2];
@@ -1553,6 +1561,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, &aa, ao, na, r->gemm_ws_bytes));
         if (r->lp && r->ba[l].epi == WDC_EPI_DRELU_BGRAD && r->ba[l].C == (void *)r->grad[l % 2]) r->ba[l].out16 = r->lpg[l % 2];
     }
+    // a mask no product reads (layer l's da fell back to relu_grad and the column sums): layer
+    // l - 1's forward again without writing it
+    for (int l = 1; l < v->nlayers; l++)
+        if (r->fwd[l - 1].epi == WDC_EPI_RELU_AUX_BIAS && r->ba[l].epi != WDC_EPI_DRELU_BGRAD) {
+            wdc_mm_free(&r->fwd[l - 1]);
+            WDC_TRY(fwd_make(l - 1, 0));
+        }
     // CUB's scratch for the largest sort, run-length encode and scans we run
     {
         int N = (int)(d->rows * (r->ranks > 1 ? r->ranks : 1));

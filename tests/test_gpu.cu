@@ -83,6 +83,23 @@ static void set_fp32(int on) { setenv("WD_CUDA_FP32", on == 1 ? "1" : "0", 1); }
 enum { M_TF32 = 0, M_FP32 = 1, M_BF16 = 2 };
 static const char *mode_name(int mode) { return mode == M_BF16 ? "bf16" : mode == M_FP32 ? "fp32" : "tf32"; }
 static void set_epilogue(int on) { setenv("WD_CUDA_EPILOGUE", on ? "1" : "0", 1); }
+// Whether every ReLU mask the engine line's mlp= says a forward product writes
+// ("aux") is read by the next layer's da (its "fused": DRELU_BGRAD); true
+// without mlp= or with mlp=none.
+static int masks_read(const char *what) {
+    const char *p = strstr(what, " mlp=");
+    if (!p || !strncmp(p + 5, "none", 4)) return 1;
+    int prev_aux = 0;
+    for (p += 5; *p && *p != ' ';) {
+        const char *slash = strchr(p, '/');
+        if (!slash) return 0;
+        if (prev_aux && strncmp(slash + 1, "fused", 5) != 0) return 0;
+        prev_aux = !strncmp(p, "aux", 3);
+        p += strcspn(p, ", ");
+        if (*p == ',') p++;
+    }
+    return 1;
+}
 // Whether the engine line `what` has the field name=value (space-separated name=value words).
 static int field_is(const char *what, const char *name, const char *value) {
     size_t n = strlen(name), v = strlen(value);
@@ -492,6 +509,7 @@ static int gradients_case(const cfg *c0, int mode, double tol, double delta) {
         char what[300];
         ops->describe(be, what, sizeof what);
         printf("  %-34s %s\n", c.name, what);
+        CHECK(masks_read(what));
         CHECK_OK(ops->submit(be, &b, 0));
         CHECK_OK(ops->complete(be, &res));
         CHECK_OK(ops->download(be));
