@@ -311,11 +311,11 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
 // the warp's 32 quads (128 consecutive columns of x, D + 4t..) then passed
 // between lanes so that each store instruction writes 32 consecutive floats
 // (coalesced whatever D is); else a column a lane. Every column's sum is
-// wdc_x_at's, in its order (x is the same bit for bit). wz (n) when given:
+// wdc_x_at's, in its order (x is the same bit for bit). wlogit (n) when given:
 // wdc_wide_logit of every sample, its terms loaded on the lanes (dense
 // products, a slot each, a cross each) and added in its order by every lane.
 // The loss kernel then reads one float a sample instead of every id again.
-__global__ void wdc_gather_wide_k(float *x, float *wz, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *emb,
+__global__ void wdc_gather_wide_k(float *x, float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *emb,
                                   const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
@@ -350,7 +350,7 @@ __global__ void wdc_gather_wide_k(float *x, float *wz, const wdc_batch *__restri
         } else
             for (int c = d.D + lane; c < d.IN; c += 32) row[c] = wdc_x_at(b, d, emb, table_off, i, c);
     }
-    if (!wz) return;
+    if (!wlogit) return;
     float z = wdense[d.D];
     for (int j0 = 0; j0 < d.D; j0 += 32) {
         int j = j0 + lane;
@@ -364,23 +364,23 @@ __global__ void wdc_gather_wide_k(float *x, float *wz, const wdc_batch *__restri
         int c = c0 + lane;
         z = wdc_warp_add_in_order(z, c < d.ncross ? wdc_cross_wide(i, c, b, d, wide, table_off) : 0.0f, d.ncross - c0);
     }
-    if (lane == 0) wz[i] = z;
+    if (lane == 0) wlogit[i] = z;
 }
-static wd_status wdc_gather_wide(cudaStream_t st, float *x, float *wz, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
+static wd_status wdc_gather_wide(cudaStream_t st, float *x, float *wlogit, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
                                  const float *wdense, const long long *toff, int n) {
-    if (!x && !wz) return WD_OK;
-    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, wz, b, d, emb, wide, wdense, toff, n);
+    if (!x && !wlogit) return WD_OK;
+    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, wlogit, b, d, emb, wide, wdense, toff, n);
     WDC_LAUNCH("gather_wide");
     return WD_OK;
 }
-// The wide logit of sample i: wdc_gather_wide_k's when it ran (wz), else computed here.
-__device__ __forceinline__ float wdc_wide_of(int i, const float *wz, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
+// The wide logit of sample i: wdc_gather_wide_k's when it ran (wlogit), else computed here.
+__device__ __forceinline__ float wdc_wide_of(int i, const float *wlogit, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
                                              const long long *table_off) {
-    return wz ? wz[i] : wdc_wide_logit(i, b, d, wide, wdense, table_off);
+    return wlogit ? wlogit[i] : wdc_wide_logit(i, b, d, wide, wdense, table_off);
 }
 // Per sample: probability, dlogit = w (p - y); per block: partial sums of
 // loss, weight, samples (w != 0) and dlogit, summed by wdc_loss_final.
-__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const float *wz, const wdc_batch *__restrict__ bp,
+__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const float *wlogit, const wdc_batch *__restrict__ bp,
                            const wdc_dims *__restrict__ dp, const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
@@ -389,7 +389,7 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
     float l = 0.0f, w = 0.0f, cnt = 0.0f, dl = 0.0f;
     if (i < n) {
         float z = deep_out ? deep_out[i] : 0.0f;
-        if (d.wide) z += wdc_wide_of(i, wz, b, d, wide, wdense, table_off);
+        if (d.wide) z += wdc_wide_of(i, wlogit, b, d, wide, wdense, table_off);
         float y = b.label[i];
         w = b.weight[i];
         float p = 1.0f / (1.0f + expf(-z));
@@ -416,30 +416,30 @@ __global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, i
     for (int q = 0; q < WD_STEP_VOTES; q++) tail[3 + q] = s->vote[slot][q];
     if (gbias) *gbias = acc[3];
 }
-static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out, const float *wz,
+static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out, const float *wlogit,
                           const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense, const long long *toff,
                           const wdc_state *s, int slot, int n) {
     unsigned nb = wdc_blocks(n, WDC_THREADS);
-    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, wz, b, d, wide, wdense, toff, n);
+    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, wlogit, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("loss");
     wdc_loss_final_k<<<1, 1, 0, st>>>(tail, gbias, part, (int)nb, s, slot);
     WDC_LAUNCH("loss_final");
     return WD_OK;
 }
 // Probabilities only (evaluation and prediction).
-__global__ void wdc_predict_k(float *prob, const float *deep_out, const float *wz, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
+__global__ void wdc_predict_k(float *prob, const float *deep_out, const float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
                               const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float z = deep_out ? deep_out[i] : 0.0f;
-    if (d.wide) z += wdc_wide_of(i, wz, b, d, wide, wdense, table_off);
+    if (d.wide) z += wdc_wide_of(i, wlogit, b, d, wide, wdense, table_off);
     prob[i] = 1.0f / (1.0f + expf(-z));
 }
-static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wz, const wdc_batch *b, const wdc_dims *d,
+static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wlogit, const wdc_batch *b, const wdc_dims *d,
                                     const float *wide, const float *wdense, const long long *toff, int n) {
-    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, wz, b, d, wide, wdense, toff, n);
+    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, wlogit, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("predict");
     return WD_OK;
 }
@@ -1098,7 +1098,7 @@ struct wdc_rank {
     uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; WD_CUDA_EPILOGUE=1)
     int64_t mask_ld[WD_MAX_LAYERS + 1];
     uint16_t *wlp, *x16, *lpg[2];   // precision bf16: the MLP weights (Pd's MLP part), the MLP input, the dz ping-pong
-    float *wide_z;                  // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
+    float *wide_logit;              // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
     float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (logits rows 3-4, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;
     uint32_t *occ, *occ_alt;
@@ -1461,7 +1461,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         // they fit, else the column-sum partials take those (a no-deep model with D <= 2 has a tiny one)
         int64_t nb = wdc_blocks(r->B, WDC_THREADS), pbytes = 0;
         WDC_TRY(wd_plan_find(&r->plan, WD_BUF_PARTIAL, 0, NULL, &pbytes));
-        r->wide_z = r->logits + 2 * (size_t)r->B;
+        r->wide_logit = r->logits + 2 * (size_t)r->B;
         if (4 * nb <= 2 * (int64_t)r->B) r->loss_part = r->logits + 3 * (size_t)r->B;
         else if (16 * nb <= pbytes) r->loss_part = r->partial;
         else return wdc_fail(WD_ERR_INTERNAL, "no room for the loss kernel's %lld block sums", (long long)nb);
@@ -1673,14 +1673,14 @@ static wd_status wdc_sort_batch(wdc_rank *r, cudaStream_t st, const wdc_batch *b
     return wdc_sort_runs(r, st, (int)r->d.rows, occ_s);
 }
 // The forward pass on batch b (n samples); the deep logit in the last
-// activation and, with r->overlap, the wide logits in r->wide_z (read by the
+// activation and, with r->overlap, the wide logits in r->wide_logit (read by the
 // loss and predict kernels instead of computing them there).
 // b: the batch's pointers on the device (wdc_state.b).
 static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     cudaStream_t st = r->compute;
     const wdc_dims *dd = &r->state->d;
     if (r->overlap)
-        WDC_TRY(wdc_gather_wide(st, r->v.nlayers ? r->x : NULL, r->d.wide ? r->wide_z : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp,
+        WDC_TRY(wdc_gather_wide(st, r->v.nlayers ? r->x : NULL, r->d.wide ? r->wide_logit : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp,
                                 r->table_off, n));
     else if (r->v.nlayers) WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, dd, n));
     WDC_TRY(wdc_mark(r, slot, 1));
@@ -1740,7 +1740,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? (const float *)r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
-    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, r->overlap ? r->wide_z : NULL, db, dd,
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, r->overlap ? r->wide_logit : NULL, db, dd,
                      r->wide, wdense, r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
@@ -1996,7 +1996,7 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     const wdc_batch *db = &r->state->b[0];
     WDC_TRY(wdc_forward(r, db, b->n, -1));
     const float *deep_out = r->v.nlayers ? (const float *)r->act[r->v.nlayers - 1] : NULL;
-    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_z : NULL, db, &r->state->d, r->wide, r->dense + r->d.P_mlp,
+    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_logit : NULL, db, &r->state->d, r->wide, r->dense + r->d.P_mlp,
                                r->table_off, b->n));
     WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
