@@ -982,7 +982,13 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
-// the stages add up to train_s.
+// the stages add up to train_s. The backends' stages differ at the edges: the
+// GPU's sparse sort includes making the keys, its rows with one rank the
+// checks before the updates, and with several ranks the second sort, the
+// segments and the merge fall into comm. SORT and ROWS were inserted before
+// COMM (issue 22): COMM, OPTIMIZER and OTHER are 2 higher than in earlier
+// builds (rebuild against this header), and the CPU's OPTIMIZER no longer
+// includes the workers' merge (earlier logs' figures are not comparable).
 typedef enum wd_stage {
     WD_STAGE_DATA,                  // waiting for the loader's next batch
     WD_STAGE_H2D,                   // copying the batch to the device (GPU)
