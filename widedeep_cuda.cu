@@ -250,16 +250,25 @@ __device__ __forceinline__ float wdc_x_at(const wdc_batch &b, const wdc_dims &d,
     }
     return v;
 }
-// x (n, INp), one block per sample (WD_CUDA_OVERLAP=0; wdc_gather_wide_k otherwise).
-__global__ void wdc_gather_k(float *x, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off, const wdc_dims *__restrict__ dp, int n) {
+// bf16 <-> fp32 (wd_bf16_bits: the CPU's rounding rule).
+__device__ __forceinline__ uint16_t wdc_bf16(float v) { return wd_bf16_bits(__float_as_uint(v)); }
+// Column c of row i of the MLP input: into x, or at precision bf16 rounded into x16 (the
+// first product's input, as the CPU rounds it; the fp32 x is then not written).
+__device__ __forceinline__ void wdc_x_put(float *x, uint16_t *x16, size_t at, float v) {
+    if (x16) x16[at] = wdc_bf16(v);
+    else x[at] = v;
+}
+// x (n, INp) or x16, one block per sample (WD_CUDA_OVERLAP=0; wdc_gather_wide_k otherwise).
+__global__ void wdc_gather_k(float *x, uint16_t *x16, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off,
+                             const wdc_dims *__restrict__ dp, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x;
     if (i >= n) return;
-    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) x[(size_t)i * d.INp + c] = wdc_x_at(b, d, emb, table_off, i, c);
+    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) wdc_x_put(x, x16, (size_t)i * d.INp + c, wdc_x_at(b, d, emb, table_off, i, c));
 }
-static wd_status wdc_gather(cudaStream_t st, float *x, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
-    wdc_gather_k<<<n, 128, 0, st>>>(x, b, emb, toff, d, n);
+static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
+    wdc_gather_k<<<n, 128, 0, st>>>(x, x16, b, emb, toff, d, n);
     WDC_LAUNCH("gather");
     return WD_OK;
 }
@@ -305,7 +314,7 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
     return z;
 }
 // WD_CUDA_OVERLAP=1: the gather and the wide logit in one kernel, one warp
-// per sample. x (n, INp) when x is given: the dense columns and the zero
+// per sample. x (n, INp) when x or x16 is given (wdc_x_put): the dense columns and the zero
 // padding a column a lane; the pooled embeddings, when E is a multiple of 4,
 // a quad of one slot's row a lane (the row read as float4: 16-byte aligned),
 // the warp's 32 quads (128 consecutive columns of x, D + 4t..) then passed
@@ -315,16 +324,16 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
 // wdc_wide_logit of every sample, its terms loaded on the lanes (dense
 // products, a slot each, a cross each) and added in its order by every lane.
 // The loss kernel then reads one float a sample instead of every id again.
-__global__ void wdc_gather_wide_k(float *x, float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *emb,
-                                  const float *wide, const float *wdense, const long long *table_off, int n) {
+__global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
+                                  const float *emb, const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (i >= n) return;   // the whole warp: the shuffles below have every lane
-    if (x) {
-        float *row = x + (size_t)i * d.INp;
-        for (int c = lane; c < d.D; c += 32) row[c] = b.dense[(size_t)i * d.D + c];
-        for (int c = d.IN + lane; c < d.INp; c += 32) row[c] = 0.0f;
+    if (x || x16) {
+        size_t row = (size_t)i * d.INp;
+        for (int c = lane; c < d.D; c += 32) wdc_x_put(x, x16, row + c, b.dense[(size_t)i * d.D + c]);
+        for (int c = d.IN + lane; c < d.INp; c += 32) wdc_x_put(x, x16, row + c, 0.0f);
         if (d.E % 4 == 0) {
             int per = d.E / 4, quads = d.S * per;   // warp-uniform
             for (int t0 = 0; t0 < quads; t0 += 32) {
@@ -344,11 +353,11 @@ __global__ void wdc_gather_wide_k(float *x, float *wlogit, const wdc_batch *__re
                     int from = 8 * s + lane / 4, col = 4 * t0 + 32 * s + lane;
                     float vx = __shfl_sync(0xffffffffu, v.x, from), vy = __shfl_sync(0xffffffffu, v.y, from);
                     float vz = __shfl_sync(0xffffffffu, v.z, from), vw = __shfl_sync(0xffffffffu, v.w, from);
-                    if (col < 4 * quads) row[d.D + col] = lane % 4 == 0 ? vx : lane % 4 == 1 ? vy : lane % 4 == 2 ? vz : vw;
+                    if (col < 4 * quads) wdc_x_put(x, x16, row + d.D + col, lane % 4 == 0 ? vx : lane % 4 == 1 ? vy : lane % 4 == 2 ? vz : vw);
                 }
             }
         } else
-            for (int c = d.D + lane; c < d.IN; c += 32) row[c] = wdc_x_at(b, d, emb, table_off, i, c);
+            for (int c = d.D + lane; c < d.IN; c += 32) wdc_x_put(x, x16, row + c, wdc_x_at(b, d, emb, table_off, i, c));
     }
     if (!wlogit) return;
     float z = wdense[d.D];
@@ -366,10 +375,10 @@ __global__ void wdc_gather_wide_k(float *x, float *wlogit, const wdc_batch *__re
     }
     if (lane == 0) wlogit[i] = z;
 }
-static wd_status wdc_gather_wide(cudaStream_t st, float *x, float *wlogit, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
+static wd_status wdc_gather_wide(cudaStream_t st, float *x, uint16_t *x16, float *wlogit, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
                                  const float *wdense, const long long *toff, int n) {
-    if (!x && !wlogit) return WD_OK;
-    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, wlogit, b, d, emb, wide, wdense, toff, n);
+    if (!x && !x16 && !wlogit) return WD_OK;
+    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, x16, wlogit, b, d, emb, wide, wdense, toff, n);
     WDC_LAUNCH("gather_wide");
     return WD_OK;
 }
@@ -476,8 +485,6 @@ static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const f
     WDC_LAUNCH("colsum_final");
     return WD_OK;
 }
-// bf16 <-> fp32 (wd_bf16_bits: the CPU's rounding rule).
-__device__ __forceinline__ uint16_t wdc_bf16(float v) { return wd_bf16_bits(__float_as_uint(v)); }
 __device__ __forceinline__ float wdc_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 // d[q] = a[q] > 0 ? d[q] : 0 (the ReLU's derivative; the activations a are
 // fp32, or bf16 in a16 at precision bf16); with d16, the result rounded to
@@ -1679,13 +1686,13 @@ static wd_status wdc_sort_batch(wdc_rank *r, cudaStream_t st, const wdc_batch *b
 static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     cudaStream_t st = r->compute;
     const wdc_dims *dd = &r->state->d;
+    // the MLP input: fp32 x, or at precision bf16 only its rounded copy x16 (the first product's input)
+    float *x = r->v.nlayers && !r->lp ? r->x : NULL;
+    uint16_t *x16 = r->lp ? r->x16 : NULL;
     if (r->overlap)
-        WDC_TRY(wdc_gather_wide(st, r->v.nlayers ? r->x : NULL, r->d.wide ? r->wide_logit : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp,
-                                r->table_off, n));
-    else if (r->v.nlayers) WDC_TRY(wdc_gather(st, r->x, b, r->emb, r->table_off, dd, n));
+        WDC_TRY(wdc_gather_wide(st, x, x16, r->d.wide ? r->wide_logit : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp, r->table_off, n));
+    else if (r->v.nlayers) WDC_TRY(wdc_gather(st, x, x16, b, r->emb, r->table_off, dd, n));
     WDC_TRY(wdc_mark(r, slot, 1));
-    if (!r->v.nlayers) return WD_OK;
-    if (r->lp) WDC_TRY(wdc_to_bf16(st, r->x16, r->x, (size_t)n * (size_t)r->d.INp));   // the first product's input, as the CPU rounds it
     for (int l = 0; l < r->v.nlayers; l++) WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, r->gemm_ws, r->gemm_ws_bytes, st));
     return WD_OK;
 }

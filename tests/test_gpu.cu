@@ -908,13 +908,15 @@ static void test_graph_matches_stream(void) {
 // model: D = 13 and E = 8 (the gather's quads of embedding columns, passed
 // between lanes to stores at any column; crosses), D = 4 (multi-hot, mean
 // pooling), E = 6 (a column a lane), no deep part (the wide logit alone), no
-// wide part (the gather alone), no slots (an empty sort), and hot runs
+// wide part (the gather alone), no slots (an empty sort), precision bf16
+// (both gathers write the rounded x16 alone; GPU only), and hot runs
 // through WD_CUDA_SPARSE=fused (its rows read the joined sort). The
 // overlapped runs delay the sort's branch by 2 ms
 // (WD_CUDA_OVERLAP_DELAY_US): a reader of its buffers that is not behind the
 // join then reads them before they are written, every time, and the models
 // differ. The engine line says which ran (overlap=on, overlap=off).
-static void overlap_pair(const cfg *c, int steps, const char *how, int predict) {
+static void overlap_pair(const cfg *c, int steps, const char *how, int predict, int mode) {
+    double tol = mode == M_BF16 ? TOL_BF16 : TOL_FP32, screen = mode == M_BF16 ? SCREEN_BF16 : SCREEN_FP32;
     for (int o = 1; !ON_CPU && o >= 0; o--) {
         setenv("WD_CUDA_OVERLAP", o ? "1" : "0", 1);
         wd_schema s;
@@ -929,10 +931,10 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict) 
     }
     setenv("WD_CUDA_OVERLAP", "1", 1);
     setenv("WD_CUDA_OVERLAP_DELAY_US", "2000", 1);
-    wd_model *on = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
+    wd_model *on = steps_case(c, steps, mode, tol, screen);
     unsetenv("WD_CUDA_OVERLAP_DELAY_US");
     setenv("WD_CUDA_OVERLAP", "0", 1);
-    wd_model *off = steps_case(c, steps, 1, TOL_FP32, SCREEN_FP32);
+    wd_model *off = steps_case(c, steps, mode, tol, screen);
     REQUIRE(on && off);
     char what[160];
     snprintf(what, sizeof what, "%s: overlap vs serial, %s", c->name, how);
@@ -966,12 +968,13 @@ static void test_overlap_matches_serial(void) {
     const cfg *cs[6] = {&C_CRITEO, &C_MH_MEAN, &C_NO_DEEP, &C_E6, &C_NO_WIDE, &C_DENSE};
     int steps = QUICK ? 2 : 3;
     setenv("WD_CUDA_GRAPH", "1", 1);
-    for (int i = 0; i < 6; i++) overlap_pair(cs[i], steps, "graph on", i < 4);
+    for (int i = 0; i < 6; i++) overlap_pair(cs[i], steps, "graph on", i < 4, M_FP32);
+    if (!ON_CPU) overlap_pair(&C_CRITEO, steps, "graph on, precision bf16 (x16 from the gather)", 1, M_BF16);   // the CPU's bf16 may be refused
     setenv("WD_CUDA_SPARSE", "fused", 1);
-    overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, WD_CUDA_SPARSE=fused", 0);
+    overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, WD_CUDA_SPARSE=fused", 0, M_FP32);
     unsetenv("WD_CUDA_SPARSE");
     setenv("WD_CUDA_GRAPH", "0", 1);
-    for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0);
+    for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0, M_FP32);
     unsetenv("WD_CUDA_OVERLAP");
     unsetenv("WD_CUDA_GRAPH");
 }
