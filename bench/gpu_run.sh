@@ -289,7 +289,7 @@ if has 2; then
                 [ "$room" -ge 8 ] || { say "  $name: not run (phase 2's 150 s used)"; continue; }
                 flt=()
                 case $tool in synccheck|racecheck) [ -n "$KF" ] && flt=("$KF" kns=wdc_);; esac
-                # the tiny training on the fused sparse path (7 hot runs a batch), the quick subset on the default (segmented)
+                # the tiny training on the fused sparse path (runs of several chunks), the quick subset on the default (segmented)
                 if [ $what = tiny ]; then gpu "$name" "$lim" env WD_CUDA_SPARSE=fused "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_TINY[@]}"
                 else WD_REQUIRE_GPU=1 WD_GPU_TEST_QUICK=1 WD_COMM_TIMEOUT=30 WD_GPU_TESTS=gradients_fp32,predict_and_evaluate,failed_steps_change_nothing \
                          gpu "$name" "$lim" "$CS" --tool "$tool" "${flt[@]}" --error-exitcode 9 --print-limit 20 "${SAN_QUICK[@]}"; fi
