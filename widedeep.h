@@ -1086,7 +1086,8 @@ typedef struct wd_train_report {
     double best_epoch;              // and the epochs done then (fractional; NaN without validation)
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
-    char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends)
+    char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends; the CUDA
+                                    // backend's ends with device_ms=, a step's device time after 4 steps)
     wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
