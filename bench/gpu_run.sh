@@ -395,6 +395,21 @@ if has 3; then
                 while IFS= read -r l; do note "$l"; done < "$LOGS/overlap.log"
             fi
         fi
+        # precision bf16's hidden outputs (bench/GPU_RUN.md, what to check): written in fp32 and
+        # rounded after (the default) against written as bf16 by cuBLASLt (WD_CUDA_BF16_DIRECT=1,
+        # undocumented: its engine line says whether cuBLASLt took it), by device_ms; a failure of
+        # the switch's run is evidence against it, not a failure of the phase
+        if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_BF16_DIRECT=1: not run ($(p3left) s of phase 3 left)"
+        else
+            [ -f "$LOGS/train-bf16.log" ] || gpu train-bf16 30 "${W3[@]}" --max-steps "$steps_short" --precision bf16 || failed
+            gpu train-bf16-direct 30 env WD_CUDA_BF16_DIRECT=1 "${W3[@]}" --max-steps "$steps_short" --precision bf16 ||
+                note "train-bf16-direct failed (exit $RC): $(grep -m1 -iE 'error|not finite|failed' "$LOGS/train-bf16-direct.log" | cut -c1-160)"
+            if [ $DRY = 0 ]; then
+                { devcmp train-bf16-direct train-bf16 "bf16 outputs written by cuBLASLt vs rounded after (WD_CUDA_BF16_DIRECT=1 vs 0)"
+                  grep -h '^trained' "$LOGS/train-bf16.log" "$LOGS/train-bf16-direct.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/bf16-direct.log" 2>&1
+                while IFS= read -r l; do note "$l"; done < "$LOGS/bf16-direct.log"
+            fi
+        fi
         # the model's prediction for each path at the ceilings measured (bench/GPU_MODEL.md)
         if [ $DRY = 0 ] && [ -n "${bw:-}" ] && [ -n "${tf:-}" ]; then
             for sp in segmented fused; do
