@@ -675,6 +675,7 @@ static void test_epilogue_off(void) {
         {M_BF16, 1, 1, NULL}};
     for (int k = 0; k < 4; k++) {
         set_epilogue(v[k].epi);
+        set_fp32(v[k].mode);   // TF32, not the FP32 gradients_case left set
         setenv("WD_CUDA_BF16_DIRECT", v[k].direct ? "1" : "0", 1);
         wd_schema sc;
         wd_model *m = cfg_model_mode(&C_CRITEO, &sc, v[k].mode);
