@@ -372,7 +372,7 @@ if has 3; then
             sfx=; [ $sp = fused ] && sfx=-fused
             if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 40 ]; then say "  WD_CUDA_SPARSE=fused: not run ($(p3left) s of phase 3 left)"; break; fi
             gpu "train-timed$sfx" 30 env WD_CUDA_SPARSE=$sp WD_CUDA_TIMING=1 "${W3[@]}" --max-steps "$steps_short" || failed
-            if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 50 ]; then say "  WD_CUDA_SPARSE=fused: steady state not run ($(p3left) s of phase 3 left)"
+            if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 70 ]; then say "  WD_CUDA_SPARSE=fused: steady state not run ($(p3left) s of phase 3 left)"
             else
                 gpu "train-short$sfx" 30 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_short" || failed
                 gpu "train-long$sfx" 40 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_long" || failed
