@@ -395,21 +395,6 @@ if has 3; then
                 while IFS= read -r l; do note "$l"; done < "$LOGS/overlap.log"
             fi
         fi
-        # precision bf16's hidden outputs (bench/GPU_RUN.md, what to check): written in fp32 and
-        # rounded after (the default) against written as bf16 by cuBLASLt (WD_CUDA_BF16_DIRECT=1,
-        # undocumented: its engine line says whether cuBLASLt took it), by device_ms; a failure of
-        # the switch's run is evidence against it, not a failure of the phase
-        if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_BF16_DIRECT=1: not run ($(p3left) s of phase 3 left)"
-        else
-            [ -f "$LOGS/train-bf16.log" ] || gpu train-bf16 30 "${W3[@]}" --max-steps "$steps_short" --precision bf16 || failed
-            gpu train-bf16-direct 30 env WD_CUDA_BF16_DIRECT=1 "${W3[@]}" --max-steps "$steps_short" --precision bf16 ||
-                note "train-bf16-direct failed (exit $RC): $(grep -m1 -iE 'error|not finite|failed' "$LOGS/train-bf16-direct.log" | cut -c1-160)"
-            if [ $DRY = 0 ]; then
-                { devcmp train-bf16-direct train-bf16 "bf16 outputs written by cuBLASLt vs rounded after (WD_CUDA_BF16_DIRECT=1 vs 0)"
-                  grep -h '^trained' "$LOGS/train-bf16.log" "$LOGS/train-bf16-direct.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/bf16-direct.log" 2>&1
-                while IFS= read -r l; do note "$l"; done < "$LOGS/bf16-direct.log"
-            fi
-        fi
         # the model's prediction for each path at the ceilings measured (bench/GPU_MODEL.md)
         if [ $DRY = 0 ] && [ -n "${bw:-}" ] && [ -n "${tf:-}" ]; then
             for sp in segmented fused; do
@@ -428,18 +413,28 @@ if has 3; then
             else gpu "$vname" "$p3" "${W3[@]}" --max-steps "$steps_short" "$va" "$vb" || failed; fi
         done
         if [ $DRY = 0 ]; then
-            # the switches: the loop's ms a step (its stages summed, warm-up in every run alike) against train-short's
+            # the switches against train-short by device_ms (each step's device time alone)
             for v in train-bf16 train-noepi; do
                 [ -f "$LOGS/$v.log" ] && [ -f "$LOGS/train-short.log" ] || continue
-                awk -v v="$v" -v L="$LOGS" 'function ms(f,   l, a, n, i, t) { t = -1
-                        while ((getline l < f) > 0) if (l ~ /^time per step/) { sub(/^[^:]*:/, "", l); sub(/\|.*/, "", l); n = split(l, a, " "); t = 0; for (i = 1; i <= n; i++) if (a[i] ~ /^[0-9]+(\.[0-9]*)?$/) t += a[i] }
-                        close(f); return t }
-                    BEGIN { b = ms(L "/train-short.log"); x = ms(L "/" v ".log")
-                        if (b <= 0 || x <= 0) { print v ": no time per step"; exit 1 }
-                        printf "%s: %.3f ms a step in the loop, train-short %.3f: x%.2f\n", v, x, b, b / x }' || failed
+                devcmp "$v" train-short "$v against train-short" || failed
                 grep -h '^trained' "$LOGS/$v.log" | sed 's/^trained .*engine=/  engine=/'
             done > "$LOGS/switches.log" 2>&1
             while IFS= read -r l; do note "$l"; done < "$LOGS/switches.log"
+        fi
+        # precision bf16's hidden outputs (bench/GPU_RUN.md, what to check): written in fp32 and
+        # rounded after (the default) against written as bf16 by cuBLASLt (WD_CUDA_BF16_DIRECT=1,
+        # undocumented: its engine line says whether cuBLASLt took it), by device_ms; a failure of
+        # the switch's run is evidence against it, not a failure of the phase
+        if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_BF16_DIRECT=1: not run ($(p3left) s of phase 3 left)"
+        else
+            [ -f "$LOGS/train-bf16.log" ] || gpu train-bf16 30 "${W3[@]}" --max-steps "$steps_short" --precision bf16 || failed
+            gpu train-bf16-direct 30 env WD_CUDA_BF16_DIRECT=1 "${W3[@]}" --max-steps "$steps_short" --precision bf16 ||
+                note "train-bf16-direct failed (exit $RC): $(grep -m1 -iE 'error|not finite|failed' "$LOGS/train-bf16-direct.log" | cut -c1-160)"
+            if [ $DRY = 0 ]; then
+                { devcmp train-bf16-direct train-bf16 "bf16 outputs written by cuBLASLt vs rounded after (WD_CUDA_BF16_DIRECT=1 vs 0)"
+                  grep -h '^trained' "$LOGS/train-bf16.log" "$LOGS/train-bf16-direct.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/bf16-direct.log" 2>&1
+                while IFS= read -r l; do note "$l"; done < "$LOGS/bf16-direct.log"
+            fi
         fi
     else
         say "  data: not ready within phase 3's time ($(tail -1 "$LOGS/gen-big.log" 2>/dev/null)): the workload did not run"; failed
