@@ -176,7 +176,7 @@ if command -v nvcc >/dev/null; then
     if built gpu_run_dry "$B/gpu-pack/test_gpu" && timed gpu_run_dry "" env PACK="$B/gpu-pack" WORK="$T/gpu-work" bash bench/gpu_run.sh --dry "$T/gpu-dry"; then
         s=$T/gpu-dry/summary.txt
         if [ $rc = 0 ] && grep -q '^  pack: .* binaries and libraries: glibc 2.36 or older' "$s" && grep -q '^    multi_gpu without NCCL: .*NCCL is not available' "$s" &&
-           grep -q '^    wd-mpi-cuda as an MPI singleton on the pack.s Open MPI' "$s" && grep -q '^    wd-mpi-cuda without a GPU: rank 0: .*no CUDA device' "$s" &&
+           grep -q '^    wd-mpi-cuda as an MPI singleton on the pack.s Open MPI' "$s" && grep -q '^    wd-mpi-cuda without a GPU: .*rank 0: .*no CUDA device' "$s" &&
            grep -q '^  mpi_bootstrap: DRY' "$s" && grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ]; then
             say "PASS gpu_run_dry: $(grep '^  pack: ' "$s" | sed 's/^  pack: //'); $(grep -c ': DRY (' "$s") GPU commands listed"
         else say "FAIL gpu_run_dry: exit $rc: $(grep -E 'FAIL|MISSING|did not' "$s" | head -3 | tr '\n' ' ')"; fi
