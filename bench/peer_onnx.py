@@ -12,9 +12,12 @@ time is session.run's, Python's call overhead included.
 Usage: peer_onnx.py DIR [SECONDS_PER_ROW] [BATCH,CALLERS]
 (the last: only that request size and caller count's rows)
 """
-import os, sys, threading, time
+import os, sys
 import numpy as np
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_latency import timed_row  # noqa: E402
 
 
 def load(d):
@@ -50,38 +53,11 @@ def feeds(sess, dense, ids, at, batch):
 def row(name, sess, dense, ids, batch, callers, seconds):
     n = dense.shape[0]
     reqs = [feeds(sess, dense, ids, (r * batch) % (n - batch), batch) for r in range(max(1, n // batch))]
-    lat = [[] for _ in range(callers)]
-    go = threading.Barrier(callers + 1)
-    deadline = [float("inf")]
-
-    def caller(c):
-        for w in range(20):  # warm-up
+    def warm():
+        for w in range(20):
             sess.run(["probability"], reqs[w % len(reqs)])
-        go.wait()
-        r = c
-        while True:
-            f = reqs[r % len(reqs)]
-            t0 = time.perf_counter()
-            sess.run(["probability"], f)
-            lat[c].append(time.perf_counter() - t0)
-            r += 1
-            if time.perf_counter() >= deadline[0]:
-                break
 
-    th = [threading.Thread(target=caller, args=(c,)) for c in range(callers)]
-    for t in th:
-        t.start()
-    go.wait()
-    t0 = time.perf_counter()
-    deadline[0] = t0 + seconds
-    for t in th:
-        t.join()
-    wall = time.perf_counter() - t0
-    allv = np.sort(np.concatenate([np.array(l) for l in lat]))
-    k = len(allv)
-    print(f"onnxrt    {name:<26s} batch {batch:3d}  callers {callers}  p50 {1e3 * allv[k // 2]:8.3f} ms  p99 {1e3 * allv[int(0.99 * (k - 1))]:8.3f} ms"
-          f"  {k / wall:8.0f} req/s  {k / wall * batch:9.0f} samples/s  ({k} calls)", flush=True)
-
+    timed_row("onnxrt", name, batch, callers, seconds, warm, lambda r: sess.run(["probability"], reqs[r % len(reqs)]), first=1)
 
 def main():
     d = sys.argv[1]

@@ -10,12 +10,13 @@ torch's operators, as a Python server's would.
 Usage: peer_predict.py DIR [SECONDS_PER_ROW] [BATCH,CALLERS]
 (the last: only that request size and caller count's rows)
 """
-import os, sys, threading, time
+import os, sys
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_torch import WideDeep  # noqa: E402
+from peer_latency import timed_row  # noqa: E402
 
 
 def load(d):
@@ -45,40 +46,15 @@ def load(d):
 
 def row(name, model, dense, ids, batch, callers, seconds):
     n = dense.shape[0]
-    lat = [[] for _ in range(callers)]
-    go = threading.Barrier(callers + 1)
-    deadline = [float("inf")]
+    def warm():
+        for w in range(20):
+            model(dense[:batch], ids[:batch])
 
-    def caller(c):
-        with torch.inference_mode():
-            r = 0
-            for w in range(20):  # warm-up
-                model(dense[:batch], ids[:batch])
-            go.wait()
-            while True:
-                at = (r * batch) % (n - batch)
-                d, i = dense[at:at + batch], ids[at:at + batch]
-                t0 = time.perf_counter()
-                torch.sigmoid(model(d, i))
-                lat[c].append(time.perf_counter() - t0)
-                r += 1
-                if time.perf_counter() >= deadline[0]:
-                    break
+    def call(r):
+        at = (r * batch) % (n - batch)
+        torch.sigmoid(model(dense[at:at + batch], ids[at:at + batch]))
 
-    th = [threading.Thread(target=caller, args=(c,)) for c in range(callers)]
-    for t in th:
-        t.start()
-    go.wait()
-    t0 = time.perf_counter()
-    deadline[0] = t0 + seconds
-    for t in th:
-        t.join()
-    wall = time.perf_counter() - t0
-    allv = np.sort(np.concatenate([np.array(l) for l in lat]))
-    k = len(allv)
-    print(f"pytorch   {name:<26s} batch {batch:3d}  callers {callers}  p50 {1e3 * allv[k // 2]:8.3f} ms  p99 {1e3 * allv[int(0.99 * (k - 1))]:8.3f} ms"
-          f"  {k / wall:8.0f} req/s  {k / wall * batch:9.0f} samples/s  ({k} calls)", flush=True)
-
+    timed_row("pytorch", name, batch, callers, seconds, warm, call, ctx=torch.inference_mode)
 
 def main():
     d = sys.argv[1]
