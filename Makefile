@@ -106,9 +106,13 @@ $(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
 # 4) brings Open MPI along: its libraries in lib/, its components in
 # lib/openmpi/ (bench/pack_mpi.sh; the host has no MPI). `bench/gpu_run.sh
 # --dry` checks every binary's NEEDED list, newest glibc symbol and the
-# pack's size.
+# pack's size (30 MiB). No host debug sections (-Wl,-S: the -g of CFLAGS,
+# 0.66-0.79 MB a binary; -lineinfo is in the device code, untouched), and no
+# symbol table (-Wl,-s after it, 0.06-0.4 MB) but in test_gpu and wd-cuda, which phase 2
+# runs under compute-sanitizer (its host frames named).
 PACK_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/lib:/usr/local/cuda/lib64' -lcublasLt -lcudart_static \
-	-Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -ldl -lrt -lm
+	-Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -ldl -lrt -lm -Wl,-S
+$(PACK)/multi_gpu $(PACK)/wd-mpi-cuda $(PACK)/ceilings $(PACK)/loader_ladder $(PACK)/host_feed: PACK_STRIP := -Wl,-s
 $(PACK):
 	@mkdir -p $(PACK)
 $(PACK)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(PACK)
@@ -118,18 +122,18 @@ $(B)/wd-cuda-pack.o: tools/wd.c $(HDR) | $(B)
 $(B)/multi_gpu-pack.o: examples/multi_gpu.c $(HDR) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $@ examples/multi_gpu.c
 $(PACK)/wd-cuda $(PACK)/multi_gpu: $(PACK)/%: $(B)/%-pack.o $(B)/widedeep_cuda.o | $(PACK)
-	$(CXX) -o $@ $^ $(PACK_LIBS)
+	$(CXX) -o $@ $^ $(PACK_LIBS) $(PACK_STRIP)
 $(PACK)/loader_ladder $(PACK)/host_feed: $(PACK)/%: bench/%.c $(HDR) | $(PACK)
-	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ $< -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm
+	$(CC) -std=c11 $(CFLAGS) $(WARN) -o $@ $< -Wl,-Bstatic -lzstd -lz -Wl,-Bdynamic -lpthread -lm -Wl,-S $(PACK_STRIP)
 $(B)/wd-mpi-cuda-pack.o: tools/wd.c $(HDR) | $(B)
 	$(MPICC) -std=c11 $(CFLAGS) $(WARN) -DWD_USE_MPI -DWD_HAVE_CUDA -c -o $@ tools/wd.c
 $(PACK)/wd-mpi-cuda: $(B)/wd-mpi-cuda-pack.o $(B)/widedeep_cuda.o bench/pack_mpi.sh | $(PACK)
-	$(MPICXX) -o $@ $(B)/wd-mpi-cuda-pack.o $(B)/widedeep_cuda.o $(PACK_LIBS)
+	$(MPICXX) -o $@ $(B)/wd-mpi-cuda-pack.o $(B)/widedeep_cuda.o $(PACK_LIBS) $(PACK_STRIP)
 	bash bench/pack_mpi.sh $(PACK) $@
 $(B)/ceilings.o: bench/ceilings.cu | $(B)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall,-Wextra -c -o $@ bench/ceilings.cu
 $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)
-	$(CXX) -o $@ $^ $(PACK_LIBS)
+	$(CXX) -o $@ $^ $(PACK_LIBS) $(PACK_STRIP)
 $(PACK)/gpu_run.sh $(PACK)/peer_torch.py $(PACK)/gpu_model.py: $(PACK)/%: bench/% | $(PACK)
 	cp $< $@
 gpu-pack: $(PACK_BINS)
