@@ -5,8 +5,11 @@ Issue 22 asks for predictions written down before the GPU run measures them:
 for every kernel that widedeep_cuda.cu launches in a step (graph on, one rank),
 the floating-point work and the fewest bytes it must move, the time each takes
 at the GPU's ceilings, and the launches; then the same for each change the
-issue proposes, applied one after another, so a GPU run can check each
-prediction (bench/GPU_MODEL.md explains the counts and records the numbers).
+issue proposes, applied one after another, and for each run of
+bench/gpu_run.sh phase 3 with the switches it runs with: the prediction of
+that run's engine-line device_ms, and of each device_ms comparison phase 3
+prints, so a GPU run can check each prediction (bench/GPU_MODEL.md explains
+the counts and records the numbers).
 
 Time of a kernel = max(FLOPs / GEMM rate, bytes / copy bandwidth) plus a
 latency term where the kernel is a chain of dependent loads, plus one launch
@@ -15,6 +18,7 @@ each output written once; a scattered 4-byte access costs a 32-byte sector.
 
 Usage: bench/gpu_model.py [--gpu h100|h200] [--bw TB/s] [--tf32 TFLOP/s]
        [--bf16 TFLOP/s] [--gemm-eff F] [--unique U] [--gap US] [--batch B]
+       [--detail | --runs | --run NAME]
 Ceilings default to what this workplace measured (device/KINDS.md): H100 copy
 3.0 TB/s, bf16 8192^3 798 TFLOP/s; H200 copy 4.3 TB/s, bf16 788. TF32 is half
 the bf16 rate on Hopper's tensor cores. Pass the figures bench/ceilings.cu
@@ -58,21 +62,27 @@ def kernels(w, v):
     k = []
     add = lambda stage, name, flops, nbytes, lat=0.0: k.append((stage, name, flops, nbytes, lat))
     add("embed", "memset grads", 0, 4 * (Pd + 4))
-    # the gather writes x in fp32 (the sparse path's dx is fp32 too); at bf16 one kernel rounds it
+    # the gather writes the MLP input x: fp32, or at bf16 only its rounded copy (wdc_x_put: 2 bytes
+    # an element, no fp32 x and no rounding pass)
     if v["fused_wide"]:
-        # WD_CUDA_OVERLAP=1: one warp a sample writes x (float4) and reads the wide weights
-        # (a sector a slot) beside the embedding rows; one float a sample out
-        add("embed", "gather + wide logit", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + 4 * B * INp + 32 * B * S + 4 * B)
+        # WD_CUDA_OVERLAP=1: one warp a sample writes x (float4 reads, 32 consecutive columns a
+        # store) and reads the wide weights (a sector a slot) beside the embedding rows; one float
+        # a sample out
+        add("embed", "gather + wide logit", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp + 32 * B * S + 4 * B)
     else:
-        add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + 4 * B * INp)
+        add("embed", "gather", 0, 4 * B * D + 4 * B * S + 4 * B * S * E + act * B * INp)
     L = len(widths) - 1
-    if v["bf16"]:
-        add("mlp_fwd", "x to bf16", 0, 4 * B * INp + 2 * B * INp)
+    # at bf16 a hidden output (an activation; with DRELU_BGRAD a ReLU'd gradient) is written by the
+    # product in fp32 and rounded by wdc_to_bf16_k (4 bytes read, 2 written: the default, "+r" in
+    # mlp=); with WD_CUDA_BF16_DIRECT=1 (direct) the product writes the bf16 itself
+    rounded = v["bf16"] and not v.get("direct")
     for l in range(L):
         i, o = widths[l], widths[l + 1]
         aux = B * o / 8 if (v["epilogue"] and l < L - 1) else 0   # RELU_AUX_BIAS: a bit mask per activation
-        out = 4 if l == L - 1 else act   # the deep logit is fp32
+        out = 4 if (l == L - 1 or rounded) else act   # the deep logit is fp32
         add("mlp_fwd", f"fwd gemm {i}x{o}", 2 * B * i * o, act * B * i + act * i * o + out * B * o + aux)
+        if rounded and l < L - 1:
+            add("mlp_fwd", f"round {o} (to_bf16)", 0, 6 * B * o)
     if v["fused_wide"]:
         # the wide logit computed in the gather kernel: the loss kernel streams deep and wide
         # logits, labels and weights in, probabilities and dlogit out
@@ -87,10 +97,14 @@ def kernels(w, v):
     for l in range(L - 1, -1, -1):
         i, o = widths[l], widths[l + 1]
         add("mlp_bwd", f"dW gemm {i}x{o}", 2 * B * i * o, act * B * o + act * B * i + 4 * i * o)
-        # dX: layer 0's is fp32 (the embeddings' gradient); above it bf16 when fused (DRELU_BGRAD writes
-        # the next dz), else fp32 that relu_grad masks (and at bf16 rounds) and the column sums read
-        out = act if (l and v["epilogue"]) else 4
-        add("mlp_bwd", f"dX gemm {o}x{i}", 2 * B * i * o, act * B * o + act * i * o + out * B * i + (B * i / 8 if v["epilogue"] and l else 0))
+        # dX: layer 0's is fp32 (the embeddings' gradient); above it, fused (DRELU_BGRAD), the next
+        # dz: bf16 (direct) or fp32 then rounded (the default at bf16); unfused, fp32 that relu_grad
+        # masks (and at bf16 rounds) and the column sums read
+        fused = l and v["epilogue"]
+        out = act if (fused and not rounded) else 4
+        add("mlp_bwd", f"dX gemm {o}x{i}", 2 * B * i * o, act * B * o + act * i * o + out * B * i + (B * i / 8 if fused else 0))
+        if fused and rounded:
+            add("mlp_bwd", f"round {i} (to_bf16)", 0, 6 * B * i)
         if l and not v["epilogue"]:
             # read a, write the zeros (about half of d); at bf16 also read d and write its bf16 copy
             add("mlp_bwd", "relu_grad", 0, B * i * (act * 2.5 if not v["bf16"] else 2 + 4 + 2 + 2))
@@ -111,10 +125,11 @@ def kernels(w, v):
     # the rows stage (WD_CUDA_TIMING's "sparse rows"): the checks, then every run's merged row
     add("rows", "step_begin", 0, 0, 2.0)
     add("rows", "dense_check", 0, 4 * Pd)
-    # the per-occurrence reads: the sorted occurrence, then its dx piece and dlogit
-    # (scattered: a 32-byte sector each); a warp's occurrences are a dependent chain
+    # the per-occurrence reads: the sorted occurrence, then its dx piece (fp32 at bf16 too: layer
+    # 0's dX is the embeddings' gradient) and dlogit (scattered: a 32-byte sector each); a warp's
+    # occurrences are a dependent chain
     chain_us = 0.8                      # two dependent loads from L2/HBM per round
-    per_occ = 4 + act * E + 32
+    per_occ = 4 + 4 * E + 32
     if v["fused_sparse"]:
         # WD_CUDA_SPARSE=fused: one warp per run of <= 128 rows, 32 occurrences a round
         # (63 registers: 32 warps per SM resident); a hot run in chunks of 1024 rows,
@@ -153,7 +168,7 @@ def predict(w, v, c, ideal=False):
     stages, rows = {}, []
     for stage, name, flops, nbytes, lat in kernels(w, v):
         me = 1.0 if ideal else c["mem_eff"] * (0.5 if name in SCATTERED else 1.0)
-        t = max(flops / rate, nbytes / (c["bw"] * 1e12 * me)) + (0 if ideal else lat * 1e-6) + c["gap"] * 1e-6
+        t = max(flops / rate, nbytes / (c["bw"] * 1e12 * me)) + (0 if ideal else lat * 1e-6) + v.get("gap", c["gap"]) * 1e-6
         rows.append((stage, name, flops, nbytes, t))
         s = stages.setdefault(stage, [0.0, 0.0, 0, 0.0])
         s[0] += flops; s[1] += nbytes; s[2] += 1; s[3] += t
@@ -165,19 +180,53 @@ def predict(w, v, c, ideal=False):
     return stages, rows
 
 
+OFF = dict(bf16=0, direct=0, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)
+V = lambda **k: dict(OFF, **k)
+# issue 22's changes one after another, as built (bf16: outputs rounded after the product, the default)
 VARIANTS = [
-    ("today (TF32, graph)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
+    ("today (TF32, graph)", V()),
     # beside the chain: the epilogues alone (TF32 models with WD_CUDA_EPILOGUE=1, the default)
-    ("TF32 + cuBLASLt epilogues only", dict(bf16=0, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
-    ("+ bf16 GEMMs and activations", dict(bf16=1, epilogue=0, fused_sparse=0, overlap=0, fused_wide=0)),
-    ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", dict(bf16=1, epilogue=1, fused_sparse=0, overlap=0, fused_wide=0)),
-    ("+ fused embedding backward (WD_CUDA_SPARSE=fused)", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=0, fused_wide=0)),
-    ("+ sort overlapped with the MLP, wide logit in the gather", dict(bf16=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
+    ("TF32 + cuBLASLt epilogues only", V(epilogue=1)),
+    ("+ bf16 GEMMs and activations (outputs rounded after)", V(bf16=1)),
+    ("+ cuBLASLt epilogues (RELU_AUX_BIAS, DRELU_BGRAD)", V(bf16=1, epilogue=1)),
+    ("+ fused embedding backward (WD_CUDA_SPARSE=fused)", V(bf16=1, epilogue=1, fused_sparse=1)),
+    ("+ sort overlapped with the MLP, wide logit in the gather", V(bf16=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
 ]
-# each switch alone on today's step (what one GPU run times side by side: WD_CUDA_OVERLAP=0 vs 1)
+# beside the chain: one switch on a step of it (each timed side by side in one GPU run)
 ALONE = [
-    ("today + WD_CUDA_OVERLAP=1 alone (sort beside the MLP, wide logit in the gather)", dict(bf16=0, epilogue=0, fused_sparse=0, overlap=1, fused_wide=1)),
+    ("all four with WD_CUDA_BF16_DIRECT=1 (bf16 outputs written by cuBLASLt)", V(bf16=1, direct=1, epilogue=1, fused_sparse=1, overlap=1, fused_wide=1)),
+    ("today + WD_CUDA_OVERLAP=1 alone (sort beside the MLP, wide logit in the gather)", V(overlap=1, fused_wide=1)),
 ]
+# bench/gpu_run.sh phase 3's runs of the reference workload, with the switches each runs with: the
+# prediction for each is its engine line's device_ms (each step's device time, the first 4 left
+# out). The defaults: TF32 for an fp32 model, WD_CUDA_EPILOGUE=1 (assumed fused on every layer:
+# mlp=aux/-,aux/fused,aux/fused,fused/fused; a layer the engine line shows as kernel costs what
+# train-noepi predicts for it), WD_CUDA_OVERLAP=1, WD_CUDA_SPARSE=segmented, the CUDA graph.
+# WD_CUDA_TIMING=1 runs without the graph and the overlap (gap: microseconds a launch then).
+DEFAULTS = V(epilogue=1, overlap=1, fused_wide=1)
+RUNS = [
+    ("train-short", "the defaults (train-long: the same)", DEFAULTS),
+    ("train-short-fused", "WD_CUDA_SPARSE=fused (train-long-fused: the same)", dict(DEFAULTS, fused_sparse=1)),
+    ("train-timed", "WD_CUDA_TIMING=1: no graph, no overlap", dict(DEFAULTS, overlap=0, fused_wide=0, gap=4.0)),
+    ("train-timed-fused", "WD_CUDA_TIMING=1 WD_CUDA_SPARSE=fused", dict(DEFAULTS, overlap=0, fused_wide=0, fused_sparse=1, gap=4.0)),
+    ("train-serial", "WD_CUDA_OVERLAP=0", dict(DEFAULTS, overlap=0, fused_wide=0)),
+    ("train-noepi", "WD_CUDA_EPILOGUE=0", dict(DEFAULTS, epilogue=0)),
+    ("train-bf16", "--precision bf16 (outputs rounded after: mlp=aux+r/-,aux+r/fused+r,...)", dict(DEFAULTS, bf16=1)),
+    ("train-bf16-direct", "--precision bf16 WD_CUDA_BF16_DIRECT=1 (if cuBLASLt takes it: no +r)", dict(DEFAULTS, bf16=1, direct=1)),
+]
+# phase 3's comparisons by device_ms (its devcmp lines: the first run's less the second's)
+COMPARE = [
+    ("train-short", "train-serial", "overlap on vs off (WD_CUDA_OVERLAP)"),
+    ("train-bf16", "train-short", "train-bf16 against train-short"),
+    ("train-noepi", "train-short", "train-noepi against train-short"),
+    ("train-bf16-direct", "train-bf16", "bf16 outputs written by cuBLASLt vs rounded after"),
+    ("train-short-fused", "train-short", "the fused sparse path against the segmented"),
+]
+
+
+def step_time(w, v, c, ideal=False):
+    stages = predict(w, v, c, ideal)[0]
+    return sum(s[3] for s in stages.values()), stages
 
 
 def main():
@@ -192,9 +241,8 @@ def main():
     ap.add_argument("--gap", type=float, default=1.5, help="microseconds between kernels inside a CUDA graph")
     ap.add_argument("--batch", type=int, default=16384)
     ap.add_argument("--detail", action="store_true", help="every kernel of the first variant")
-    ap.add_argument("--sparse-detail", action="store_true", help="with --detail: also every kernel of the first variant with the fused sparse path")
-    ap.add_argument("--sparse", choices=["segmented", "fused"], help="one variant: today's step with this sparse path (TF32, graph), "
-                    "as bench/gpu_run.sh phase 3 times it (WD_CUDA_SPARSE)")
+    ap.add_argument("--runs", action="store_true", help="only bench/gpu_run.sh phase 3's runs (device_ms each) and its comparisons")
+    ap.add_argument("--run", choices=[r[0] for r in RUNS], help="one phase 3 run: its stages and every kernel")
     a = ap.parse_args()
     c = dict(GPUS[a.gpu])
     if a.bw: c["bw"] = a.bw
@@ -207,13 +255,11 @@ def main():
           f"x{c['eff']:.2f} at our shapes, streaming kernels x{c['mem_eff']:.2f} of the copy rate (scattered half that), gap {c['gap']} us, batch {a.batch}, {w['U']} distinct keys of {w['rows']}, "
           f"{w['key_bits']}-bit keys; MLP {fl / 1e9:.1f} GFLOP/step ({fl / a.batch / 1e6:.2f} MFLOP/sample)")
     order = ["embed", "mlp_fwd", "wide", "mlp_bwd", "sort", "rows", "optimizer"]
-    variants = VARIANTS + ALONE
-    if a.sparse:
-        variants = [(f"today (TF32, graph), WD_CUDA_SPARSE={a.sparse}", dict(VARIANTS[0][1], fused_sparse=int(a.sparse == "fused")))]
-    for name, v in variants:
+
+    def table(name, v, detail):
         stages, rows = predict(w, v, c)
         tot = sum(s[3] for s in stages.values())
-        floor = sum(s[3] for s in predict(w, v, c, ideal=True)[0].values())
+        floor = step_time(w, v, c, ideal=True)[0]
         print(f"\n## {name}: {tot * 1e3:.3f} ms/step, {a.batch / tot / 1e6:.1f}M samples/s "
               f"(floor at the ceilings {floor * 1e3:.3f} ms, {a.batch / floor / 1e6:.1f}M/s), "
               f"{sum(s[2] for s in stages.values())} launches, {sum(s[1] for s in stages.values()) / 1e6:.0f} MB moved")
@@ -221,11 +267,29 @@ def main():
         for st in order:
             s = stages[st]
             print(f"{st:<10} {s[0] / 1e9:7.2f} {s[1] / 1e6:7.1f} {s[2]:8d} {s[3] * 1e3:7.3f}")
-        if a.detail and (name == variants[0][0] or (a.sparse_detail and v["fused_sparse"] and not v["overlap"])):
+        if detail:
             print(f"\n{'stage':<10} {'kernel':<28} {'GFLOP':>7} {'MB':>7} {'us':>7}")
             for st, kn, f, b, t in rows:
                 print(f"{st:<10} {kn:<28} {f / 1e9:7.2f} {b / 1e6:7.2f} {t * 1e6:7.1f}")
 
+    if a.run:
+        name, what, v = next(r for r in RUNS if r[0] == a.run)
+        table(f"{name} ({what})", v, True)
+        return
+    if not a.runs:
+        for name, v in VARIANTS + ALONE:
+            table(name, v, a.detail and name == VARIANTS[0][0])
+    # phase 3's runs: "run NAME: X ms" is the prediction of that run's engine-line device_ms
+    print("\n## bench/gpu_run.sh phase 3: each run's device_ms (its engine line) and each comparison")
+    dev = {}
+    for name, what, v in RUNS:
+        tot, stages = step_time(w, v, c)
+        dev[name] = tot
+        print(f"run {name}: {tot * 1e3:.3f} ms device_ms, {a.batch / tot / 1e6:.1f}M samples/s; sort {stages['sort'][3] * 1e3:.3f} "
+              f"rows {stages['rows'][3] * 1e3:.3f} optimizer {stages['optimizer'][3] * 1e3:.3f} ms; "
+              f"{sum(s[2] for s in stages.values())} launches, {sum(s[1] for s in stages.values()) / 1e6:.0f} MB ({what})")
+    for x, y, what in COMPARE:
+        print(f"compare {x} {y}: {(dev[x] - dev[y]) * 1e3:+.3f} ms a step, x{dev[y] / dev[x]:.3f} ({what})")
 
 if __name__ == "__main__":
     main()

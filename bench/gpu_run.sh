@@ -20,7 +20,9 @@
 #                ceilings measured; each for WD_CUDA_SPARSE=segmented, then
 #                fused (issue 22: the two embedding backward paths); then the
 #                long run again with WD_CUDA_OVERLAP=0 (the step on one
-#                stream) beside the default's
+#                stream) beside the default's, issue 22's MLP switches (bf16,
+#                the epilogues off, bf16 written by cuBLASLt), each by
+#                device_ms beside bench/GPU_MODEL.md's prediction
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -324,13 +326,15 @@ waitshare() {
         if (t > 0 && w >= 0) printf "%.0f%%", 100 * w / t; else printf "?" }'
 }
 # devcmp A B WHAT: runs A and B by device_ms (each step's device time alone, the first 4 steps
-# left out: bench/GPU_RUN.md), with each one's data-wait share
+# left out: bench/GPU_RUN.md), with each one's data-wait share and bench/GPU_MODEL.md's
+# prediction of the difference at this run's ceilings (gpu_model.py's "compare A B" line)
 devcmp() {
-    local a b
+    local a b p
     a=$(field "$1" device_ms); b=$(field "$2" device_ms)
     if [ -z "$a" ] || [ -z "$b" ]; then echo "$3: no device_ms in $1 or $2 (a run failed or ran 4 steps or fewer)"; return 1; fi
-    awk -v a="$a" -v b="$b" -v w="$3" -v n1="$1" -v n2="$2" -v s1="$(waitshare "$1")" -v s2="$(waitshare "$2")" 'BEGIN {
-        printf "%s: %.4f ms a step on the device (%s) vs %.4f (%s): %+.4f ms, x%.3f; the loop waited for data %s and %s of its time\n", w, a, n1, b, n2, a - b, b / a, s1, s2 }'
+    p=$(sed -n "s/^compare $1 $2: \([-+0-9.]*\) ms a step.*/\1/p" "$LOGS/gpu_model.log" 2> /dev/null | head -1)
+    awk -v a="$a" -v b="$b" -v w="$3" -v n1="$1" -v n2="$2" -v s1="$(waitshare "$1")" -v s2="$(waitshare "$2")" -v p="$p" 'BEGIN {
+        printf "%s: %.4f ms a step on the device (%s) vs %.4f (%s): %+.4f ms, x%.3f (predicted %s); the loop waited for data %s and %s of its time\n", w, a, n1, b, n2, a - b, b / a, p == "" ? "?" : p " ms", s1, s2 }'
 }
 if has 3; then
     phase 3 "ceilings, the reference workload ($ROWS rows, batch 16384, MLP 1024-512-256, E=16)"
@@ -341,7 +345,9 @@ if has 3; then
         bw=$(sed -n 's/^d2d copy: \([0-9.]*\) GB\/s.*/\1/p' "$LOGS/ceilings.log" | head -1)
         tf=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" | head -1)
         if [ -n "$bw" ] && [ -n "$tf" ] && python3 "$PACK/gpu_model.py" --bw "$(awk -v b="$bw" 'BEGIN { print b / 1000 }')" --tf32 "$tf" > "$LOGS/gpu_model.log" 2>&1; then
-            note "predicted (bench/GPU_MODEL.md at these ceilings): $(grep -m1 '^## ' "$LOGS/gpu_model.log" | sed 's/^## //')"
+            # each run's predicted device_ms (the engine line's), and its sparse stages
+            sed -n 's/^run \([^:]*\): \([0-9.]*\) ms device_ms, \([^;]*\); \(.* ms\);.*/predicted \1: device_ms \2 (\3; \4)/p' "$LOGS/gpu_model.log" |
+                while IFS= read -r l; do note "$l"; done
         fi
     else failed; fi
     t0=$SECONDS
@@ -395,12 +401,10 @@ if has 3; then
                 while IFS= read -r l; do note "$l"; done < "$LOGS/overlap.log"
             fi
         fi
-        # the model's prediction for each path at the ceilings measured (bench/GPU_MODEL.md)
-        if [ $DRY = 0 ] && [ -n "${bw:-}" ] && [ -n "${tf:-}" ]; then
-            for sp in segmented fused; do
-                python3 "$PACK/gpu_model.py" --bw "$(awk -v b="$bw" 'BEGIN { print b / 1000 }')" --tf32 "$tf" --sparse $sp > "$LOGS/gpu_model-$sp.log" 2>&1 &&
-                    note "predicted $sp: $(grep -m1 '^## ' "$LOGS/gpu_model-$sp.log" | sed 's/^## //'); $(awk '$1 == "sort" || $1 == "rows" || $1 == "optimizer" { printf "%s %s ms  ", $1, $5 }' "$LOGS/gpu_model-$sp.log")"
-            done
+        # the two sparse paths by device_ms (their steady states above are end to end)
+        if [ $DRY = 0 ] && [ -f "$LOGS/train-short-fused.log" ]; then
+            devcmp train-short-fused train-short "fused vs segmented (WD_CUDA_SPARSE)" > "$LOGS/sparse.log" 2>&1 || failed
+            while IFS= read -r l; do note "$l"; done < "$LOGS/sparse.log"
         fi
         # issue 22's MLP switches beside train-short (same steps and data): precision bf16 (epilogues on,
         # the default), then TF32 without the ReLU-mask epilogues (WD_CUDA_EPILOGUE=0); each while
