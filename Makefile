@@ -136,7 +136,14 @@ $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)
 	$(CXX) -o $@ $^ $(PACK_LIBS) $(PACK_STRIP)
 $(PACK)/gpu_run.sh $(PACK)/peer_torch.py $(PACK)/gpu_model.py: $(PACK)/%: bench/% | $(PACK)
 	cp $< $@
-gpu-pack: $(PACK_BINS)
+# the Criteo sample (DATA, when present) converted for the GPU host, never
+# part of the repository: gpu_run.sh phase 3 trains it fp32 and bf16 (AUC)
+CRITEO_PACK := $(if $(wildcard $(DATA)/criteo_kaggle_head8000_train.tsv),$(PACK)/criteo-train.wdr $(PACK)/criteo-eval.wdr)
+$(PACK)/criteo-train.wdr: $(B)/wd | $(PACK)
+	$(B)/wd convert --format criteo -o $@ $(DATA)/criteo_kaggle_head8000_train.tsv > /dev/null
+$(PACK)/criteo-eval.wdr: $(PACK)/criteo-train.wdr
+	$(B)/wd convert --format criteo --schema-from $< -o $@ $(DATA)/criteo_kaggle_head8000_dev.tsv $(DATA)/criteo_kaggle_head8000_test.tsv > /dev/null
+gpu-pack: $(PACK_BINS) $(CRITEO_PACK)
 	@du -sh $(PACK)
 
 # the backend found at link time: tests/consumer compiled without WD_HAVE_CUDA

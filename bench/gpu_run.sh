@@ -22,7 +22,8 @@
 #                long run again with WD_CUDA_OVERLAP=0 (the step on one
 #                stream) beside the default's, issue 22's MLP switches (bf16,
 #                the epilogues off, bf16 written by cuBLASLt), each by
-#                device_ms beside bench/GPU_MODEL.md's prediction
+#                device_ms beside bench/GPU_MODEL.md's prediction; last, bf16's
+#                AUC against fp32's on the pack's Criteo sample (seeds 0-2)
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -339,6 +340,8 @@ devcmp() {
 if has 3; then
     phase 3 "ceilings, the reference workload ($ROWS rows, batch 16384, MLP 1024-512-256, E=16)"
     P3=$SECONDS
+    # the last P3_RESERVE s of the phase are the Criteo sample's (bf16's AUC against fp32's, below)
+    P3_RESERVE=0; [ -f "$PACK/criteo-train.wdr" ] && [ -f "$PACK/criteo-eval.wdr" ] && P3_RESERVE=30
     if gpu ceilings 30 "$PACK/ceilings"; then
         grep -h -E '^(device:|d2d copy|gemm 8192|mlp gemms)' "$LOGS/ceilings.log" | while IFS= read -r l; do note "$l"; done
         # bench/GPU_MODEL.md's prediction at the ceilings measured here
@@ -356,7 +359,7 @@ if has 3; then
         W3=("$PACK/wd-cuda" train --train "$BIG" --device cuda --batch 16384 --embed-dim 16 --hidden 1024,512,256 --loader-threads "$NPROC" --progress-every 50)
         steps_long=$(( ROWS / 16384 < 200 ? ROWS / 16384 : 200 )); steps_short=$(( steps_long / 4 ))
         [ $steps_short -ge 1 ] || steps_short=1
-        p3left() { local a b; a=$(( 150 - (SECONDS - P3) )); b=$(left); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
+        p3left() { local a b; a=$(( 150 - P3_RESERVE - (SECONDS - P3) )); b=$(left); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
         tf32=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" 2>/dev/null | head -1)
         # steady SHORT LONG WHAT: samples/s of the long run less the short one (set-up and warm-up cancel)
         steady() {
@@ -443,6 +446,32 @@ if has 3; then
     else
         say "  data: not ready within phase 3's time ($(tail -1 "$LOGS/gen-big.log" 2>/dev/null)): the workload did not run"; failed
     fi
+    # bf16's AUC against fp32's on the Criteo sample (issue 22: within 0.002), from the pack's
+    # criteo-*.wdr (make gpu-pack converts DATA's criteo_kaggle_head8000 train and dev + test;
+    # build output, never the repository): the defaults, seeds 0, 1, 2, as bench/accuracy.sh --bf16
+    # on the CPU; a seed's fp32 and bf16 one after the other, in the phase's last P3_RESERVE s
+    if [ "$P3_RESERVE" -gt 0 ]; then
+        for seed in 0 1 2; do
+            for prec in fp32 bf16; do
+                c3=$(( 150 - (SECONDS - P3) - 2 )); [ "$c3" -gt 10 ] && c3=10
+                if [ $DRY = 0 ] && [ "$c3" -lt 4 ]; then say "  criteo-$prec-$seed: not run (phase 3's 150 s used)"; continue; fi
+                gpu "criteo-$prec-$seed" "$c3" "$PACK/wd-cuda" train --train "$PACK/criteo-train.wdr" --valid "$PACK/criteo-eval.wdr" --device cuda \
+                    --seed "$seed" --precision "$prec" || failed
+            done
+        done
+        if [ $DRY = 0 ]; then
+            for seed in 0 1 2; do   # the seeds with both AUCs: the pair and the verdict
+                a=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
+                b=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
+                [ -n "$a" ] && [ -n "$b" ] && echo "$seed $a $b"
+            done | awk '{ n++; fa += $2; fb += $3; s = s " " $1 ":" $2 "/" $3 } END {
+                if (!n) { print "criteo sample: no seed trained both ways: bf16 against fp32 not measured"; exit 1 }
+                d = (fb - fa) / n
+                printf "criteo sample, valid AUC (dev + test) by seed, fp32/bf16:%s; mean fp32 %.4f bf16 %.4f: bf16 - fp32 %+.4f, %s 0.002 (issue 22)\n",
+                    s, fa / n, fb / n, d, (d <= 0.002 && d >= -0.002) ? "within" : "NOT within" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
+            while IFS= read -r l; do note "$l"; done < "$LOGS/criteo-auc.log"
+        fi
+    else say "  criteo: the pack holds no Criteo sample (make gpu-pack without DATA): no bf16 AUC against fp32"; fi
 fi
 
 # ---- phase 4: the peer, multi_gpu with 1 rank, the loader ladder ----

@@ -35,6 +35,18 @@
 //    compared step the reference finds such samples (|pre-activation| below
 //    SCREEN x the layer's RMS) and gives them weight 0 in the batch both
 //    sides train on; the rest is compared tightly.
+//  - Precision bf16 (test_gradients_bf16, test_steps_bf16) against the
+//    reference rounding what the library rounds (ref.h's bf16 note): TOL
+//    1e-3, screen 1e-3. Measured on the CPU harness (the CPU's bf16: oneDNN
+//    on AMX, WD_GPU_TESTS=gradients_bf16 build/test_gpu_on_cpu): worst 0.39
+//    of it (else under 0.03); the fp32 reference's gradient (bf16's own
+//    effect) misses it by 106x to 2690x, layer 0's dW 1% too large by 9.1x to
+//    9.7x, the reference without the dz rounding by 5.4x to 85x and without
+//    the activations' by 56x to 1040x (all checked in every run), and a
+//    scratch build of the library with its hidden bias gradients 1% too
+//    large (wd__hidden_grad's column sum x 1.01) by 7.4x to 8.2x. The GPU's
+//    products accumulate in fp32 as oneDNN's do, in another order: the same
+//    noise is expected there.
 //  - Runs of the same code on the same shapes must agree: graph or stream or
 //    timed stream, on each sparse path, bit for bit; resumed from a
 //    checkpoint or not, to 1e-6 (bitwise is expected; the number of
