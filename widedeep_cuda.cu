@@ -1117,7 +1117,8 @@ struct wdc_rank {
     int2 *chunks;                   // (N / WDC_HOT_CHUNK + N / (WDC_HOT + 1) + 1) in seg_run: run, chunk index
     float *chunk_rows;              // (chunks, R) in seg_rows: each chunk's sum
     int sparse_fused;               // WD_CUDA_SPARSE: 1 fused, 0 segmented
-    int sms;                        // the device's multiprocessors (grid-stride kernels' grids)
+    unsigned fused_grid[3];         // WD_CUDA_SPARSE=fused: the most blocks of wdc_fused_rows_k, wdc_hot_chunk_k and
+                                    // wdc_hot_merge_k resident at once on the device (their grid-stride grids)
     char *exchange;
     void *scratch, *gemm_ws;
     size_t scratch_bytes, gemm_ws_bytes;
@@ -1492,7 +1493,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         else if (!strcmp(sp, "fused")) r->sparse_fused = 1;
         else return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", sp);
     }
-    WDC_CUDA(cudaDeviceGetAttribute(&r->sms, cudaDevAttrMultiProcessorCount, r->device));
+    if (r->sparse_fused) {   // a grid-stride kernel's blocks beyond those resident at once would only wait for a second wave
+        int sms = 0, per[3] = {0, 0, 0};
+        WDC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->device));
+        WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[0], wdc_fused_rows_k, WDC_THREADS, 0));
+        WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[1], wdc_hot_chunk_k, WDC_THREADS, 0));
+        WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[2], wdc_hot_merge_k, WDC_THREADS, 0));
+        for (int i = 0; i < 3; i++) r->fused_grid[i] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per[i] > 0 ? per[i] : 1);
+    }
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
@@ -1654,18 +1662,17 @@ static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *o
         WDC_LAUNCH("run_merge");
         return WD_OK;
     }
-    // grid-stride kernels: up to 8 blocks per multiprocessor, fewer when there cannot be that much work
-    unsigned cap = (unsigned)(r->sms > 0 ? 8 * r->sms : 1024);
+    // grid-stride kernels: the blocks resident at once (r->fused_grid), fewer when there cannot be that much work
     int64_t hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1;
     static_assert(offsetof(wdc_state, nchunks) == offsetof(wdc_state, nhot) + sizeof(int), "one memset zeroes nhot and nchunks");
     WDC_CUDA(cudaMemsetAsync(&r->state->nhot, 0, 2 * sizeof(int), st));   // nhot and nchunks
-    wdc_fused_rows_k<<<min(cap, wdc_blocks(n, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
+    wdc_fused_rows_k<<<min(r->fused_grid[0], wdc_blocks(n, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
                                                                                 r->state, db, dd, dlogit, dx, check);
     WDC_LAUNCH("fused_rows");
-    wdc_hot_chunk_k<<<min(cap, wdc_blocks(chunk_max, 1)), WDC_THREADS, 0, st>>>(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
+    wdc_hot_chunk_k<<<min(r->fused_grid[1], wdc_blocks(chunk_max, 1)), WDC_THREADS, 0, st>>>(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
                                                                                dlogit, dx);
     WDC_LAUNCH("hot_chunk");
-    wdc_hot_merge_k<<<min(cap, wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
+    wdc_hot_merge_k<<<min(r->fused_grid[2], wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
     WDC_LAUNCH("hot_merge");
     return WD_OK;
 }
