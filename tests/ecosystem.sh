@@ -98,27 +98,13 @@ ck "setup: e.wdm" [ -s "$T/e.wdm" ]
 run "$WD" export --help
 ck "export --help: exit $rc" [ "$rc" = 0 ]
 ck "export --help: its usage and inputs" eval 'out_has "export --onnx OUT.onnx M.wdm" && out_has "offsets.<slot>"'
-run "$WD" export --onnx "$T/x.onnx"
-ck "no model: exit $rc, wanted 2" [ "$rc" = 2 ]
-ck "no model: says what is required" err_has "export --onnx OUT.onnx M.wdm: the model is required"
-run "$WD" export --onnx "$T/x.onnx" "$T/missing.wdm"
-ck "a missing model: exit $rc, wanted 1" [ "$rc" = 1 ]
-ck "a missing model: named" err_has "missing.wdm"
-run "$WD" export --onnx "$T/x.onnx" "$T/mh.svm"
-ck "not a model: exit $rc, wanted 1" [ "$rc" = 1 ]
-ck "not a model: named" err_has "mh.svm"
-run "$WD" export --onnx "$T/no/such/dir/x.onnx" "$T/e.wdm"
-ck "an output in a missing directory: exit $rc, wanted 1" [ "$rc" = 1 ]
-ck "an output in a missing directory: named" err_has "no/such/dir/x.onnx"
-run "$WD" export --onnx "$T" "$T/e.wdm"
-ck "a directory as output: exit $rc, wanted 2" [ "$rc" = 2 ]
-ck "a directory as output: says so" err_has "is a directory"
-run "$WD" export --onnx "$T/e.wdm" "$T/e.wdm"
-ck "onto its own model: exit $rc, wanted 2" [ "$rc" = 2 ]
-ck "onto its own model: refused" err_has "an output may not replace an input"
-run "$WD" export --onnx "$T/x.onnx" "$T/e.wdm" "$T/e.wdm"
-ck "two models: exit $rc, wanted 2" [ "$rc" = 2 ]
-ck "two models: one at a time" err_has "export --onnx: one model at a time"
+fails_with "no model" 2 "export --onnx OUT.onnx M.wdm: the model is required" "$WD" export --onnx "$T/x.onnx"
+fails_with "a missing model" 1 "missing.wdm" "$WD" export --onnx "$T/x.onnx" "$T/missing.wdm"
+fails_with "not a model" 1 "mh.svm" "$WD" export --onnx "$T/x.onnx" "$T/mh.svm"
+fails_with "an output in a missing directory" 1 "no/such/dir/x.onnx" "$WD" export --onnx "$T/no/such/dir/x.onnx" "$T/e.wdm"
+fails_with "a directory as output" 2 "is a directory" "$WD" export --onnx "$T" "$T/e.wdm"
+fails_with "onto its own model" 2 "an output may not replace an input" "$WD" export --onnx "$T/e.wdm" "$T/e.wdm"
+fails_with "two models" 2 "export --onnx: one model at a time" "$WD" export --onnx "$T/x.onnx" "$T/e.wdm" "$T/e.wdm"
 ck "no x.onnx and no temporary file left" eval '[ ! -e "$T/x.onnx" ] && [ -z "$(find "$T" -name "*.tmp-*" | head -1)" ]'
 end
 
@@ -145,9 +131,7 @@ else
 fi
 begin tensorboard_errors
 : > "$T/tbfile"
-run "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tensorboard "$T/tbfile" --save "$T/tbe.wdm"
-ck "a file as --tensorboard: exit $rc, wanted 1" [ "$rc" = 1 ]
-ck "a file as --tensorboard: named" err_has "tbfile"
+fails_with "a file as --tensorboard" 1 "tbfile" "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tensorboard "$T/tbfile" --save "$T/tbe.wdm"
 ck "before training" eval '! grep -q "^trained" "$T/out"'
 # a write that fails mid-run (a 16 KiB file size limit) stops training, saying where and why
 rm -rf "$T/tbf"

@@ -19,6 +19,9 @@ ck() { local what=$1; shift; if [ -z "$tfail" ] && ! "$@"; then tfail=$what; fi;
 ctx() { printf '%s' "$(${TL_CTX:-head -c 400} "$1" 2>/dev/null | tr '\n' '|')"; }
 end() { if [ -z "$tfail" ]; then pass "$tname${1:+ $1}"; else fail "$tname" "$tfail [stdout: $(ctx "$T/out")] [stderr: $(ctx "$T/err")]"; fi; }
 run() { "$@" >"$T/out" 2>"$T/err"; rc=$?; }
+# fails_with WHAT CODE TEXT CMD...: run CMD; it must exit CODE ("WHAT: exit N,
+# wanted CODE") with TEXT in its stderr ("WHAT: says TEXT")
+fails_with() { local what=$1 want=$2 text=$3; shift 3; run "$@"; ck "$what: exit $rc, wanted $want" [ "$rc" = "$want" ]; ck "$what: says '$text'" err_has "$text"; }
 # have FILE...: every file exists and is non-empty (a setup product)
 have() { local f; for f; do [ -s "$f" ] || return 1; done; }
 # out_has / err_has TEXT: fixed text in the last command's stdout / stderr
