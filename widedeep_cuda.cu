@@ -1105,6 +1105,10 @@ struct wdc_rank {
     uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; WD_CUDA_EPILOGUE=1)
     int64_t mask_ld[WD_MAX_LAYERS + 1];
     uint16_t *wlp, *x16, *lpg[2];   // precision bf16: the MLP weights (Pd's MLP part), the MLP input, the dz ping-pong
+    // (wlp mirrors the fp32 layout: layer l's W at 2 lw[l] bytes, 16-byte aligned when every width is a
+    // multiple of 8, as 1024-512-256; otherwise the plans tell the heuristic the real alignment, and
+    // that W's row pitch and the activations' are as misaligned, so padding the offsets alone would not
+    // make those products vectorised: mlp22 review F6)
     float *wide_logit;              // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
     float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (logits rows 3-4, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;

@@ -610,9 +610,10 @@ static const cfg C_MH_MEAN = {"multi-hot, mean pooling, 2 crosses", MH, WD_ADAGR
 static const cfg C_MH_SUM = {"multi-hot, sum pooling", MH, WD_ADAM, 1, WD_POOL_SUM, 0, 0, 0, 0, 0, 0};
 static const cfg C_NO_WIDE = {"criteo-shaped, no_wide", CRITEO, WD_ADAM, 1, WD_POOL_SUM, 0, 1, 0, 0, 0, 0};
 static const cfg C_NO_DEEP = {"criteo-shaped, no_deep, 2 crosses", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 1, 0, 0, 0};
-// hidden 63, 31: on the device layer 1's W starts at a 4-byte boundary and
-// layer 2's bias at an 8-byte one, so the GEMM plans ask cuBLASLt for 4-byte
-// aligned operands, try the fused epilogue and fall back to wdc_bias_act_k
+// hidden 63, 31: on the device layer 1's W starts at a 4-byte boundary (its
+// bf16 copy at a 2-byte one: test_gradients_bf16) and layer 2's bias at an
+// 8-byte one, so the GEMM plans ask cuBLASLt for 4-byte (2-byte) aligned
+// operands, try the fused epilogue and fall back to wdc_bias_act_k
 static const cfg C_ODD = {"criteo-shaped, hidden 63-31 (unaligned)", CRITEO, WD_ADAGRAD, 1, WD_POOL_SUM, 1, 0, 0, 63, 31, 0};
 // no slots and no crosses: no sparse occurrences at all (empty launches and sorts)
 static const cfg C_DENSE = {"dense only (no slots, no crosses)", DENSE, WD_ADAGRAD, 1, WD_POOL_SUM, 0, 0, 0, 0, 0, 0};
