@@ -58,8 +58,11 @@ CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudar
 MPICC     ?= $(shell command -v mpicc 2>/dev/null)
 MPICXX    ?= $(shell command -v mpicxx 2>/dev/null)
 PACK      := $(B)/gpu-pack
+# the Criteo sample (DATA, when present) converted for the GPU host, never
+# part of the repository: gpu_run.sh phase 3 trains it fp32 and bf16 (AUC)
+CRITEO_PACK := $(if $(wildcard $(DATA)/criteo_kaggle_head8000_train.tsv),$(PACK)/criteo-train.wdr $(PACK)/criteo-eval.wdr)
 PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py) \
-	$(if $(MPICXX),$(PACK)/wd-mpi-cuda))
+	$(if $(MPICXX),$(PACK)/wd-mpi-cuda) $(CRITEO_PACK))
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
 MPI_BINS  := $(if $(MPICC),$(B)/wd-mpi $(if $(NVCC),$(if $(MPICXX),$(B)/wd-mpi-cuda)))
 
@@ -136,14 +139,12 @@ $(PACK)/ceilings: $(B)/ceilings.o | $(PACK)
 	$(CXX) -o $@ $^ $(PACK_LIBS) $(PACK_STRIP)
 $(PACK)/gpu_run.sh $(PACK)/peer_torch.py $(PACK)/gpu_model.py: $(PACK)/%: bench/% | $(PACK)
 	cp $< $@
-# the Criteo sample (DATA, when present) converted for the GPU host, never
-# part of the repository: gpu_run.sh phase 3 trains it fp32 and bf16 (AUC)
-CRITEO_PACK := $(if $(wildcard $(DATA)/criteo_kaggle_head8000_train.tsv),$(PACK)/criteo-train.wdr $(PACK)/criteo-eval.wdr)
+# the Criteo sample (CRITEO_PACK above; make test builds it with the pack)
 $(PACK)/criteo-train.wdr: $(B)/wd | $(PACK)
 	$(B)/wd convert --format criteo -o $@ $(DATA)/criteo_kaggle_head8000_train.tsv > /dev/null
 $(PACK)/criteo-eval.wdr: $(PACK)/criteo-train.wdr
 	$(B)/wd convert --format criteo --schema-from $< -o $@ $(DATA)/criteo_kaggle_head8000_dev.tsv $(DATA)/criteo_kaggle_head8000_test.tsv > /dev/null
-gpu-pack: $(PACK_BINS) $(CRITEO_PACK)
+gpu-pack: $(PACK_BINS)
 	@du -sh $(PACK)
 
 # the backend found at link time: tests/consumer compiled without WD_HAVE_CUDA
