@@ -291,5 +291,6 @@ def main():
     for x, y, what in COMPARE:
         print(f"compare {x} {y}: {(dev[x] - dev[y]) * 1e3:+.3f} ms a step, x{dev[y] / dev[x]:.3f} ({what})")
 
+
 if __name__ == "__main__":
     main()
