@@ -7385,7 +7385,7 @@ typedef struct wd__rank {
     wd_batch pad;                   // a stream's short batch, padded to the rank's batch
     int pad_made;
     int64_t last_eval;              // the step of its last validation (-1: none)
-    int voted;                      // its failure reached every rank already (a validation's gather)
+    int voted;                      // its failure reached every rank already (a validation's gather, the step vote): no abort
 } wd__rank;
 
 // Epochs done, with the current one's fraction.
@@ -7627,7 +7627,9 @@ static wd_status wd__rank_train(wd__rank *k) {
             char err[WD__ERR_MAX];
             snprintf(err, sizeof err, "%s", wd_last_error());
             wd_step_result r;
-            if (ops->submit_failure(k->be, st, err) == WD_OK) (void)ops->complete(k->be, &r);   // fails, as on every rank
+            // fails, as on every rank: WD_ERR_ABORTED once the vote read back (or the communicator
+            // failed, and was aborted): no abort needed after it (wd__rank_thread)
+            if (ops->submit_failure(k->be, st, err) == WD_OK && ops->complete(k->be, &r) == WD_ERR_ABORTED) k->voted = 1;
             wd__fail(st, "%s", err);
         }
     }
@@ -7641,7 +7643,7 @@ static void *wd__rank_thread(void *arg) {
     if (k->st) {
         snprintf(k->err, sizeof k->err, "%s", wd_last_error());
         wd_comm *c = k->run->comm[k->local];
-        if (c && k->st != WD_ERR_ABORTED) c->ops->abort(c, k->st, k->err);   // nobody waits for us
+        if (c && k->st != WD_ERR_ABORTED && !k->voted) c->ops->abort(c, k->st, k->err);   // nobody waits for us
     }
     return NULL;
 }
