@@ -85,7 +85,9 @@
 // WD_CHECK_TABLES=K compares the replicas' table checksums every K steps;
 // WD_EXCHANGE_CAP=N the exchange's first cap (rows per rank, then it follows
 // the counts: the header's wd_xcap); WD_EXCHANGE_FULL=1 every exchange at
-// the whole capacity, as before the cap (for timing both side by side).
+// the whole capacity, as before the cap (for timing both side by side);
+// WD_CUDA_TEST_FAIL=R:S (tests only) rank R's S-th submitted step fails
+// right after its collectives (section 6: the failure handling).
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -222,7 +224,7 @@ struct wdc_state {
     unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
-    int xres[2][2];                 // per input buffer: most merged rows of a rank, xover (for the host)
+    int xres[2][3];                 // per input buffer: most merged rows of a rank, xover, the tail's flags (for the host)
     wdc_result res[2];              // per input buffer
     long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
     wdc_dims d;                     // the kernels' shapes and batches, read through pointers (about 6 KB:
@@ -806,11 +808,18 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
 }
 
 // Before the checks: 1 / weight sum, the failure and stop votes, a finite loss, Adam's corrections.
+// What a step's allreduced tail says, the same on every rank: a failure vote,
+// else a stop vote, else a non-finite loss (0: none). wdc_step_begin_k's flags
+// and the host's reading of them (wdc_settle: no step is done again, and none
+// enqueued after a failure) come from this one function.
+__device__ __forceinline__ int wdc_tail_flags(const float *tail) {
+    if (tail[4] > 0.0f) return WDC_VOTED;
+    if (tail[3] > 0.0f) return WDC_STOP;
+    if (!isfinite(tail[0])) return WDC_BAD_LOSS;
+    return 0;
+}
 __global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, float b2) {
-    int f = 0;
-    if (tail[4] > 0.0f) f |= WDC_VOTED;
-    else if (tail[3] > 0.0f) f |= WDC_STOP;
-    else if (!isfinite(tail[0])) f |= WDC_BAD_LOSS;
+    int f = wdc_tail_flags(tail);
     if (!f && s->xover) f = WDC_REDO;   // rows are missing: the step is done again (a vote or a bad loss needs no rows)
     s->flags = f;
     s->post_bad = 0;
@@ -873,13 +882,14 @@ __global__ void wdc_pack_k(char *send, const float *rows, const unsigned long lo
     for (int c = 0; c < R; c++) out[(size_t)j * R + c] = valid ? rows[(size_t)j * R + c] : 0.0f;
 }
 // Every rank's count of merged rows (the blocks' headers) against the cap:
-// the most, and whether some rank's did not fit (the step is then done again).
-__global__ void wdc_exchange_check_k(wdc_state *s, const char *recv, long long cap, int ranks, int R, int slot) {
+// the most, and whether some rank's did not fit (the step is then done
+// again); and the allreduced tail's flags (wdc_tail_flags), for the host.
+__global__ void wdc_exchange_check_k(wdc_state *s, const char *recv, const float *tail, long long cap, int ranks, int R, int slot) {
     size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)cap;
     unsigned most = 0;
     for (int q = 0; q < ranks; q++) most = max(most, *(const uint32_t *)(recv + (size_t)q * block));
     s->xover = (long long)most > cap;
-    s->xres[slot][0] = (int)most; s->xres[slot][1] = s->xover;
+    s->xres[slot][0] = (int)most; s->xres[slot][1] = s->xover; s->xres[slot][2] = wdc_tail_flags(tail);
 }
 __global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long cap, int ranks, int R) {
     long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1147,9 +1157,24 @@ struct wdc_rank {
     wd_xcap xcap;                   // the exchange (several ranks): merged rows per rank and step (the header's wd_xcap)
     int xfull;                      // WD_EXCHANGE_FULL=1: every step's exchange at the whole capacity (as before the cap)
     long long xredone;              // steps done again with the whole capacity (a rank's rows did not fit)
-    int xpend[2];                   // per input buffer: the exchange's outcome not read yet
-    int (*x_host)[2];               // pinned (2): the most merged rows of a rank, overflow
+    int xpend[2];                   // per input buffer: the exchange's outcome (and the tail's flags) not read yet
+    int xcapped[2];                 // per input buffer: its exchange had a cap (an overflow is done again)
+    int (*x_host)[3];               // pinned (2): the most merged rows of a rank, overflow, the tail's flags
     cudaEvent_t xdone[2];
+    // Failures (section 6): a step whose tail says every rank fails (a failure vote,
+    // a non-finite loss) ends the enqueueing of collectives on every rank at the
+    // same point of its sequence (gate); a step whose enqueue failed part way stays
+    // in flight, unreported (lost), so that its collectives still meet the others'.
+    wd_status gate;                 // WD_OK, or (every rank fails at a step) how later steps report that they were not run
+    int gated[2];                   // per input buffer: a step submitted after gate was set (nothing enqueued)
+    int lost[2];                    // per input buffer: a step whose enqueue failed part way (complete() passes over it)
+    int unsafe;                     // the replica may hold part of a step (an update enqueued, then a failure): no download
+    int enq_stage;                  // how far the step being enqueued got (WDC_ENQ_*)
+    long long enq_cap;              // the step being enqueued: its exchange's cap, whole capacity, WD_CHECK_TABLES gather
+    int enq_full, enq_checks;
+    int fork_open;                  // the side branch forked and not joined yet (an error joins it)
+    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S (tests only): rank R's S-th submitted step fails
+    long long fail_step;            // right after its collectives were enqueued (0: off)
     wdc_result *res_host;           // pinned (2)
     float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
@@ -1510,6 +1535,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
+    {   // WD_CUDA_TEST_FAIL=R:S (tests only): rank R's S-th submitted step fails right after its collectives
+        const char *tf = getenv("WD_CUDA_TEST_FAIL");
+        int fr = -1;
+        long long fs = 0;
+        if (tf && *tf && (sscanf(tf, "%d:%lld", &fr, &fs) != 2 || fr < 0 || fs < 1))
+            return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_TEST_FAIL=%.40s: expected RANK:STEP (tests only)", tf);
+        r->fail_rank = fr; r->fail_step = tf && *tf ? fs : 0;
+    }
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
@@ -1735,7 +1768,25 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
 // With several ranks the exchange sends xcap rows per rank, or (slow, and
 // with WD_EXCHANGE_FULL=1) every occurrence's (the whole capacity: a step
 // done again, wdc_settle).
-static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
+// How far a step's enqueue got (wdc_rank.enq_stage), for an error part way
+// (wdc_step_enqueue): its exchange's collectives, their read-back for the
+// host, an update, WD_CHECK_TABLES's gather.
+enum { WDC_ENQ_STARTED = 0, WDC_ENQ_COLL, WDC_ENQ_READ, WDC_ENQ_UPDATES, WDC_ENQ_CHECKED };
+// After the exchange's collectives: every rank's count of merged rows and the
+// tail's flags to the host (x_host, xdone), which reads them (wdc_settle)
+// before it enqueues anything more.
+static wd_status wdc_exchange_read(wdc_rank *r, int slot, long long cap, int full) {
+    size_t block = 16 + (8 + 4 * (size_t)r->d.R) * (size_t)cap;
+    wdc_exchange_check_k<<<1, 1, 0, r->compute>>>(r->state, r->exchange + block, r->g + r->d.Pd, cap, r->ranks, r->d.R, slot);
+    WDC_LAUNCH("exchange_check");
+    WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost, r->compute));
+    WDC_CUDA(cudaEventRecord(r->xdone[slot], r->compute));
+    r->xpend[slot] = 1;
+    r->xcapped[slot] = !full;
+    r->enq_stage = WDC_ENQ_READ;
+    return WD_OK;
+}
+static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     const wd_model_view *v = &r->v;
     const wdc_dims &d = r->d;
     cudaStream_t st = r->compute;
@@ -1749,6 +1800,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     if (r->overlap) {   // fork
         WDC_CUDA(cudaEventRecord(r->fork, st));
         WDC_CUDA(cudaStreamWaitEvent(r->side, r->fork, 0));
+        r->fork_open = 1;
         if (r->side_delay_ns > 0) { wdc_spin_k<<<1, 1, 0, r->side>>>(r->side_delay_ns); WDC_LAUNCH("spin"); }
         WDC_TRY(wdc_sort_batch(r, r->side, db, &occ_s));
         WDC_CUDA(cudaEventRecord(r->join, r->side));
@@ -1784,12 +1836,14 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     float *dx = L ? r->grad[0] : NULL;   // layer 0's da: the embeddings' gradient
     WDC_TRY(wdc_mark(r, slot, 4));
     // sparse rows: keys, sort, runs (joined from the side branch, or here); then every run's merged row (wdc_sparse_rows)
-    if (r->overlap) WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0));   // join
+    if (r->overlap) { WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0)); r->fork_open = 0; }   // join
     else WDC_TRY(wdc_sort_batch(r, st, db, &occ_s));
     WDC_TRY(wdc_mark(r, slot, 5));
     wd_comm *c = r->comm;
     int full = slow || r->xfull;
     long long cap = full ? d.rows : r->xcap.cap, M = c ? cap * r->ranks : 0;   // M: the rows every rank's blocks hold
+    int checks = r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0;
+    r->enq_cap = cap; r->enq_full = full; r->enq_checks = checks;
     unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
@@ -1801,12 +1855,10 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
         WDC_TRY(wdc_mark(r, slot, 6));
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
-        // every rank's count of rows to the host, which reads it before it enqueues anything more
-        wdc_exchange_check_k<<<1, 1, 0, st>>>(r->state, r->exchange + block, cap, r->ranks, d.R, slot);
-        WDC_LAUNCH("exchange_check");
-        WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost, st));
-        WDC_CUDA(cudaEventRecord(r->xdone[slot], st));
-        r->xpend[slot] = !full;
+        r->enq_stage = WDC_ENQ_COLL;   // the other ranks count on these from here on (an error: wdc_step_enqueue)
+        if (r->fail_step > 0 && !slow && r->rank == r->fail_rank && r->submitted + 1 == r->fail_step)
+            return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, r->fail_step);
+        WDC_TRY(wdc_exchange_read(r, slot, cap, full));
         wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
         WDC_TRY(wdc_sort_runs(r, st, (int)M, &occ_s));
@@ -1828,18 +1880,20 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
         WDC_TRY(wdc_mark(r, slot, 6));
         WDC_TRY(wdc_mark(r, slot, 7));
     }
+    r->enq_stage = WDC_ENQ_UPDATES;
     wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
     WDC_LAUNCH("dense_update");
     wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
     WDC_TRY(wdc_mark(r, slot, 8));
-    if (r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0) {
+    if (checks) {
         unsigned long long *sum = &r->state->checksum, *all = r->state->checksums;
         WDC_CUDA(cudaMemsetAsync(sum, 0, sizeof *sum, st));
         const float *parts[3] = {r->dense, r->wide, r->emb};
         long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
         for (int i = 0; i < 3; i++) if (lens[i]) { wdc_checksum_k<<<256, WDC_THREADS, 0, st>>>(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
+        r->enq_stage = WDC_ENQ_CHECKED;
         wdc_checksum_cmp_k<<<1, 1, 0, st>>>(r->state, all, r->ranks);
         WDC_LAUNCH("checksum_cmp");
     }
@@ -1848,6 +1902,52 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     WDC_TRY(wdc_mark(r, slot, 9));
     WDC_CUDA(cudaMemcpyAsync(&r->res_host[slot], &r->state->res[slot], sizeof(wdc_result), cudaMemcpyDeviceToHost, st));
     return WD_OK;
+}
+
+// This rank can no longer keep step with the other ranks' collectives: it
+// aborts the communicator (the group's other ranks see it at once, NCCL
+// ranks of other processes through NCCL's own error or the timeout) and
+// says WD_ERR_ABORTED, so that wd_train does not try a failure vote.
+static wd_status wdc_give_up(wdc_rank *r, wd_status st) {
+    if (!r->comm || st == WD_ERR_ABORTED) return st;
+    char err[1024];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    r->comm->ops->abort(r->comm, st, err);
+    return wdc_fail(WD_ERR_ABORTED, "%s", err);
+}
+// Enqueues a whole training step (wdc_step_kernels). An error part way
+// leaves the streams joined (a capture then ends joined, and the next step's
+// side branch cannot overtake this one's) and, with several ranks, every
+// collective the other ranks run for this step enqueued, with what the host
+// reads after them: the exchange's read-back (wdc_settle reads it at the
+// same point as they do) and WD_CHECK_TABLES's gather (of a stale checksum:
+// they then fail that step, all alike). A failure after an update was
+// enqueued may leave part of a step applied: the replica is no longer
+// downloaded (unsafe). Where that cannot be enqueued, or the communicator
+// failed (a collective's enqueue failed, another rank aborted), this rank
+// aborts it and the error is WD_ERR_ABORTED (wd_train then does not vote:
+// the abort is the only way left to reach the others).
+static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
+    r->enq_stage = WDC_ENQ_STARTED;
+    wd_status st = wdc_step_kernels(r, slot, slow);
+    if (st == WD_OK) return WD_OK;
+    char err[1024];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    int whole = 1;
+    if (r->fork_open) {   // join (overlap22 review #6)
+        whole &= cudaEventRecord(r->join, r->side) == cudaSuccess && cudaStreamWaitEvent(r->compute, r->join, 0) == cudaSuccess;
+        r->fork_open = 0;
+    }
+    wd_comm *c = r->comm;
+    if (c && r->enq_stage == WDC_ENQ_COLL) whole &= wdc_exchange_read(r, slot, r->enq_cap, r->enq_full) == WD_OK;
+    if (c && r->enq_stage >= WDC_ENQ_COLL && r->enq_checks && r->enq_stage < WDC_ENQ_CHECKED)
+        whole &= c->ops->stream_allgather(c, &r->state->checksum, r->state->checksums, sizeof r->state->checksum, (void *)r->compute) == WD_OK;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (r->enq_stage >= WDC_ENQ_UPDATES && cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) r->unsafe = 1;
+    (void)cudaGetLastError();   // a launch error above is this step's, not the next launch's
+    int give_up = c && ((r->enq_stage >= WDC_ENQ_COLL && !whole) || c->ops->poll(c, 0) != WD_OK);
+    wdc_fail(st, "%s", err);
+    return give_up ? wdc_give_up(r, st) : st;
 }
 
 // ---- 6. Backend ---------------------------------------------------------------------------------
@@ -1889,31 +1989,85 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
     }
 }
 // The exchange of the step in input buffer `slot` read back: every rank
-// reads the same counts at the same point of its sequence of collectives
-// (after that step's, before anything of the next step), so every rank
-// makes the same choices. A rank with more merged rows than the cap: the
-// step changed nothing (WDC_REDO) and is enqueued again at once with every
-// rank's whole capacity (the pre-cap exchange, bit for bit the same sums).
-// The cap follows the counts (wd_xcap_step).
+// reads the same counts and tail at the same point of its sequence of
+// collectives (after that step's, before anything of the next step), so
+// every rank makes the same choices:
+//  - the tail says every rank fails (a failure vote, a non-finite loss):
+//    nothing more is enqueued (gate; wdc_submit_step). This, not an abort,
+//    is what keeps a failed rank's peers from waiting: no rank enqueues a
+//    collective after that step, so every rank's collectives meet, and the
+//    communicator can be finalized cleanly (NCCL: an abort here could cut
+//    off a peer still receiving this step's data through this rank, as
+//    ncclCommFinalize's comment in nccl.h says it flushes "all issued
+//    communications" and ends only when the communicator "is globally
+//    quiescent");
+//  - a rank had more merged rows than the cap: the step changed nothing
+//    (WDC_REDO) and is enqueued again at once with every rank's whole
+//    capacity (the pre-cap exchange, bit for bit the same sums); not a step
+//    whose tail stops or fails it (the device flags it so, not WDC_REDO: it
+//    changes nothing either way). The cap follows the counts (wd_xcap_step).
 static wd_status wdc_settle(wdc_rank *r, int slot) {
     if (!r->xpend[slot]) return WD_OK;
     WDC_TRY(wdc_wait(r, r->xdone[slot], "a step's exchange"));
     r->xpend[slot] = 0;
+    int tf = r->x_host[slot][2];   // wdc_tail_flags
+    if ((tf & (WDC_VOTED | WDC_BAD_LOSS)) && !r->gate) r->gate = tf & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
+    if (!r->xcapped[slot]) return WD_OK;
     int over = wd_xcap_step(&r->xcap, r->x_host[slot][0]);
     if (over != r->x_host[slot][1]) return wdc_fail(WD_ERR_INTERNAL, "rank %d: the exchange's overflow flag (%d) disagrees with its count (%d rows, cap %lld)", r->rank, r->x_host[slot][1], r->x_host[slot][0], (long long)r->xcap.cap);
-    if (!over) return WD_OK;
+    if (!over || tf) return WD_OK;
     r->xredone++;
-    WDC_TRY(wdc_step_enqueue(r, slot, 1));
-    WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
+    if (r->lost[slot]) r->unsafe = 1;   // done again whole, so applied, though never reported
+    wd_status st = wdc_step_enqueue(r, slot, 1);
+    if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess && !st) st = wdc_fail(WD_ERR_DEVICE, "rank %d: recording a step's end failed", r->rank);
+    // done again part way: the others count on the whole of it (its collectives, then the next
+    // step's) and this rank's step has no result to report: only the abort can tell them
+    return st ? wdc_give_up(r, st) : WD_OK;
+}
+// The step in input buffer `slot` failed part way through its enqueue
+// (wdc_step_enqueue: streams joined, with several ranks its collectives and
+// their read-back enqueued): what it enqueued stays in flight, unreported
+// (lost: complete() passes over it), settled at once (the point where the
+// other ranks settle it), and the next step takes the other input buffer,
+// so no copy races this one's kernels (the next copy into this buffer waits
+// for done). wd_train then votes this rank's failure in that next step
+// (submit_failure), as for a failure between steps: every rank ends there,
+// naming this one, and none waits for a collective of this rank's.
+static wd_status wdc_lost(wdc_rank *r, int slot, wd_status st) {
+    char err[1024];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess || cudaEventSynchronize(r->copied[slot]) != cudaSuccess) {
+        (void)cudaGetLastError();   // the device failed: nothing of this rank runs any more (wd_train aborts)
+        return wdc_fail(st, "%s", err);
+    }
+    r->lost[slot] = 1;
+    r->submitted++;
+    wd_status s2 = wdc_settle(r, slot);
+    return s2 ? wdc_give_up(r, s2) : wdc_fail(st, "%s", err);
+}
+// The oldest steps in flight that failed part way (wdc_lost): waited for, never reported.
+static wd_status wdc_pass_lost(wdc_rank *r) {
+    while (r->completed < r->submitted && r->lost[r->completed % 2]) {
+        int slot = (int)(r->completed % 2);
+        WDC_CUDA(cudaSetDevice(r->device));
+        wd_status st = wdc_settle(r, slot);
+        if (!st) st = wdc_wait(r, r->done[slot], "a step that failed part way");
+        r->lost[slot] = 0;
+        r->completed++;
+        if (st) return st;
+    }
     return WD_OK;
 }
 // A step on batch b, or (b NULL) a failure vote (fst, why) on a batch of
-// zeros: every sample's weight 0, ids 0, no multi-hot ids.
+// zeros: every sample's weight 0, ids 0, no multi-hot ids. After a step
+// whose tail ended training on every rank (gate), nothing is enqueued: the
+// step is gated, and complete() reports it as not run.
 static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
     if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
     if (b && b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
+    if (r->gate) { r->gated[slot] = 1; r->submitted++; return WD_OK; }
     double t0 = wdc_now();
     wd_step_votes(r->vote_host[slot], stop, r->rank, fst, why);
     // a guard, not the mechanism: the step that last read this input buffer (its side branch
@@ -1928,24 +2082,41 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
         wd_status st = wdc_settle(r, (slot + 1) % 2);
         if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // the caller's batch is its own again
     }
+    if (r->gate) {   // the step before ended training on every rank: none enqueues anything more
+        WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
+        r->gated[slot] = 1;
+        r->submitted++;
+        return WD_OK;
+    }
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
     // the device time of the step alone: began completes when the stream reaches it, after the
     // previous step and this batch's copy (idle time waiting for the loader falls before it)
     WDC_CUDA(cudaEventRecord(r->began[slot], r->compute));
-    if (r->use_graph) {
+    if (r->use_graph) {   // one rank, no communicator: a graph is launched whole or not at all
+        wd_status st = WD_OK;
         if (!r->graph[slot]) {   // captured once per input buffer, replayed every step
             cudaGraph_t g;
             WDC_CUDA(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
-            wd_status st = wdc_step_enqueue(r, slot, 0);
+            st = wdc_step_enqueue(r, slot, 0);
             cudaError_t e = cudaStreamEndCapture(r->compute, &g);
-            if (st) { if (e == cudaSuccess) cudaGraphDestroy(g); return st; }
-            WDC_CUDA(e);
-            e = cudaGraphInstantiate(&r->graph[slot], g, 0);
-            cudaGraphDestroy(g);
-            WDC_CUDA(e);
+            if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaStreamEndCapture failed: %s", cudaGetErrorString(e));
+            else if (e == cudaSuccess) {
+                if (!st) {
+                    e = cudaGraphInstantiate(&r->graph[slot], g, 0);
+                    if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphInstantiate failed: %s", cudaGetErrorString(e));
+                }
+                cudaGraphDestroy(g);
+            }
         }
-        WDC_CUDA(cudaGraphLaunch(r->graph[slot], r->compute));
-    } else WDC_TRY(wdc_step_enqueue(r, slot, 0));
+        if (!st) {
+            cudaError_t e = cudaGraphLaunch(r->graph[slot], r->compute);
+            if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphLaunch failed: %s", cudaGetErrorString(e));
+        }
+        if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // nothing of this step runs; the caller's batch is its own again
+    } else {
+        wd_status st = wdc_step_enqueue(r, slot, 0);
+        if (st) return wdc_lost(r, slot, st);
+    }
     WDC_CUDA(cudaEventRecord(r->ended[slot], r->compute));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
     // the host batch (and this slot's pinned votes) free again once on the device
@@ -1960,9 +2131,17 @@ static wd_status wdc_submit_failure(wd_backend *be, wd_status st, const char *wh
 }
 static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     wdc_rank *r = (wdc_rank *)be;
-    if (r->completed == r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: no step in flight");
+    memset(out, 0, sizeof *out);
     WDC_CUDA(cudaSetDevice(r->device));
+    WDC_TRY(wdc_pass_lost(r));
+    if (r->completed == r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: no step in flight");
     int slot = (int)(r->completed % 2);
+    if (r->gated[slot]) {   // submitted after a step that ended training on every rank: not run
+        r->gated[slot] = 0;
+        r->completed++;
+        return r->gate == WD_ERR_ABORTED ? wdc_fail(WD_ERR_ABORTED, "a rank's failure vote ended training at an earlier step; this step was not run")
+                                         : wdc_fail(r->gate, "an earlier step failed; nothing more was applied");
+    }
     double t0 = wdc_now();
     wd_status st = wdc_settle(r, slot);
     if (!st) st = wdc_wait(r, r->done[slot], "a training step");
@@ -1988,12 +2167,14 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     out->stopped = (res->flags & WDC_STOP) != 0;
     if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
+    // every rank reads the same flags: a failure ends every rank, and no step submitted from here
+    // on enqueues anything (one already in flight runs on every rank alike, and changes nothing)
+    if ((bad || (res->halted & WDC_FAILED)) && !r->gate) r->gate = bad & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
-    if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; a later step of
-        char why[1024];      // this rank (in flight) must not wait for the failed one
+    if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; no rank enqueued
+        char why[1024];      // a collective after this step (wdc_settle), so none waits for the failed one
         wd_status vst = wd_step_failure(res->tail, why, sizeof why);
         if (!vst) { snprintf(why, sizeof why, "a rank failed (its vote did not read back)"); vst = WD_ERR_ABORTED; }
-        if (r->comm) r->comm->ops->abort(r->comm, vst, why);
         return wdc_fail(vst, "%s", why);
     }
     if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step);
@@ -2002,9 +2183,16 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step);
     return WD_OK;
 }
+// A step that failed part way after an update was enqueued (wdc_step_enqueue)
+// may have left part of it applied: the replica is no finished step's.
+static wd_status wdc_unsafe(const wdc_rank *r, const char *what) {
+    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way after its updates were enqueued, so the GPU's model may hold part of it", r->rank, what);
+}
 static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
+    WDC_TRY(wdc_pass_lost(r));
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: predict with a step in flight");
+    if (r->unsafe) return wdc_unsafe(r, "predict");
     if (b->n > r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d", b->n, r->B);
     if (b->n <= 0) return WD_OK;   // nothing to copy or launch
     WDC_CUDA(cudaSetDevice(r->device));
@@ -2022,7 +2210,9 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
 }
 static wd_status wdc_download(wd_backend *be) {
     wdc_rank *r = (wdc_rank *)be;
+    WDC_TRY(wdc_pass_lost(r));
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: download with a step in flight");
+    if (r->unsafe) return wdc_unsafe(r, "download");
     return wdc_download_all(r);
 }
 static void wdc_times(const wd_backend *be, double *s) {
@@ -2320,9 +2510,21 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     *out = c;
     return WD_OK;
 }
-// Teardown, every wait bounded by the timeout: a communicator of an aborted
-// group, or one whose finalize fails or does not end, is aborted (never
-// destroyed after an abort).
+// Teardown, every wait bounded: a communicator that ended cleanly (every
+// rank's collectives met: also after a failure vote, wdc_settle) is
+// finalized, polled with the group's abort flag for at most WDC_FINALIZE_S
+// (or WD_COMM_TIMEOUT if shorter), then destroyed. nccl.h (2.28): finalize
+// "flushes all issued communications" and the state turns ncclSuccess "when
+// the communicator is globally quiescent", after which ncclCommDestroy frees
+// the rest "without blocking"; NCCL 2.14's release notes (NVIDIA/nccl PR 715)
+// add that it waits for "communication from other ranks but using the local
+// rank as an intermediate step", which an abort would cut off. A nonblocking
+// communicator's calls may answer ncclInProgress and are then polled with
+// ncclCommGetAsyncError until ncclSuccess before any other NCCL call (NCCL's
+// nccl4py docs, get_async_error). A communicator of an aborted group, or one
+// whose finalize fails or does not end in time (a vanished peer), is aborted
+// (never destroyed after an abort: an abort frees it).
+#define WDC_FINALIZE_S 30.0
 extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (!c) return;
     wdc_nccl *n = (wdc_nccl *)c->impl;
@@ -2332,7 +2534,7 @@ extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (wdc_group_aborted(n->group)) wdc_nccl_kill(n);
     if (!n->aborted) {
         ncclResult_t r = wdc_nc.CommFinalize(n->comm);
-        if ((r == ncclSuccess || r == ncclInProgress) && wdc_nccl_settle(n->comm, n->group, c->rank, n->timeout, "NCCL finalize") == WD_OK)
+        if ((r == ncclSuccess || r == ncclInProgress) && wdc_nccl_settle(n->comm, n->group, c->rank, fmin(n->timeout, WDC_FINALIZE_S), "NCCL finalize") == WD_OK)
             wdc_nc.CommDestroy(n->comm);
         else wdc_nccl_kill(n);
     }

@@ -263,7 +263,7 @@ if has 1; then
     mkdir -p "$WORK/t1"
     if gpu test_gpu 150 env WD_REQUIRE_GPU=1 WD_COMM_TIMEOUT=30 "$PACK/test_gpu" "$WORK/t1"; then :; else failed; fi
     note "$(grep -h '^# test_gpu' "$LOGS/test_gpu.log")"
-    grep -h -E '^FAIL|exchange vs none' "$LOGS/test_gpu.log" | head -8 | while IFS= read -r l; do note "$l"; done
+    grep -h -E '^FAIL|exchange vs none|every rank ended in|finalized and destroyed in' "$LOGS/test_gpu.log" | head -10 | while IFS= read -r l; do note "$l"; done
 fi
 
 # ---- phase 2: compute-sanitizer ----

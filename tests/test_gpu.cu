@@ -1609,15 +1609,18 @@ static void test_failure_vote(void) {
 #endif
 }
 
-// Teardown with two steps in flight whose first collective never ends (a
-// peer that never comes): the stalled communicator below is a 1-rank device
+// Teardown with a step in flight whose collective never ends (a peer that
+// never comes): the stalled communicator below is a 1-rank device
 // communicator whose allreduce enqueues a kernel that spins until the flag is
 // set; its poll reports the failure after 0.2 s and sets the flag, as
-// ncclCommAbort ends NCCL's kernels. The second step's side branch
-// (WD_CUDA_OVERLAP) waits behind that kernel through its fork, so destroy
-// must poll before it waits for the side stream: it must end within 10 s
-// (the test releases the kernel itself after 20 s, so a hang fails the test
-// instead of hanging it).
+// ncclCommAbort ends NCCL's kernels. Destroy must poll while it waits for the
+// compute stream (and wait for the side stream only after it): it must end
+// within 10 s (the test releases the kernel itself after 20 s, so a hang
+// fails the test instead of hanging it). No second step can be enqueued
+// behind the stalled one (this test used to submit one, whose side branch
+// would wait behind the stalled kernel): with a communicator the host reads
+// each step's exchange and tail before it enqueues the next (wdc_settle, a
+// wait that polls too), so that submit would itself fail once the poll aborts.
 #ifndef WD_TEST_GPU_ON_CPU
 typedef struct { volatile int *flag, *dflag; int armed; } stall_comm;
 __global__ static void stall_k(volatile int *flag) { while (*flag == 0) __nanosleep(1000); }
@@ -1680,7 +1683,6 @@ static void test_teardown_stalled_collective(void) {
         printf("  %s\n", what);
         CHECK(strstr(what, "overlap=on") != NULL);
         CHECK_OK(j.ops->submit(j.be, &b[0], 0));   // its allreduce stalls
-        CHECK_OK(j.ops->submit(j.be, &b[1], 0));   // its fork, and so its side branch, waits behind it
         pthread_t t;
         pthread_create(&t, NULL, destroy_thread, &j);
         double t0 = now_s();
@@ -1688,12 +1690,150 @@ static void test_teardown_stalled_collective(void) {
         int hung = !__atomic_load_n(&j.done, __ATOMIC_ACQUIRE);
         *flag = 1;   // a hung teardown ends here
         pthread_join(t, NULL);
-        printf("  destroy with two steps in flight behind a stalled collective: %.2f s%s\n", j.took, hung ? " (hung: released by the test at 20 s)" : "");
+        printf("  destroy with a step in flight behind a stalled collective: %.2f s%s\n", j.took, hung ? " (hung: released by the test at 20 s)" : "");
         CHECK(!hung && j.took < 12);
     }
     wd_batch_free(&b[0]); wd_batch_free(&b[1]);
     wd_model_destroy(m);
     cudaFreeHost(flag);
+#endif
+}
+
+// A rank fails part way through a step, after it enqueued the step's
+// collectives (WD_CUDA_TEST_FAIL=R:S, tests only: rank R's S-th submitted
+// step returns an error right after its exchange's collectives; a kernel
+// launch failing there is the real case). Its collectives still run and
+// meet the others' (that step is applied on the others: the failed rank's
+// gradient was whole), its failure is voted in the next step's tail, every
+// rank ends there naming it, no rank enqueues a collective after that step,
+// and nobody aborts the communicator:
+//  - 3 ranks on one GPU (the same-GPU communicator, each rank a thread calling
+//    wd_train as a process would), rank 1 failing at its 3rd step: rank 1
+//    reports its own error; ranks 0 and 2 the vote's "rank 1 failed (device
+//    error): ..." within 20 s (the timeout is 30: a rank left waiting in a
+//    collective fails this), the communicator not aborted afterwards (an
+//    abort after the vote, as before, fails this), rank 0's model saved
+//    after the error is step 3's;
+//  - a 1-rank NCCL communicator counted by a wrapper: after the voted step,
+//    a submitted step is not run and enqueues no collective; the
+//    communicator is not aborted (it still runs a barrier) and its teardown
+//    (ncclCommFinalize, then destroy) ends within 10 s.
+#ifndef WD_TEST_GPU_ON_CPU
+typedef struct count_comm { wd_comm *in; int colls; } count_comm;
+static wd_comm *count_in(wd_comm *c) { return ((count_comm *)c->impl)->in; }
+static wd_status count_allreduce(wd_comm *c, float *b, size_t n) { return count_in(c)->ops->allreduce_sum(count_in(c), b, n); }
+static wd_status count_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
+    return count_in(c)->ops->allgather(count_in(c), mine, bytes, all, sizes);
+}
+static wd_status count_barrier(wd_comm *c) { return count_in(c)->ops->barrier(count_in(c)); }
+static void count_abort(wd_comm *c, wd_status st, const char *why) { count_in(c)->ops->abort(count_in(c), st, why); }
+static wd_status count_stream_allreduce(wd_comm *c, float *b, size_t n, void *stream) {
+    ((count_comm *)c->impl)->colls++;
+    return count_in(c)->ops->stream_allreduce_sum(count_in(c), b, n, stream);
+}
+static wd_status count_stream_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
+    ((count_comm *)c->impl)->colls++;
+    return count_in(c)->ops->stream_allgather(count_in(c), send, recv, bytes, stream);
+}
+static wd_status count_poll(wd_comm *c, double waited_s) { return count_in(c)->ops->poll(count_in(c), waited_s); }
+#endif
+static void test_rank_fails_mid_step(void) {
+#ifdef WD_TEST_GPU_ON_CPU
+    SKIP("the fault injection (WD_CUDA_TEST_FAIL) is the CUDA backend's");
+#else
+    enum { N = 3 };
+    set_fp32(1);
+    {
+        wd_comm *c[N];
+        REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
+        char ck[300];
+        snprintf(ck, sizeof ck, "%s/midstep.wdm", TMP);
+        unlink(ck);
+        const char *files[1] = {CRITEO};
+        vote_rank v[N];
+        pthread_t th[N];
+        wd_schema s;
+        int made = 1;
+        for (int p = 0; p < N; p++) {
+            memset(&v[p], 0, sizeof v[p]);
+            made &= (v[p].m = cfg_model(&C_CRITEO, &s)) != NULL;
+            v[p].td = train_desc(files, N * BLOCK);
+            v[p].td.no_shuffle = 1; v[p].td.max_steps = 8; v[p].td.comm = c[p];
+            if (p == 0) v[p].td.checkpoint_path = ck;
+        }
+        CHECK(made);
+        setenv("WD_CUDA_TEST_FAIL", "1:3", 1);   // read when each rank's backend is made
+        double t0 = now_s();
+        for (int p = 0; made && p < N; p++) pthread_create(&th[p], NULL, vote_main, &v[p]);
+        for (int p = 0; made && p < N; p++) pthread_join(th[p], NULL);
+        double dt = now_s() - t0;
+        unsetenv("WD_CUDA_TEST_FAIL");
+        for (int p = 0; p < N; p++) printf("  rank %d: %s: %s\n", p, wd_status_string(v[p].st), v[p].err);
+        printf("  3 ranks, rank 1 failed mid-step at its step 3: every rank ended in %.2f s\n", dt);
+        CHECK(v[1].st == WD_ERR_DEVICE && strstr(v[1].err, "injected"));
+        for (int p = 0; p < N; p += 2)
+            CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, "rank 1 failed (device error): ") && strstr(v[p].err, "injected"));
+        CHECK(dt < 20);
+        CHECK_OK(c[0]->ops->poll(c[0], 0));   // ended by the vote, not an abort
+        wd_model *saved = NULL;
+        int64_t ep, bt, stp = -1;
+        CHECK_OK(wd_model_load(ck, &saved));
+        if (saved) wd_model_position(saved, &ep, &bt, &stp);
+        printf("  rank 0's model saved after the error: step %lld\n", (long long)stp);
+        CHECK(stp == 3);
+        wd_model_destroy(saved);
+        for (int p = 0; p < N; p++) wd_model_destroy(v[p].m);
+        wd_comm_cuda_local_destroy(c, N);
+    }
+    {
+        wd_comm *nc[1];
+        REQUIRE_OK(wd_comm_nccl_create_all(1, NULL, nc));
+        static const wd_comm_ops cops = {count_allreduce, count_allgather, count_barrier, count_abort, count_stream_allreduce, count_stream_allgather, count_poll};
+        count_comm cc = {nc[0], 0};
+        wd_comm comm = {&cops, 0, 1, &cc};
+        wd_schema s;
+        wd_model *m = cfg_model(&C_CRITEO, &s);
+        wd_batch b;
+        memset(&b, 0, sizeof b);
+        int ok = m && !read_batch(C_CRITEO.data, 0, &b);
+        CHECK(ok);
+        wd_backend_desc bd;
+        memset(&bd, 0, sizeof bd);
+        bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = &comm;
+        const wd_backend_ops *ops = TEST_BACKEND();
+        wd_backend *be = NULL;
+        setenv("WD_CUDA_TEST_FAIL", "0:2", 1);
+        wd_status st = ok ? ops->create(&bd, &be) : WD_ERR_INTERNAL;
+        unsetenv("WD_CUDA_TEST_FAIL");
+        CHECK_OK(st);
+        if (!st) {
+            wd_step_result res;
+            CHECK_OK(ops->submit(be, &b, 0));
+            CHECK_OK(ops->complete(be, &res));
+            st = ops->submit(be, &b, 0);   // fails after its collectives
+            printf("  1-rank NCCL, step 2: %s: %s\n", wd_status_string(st), wd_last_error());
+            CHECK(st == WD_ERR_DEVICE && strstr(wd_last_error(), "injected"));
+            CHECK_OK(ops->submit_failure(be, st, "injected failure of step 2"));
+            st = ops->complete(be, &res);
+            printf("  the vote: %s: %s\n", wd_status_string(st), wd_last_error());
+            CHECK(st == WD_ERR_ABORTED && strstr(wd_last_error(), "rank 0 failed (device error): injected failure of step 2"));
+            int colls = cc.colls;
+            CHECK_OK(ops->submit(be, &b, 0));   // after the voted step: not run
+            st = ops->complete(be, &res);
+            printf("  a step after it: %s: %s (collectives enqueued: %d, then %d)\n", wd_status_string(st), wd_last_error(), colls, cc.colls);
+            CHECK(st == WD_ERR_ABORTED && strstr(wd_last_error(), "not run") && cc.colls == colls);
+            ops->destroy(be);
+        }
+        CHECK_OK(nc[0]->ops->poll(nc[0], 0));   // never aborted
+        CHECK_OK(nc[0]->ops->barrier(nc[0]));   // and still usable
+        double t0 = now_s();
+        wd_comm_nccl_destroy(nc[0]);
+        double dt = now_s() - t0;
+        printf("  the NCCL communicator finalized and destroyed in %.2f s\n", dt);
+        CHECK(dt < 10);
+        wd_batch_free(&b);
+        wd_model_destroy(m);
+    }
 #endif
 }
 
@@ -1778,7 +1918,7 @@ static int selected(const char *fn) {
 // a test that returns early (a failed REQUIRE) leaves none of its settings to
 // the tests after it.
 static const char *const SWITCHES[] = {"WD_CUDA_EPILOGUE", "WD_CUDA_BF16_DIRECT", "WD_CUDA_GRAPH", "WD_CUDA_TIMING", "WD_CUDA_SPARSE", "WD_CUDA_OVERLAP",
-                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES"};
+                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES", "WD_CUDA_TEST_FAIL"};
 #define NSWITCHES (int)(sizeof SWITCHES / sizeof SWITCHES[0])
 static char *switch0[NSWITCHES];
 static void switches_save(void) {
@@ -1909,6 +2049,7 @@ int main(int argc, char **argv) {
     RUN(test_rank_failure_aborts_all);
     RUN(test_failure_vote);
     RUN(test_teardown_stalled_collective);
+    RUN(test_rank_fails_mid_step);
     RUN(test_failed_steps_change_nothing);
     RUN(test_non_finite_update_whole);
     return test_summary("test_gpu");
