@@ -72,7 +72,9 @@
 // no CUDA graph; WD_CUDA_OVERLAP=0 the whole step on one stream, the gather
 // and the wide logit as separate kernels (default 1: the same arithmetic, bit
 // for bit, with the sort beside the MLP; WD_CUDA_OVERLAP_DELAY_US, for tests,
-// delays the sort's branch by that much); WD_CUDA_TIMING=1 times the stages
+// delays the sort's branch by that much; WD_CUDA_SIDE_PRIORITY=1 runs that
+// branch's stream at the device's greatest priority, the engine line's
+// side=high); WD_CUDA_TIMING=1 times the stages
 // with events (no graph, no overlap: the stages one after another; the
 // sparse sort, the sparse rows and the updates each a stage of its own);
 // WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
@@ -1149,6 +1151,7 @@ struct wdc_rank {
     cudaGraphExec_t graph[2];
     int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
     int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
+    int side_prio;                  // WD_CUDA_SIDE_PRIORITY=1: the side stream at the device's greatest priority (default 0)
     long long side_delay_ns;        // WD_CUDA_OVERLAP_DELAY_US (tests only): the side branch first waits this long (wdc_spin_k)
     int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
     int bf16_direct;                // WD_CUDA_BF16_DIRECT=1: at bf16 the epilogues are offered a bf16 output first (section 3)
@@ -1505,7 +1508,15 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     }
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking));
-    WDC_CUDA(cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking));
+    // the side branch's kernels are short and latency-bound (keys, radix-sort passes, run-length
+    // encoding, scan); WD_CUDA_SIDE_PRIORITY=1 schedules its blocks ahead of queued GEMM tiles
+    // (overlap22 review #7), to be timed against the default before it becomes one
+    r->side_prio = wdc_env("WD_CUDA_SIDE_PRIORITY", 0) != 0;
+    if (r->side_prio) {
+        int least = 0, greatest = 0;
+        WDC_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        WDC_CUDA(cudaStreamCreateWithPriority(&r->side, cudaStreamNonBlocking, greatest));
+    } else WDC_CUDA(cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking));
     WDC_CUDA(cudaEventCreateWithFlags(&r->fork, cudaEventDisableTiming));
     WDC_CUDA(cudaEventCreateWithFlags(&r->join, cudaEventDisableTiming));
     for (int i = 0; i < 2; i++) {
@@ -2242,9 +2253,9 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     // without the wait for its batch), the mean over the steps after the first WDC_WARM_STEPS
     char dev[40] = "";
     if (r->device_steps > 0) snprintf(dev, sizeof dev, " device_ms=%.4f", 1e3 * r->device_s / (double)r->device_steps);
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s%s", p.name, p.major, p.minor,
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s%s%s", p.name, p.major, p.minor,
              r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off",
-             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off", dev);
+             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off", r->overlap && r->side_prio ? " side=high" : "", dev);
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;

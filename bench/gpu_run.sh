@@ -21,9 +21,11 @@
 #                fused (issue 22: the two embedding backward paths); then the
 #                long run again with WD_CUDA_OVERLAP=0 (the step on one
 #                stream) beside the default's, issue 22's MLP switches (bf16,
-#                the epilogues off, bf16 written by cuBLASLt), each by
-#                device_ms beside bench/GPU_MODEL.md's prediction; last, bf16's
-#                AUC against fp32's on the pack's Criteo sample (seeds 0-2)
+#                the epilogues off, bf16 written by cuBLASLt), then
+#                WD_CUDA_SIDE_PRIORITY=1, each by device_ms beside
+#                bench/GPU_MODEL.md's prediction, while time is left in the
+#                phase; last, bf16's AUC against fp32's on the pack's Criteo
+#                sample (seeds 0-2)
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -441,6 +443,17 @@ if has 3; then
                 { devcmp train-bf16-direct train-bf16 "bf16 outputs written by cuBLASLt vs rounded after (WD_CUDA_BF16_DIRECT=1 vs 0)"
                   grep -h '^trained' "$LOGS/train-bf16.log" "$LOGS/train-bf16-direct.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/bf16-direct.log" 2>&1
                 while IFS= read -r l; do note "$l"; done < "$LOGS/bf16-direct.log"
+            fi
+        fi
+        # the sort's branch at the device's greatest stream priority (WD_CUDA_SIDE_PRIORITY=1, overlap22
+        # review #7) against the default, by device_ms, while 30 s of the phase remain
+        if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_SIDE_PRIORITY=1: not run ($(p3left) s of phase 3 left)"
+        else
+            gpu train-sideprio 30 env WD_CUDA_SIDE_PRIORITY=1 "${W3[@]}" --max-steps "$steps_short" || failed
+            if [ $DRY = 0 ]; then
+                { devcmp train-sideprio train-short "side branch at high priority vs default (WD_CUDA_SIDE_PRIORITY=1 vs 0)"
+                  grep -h '^trained' "$LOGS/train-sideprio.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/sideprio.log" 2>&1 || failed
+                while IFS= read -r l; do note "$l"; done < "$LOGS/sideprio.log"
             fi
         fi
     else

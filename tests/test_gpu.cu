@@ -941,6 +941,7 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict, 
         if (!st) { TEST_BACKEND()->describe(be, what, sizeof what); TEST_BACKEND()->destroy(be); }
         CHECK_OK(st);
         CHECK(field_is(what, "overlap", o ? "on" : "off"));
+        if (getenv("WD_CUDA_SIDE_PRIORITY")) CHECK((strstr(what, " side=high") != NULL) == (o == 1));   // the switch took (overlap on only)
         wd_model_destroy(m);
     }
     setenv("WD_CUDA_OVERLAP", "1", 1);
@@ -989,6 +990,12 @@ static void test_overlap_matches_serial(void) {
     unsetenv("WD_CUDA_SPARSE");
     setenv("WD_CUDA_GRAPH", "0", 1);
     for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0, M_FP32);
+    if (!ON_CPU) {   // the side branch's stream at the greatest priority: scheduling only, the same bits
+        setenv("WD_CUDA_GRAPH", "1", 1);
+        setenv("WD_CUDA_SIDE_PRIORITY", "1", 1);
+        overlap_pair(&C_CRITEO, steps, "graph on, WD_CUDA_SIDE_PRIORITY=1", 0, M_FP32);
+        unsetenv("WD_CUDA_SIDE_PRIORITY");
+    }
     unsetenv("WD_CUDA_OVERLAP");
     unsetenv("WD_CUDA_GRAPH");
 }
@@ -1918,7 +1925,8 @@ static int selected(const char *fn) {
 // a test that returns early (a failed REQUIRE) leaves none of its settings to
 // the tests after it.
 static const char *const SWITCHES[] = {"WD_CUDA_EPILOGUE", "WD_CUDA_BF16_DIRECT", "WD_CUDA_GRAPH", "WD_CUDA_TIMING", "WD_CUDA_SPARSE", "WD_CUDA_OVERLAP",
-                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES", "WD_CUDA_TEST_FAIL"};
+                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES", "WD_CUDA_TEST_FAIL",
+                                       "WD_CUDA_SIDE_PRIORITY"};
 #define NSWITCHES (int)(sizeof SWITCHES / sizeof SWITCHES[0])
 static char *switch0[NSWITCHES];
 static void switches_save(void) {
