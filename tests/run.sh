@@ -185,7 +185,7 @@ fi
 
 # tests/test_gpu.cu on the CPU backend, two of its tests chosen by name
 # (WD_GPU_TESTS: every other RUN( of the file prints SKIP); the whole harness
-# on the CPU takes about 90-150 s more (build/test_gpu_on_cpu DIR: 15 passed, 6 skipped, with oneDNN on AMX)
+# on the CPU takes about 90-150 s more (build/test_gpu_on_cpu DIR: 15 passed, 7 skipped in 121 s, with oneDNN on AMX)
 if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
     gpu_runs=$(grep -c '^ *RUN(' tests/test_gpu.cu)
     WD_GPU_TESTS=non_finite_update_whole,test_failed_steps_change_nothing timeout "$TEST_TIMEOUT" "$B/test_gpu_on_cpu" "$T" > "$T/sel.out" 2>&1; rc=$?
