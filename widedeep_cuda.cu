@@ -2527,9 +2527,14 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
 // (or WD_COMM_TIMEOUT if shorter), then destroyed. nccl.h (2.28): finalize
 // "flushes all issued communications" and the state turns ncclSuccess "when
 // the communicator is globally quiescent", after which ncclCommDestroy frees
-// the rest "without blocking"; NCCL 2.14's release notes (NVIDIA/nccl PR 715)
-// add that it waits for "communication from other ranks but using the local
-// rank as an intermediate step", which an abort would cut off. A nonblocking
+// the rest "without blocking"; the NCCL 2.14 preview's description
+// (NVIDIA/nccl pull request 715) adds that it waits for "communication from other ranks but using the local
+// rank as an intermediate step", which an abort would cut off; NCCL's source
+// (src/init.cc, commDestroySync) finalizes locally: it synchronizes the
+// communicator's own streams and stops its proxy, without waiting for other
+// ranks to finalize, so one thread may finalize its ranks one after another
+// (wd_comm_nccl_create_all's), and ncclCommDestroy frees shared resources
+// when the process's last rank calls it (commReclaim). A nonblocking
 // communicator's calls may answer ncclInProgress and are then polled with
 // ncclCommGetAsyncError until ncclSuccess before any other NCCL call (NCCL's
 // nccl4py docs, get_async_error). A communicator of an aborted group, or one
