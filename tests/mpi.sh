@@ -220,12 +220,7 @@ else skip mpi_cuda_bootstrap "nvcc not installed"; fi
 # learn of its failure in the validation's gather
 begin mpi_failure_vote
 "$WD1" gen -o "$T/v9.wdr" --rows 900 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
-for k in 90 91 92 93 94; do   # a byte of block 8's payload
-    cp "$T/v9.wdr" "$T/bad9.wdr"
-    printf '\377' | dd of="$T/bad9.wdr" bs=1 seek=$(($(stat -c %s "$T/v9.wdr") * k / 100)) conv=notrunc 2>/dev/null
-    "$WD1" inspect --verify "$T/bad9.wdr" 2>&1 | grep -q 'FAILED at block 8$' && break
-done
-ck "no byte of block 8 found to flip" eval '"$WD1" inspect --verify "$T/bad9.wdr" 2>&1 | grep -q "FAILED at block 8$"'
+ck "no byte of block 8 found to flip" flip_in_block "$WD1" "$T/v9.wdr" "$T/bad9.wdr" 8 90 91 92 93 94
 for c in train valid; do
     t0=$SECONDS
     if [ $c = train ]; then failed=2; run mp 3 train --train "$T/bad9.wdr,$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --threads 1
@@ -259,11 +254,7 @@ end "($((SECONDS - t0)) s)"
 # 3 s at most, then abort, which could kill rank 0 mid-save)
 begin mpi_shared_failure_finalizes
 "$WD1" gen -o "$T/f9.wdr" --rows 900 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
-for k in 90 91 92 93 94; do   # a byte of block 8's payload
-    cp "$T/f9.wdr" "$T/fbad.wdr"
-    printf '\377' | dd of="$T/fbad.wdr" bs=1 seek=$(($(stat -c %s "$T/f9.wdr") * k / 100)) conv=notrunc 2>/dev/null
-    "$WD1" inspect --verify "$T/fbad.wdr" 2>&1 | grep -q 'FAILED at block 8$' && break
-done
+ck "no byte of block 8 found to flip" flip_in_block "$WD1" "$T/f9.wdr" "$T/fbad.wdr" 8 90 91 92 93 94
 t0=$SECONDS
 run mp 3 train --train "$T/fbad.wdr,$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --threads 1 --save "$T/fbad.wdm"
 ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'

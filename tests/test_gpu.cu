@@ -1534,17 +1534,6 @@ static void test_rank_failure_aborts_all(void) {
 // so that its abort reaches nobody (as between processes over NCCL) with a
 // 30 s timeout: only the vote, worded "rank 1 failed (parse error): ...",
 // ends the others (without it: the timeout's message after 30 s).
-#ifdef WD_TEST_GPU_ON_CPU
-typedef struct deaf_comm { wd_comm self; wd_comm *in; } deaf_comm;
-static wd_comm *deaf_in(wd_comm *c) { return ((deaf_comm *)c->impl)->in; }
-static wd_status deaf_allreduce(wd_comm *c, float *b, size_t n) { return deaf_in(c)->ops->allreduce_sum(deaf_in(c), b, n); }
-static wd_status deaf_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
-    return deaf_in(c)->ops->allgather(deaf_in(c), mine, bytes, all, sizes);
-}
-static wd_status deaf_barrier(wd_comm *c) { return deaf_in(c)->ops->barrier(deaf_in(c)); }
-static void deaf_abort(wd_comm *c, wd_status st, const char *why) { (void)c; (void)st; (void)why; }
-static const wd_comm_ops deaf_ops = {deaf_allreduce, deaf_allgather, deaf_barrier, deaf_abort, NULL, NULL, NULL};
-#endif
 typedef struct vote_rank { wd_model *m; wd_train_desc td; wd_status st; char err[1024]; } vote_rank;
 static void *vote_main(void *p) {
     vote_rank *v = (vote_rank *)p;
@@ -1566,13 +1555,9 @@ static void test_failure_vote(void) {
     wd_comm *c[N];
 #ifdef WD_TEST_GPU_ON_CPU
     wd_comm *in[N];
-    deaf_comm dc[N];
+    tl_deaf dc[N];
     REQUIRE_OK(wd_comm_local_create(N, 30.0, in));
-    for (int p = 0; p < N; p++) {
-        dc[p].in = in[p];
-        dc[p].self.ops = &deaf_ops; dc[p].self.rank = p; dc[p].self.size = N; dc[p].self.impl = &dc[p];
-        c[p] = &dc[p].self;
-    }
+    for (int p = 0; p < N; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
 #else
     REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
 #endif

@@ -1046,18 +1046,6 @@ static int copy_with_bad_block(const char *src, const char *dst, int64_t blk) {
     free(buf);
     return rc;
 }
-// A communicator between "processes" whose abort reaches no other process
-// (as between processes over NCCL): only the votes of a step's tail
-// (WD_STEP_TAIL) can end the others before the timeout.
-typedef struct deaf_comm { wd_comm self; wd_comm *in; } deaf_comm;
-static wd_comm *deaf_in(wd_comm *c) { return ((deaf_comm *)c->impl)->in; }
-static wd_status deaf_allreduce(wd_comm *c, float *b, size_t n) { return deaf_in(c)->ops->allreduce_sum(deaf_in(c), b, n); }
-static wd_status deaf_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
-    return deaf_in(c)->ops->allgather(deaf_in(c), mine, bytes, all, sizes);
-}
-static wd_status deaf_barrier(wd_comm *c) { return deaf_in(c)->ops->barrier(deaf_in(c)); }
-static void deaf_abort(wd_comm *c, wd_status st, const char *why) { (void)c; (void)st; (void)why; }
-static const wd_comm_ops deaf_ops = {deaf_allreduce, deaf_allgather, deaf_barrier, deaf_abort, NULL, NULL, NULL};
 // 3 processes of 1 worker over deaf communicators, a 512-sample block per
 // process and step (process p reads blocks p, p + 3, ...): the replicas,
 // every process's status and message, the seconds it took.
@@ -1073,18 +1061,16 @@ typedef struct deaf_opts {
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
-    deaf_comm dc[3];
+    tl_deaf dc[3];
     if (wd_comm_local_create(3, o->timeout, in)) return -1;
     proc_arg a[3];
     pthread_t th[3];
     const char *files[1] = {train}, *vfiles[1] = {valid};
     for (int p = 0; p < 3; p++) {
-        dc[p].in = in[p];
-        dc[p].self.ops = &deaf_ops; dc[p].self.rank = p; dc[p].self.size = 3; dc[p].self.impl = &dc[p];
         memset(&a[p], 0, sizeof a[p]);
         if (!(a[p].m = ms[p] = tl_criteo_model(0, TRAIN))) return -1;
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * 3; a[p].td.threads = 1;
-        a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = &dc[p].self; a[p].index = p;
+        a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = tl_deaf_init(&dc[p], in[p]); a[p].index = p;
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
         if (p == 0 && o->stop_at > 0) { a[p].td.progress = stop_from; a[p].td.user = &o->stop_at; }

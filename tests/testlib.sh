@@ -35,3 +35,13 @@ lines() { if [ -f "$1" ]; then grep -c '' "$1"; else echo 0; fi; }
 wait_lines() { local i; for i in $(seq 300); do [ "$(lines "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
 # wait_file FILE: until FILE exists (30 s at most)
 wait_file() { local i; for i in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+# flip_in_block WD SRC DST BLOCK PCT...: DST is SRC with one byte flipped at
+# the first of the offsets (PCT percent into SRC) that `WD inspect --verify`
+# finds in block BLOCK; fails when none does
+flip_in_block() { local wd=$1 src=$2 dst=$3 blk=$4 k; shift 4
+    for k; do
+        cp "$src" "$dst"
+        printf '\377' | dd of="$dst" bs=1 seek=$(($(stat -c %s "$src") * k / 100)) conv=notrunc 2>/dev/null
+        "$wd" inspect --verify "$dst" 2>&1 | grep -q "FAILED at block $blk\$" && return 0
+    done
+    return 1; }
