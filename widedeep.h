@@ -140,7 +140,9 @@
             split across the ranks, the scores gathered in file order
             (exact AUC), a rank's failure voted in the gather; the
             multi-GPU exchange sends blocks of a cap that follows the merged
-            rows (wd_xcap), a step that overflows it done again in full.
+            rows (wd_xcap), a step that overflows it done again in full; MPI
+            calls in chunks of at most 1 GiB per rank (WD_MPI_CHUNK_BYTES):
+            any size gathers.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -903,9 +905,14 @@ WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ran
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
 #ifdef WD_USE_MPI
 /* One rank per MPI process of `comm` (MPI_COMM_WORLD or a split of it; link
-   the MPI library, e.g. build with mpicc). The dense sum is MPI_Allreduce,
-   the sparse rows MPI_Allgatherv after an allgather of their byte counts,
-   the barrier MPI_Barrier; each is started nonblocking and polled, so that a
+   the MPI library, e.g. build with mpicc). The sum is MPI_Allreduce, the
+   allgather (the sparse rows, the validation's scores) an MPI_Allgather of
+   the byte counts then each rank's bytes broadcast from it (MPI_Bcast), the
+   barrier MPI_Barrier. No call moves more than 1 GiB per rank (MPI counts
+   are ints): larger data goes in chunks, the same bytes and sums, so any
+   size works (WD_MPI_CHUNK_BYTES sets the chunk, for tests; it must be
+   equal on every rank and is compared when the communicator is made).
+   Each call is started nonblocking and polled, so that a
    rank whose peer called abort (the reason arrives as a message) or that
    waited longer than the timeout (3600 s) returns WD_ERR_ABORTED naming the
    rank and the reason instead of waiting forever. A program whose rank
@@ -6388,7 +6395,8 @@ static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const siz
         off = a + ls[t];
     }
     h->cat.len = len;
-    WD__TRY(h->ext->ops->allgather(h->ext, h->cat.p, len, h->pv, h->ps));
+    wd_status st = h->ext->ops->allgather(h->ext, h->cat.p, len, h->pv, h->ps);
+    if (st) return wd__fail(st, "the sparse rows' exchange between processes (%zu bytes from this one): %s", len, wd_last_error());
     for (int q = 0; q < h->ext->size; q++) {   // every process's header, checked against what it sent
         const uint8_t *v = (const uint8_t *)h->pv[q];
         int Tq = h->first[q + 1] - h->first[q];
@@ -6463,6 +6471,7 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
     if (!h->first || !h->ranks || !h->pv || !h->ps) { wd__hier_destroy(h); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     h->T32 = T;
     wd_status st = ext->ops->allgather(ext, &h->T32, sizeof h->T32, h->pv, h->ps);
+    if (st) st = wd__fail(st, "the processes' worker counts: %s", wd_last_error());
     for (int q = 0; !st && q < P; q++) {
         int32_t tq = 0;
         if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
@@ -6492,8 +6501,9 @@ typedef struct wd__mpi {
     pid_t parent;                   // the launcher (mpirun, orted, slurmstepd): gone, the job is
     int aborted;
     char why[WD__MPI_NOTE];         // the reason, also the notice sent (kept until destroy)
+    size_t chunk;                   // the most bytes one MPI call moves per rank (WD_MPI_CHUNK_BYTES)
     long long *lens;                // (size) allgather: every rank's bytes
-    int *counts, *displs;
+    MPI_Request *rq;                // (size) allgather: a round's broadcasts
     uint8_t *recv;
     size_t recv_cap;
 } wd__mpi;
@@ -6528,13 +6538,13 @@ static wd_status wd__mpi_error(wd_comm *c, int e, const char *call) {
     wd__mpi_abort(c, WD_ERR_ABORTED, why);
     return wd__fail(WD_ERR_ABORTED, "%s", ((wd__mpi *)c->impl)->why);
 }
-// Polls a started collective until it finishes, another rank's abort notice
-// arrives or the timeout passes (yielding the core meanwhile).
-static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, const char *what) {
+// Polls n started collectives until they all finish, another rank's abort
+// notice arrives or the timeout passes (yielding the core meanwhile).
+static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, int n, const char *what) {
     wd__mpi *h = (wd__mpi *)c->impl;
     double t0 = wd__now();
     for (int spin = 0;; spin++) {
-        int done = 0, e = MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        int done = 0, e = MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
         if (e != MPI_SUCCESS) return wd__mpi_error(c, e, what);
         if (done) return WD_OK;
         wd__mpi_notice(h);
@@ -6563,19 +6573,27 @@ static wd_status wd__mpi_check(wd_comm *c) {
     wd__mpi_notice(h);
     return h->aborted ? wd__fail(WD_ERR_ABORTED, "%s", h->why) : WD_OK;
 }
+// MPI counts are ints and some transports fail on messages of 2 GiB or
+// more: every call moves at most h->chunk bytes per rank (the sum is
+// elementwise: its chunks are the same sums).
 static wd_status wd__mpi_allreduce(wd_comm *c, float *buf, size_t n) {
     wd__mpi *h = (wd__mpi *)c->impl;
     WD__TRY(wd__mpi_check(c));
-    for (size_t at = 0; at < n;) {   // MPI counts are ints
-        int k = (int)WD__MIN(n - at, (size_t)1 << 30);
+    size_t most = WD__MAX(h->chunk / sizeof(float), 1);
+    for (size_t at = 0; at < n;) {
+        int k = (int)WD__MIN(n - at, most);
         MPI_Request rq;
         int e = MPI_Iallreduce(MPI_IN_PLACE, buf + at, k, MPI_FLOAT, MPI_SUM, h->comm, &rq);
         if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallreduce");
-        WD__TRY(wd__mpi_wait(c, &rq, "the dense gradient's MPI_Allreduce"));
+        WD__TRY(wd__mpi_wait(c, &rq, 1, "MPI_Allreduce"));
         at += (size_t)k;
     }
     return WD_OK;
 }
+// Every rank's byte count first (MPI_Allgather), then each rank's bytes
+// broadcast from it in rounds: round i moves bytes [i * chunk, (i + 1) *
+// chunk) of every rank that has them, at most one chunk per rank and call
+// (no int offsets into the whole: any total works), straight into place.
 static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wd__mpi *h = (wd__mpi *)c->impl;
     WD__TRY(wd__mpi_check(c));
@@ -6583,26 +6601,38 @@ static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, c
     MPI_Request rq;
     int e = MPI_Iallgather(&my, 1, MPI_LONG_LONG, h->lens, 1, MPI_LONG_LONG, h->comm, &rq);
     if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgather");
-    WD__TRY(wd__mpi_wait(c, &rq, "the sparse rows' byte counts (MPI_Allgather)"));
-    size_t total = 0;
+    WD__TRY(wd__mpi_wait(c, &rq, 1, "MPI_Allgather (the byte counts)"));
+    size_t total = 0, most = 0;
     for (int q = 0; q < c->size; q++) {   // the same sums on every rank: all fail or none
         size_t at = wd__align8(total);
-        if (h->lens[q] < 0 || (unsigned long long)h->lens[q] > (unsigned long long)INT32_MAX - at)
-            return wd__fail(WD_ERR_LIMIT, "the sparse rows of one step reach %lld bytes by rank %d: more than MPI_Allgatherv's int counts (2 GiB) hold; use a smaller batch", (long long)at + h->lens[q], q);
-        h->displs[q] = (int)at; h->counts[q] = (int)h->lens[q];
+        if (h->lens[q] < 0 || (unsigned long long)h->lens[q] > (unsigned long long)(SIZE_MAX / 2) - at)
+            return wd__fail(WD_ERR_LIMIT, "an allgather of %lld bytes from rank %d after %zu bytes of the ranks before it: more than this process can address", h->lens[q], q, at);
         total = at + (size_t)h->lens[q];
+        most = WD__MAX(most, (size_t)h->lens[q]);
     }
     if (total > h->recv_cap) {
-        uint8_t *p = (uint8_t *)wd__malloc(WD__MAX(total, h->recv_cap + h->recv_cap / 2));
-        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for the sparse rows of every rank"); return wd__fail(WD_ERR_NOMEM, "out of memory for %zu bytes of sparse rows of every rank", total); }
+        size_t want = WD__MAX(total, h->recv_cap + h->recv_cap / 2);
+        uint8_t *p = (uint8_t *)wd__malloc(want);
+        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for an allgather of every rank's bytes"); return wd__fail(WD_ERR_NOMEM, "out of memory for the %zu bytes that %d ranks gather", total, c->size); }
         wd__free(h->recv);
         h->recv = p;
-        h->recv_cap = WD__MAX(total, h->recv_cap + h->recv_cap / 2);
+        h->recv_cap = want;
     }
-    e = MPI_Iallgatherv(mine, (int)bytes, MPI_BYTE, h->recv, h->counts, h->displs, MPI_BYTE, h->comm, &rq);
-    if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgatherv");
-    WD__TRY(wd__mpi_wait(c, &rq, "the sparse rows' MPI_Allgatherv"));
-    for (int q = 0; q < c->size; q++) { all[q] = h->recv + h->displs[q]; if (sizes) sizes[q] = (size_t)h->counts[q]; }
+    size_t at = 0;
+    for (int q = 0; q < c->size; q++) { at = wd__align8(at); all[q] = h->recv + at; if (sizes) sizes[q] = (size_t)h->lens[q]; at += (size_t)h->lens[q]; }
+    if (bytes) memcpy((uint8_t *)all[c->rank], mine, bytes);   // this rank's own, in place: its broadcasts send from there
+    for (size_t off = 0; off < most; off += h->chunk) {
+        int n = 0;
+        for (int q = 0; q < c->size; q++) {
+            size_t len = (size_t)h->lens[q];
+            if (len <= off) continue;
+            int k = (int)WD__MIN(len - off, h->chunk);
+            e = MPI_Ibcast((uint8_t *)all[q] + off, k, MPI_BYTE, q, h->comm, &h->rq[n]);
+            if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibcast");
+            n++;
+        }
+        WD__TRY(wd__mpi_wait(c, h->rq, n, "MPI_Ibcast (an allgather's bytes)"));
+    }
     return WD_OK;
 }
 static wd_status wd__mpi_barrier(wd_comm *c) {
@@ -6611,7 +6641,7 @@ static wd_status wd__mpi_barrier(wd_comm *c) {
     MPI_Request rq;
     int e = MPI_Ibarrier(h->comm, &rq);
     if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibarrier");
-    return wd__mpi_wait(c, &rq, "MPI_Barrier");
+    return wd__mpi_wait(c, &rq, 1, "MPI_Barrier");
 }
 static const wd_comm_ops wd__mpi_ops = {wd__mpi_allreduce, wd__mpi_allgather, wd__mpi_barrier, wd__mpi_abort, NULL, NULL, NULL};
 
@@ -6645,10 +6675,24 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     MPI_Comm_set_errhandler(h->comm, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
     h->lens = (long long *)wd__calloc(sizeof(long long) * (size_t)size);
-    h->counts = (int *)wd__calloc(sizeof(int) * (size_t)size);
-    h->displs = (int *)wd__calloc(sizeof(int) * (size_t)size);
+    h->rq = (MPI_Request *)wd__calloc(sizeof(MPI_Request) * (size_t)size);
     h->self.ops = &wd__mpi_ops; h->self.rank = rank; h->self.size = size; h->self.impl = h;
-    if (!h->lens || !h->counts || !h->displs) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!h->lens || !h->rq) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    // The chunk: 1 GiB, or WD_MPI_CHUNK_BYTES (a test hook: tests/mpi.sh
+    // proves with a few hundred bytes that chunks change no bit). Every rank
+    // must split alike (the calls must match): compared here, on every rank.
+    const char *cv = getenv("WD_MPI_CHUNK_BYTES");
+    char *end = NULL;
+    long long chunk = cv && *cv ? strtoll(cv, &end, 10) : 1ll << 30;
+    if (cv && *cv && (*end || chunk < 8 || chunk > INT32_MAX)) chunk = -1;   // refused below, on every rank alike
+    e = MPI_Allgather(&chunk, 1, MPI_LONG_LONG, h->lens, 1, MPI_LONG_LONG, h->comm);
+    wd_status st = WD_OK;
+    if (e != MPI_SUCCESS) st = wd__fail(WD_ERR_ABORTED, "wd_comm_mpi_create: MPI_Allgather failed (MPI error %d)", e);
+    for (int q = 0; !st && q < size; q++)
+        if (h->lens[q] < 0) st = wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: rank %d's WD_MPI_CHUNK_BYTES is not a number of bytes from 8 to 2147483647", q);
+        else if (h->lens[q] != h->lens[0]) st = wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: WD_MPI_CHUNK_BYTES is %lld on rank %d, %lld on rank 0: it must be equal on every rank", h->lens[q], q, h->lens[0]);
+    if (st) { wd_comm_mpi_destroy(&h->self); return st; }
+    h->chunk = (size_t)chunk;
     *out = &h->self;
     return WD_OK;
 }
@@ -6658,7 +6702,7 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c) {
     if (!c) return;
     wd__mpi *h = (wd__mpi *)c->impl;
     if (!h->aborted) { MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl); }
-    wd__free(h->lens); wd__free(h->counts); wd__free(h->displs); wd__free(h->recv);
+    wd__free(h->lens); wd__free(h->rq); wd__free(h->recv);
     wd__free(h);
 }
 #ifdef WD_HAVE_CUDA
@@ -7181,7 +7225,7 @@ static wd_status wd__eval_gather(wd_comm *c, wd_status st, const char *what, wd_
     wd_status gst = c->ops->allgather(c, rec, len, views, sizes);
     if (gst) {   // the communicator failed (another rank's abort, a timeout)
         wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-        return st ? wd__fail(st, "%s", err) : gst;
+        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "%s: gathering every rank's scores (%zu bytes from this one): %s", what ? what : "evaluation", len, wd_last_error());
     }
     // the votes, the same on every rank
     int failed = 0, first = -1;

@@ -264,4 +264,30 @@ ck "rank 0 saved the model before the error" grep -q "fbad.wdm holds the state b
 ck "no rank ended the job by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
 end
 
+# WD_MPI_CHUNK_BYTES=300 (a test hook; the default is 1 GiB): every MPI call
+# moves at most 300 bytes per rank, so the dense gradient's sum, the sparse
+# rows and the validation's scores go in many chunks, the last of each
+# partial, and the ranks' shares differ (validation blocks of 100 and 50
+# samples on 3 ranks: 100, 50 and 0 samples). tests/mpi_chunks.c trains on
+# wd_comm_mpi_create's communicator without, then with the chunks, and
+# compares bit for bit: the parameters and optimizer state, every
+# validation's AUC and log loss. A value out of range, or unequal on the
+# ranks, is refused on every rank (wd-mpi: the variable reaches the ranks).
+begin mpi_chunked_bit_identical
+"$WD1" gen -o "$T/v150.wdr" --rows 150 --seed 1 --first-row 7200 --max-card 200 --block 100 >/dev/null 2>&1
+run mpicc -std=c11 -O1 -Wall -Wextra -DWD_USE_MPI -I. tests/mpi_chunks.c -o "$T/mpi_chunks" -lzstd -lz -lpthread -lm
+ck "mpicc tests/mpi_chunks.c: exit $rc: $(head -c 300 "$T/err")" eval '[ "$rc" = 0 ] && [ ! -s "$T/err" ]'
+run timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$T/mpi_chunks" "$T/t.wdr" "$T/v150.wdr"
+ck "mpi_chunks: exit $rc" [ "$rc" = 0 ]
+ck "3 ranks passed: $(grep -c '^PASS test_chunked_bit_identical' "$T/out")" [ "$(grep -c '^PASS test_chunked_bit_identical' "$T/out")" = 3 ]
+note=$(grep -m1 '^  4 validations' "$T/out")
+export WD_MPI_CHUNK_BYTES=7
+run mp 2 train $C --threads 1 --max-steps 1
+unset WD_MPI_CHUNK_BYTES
+ck "chunk 7 accepted (exit $rc), or the variable did not reach the ranks" eval '[ "$rc" != 0 ] && [ "$(grep -c "rank 0'"'"'s WD_MPI_CHUNK_BYTES is not a number of bytes from 8" "$T/err")" = 2 ]'
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train $C --threads 1 --max-steps 1 : -np 1 env WD_MPI_CHUNK_BYTES=300 "$WD" train $C --threads 1 --max-steps 1
+ck "unequal chunks: exit $rc, wanted non-zero" [ "$rc" != 0 ]
+ck "unequal chunks: both ranks name them" [ "$(grep -c 'WD_MPI_CHUNK_BYTES is 300 on rank 1, 1073741824 on rank 0: it must be equal on every rank' "$T/err")" = 2 ]
+end "($note)"
+
 tl_summary mpi
