@@ -25,7 +25,8 @@
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
                        (threads; MPI processes with WD_USE_MPI)
-    15. Training       wd_train(), wd_evaluate(), wd_predict(); wd_predictor_*:
+    15. Training       wd_train() (its ranks' start-up agreement; wd_train_fail),
+                       wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
                        (desc.source, wd_trainer_push), online learning
                        (publish_every, wd_model_publish)
@@ -41,7 +42,8 @@
      13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
          conversion, forward, backward, sparse row merging, optimizers
      15. a team (persistent worker threads); the CPU backend; evaluation;
-         the training loop (one per rank, the same for every backend);
+         the training loop (one per rank, the same for every backend; the
+         start-up agreement);
          online learning: published snapshots; pushing batches (a trainer)
      18. protobuf encoder (also section 19's); the ONNX graph
 
@@ -142,7 +144,8 @@
             multi-GPU exchange sends blocks of a cap that follows the merged
             rows (wd_xcap), a step that overflows it done again in full; MPI
             calls in chunks of at most 1 GiB per rank (WD_MPI_CHUNK_BYTES):
-            any size gathers.
+            any size gathers; the ranks' start-up agreement (a set-up failure
+            voted, unequal settings refused, naming the rank: wd_train_fail).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -1043,8 +1046,18 @@ typedef struct wd_train_desc {
     const int *device_ids;          // optional: the GPU of each rank (default 0, 1, ...); the
                                     // same GPU for several ranks simulates them (tests)
     // One process per GPU or per node: the communicator from
-    // wd_comm_nccl_init_rank; this process trains rank comm->rank of
-    // comm->size on GPU device_index (devices is then ignored).
+    // wd_comm_nccl_init_rank (or wd_comm_mpi_create: the CPU device); this
+    // process trains rank comm->rank of comm->size on GPU device_index
+    // (devices is then ignored). Before the first step the ranks agree
+    // (every rank's wd_train at once): a rank whose set-up failed (its
+    // files, its model, its desc) ends every rank's wd_train with
+    // WD_ERR_ABORTED naming it and the reason; settings that must be equal
+    // on every rank (the model's description, vocabularies and parameters,
+    // batch_size, epochs, max_steps, eval_every, checkpoint_every,
+    // publish_every, early_stop, no_shuffle, the training and validation
+    // files, and the environment's WD_EXCHANGE_CAP, WD_EXCHANGE_FULL,
+    // WD_CHECK_TABLES, WD_CUDA_SPARSE) are compared, and a difference fails
+    // every rank with WD_ERR_INVALID_ARG naming the setting and the rank.
     wd_comm *comm;
     int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
@@ -1098,6 +1111,12 @@ typedef struct wd_train_report {
     wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
+// Instead of wd_train, on a rank of a job (wd_train_desc.comm) that failed
+// before it could call wd_train (its options, its model): takes part in the
+// other ranks' start-up agreement with this failure, so that their wd_train
+// ends at once with WD_ERR_ABORTED naming this rank and `why`. Returns st
+// with `why` as the message (or the communicator's failure).
+WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 /* Pushing batches: wd_train over a stream on a thread of its own, fed by
    wd_trainer_push from any one thread at a time. open takes the desc's
    settings (files and source must be unset); push checks the batch (its
@@ -7200,6 +7219,42 @@ typedef struct wd__evalio {
 // A rank's record in the gather: its status and reason, then its scores.
 #define WD__EVAL_WHY 280
 typedef struct wd__evalrec { int32_t st, pad; char why[WD__EVAL_WHY]; } wd__evalrec;
+// A gathered vote (every rank's record starts with a wd__evalrec): the
+// verdict every rank reaches alike, WD_OK or WD_ERR_ABORTED with the message
+// in msg ("rank R failed (status): WHAT: reason"; several: how many failed in
+// `what`); *failed gets how many did. A record too short counts as failed.
+static wd_status wd__votes(const void *const *views, const size_t *sizes, int P, const char *what, int *failed, char *msg, size_t n) {
+    int first = -1;
+    wd__evalrec r1;
+    memset(&r1, 0, sizeof r1);
+    *failed = 0;
+    msg[0] = 0;
+    for (int q = 0; q < P; q++) {
+        wd__evalrec r;
+        memset(&r, 0, sizeof r);
+        if (sizes[q] >= sizeof r) memcpy(&r, views[q], sizeof r);
+        else { r.st = WD_ERR_INTERNAL; snprintf(r.why, sizeof r.why, "%.16s: sent %zu bytes, not a vote", what, sizes[q]); }
+        if (!r.st) continue;
+        if ((*failed)++ == 0) { first = q; r1 = r; }
+    }
+    if (!*failed) return WD_OK;
+    if (*failed > 1) snprintf(msg, n, "%d ranks failed in the %s (each reports its own reason)", *failed, what);
+    else {
+        wd_status fst = (wd_status)(r1.st > 0 && r1.st < WD_STATUS_COUNT ? r1.st : WD_ERR_INTERNAL);
+        r1.why[WD__EVAL_WHY - 1] = 0;
+        snprintf(msg, n, "rank %d failed (%s): %s", first, wd_status_string(fst), r1.why);
+    }
+    return WD_ERR_ABORTED;
+}
+// This rank's vote: st (WD_OK or its failure, the reason from
+// wd_last_error()) labelled with `what`.
+static void wd__vote_own(wd__evalrec *rec, wd_status st, const char *what) {
+    char err[WD__ERR_MAX] = "";
+    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
+    rec->st = (int32_t)st; rec->pad = 0;
+    memset(rec->why, 0, sizeof rec->why);
+    if (st) snprintf(rec->why, sizeof rec->why, "%.16s: %.*s", what, WD__EVAL_WHY - 20, err);
+}
 // The gather of every rank's scores (st: this rank's status so far; rec:
 // its record, followed by its (pred, label, weight) planes of `mine`
 // samples when st is WD_OK), into file order: block j of the files (all[j],
@@ -7210,44 +7265,31 @@ static wd_status wd__eval_gather(wd_comm *c, wd_status st, const char *what, wd_
                                  float *pred, float *label, float *weight) {
     int P = c->size;
     char err[WD__ERR_MAX] = "";
+    if (!what) what = "evaluation";
     if (st) snprintf(err, sizeof err, "%s", wd_last_error());
-    rec->st = (int32_t)st; rec->pad = 0;
-    memset(rec->why, 0, sizeof rec->why);
-    if (st) snprintf(rec->why, sizeof rec->why, "%.16s: %.*s", what ? what : "evaluation", WD__EVAL_WHY - 20, err);
+    wd__vote_own(rec, st, what);
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
     if (!views || !sizes || !n || !at) {   // no room for the others' views: the caller's abort tells them (wd__rank_thread)
         wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what ? what : "evaluation", P);
+        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
     }
     size_t len = sizeof *rec + (st ? 0 : sizeof(float) * 3 * (size_t)mine);
     wd_status gst = c->ops->allgather(c, rec, len, views, sizes);
     if (gst) {   // the communicator failed (another rank's abort, a timeout)
         wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "%s: gathering every rank's scores (%zu bytes from this one): %s", what ? what : "evaluation", len, wd_last_error());
+        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "%s: gathering every rank's scores (%zu bytes from this one): %s", what, len, wd_last_error());
     }
     // the votes, the same on every rank
-    int failed = 0, first = -1;
-    wd_status fst = WD_OK;
-    char why[WD__EVAL_WHY + 1] = "";
-    for (int q = 0; q < P; q++) {
-        wd__evalrec r;
-        memset(&r, 0, sizeof r);
-        if (sizes[q] >= sizeof r) memcpy(&r, views[q], sizeof r);
-        else r.st = WD_ERR_INTERNAL;
-        if (!r.st) continue;
-        if (failed++ == 0) {
-            first = q; fst = (wd_status)(r.st > 0 && r.st < WD_STATUS_COUNT ? r.st : WD_ERR_INTERNAL);
-            memcpy(why, r.why, WD__EVAL_WHY);
-            why[WD__EVAL_WHY] = 0;
-        }
-    }
+    int failed = 0;
+    char voted[WD__ERR_MAX];
+    wd__votes(views, sizes, P, what, &failed, voted, sizeof voted);
     if (!failed) {
         for (int64_t j = 0; j < nall; j++) n[j % P] += all[j].n;
         for (int q = 0; !gst && q < P; q++)   // the same check on every rank: all fail or none
             if (sizes[q] != sizeof *rec + sizeof(float) * 3 * (size_t)n[q])
-                gst = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what ? what : "evaluation", q, sizes[q], (long long)n[q]);
+                gst = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what, q, sizes[q], (long long)n[q]);
         int64_t o = 0;
         for (int64_t j = 0; !gst && j < nall; j++) {
             int q = (int)(j % P);
@@ -7266,8 +7308,7 @@ static wd_status wd__eval_gather(wd_comm *c, wd_status st, const char *what, wd_
     // communicator): nobody frees its record before everyone has read
     wd_status bst = c->ops->barrier(c);
     if (st) return wd__fail(st, "%s", err);
-    if (failed == 1) return wd__fail(WD_ERR_ABORTED, "rank %d failed (%s): %s", first, wd_status_string(fst), why);
-    if (failed > 1) return wd__fail(WD_ERR_ABORTED, "%d ranks failed in the %s (each reports its own reason)", failed, what ? what : "evaluation");
+    if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
     return gst ? gst : bst;
 }
 // Predicts every sample of the files in order through backend be (no step
@@ -7414,6 +7455,7 @@ typedef struct wd__run {
     int stream;                     // batches come from d->source (one rank), not files
     int64_t src_batches;            // batches the source gave so far
     int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
+    uint64_t valid_fp;              // the validation files (wd__check_files' fingerprint; the start-up agreement)
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -7432,6 +7474,140 @@ typedef struct wd__rank {
     int voted;                      // its failure reached every rank already (a validation's gather, the step vote): no abort
 } wd__rank;
 
+// ---- the start-up agreement: before the first collective of training ----
+// Every rank of a job calls it once, before anything else of training
+// touches the communicator (wd__rank_train; a rank whose set-up failed in
+// wd_train, or before it: wd_train_fail): it gathers each rank's status
+// and what must be equal on every rank, so that a rank's failure ends
+// every rank at once naming it (where a communicator's abort reaches no
+// other process, the others would wait in the first collective for the
+// timeout) and a mismatch is refused naming the rank and the setting. It
+// reads nothing of the model's arithmetic and changes nothing in it.
+enum { WD__AG_DEVICE, WD__AG_DESC, WD__AG_PRECISION, WD__AG_PARAMS, WD__AG_POSITION, WD__AG_BATCH, WD__AG_TRAIN, WD__AG_VALID, WD__AG_EPOCHS,
+       WD__AG_MAX_STEPS, WD__AG_EVAL_EVERY, WD__AG_CKPT_EVERY, WD__AG_PUBLISH_EVERY, WD__AG_EARLY_STOP, WD__AG_NO_SHUFFLE, WD__AG_ENV,
+       WD__AG_N = WD__AG_ENV + 4 };
+static const char *const wd__agree_name[WD__AG_N] = {
+    "device", "model description (schema, sizes, optimizers, seed)", "precision", "parameters (dense, sampled tables)", "training position",
+    "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every (with a checkpoint_path)",
+    "publish_every", "early_stop", "no_shuffle",
+    // per-process settings the ranks must share (their collectives' sizes, the replicas' update)
+    "WD_EXCHANGE_CAP", "WD_EXCHANGE_FULL", "WD_CHECK_TABLES", "WD_CUDA_SPARSE"};
+typedef struct wd__agreef { uint64_t v; char show[40]; } wd__agreef;
+typedef struct wd__agreerec {
+    wd__evalrec head;               // this rank's status and reason (a failed rank sends this alone)
+    wd__agreef f[WD__AG_N];
+    uint64_t vocab[WD_MAX_SLOTS];   // each slot's vocabulary fingerprint (0: none)
+} wd__agreerec;
+static uint64_t wd__fp_floats(uint64_t h, const float *p, int64_t n, int64_t most) {
+    if (!p) return wd_mix64(h ^ 0xF1);
+    int64_t step = n > most ? n / most : 1;
+    for (int64_t i = 0; i < n; i += step) {
+        uint32_t u;
+        memcpy(&u, &p[i], 4);
+        h = wd_mix64(h ^ u) + (uint64_t)i;
+    }
+    return h;
+}
+static void wd__agree_num(wd__agreef *f, int64_t v) { f->v = (uint64_t)v; snprintf(f->show, sizeof f->show, "%lld", (long long)v); }
+static void wd__agree_fp(wd__agreef *f, uint64_t v) { f->v = v; snprintf(f->show, sizeof f->show, "fingerprint %016llx", (unsigned long long)v); }
+static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
+    const wd_model *m = run->m;
+    const wd_model_desc *md = &m->d;
+    const wd_train_desc *d = run->d;
+    memset(rec, 0, sizeof *rec);
+    wd__agree_num(&rec->f[WD__AG_DEVICE], d->device);
+    snprintf(rec->f[WD__AG_DEVICE].show, sizeof rec->f[0].show, "%s", d->device == WD_DEVICE_CUDA ? "cuda" : "cpu");
+    uint64_t h = wd_mix64(0xA6EE5EEDull ^ (uint64_t)m->schema.ndense) + (uint64_t)m->schema.nslots;
+    for (int k = 0; k < m->schema.nslots; k++) {
+        const wd_slot *sl = &m->schema.slot[k];
+        for (size_t i = 0; i < sizeof sl->name && sl->name[i]; i++) h = wd_mix64(h ^ (uint8_t)sl->name[i]);
+        h = wd_mix64(h ^ ((uint64_t)sl->buckets << 8 ^ (uint64_t)(uint32_t)sl->kind));
+    }
+    float fl[] = {md->lr_deep, md->lr_wide, md->ftrl_beta, md->ftrl_l1, md->ftrl_l2, md->adagrad_init, md->adam_beta1, md->adam_beta2, md->adam_eps, md->emb_init};
+    h = wd__fp_floats(h, fl, (int64_t)(sizeof fl / sizeof fl[0]), 64);
+    int64_t iv[] = {md->embed_dim, md->optimizer, md->pooling, md->ncross, md->cross_buckets, md->no_wide, md->no_deep, (int64_t)md->seed};
+    for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++) h = wd_mix64(h ^ (uint64_t)iv[i]) + i;
+    for (int l = 0; l < WD_MAX_LAYERS; l++) h = wd_mix64(h ^ (uint64_t)md->hidden[l]);
+    for (int c = 0; c < md->ncross && c < WD_MAX_CROSSES; c++) h = wd_mix64(h ^ ((uint64_t)md->cross[c][0] << 32 | (uint32_t)md->cross[c][1]));
+    wd__agree_fp(&rec->f[WD__AG_DESC], h);
+    wd__agree_num(&rec->f[WD__AG_PRECISION], md->precision);
+    snprintf(rec->f[WD__AG_PRECISION].show, sizeof rec->f[0].show, "%s", md->precision == WD_PRECISION_BF16 ? "bf16" : "fp32");
+    h = wd__fp_floats(0x9A7A, m->dense, m->P, INT64_MAX);   // the MLP and the wide dense weights whole; the tables sampled
+    h = wd__fp_floats(h, m->wide, m->wide_rows, 1 << 16);
+    wd__agree_fp(&rec->f[WD__AG_PARAMS], wd__fp_floats(h, m->emb, m->emb ? m->emb_rows * m->E : 0, 1 << 16));
+    rec->f[WD__AG_POSITION].v = wd_mix64(wd_mix64(wd_mix64((uint64_t)m->epoch) ^ (uint64_t)m->batch) ^ (uint64_t)m->step);
+    snprintf(rec->f[WD__AG_POSITION].show, sizeof rec->f[0].show, "epoch %lld, batch %lld, step %lld", (long long)m->epoch, (long long)m->batch, (long long)m->step);
+    wd__agree_num(&rec->f[WD__AG_BATCH], m->batch_size);
+    wd__agree_fp(&rec->f[WD__AG_TRAIN], m->data_fp);
+    wd__agree_fp(&rec->f[WD__AG_VALID], run->valid_fp);
+    wd__agree_num(&rec->f[WD__AG_EPOCHS], run->epochs);
+    wd__agree_num(&rec->f[WD__AG_MAX_STEPS], d->max_steps);
+    wd__agree_num(&rec->f[WD__AG_EVAL_EVERY], d->nvalid > 0 ? d->eval_every : 0);
+    wd__agree_num(&rec->f[WD__AG_CKPT_EVERY], d->checkpoint_path ? d->checkpoint_every : 0);
+    wd__agree_num(&rec->f[WD__AG_PUBLISH_EVERY], d->publish_every);
+    wd__agree_num(&rec->f[WD__AG_EARLY_STOP], d->early_stop);
+    wd__agree_num(&rec->f[WD__AG_NO_SHUFFLE], d->no_shuffle);
+    for (int i = WD__AG_ENV; i < WD__AG_N; i++) {
+        const char *v = getenv(wd__agree_name[i]);
+        wd__agreef *f = &rec->f[i];
+        f->v = 0x5E7;
+        for (const char *c = v; c && *c; c++) f->v = wd_mix64(f->v ^ (uint8_t)*c);
+        snprintf(f->show, sizeof f->show, v && *v ? "'%.30s'" : "unset", v);
+    }
+    for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) rec->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
+}
+// The agreement (see above): rec holds this rank's settings (wd__agree_fill)
+// when st is WD_OK; else this rank failed (the reason in wd_last_error()).
+// WD_OK on every rank, or an error on every rank: the failed rank's own,
+// the others' WD_ERR_ABORTED naming it, or WD_ERR_INVALID_ARG naming the
+// first setting that differs and the rank.
+static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd_schema *schema) {
+    int P = c->size;
+    char err[WD__ERR_MAX] = "", voted[WD__ERR_MAX] = "", mis[WD__ERR_MAX] = "";
+    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
+    wd__vote_own(&rec->head, st, "start-up");
+    const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
+    size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
+    if (!views || !sizes) {   // the caller's abort tells the others
+        wd__free(views); wd__free(sizes);
+        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the start-up agreement of %d ranks", P);
+    }
+    wd_status gst = c->ops->allgather(c, rec, st ? sizeof rec->head : sizeof *rec, views, sizes);
+    if (gst) {
+        wd__free(views); wd__free(sizes);
+        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "start-up: the ranks' agreement: %s", wd_last_error());
+    }
+    int failed = 0;
+    wd__votes(views, sizes, P, "start-up", &failed, voted, sizeof voted);
+    for (int q = 1; !failed && !mis[0] && q < P; q++)
+        if (sizes[q] != sizeof *rec || sizes[0] != sizeof *rec)
+            snprintf(mis, sizeof mis, "start-up: rank %d sent %zu bytes of settings, rank 0 %zu, this rank's library %zu: every rank must run the same widedeep.h", q, sizes[q], sizes[0], sizeof *rec);
+    if (!failed && !mis[0]) {   // the first difference from rank 0, the same on every rank
+        const wd__agreerec *r0 = (const wd__agreerec *)views[0];
+        for (int i = 0; !mis[0] && i < WD__AG_N; i++)
+            for (int q = 1; !mis[0] && q < P; q++) {
+                const wd__agreerec *rq = (const wd__agreerec *)views[q];
+                if (rq->f[i].v != r0->f[i].v)
+                    snprintf(mis, sizeof mis, "start-up: rank %d's %s is %.40s, rank 0's %.40s: it must be equal on every rank", q, wd__agree_name[i], rq->f[i].show, r0->f[i].show);
+            }
+        for (int k = 0; !mis[0] && k < WD_MAX_SLOTS; k++)
+            for (int q = 1; !mis[0] && q < P; q++) {
+                const wd__agreerec *rq = (const wd__agreerec *)views[q];
+                if (rq->vocab[k] != r0->vocab[k])
+                    snprintf(mis, sizeof mis, "start-up: rank %d's vocabulary of slot %d (%.31s) has fingerprint %016llx, rank 0's %016llx: every rank must train "
+                             "the same model on files converted alike (--schema-from)", q, k, schema && k < schema->nslots ? schema->slot[k].name : "?",
+                             (unsigned long long)rq->vocab[k], (unsigned long long)r0->vocab[k]);
+            }
+    }
+    wd__free(views); wd__free(sizes);
+    // the views may be the other ranks' own records (a shared-memory
+    // communicator): nobody leaves before everyone has read them
+    wd_status bst = c->ops->barrier(c);
+    if (st) return wd__fail(st, "%s", err);
+    if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
+    if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "%s", mis);
+    return bst ? wd__fail(bst, "start-up: the ranks' agreement: %s", wd_last_error()) : WD_OK;
+}
 // Epochs done, with the current one's fraction.
 static double wd__epoch_f(const wd__run *run) {
     return (double)run->m->epoch + (run->epoch_batches > 0 ? (double)run->m->batch / (double)run->epoch_batches : 0.0);
@@ -7561,6 +7737,12 @@ static wd_status wd__rank_train(wd__rank *k) {
     const wd_backend_ops *ops = run->ops;
     wd_model *m = run->m;
     int chief = k->rank == 0;       // keeps the validations' results, writes checkpoints
+    wd_comm *jc = run->comm[k->local];
+    if (jc && jc->size > 1) {       // the ranks' first collective: status and settings
+        wd__agreerec rec;
+        wd__agree_fill(run, &rec);
+        WD__TRY(wd__agree(jc, &rec, WD_OK, &m->schema));
+    }
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
@@ -7745,7 +7927,29 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     return WD_OK;
 }
 
+WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why) {
+    if (!st) st = WD_ERR_INVALID_ARG;
+    wd__fail(st, "%s", why && *why ? why : wd_status_string(st));
+    if (!comm || !comm->ops || comm->size <= 1 || comm->rank < 0 || comm->rank >= comm->size) return st;
+    wd__agreerec rec;
+    memset(&rec, 0, sizeof rec);
+    return wd__agree(comm, &rec, st, NULL);
+}
+// wd_train (*ran: its ranks ran, each reaching the start-up agreement first).
+static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran);
+// A failure before the ranks ran leaves a job's other ranks in their
+// start-up agreement: this rank joins it with the failure.
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
+    int ran = 0;
+    wd_status st = wd__train(m, d, rep, &ran);
+    if (st && !ran && d && d->comm && d->comm->size > 1) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        return wd_train_fail(d->comm, st, err);
+    }
+    return st;
+}
+static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
     wd_train_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -7770,11 +7974,12 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     memset(&next, 0, sizeof next);
     const wd__contract *want = m->in.known ? &m->in : NULL;
     wd_status cst = WD_OK;
-    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want, NULL);
+    uint64_t vfp = 0;
+    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want, NULL);
     else {
         cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
         if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
-        if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, NULL, want ? &next : &files, NULL);
+        if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
     }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
     if (!d->source) {
@@ -7789,7 +7994,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
                         "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch, (long long)m->batch);
     wd__run *run = WD__NEW(wd__run);
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0;
+    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
     run->best_auc = NAN; run->best_step = -1;
     rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
@@ -7828,6 +8033,7 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
         pthread_t th[256];
         int started = 0;
         for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i; ks[i].last_eval = -1; }
+        *ran = 1;
         if (run->nlocal == 1) wd__rank_thread(&ks[0]);
         else for (int i = 0; i < run->nlocal; i++) {
             if (pthread_create(&th[i], NULL, wd__rank_thread, &ks[i]) != 0) {

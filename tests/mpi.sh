@@ -290,4 +290,40 @@ ck "unequal chunks: exit $rc, wanted non-zero" [ "$rc" != 0 ]
 ck "unequal chunks: both ranks name them" [ "$(grep -c 'WD_MPI_CHUNK_BYTES is 300 on rank 1, 1073741824 on rank 0: it must be equal on every rank' "$T/err")" = 2 ]
 end "($note)"
 
+# A rank that fails before its first step (its shard: the second training
+# file, truncated; then rank 0's --log, in wd-mpi before wd_train) takes
+# part in the start-up agreement with its failure: the other ranks end at
+# once naming it and its reason (they used to wait in their first
+# collective for wd-mpi's 60 s end barrier and MPI_Abort, or the
+# communicator's timeout)
+begin mpi_setup_failure_voted
+head -c 3000 "$T/b0.wdr" > "$T/trunc.wdr"
+t0=$SECONDS
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train --train "$T/t.wdr,$T/b0.wdr" --batch 200 --threads 1 --hidden 32,16 : \
+    -np 1 "$WD" train --train "$T/t.wdr,$T/trunc.wdr" --batch 200 --threads 1 --hidden 32,16
+ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 10 ]
+ck "rank 1 names its file" grep -q '^wd: error: .*trunc.wdr' "$T/err"
+ck "rank 0 names rank 1 and its reason" grep -q '^wd: error: aborted: rank 1 failed (.*): start-up: .*trunc.wdr' "$T/err"
+ck "the job was ended by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
+t1=$SECONDS   # wd-mpi's own set-up after MPI started: rank 0's --log (wd_train_fail)
+run mp 3 train $C --threads 1 --log /nonexistent-dir/l.csv
+ck "--log: mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+ck "--log: took $((SECONDS - t1)) s" [ $((SECONDS - t1)) -lt 10 ]
+ck "--log: ranks 1 and 2 name rank 0 and its reason" [ "$(grep -c '^wd: error: aborted: rank 0 failed (I/O error): start-up: /nonexistent-dir/l.csv: cannot create the log' "$T/err")" = 2 ]
+end "($((t1 - t0)) s, $((SECONDS - t1)) s)"
+
+# A per-process setting the ranks must share, unequal (rank 2's
+# WD_EXCHANGE_CAP): every rank refuses at start-up, naming the rank and the
+# setting
+begin mpi_setting_mismatch_refused
+t0=$SECONDS
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$WD" train $C --threads 1 : -np 1 env WD_EXCHANGE_CAP=4096 "$WD" train $C --threads 1
+ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 10 ]
+ck "3 ranks name rank 2 and the setting: $(grep -c "rank 2's WD_EXCHANGE_CAP is '4096', rank 0's unset: it must be equal on every rank" "$T/err")" \
+    [ "$(grep -c "^wd: error: invalid argument: start-up: rank 2's WD_EXCHANGE_CAP is '4096', rank 0's unset: it must be equal on every rank" "$T/err")" = 3 ]
+ck "the job was ended by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
+end "($((SECONDS - t0)) s)"
+
 tl_summary mpi

@@ -1057,6 +1057,7 @@ static int copy_with_bad_block(const char *src, const char *dst, int64_t blk) {
 typedef struct deaf_opts {
     double timeout; int eval_every, stop_at; const char *checkpoint; int checkpoint_every, stopped[3];
     wd_status (*map)(void *user, wd_batch *b, int worker); void *map_user;   // process 1's map callback
+    const char *train1; int batch1;   // process 1's training file and batch_size instead (NULL, 0: the others')
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
@@ -1065,7 +1066,7 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
     if (wd_comm_local_create(3, o->timeout, in)) return -1;
     proc_arg a[3];
     pthread_t th[3];
-    const char *files[1] = {train}, *vfiles[1] = {valid};
+    const char *files[1] = {train}, *vfiles[1] = {valid}, *files1[1] = {o->train1};
     for (int p = 0; p < 3; p++) {
         memset(&a[p], 0, sizeof a[p]);
         if (!(a[p].m = ms[p] = tl_criteo_model(0, TRAIN))) return -1;
@@ -1075,6 +1076,8 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
         if (p == 0 && o->stop_at > 0) { a[p].td.progress = stop_from; a[p].td.user = &o->stop_at; }
         if (p == 1 && o->map) { a[p].td.map = o->map; a[p].td.map_user = o->map_user; }
+        if (p == 1 && o->train1) a[p].td.files = files1;
+        if (p == 1 && o->batch1) a[p].td.batch_size = o->batch1;
     }
     double t0 = wd__now();
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
@@ -1119,7 +1122,7 @@ static void test_process_failure_vote(void) {
         wd_status st[3];
         char err[3][1024];
         int failed = 2;
-        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL};   // a regression fails in 30 s rather than hang
+        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0};   // a regression fails in 30 s rather than hang
         double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
@@ -1137,6 +1140,35 @@ static void test_process_failure_vote(void) {
     }
     unlink(bad);
 }
+// A process that fails before its first step (it cannot open its training
+// file) or whose settings differ (its batch_size) ends every process at
+// once, in the start-up agreement: over communicators whose abort reaches
+// nobody, the others used to wait in their first collective for the
+// timeout (30 s here). (a) every other process names rank 1 and its
+// reason; (b) every process refuses, naming rank 1 and the setting. No
+// step ran anywhere.
+static void test_process_setup_agreement(void) {
+    REQUIRE(g_data_ok);
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/agree-missing.wdr", TMP);
+    for (int c = 0; c < 2; c++) {
+        wd_model *ms[3];
+        wd_status st[3];
+        char err[3][1024];
+        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0};
+        double dt = train_deaf(ms, st, err, TRAIN, TEST, &o);
+        REQUIRE(dt >= 0);
+        printf("  %s: %.3f s; rank 1: %s; rank 0: %s\n", c == 0 ? "a missing training file" : "another batch_size", dt, err[1], err[0]);
+        CHECK(dt < 1.0);
+        for (int p = 0; p < 3; p++) {
+            if (c == 0 && p == 1) CHECK(st[p] != WD_OK && st[p] != WD_ERR_ABORTED && strstr(err[p], "agree-missing.wdr"));
+            else if (c == 0) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (") && strstr(err[p], "start-up: ") && strstr(err[p], "agree-missing.wdr"));
+            else CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank"));
+            CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
+        }
+        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+    }
+}
 // A rank's own failure whose status is WD_ERR_ABORTED (its map callback's)
 // is voted like any other: where the error came from decides, not its
 // status (the vote used to skip it, taking it for another rank's abort, and
@@ -1147,7 +1179,7 @@ static void test_process_own_abort_voted(void) {
     wd_status st[3];
     char err[3][1024];
     int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen};
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0};
     double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
     REQUIRE(dt >= 0);
     printf("  %.2f s; rank 1: %s; rank 0: %s\n", dt, err[1], err[0]);
@@ -1177,7 +1209,7 @@ static void test_process_stop_at_sync_steps(void) {
             wd_model *ms[3];
             wd_status st[3];
             char err[3][1024];
-            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL};
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0};
             double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
             REQUIRE(dt >= 0);
             int ok = dt < 8;
@@ -1392,6 +1424,7 @@ int main(int argc, char **argv) {
     RUN(test_processes_validate);
     RUN(test_process_stop_at_sync_steps);
     RUN(test_process_own_abort_voted);
+    RUN(test_process_setup_agreement);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);

@@ -62,17 +62,22 @@ WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
     else fputs("\n(run 'wd help' for usage)\n", stderr);
     return 2;
 }
+// The last error said (an MPI rank that fails before wd_train votes it: mpi_end)
+static char g_errline[1024];
+static wd_status g_errst;
 static int fail(wd_status st) {
     fprintf(stderr, "wd: error: %s: %s\n", wd_status_string(st), wd_last_error());
+    g_errst = st;
+    snprintf(g_errline, sizeof g_errline, "%s", wd_last_error());
     return 1;
 }
 WD_PRINTF(1, 2) static int fail_msg(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("wd: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(g_errline, sizeof g_errline, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    g_errst = WD_ERR_IO;
+    fprintf(stderr, "wd: error: %s\n", g_errline);
     return 1;
 }
 WD_PRINTF(1, 2) static void warn(const char *fmt, ...) {
@@ -1406,7 +1411,7 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // (the failure vote): then all finalize; a stop (SIGINT/SIGTERM to every
 // rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
 #ifdef WD_USE_MPI
-static int g_mpi_rank, g_mpi_size = 1, g_mpi_init;
+static int g_mpi_rank, g_mpi_size = 1, g_mpi_init, g_mpi_trained;   // trained: wd_train (or wd_train_fail) was called
 static wd_comm *g_mpi_comm;
 static MPI_Comm g_mpi_end = MPI_COMM_NULL;   // mpi_end's barrier alone (no other collective is ever on it)
 static int env_int(const char *a, const char *b, int dflt) {
@@ -1415,6 +1420,7 @@ static int env_int(const char *a, const char *b, int dflt) {
     return v && *v ? atoi(v) : dflt;
 }
 static int mpi_rank(void) { return g_mpi_rank; }
+static void mpi_trained(void) { g_mpi_trained = 1; }
 // MPI and the job's communicator when mpirun launched this process; 0 or the exit status.
 static int mpi_begin(wd_train_desc *td) {
     int size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 0);
@@ -1459,6 +1465,9 @@ static int mpi_begin(wd_train_desc *td) {
 // wait for it in a collective.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
+    // failed after MPI started, before wd_train (its --log, --tensorboard):
+    // the other ranks' wd_train learn it in their start-up agreement
+    if (rc && g_mpi_comm && !g_mpi_trained) wd_train_fail(g_mpi_comm, g_errst, g_errline[0] ? g_errline : "failed before training started");
     fflush(stdout);
     fflush(stderr);
     if (g_mpi_size > 1) {
@@ -1486,6 +1495,7 @@ static int mpi_end(int rc) {
 }
 #else
 static int mpi_rank(void) { return 0; }
+static void mpi_trained(void) {}
 static int mpi_begin(wd_train_desc *td) { (void)td; return 0; }
 static int mpi_end(int rc) { return rc; }
 #endif
@@ -1611,7 +1621,8 @@ static int cmd_train(int argc, char **argv) {
     wd_train_report rep;
     memset(&rep, 0, sizeof rep);
     rep.valid_auc = rep.valid_logloss = rep.best_auc = NAN;
-    if (g_signal) st = wd__fail(WD_ERR_ABORTED, "interrupted before training started");
+    mpi_trained();
+    if (g_signal) st = wd_train_fail(td->comm, WD_ERR_ABORTED, "interrupted before training started");   // the other ranks' wd_train learn it
     else st = wd_train(m, td, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
     log_flush(&ui);
