@@ -7552,7 +7552,8 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
         wd__agreef *f = &rec->f[i];
         f->v = 0x5E7;
         for (const char *c = v; c && *c; c++) f->v = wd_mix64(f->v ^ (uint8_t)*c);
-        snprintf(f->show, sizeof f->show, v && *v ? "'%.30s'" : "unset", v);
+        if (v && *v) snprintf(f->show, sizeof f->show, "'%.30s'", v);
+        else snprintf(f->show, sizeof f->show, "unset");
     }
     for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) rec->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
 }
