@@ -63,7 +63,7 @@ WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
     return 2;
 }
 // The last error said (an MPI rank that fails before wd_train votes it: mpi_end)
-static char g_errline[1024];
+static char g_errline[4096];
 static wd_status g_errst;
 static int fail(wd_status st) {
     fprintf(stderr, "wd: error: %s: %s\n", wd_status_string(st), wd_last_error());
