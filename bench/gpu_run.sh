@@ -468,20 +468,27 @@ if has 3; then
             for prec in fp32 bf16; do
                 c3=$(( 150 - (SECONDS - P3) - 2 )); [ "$c3" -gt 10 ] && c3=10
                 if [ $DRY = 0 ] && [ "$c3" -lt 4 ]; then say "  criteo-$prec-$seed: not run (phase 3's 150 s used)"; continue; fi
-                gpu "criteo-$prec-$seed" "$c3" "$PACK/wd-cuda" train --train "$PACK/criteo-train.wdr" --valid "$PACK/criteo-eval.wdr" --device cuda \
+                # fp32 is full fp32 (WD_CUDA_FP32=1; without it the products are TF32 and the engine line says precision=tf32)
+                fp=(); [ $prec = fp32 ] && fp=(env WD_CUDA_FP32=1)
+                gpu "criteo-$prec-$seed" "$c3" "${fp[@]}" "$PACK/wd-cuda" train --train "$PACK/criteo-train.wdr" --valid "$PACK/criteo-eval.wdr" --device cuda \
                     --seed "$seed" --precision "$prec" || failed
             done
         done
         if [ $DRY = 0 ]; then
-            for seed in 0 1 2; do   # the seeds with both AUCs: the pair and the verdict
+            for seed in 0 1 2; do   # the seeds with both AUCs: the pair, each run's precision= (its engine line) and the verdict
                 a=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
                 b=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
-                [ -n "$a" ] && [ -n "$b" ] && echo "$seed $a $b"
-            done | awk '{ n++; fa += $2; fb += $3; s = s " " $1 ":" $2 "/" $3 } END {
-                if (!n) { print "criteo sample: no seed trained both ways: bf16 against fp32 not measured"; exit 1 }
+                pa=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
+                pb=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
+                [ -n "$a" ] && [ -n "$b" ] && echo "$seed $a $b ${pa:-none} ${pb:-none}"
+            done | awk '$4 != "fp32" || $5 != "bf16" { bad = bad " " $1 ":" $4 "/" $5; next }   # a mislabeled pair does not count
+                { n++; fa += $2; fb += $3; s = s " " $1 ":" $2 "/" $3 } END {
+                if (bad != "") print "criteo sample: engine precision= of seed:fp32-run/bf16-run" bad ", not fp32/bf16: those seeds are left out, and the check fails"
+                if (!n) { print "criteo sample: no seed trained both ways at fp32 and bf16: bf16 against fp32 not measured"; exit 1 }
                 d = (fb - fa) / n
-                printf "criteo sample, valid AUC (dev + test) by seed, fp32/bf16:%s; mean fp32 %.4f bf16 %.4f: bf16 - fp32 %+.4f, %s 0.002 (issue 22)\n",
-                    s, fa / n, fb / n, d, (d <= 0.002 && d >= -0.002) ? "within" : "NOT within" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
+                printf "criteo sample, valid AUC (dev + test) by seed, fp32/bf16 (engine precision=fp32 and bf16):%s; mean fp32 %.4f bf16 %.4f: bf16 - fp32 %+.4f, %s 0.002 (issue 22)\n",
+                    s, fa / n, fb / n, d, (d <= 0.002 && d >= -0.002) ? "within" : "NOT within"
+                exit bad != "" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
             while IFS= read -r l; do note "$l"; done < "$LOGS/criteo-auc.log"
         fi
     else say "  criteo: the pack holds no Criteo sample (make gpu-pack without DATA): no bf16 AUC against fp32"; fi
