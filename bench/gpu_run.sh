@@ -11,7 +11,10 @@
 #                and racecheck (our kernels) on a tiny training (with
 #                WD_CUDA_SPARSE=fused), then on the quick test subset (the
 #                default sparse path); a host that refuses the device: REFUSED
-#   3 (<= 150 s) ceilings (D2D copy, GEMMs on random data), then the reference
+#   3 (<= 150 s) ceilings (D2D copy, GEMMs on random data); bf16's AUC against
+#                fp32's (WD_CUDA_FP32=1) on the pack's Criteo sample (seeds
+#                0-2, in at most 30 s, before the wait for the data below,
+#                which they do not need); then the reference
 #                workload: Criteo-shaped, ROWS rows generated on every core in
 #                the background from phase 0 on, batch 16384, end to end from
 #                .wdr through the loader: steady-state samples/s, the stage
@@ -24,8 +27,7 @@
 #                the epilogues off, bf16 written by cuBLASLt), then
 #                WD_CUDA_SIDE_PRIORITY=1, each by device_ms beside
 #                bench/GPU_MODEL.md's prediction, while time is left in the
-#                phase; last, bf16's AUC against fp32's on the pack's Criteo
-#                sample (seeds 0-2)
+#                phase (every run capped by what is left of its 150 s)
 #   4 (the rest, <= 90 s) the PyTorch peer on the same data and GPU (eager,
 #                bf16 autocast; torch.compile only if >= 60 s remain), multi_gpu
 #                with 1 rank (NCCL: unique id, set-up, warm-up, the exchange,
@@ -342,8 +344,8 @@ devcmp() {
 if has 3; then
     phase 3 "ceilings, the reference workload ($ROWS rows, batch 16384, MLP 1024-512-256, E=16)"
     P3=$SECONDS
-    # the last P3_RESERVE s of the phase are the Criteo sample's (bf16's AUC against fp32's, below)
-    P3_RESERVE=0; [ -f "$PACK/criteo-train.wdr" ] && [ -f "$PACK/criteo-eval.wdr" ] && P3_RESERVE=30
+    p3left() { local a b; a=$(( 150 - (SECONDS - P3) )); b=$(left); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
+    p3cap() { local c; c=$(p3left); [ $DRY = 1 ] || [ "$c" -gt "$1" ] && c=$1; echo "$c"; }   # p3cap N: N, or what is left of the phase if less
     if gpu ceilings 30 "$PACK/ceilings"; then
         grep -h -E '^(device:|d2d copy|gemm 8192|mlp gemms)' "$LOGS/ceilings.log" | while IFS= read -r l; do note "$l"; done
         # bench/GPU_MODEL.md's prediction at the ceilings measured here
@@ -355,13 +357,51 @@ if has 3; then
                 while IFS= read -r l; do note "$l"; done
         fi
     else failed; fi
+    # bf16's AUC against fp32's on the Criteo sample (issue 22: within 0.002), from the pack's
+    # criteo-*.wdr (make gpu-pack converts DATA's criteo_kaggle_head8000 train and dev + test;
+    # build output, never the repository): the defaults, seeds 0, 1, 2, as bench/accuracy.sh --bf16
+    # on the CPU; a seed's fp32 and bf16 one after the other, seed 0's pair first. Before the wait
+    # for the big data, which these runs do not need (the GPU would idle while it generates), in
+    # at most 30 s (each run 10 s, a pair begun only with 8 s left, fp32 leaving bf16 4 s), within
+    # the phase's 150 s and TOTAL
+    if [ -f "$PACK/criteo-train.wdr" ] && [ -f "$PACK/criteo-eval.wdr" ]; then
+        C0=$SECONDS
+        crit_left() { local a b; a=$(( 30 - (SECONDS - C0) )); b=$(( $(p3left) - 2 )); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
+        for seed in 0 1 2; do
+            if [ $DRY = 0 ] && [ "$(crit_left)" -lt 8 ]; then say "  criteo seed $seed: not run ($(crit_left) s of the sample's 30 s left)"; continue; fi
+            for prec in fp32 bf16; do
+                c3=$(crit_left); [ $prec = fp32 ] && c3=$(( c3 - 4 )); [ "$c3" -gt 10 ] && c3=10
+                if [ $DRY = 0 ] && [ "$c3" -lt 4 ]; then say "  criteo-$prec-$seed: not run ($(crit_left) s of the sample's 30 s left)"; continue; fi
+                # fp32 is full fp32 (WD_CUDA_FP32=1; without it the products are TF32 and the engine line says precision=tf32)
+                fp=(); [ $prec = fp32 ] && fp=(env WD_CUDA_FP32=1)
+                gpu "criteo-$prec-$seed" "$c3" "${fp[@]}" "$PACK/wd-cuda" train --train "$PACK/criteo-train.wdr" --valid "$PACK/criteo-eval.wdr" --device cuda \
+                    --seed "$seed" --precision "$prec" || failed
+            done
+        done
+        if [ $DRY = 0 ]; then
+            for seed in 0 1 2; do   # the seeds with both AUCs: the pair, each run's precision= (its engine line) and the verdict
+                a=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
+                b=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
+                pa=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
+                pb=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
+                [ -n "$a" ] && [ -n "$b" ] && echo "$seed $a $b ${pa:-none} ${pb:-none}"
+            done | awk '$4 != "fp32" || $5 != "bf16" { bad = bad " " $1 ":" $4 "/" $5; next }   # a mislabeled pair does not count
+                { n++; fa += $2; fb += $3; s = s " " $1 ":" $2 "/" $3 } END {
+                if (bad != "") print "criteo sample: engine precision= of seed:fp32-run/bf16-run" bad ", not fp32/bf16: those seeds are left out, and the check fails"
+                if (!n) { print "criteo sample: no seed trained both ways at fp32 and bf16: bf16 against fp32 not measured"; exit 1 }
+                d = (fb - fa) / n
+                printf "criteo sample, valid AUC (dev + test) by seed, fp32/bf16 (engine precision=fp32 and bf16):%s; mean fp32 %.4f bf16 %.4f: bf16 - fp32 %+.4f, %s 0.002 (issue 22)\n",
+                    s, fa / n, fb / n, d, (d <= 0.002 && d >= -0.002) ? "within" : "NOT within"
+                exit bad != "" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
+            while IFS= read -r l; do note "$l"; done < "$LOGS/criteo-auc.log"
+        fi
+    else say "  criteo: the pack holds no Criteo sample (make gpu-pack without DATA): no bf16 AUC against fp32"; fi
     t0=$SECONDS
     if wait_big $(( 150 - (SECONDS - P3) - 60 > 5 ? 150 - (SECONDS - P3) - 60 : 5 )); then
         say "  data: $(grep -h '^generated' "$LOGS/gen-big.log") (waited $((SECONDS - t0)) s here)"
         W3=("$PACK/wd-cuda" train --train "$BIG" --device cuda --batch 16384 --embed-dim 16 --hidden 1024,512,256 --loader-threads "$NPROC" --progress-every 50)
         steps_long=$(( ROWS / 16384 < 200 ? ROWS / 16384 : 200 )); steps_short=$(( steps_long / 4 ))
         [ $steps_short -ge 1 ] || steps_short=1
-        p3left() { local a b; a=$(( 150 - P3_RESERVE - (SECONDS - P3) )); b=$(left); [ "$a" -lt "$b" ] && echo "$a" || echo "$b"; }
         tf32=$(sed -n 's/^gemm 8192^3.*: TF32 \([0-9.]*\) TFLOP.*/\1/p' "$LOGS/ceilings.log" 2>/dev/null | head -1)
         # steady SHORT LONG WHAT: samples/s of the long run less the short one (set-up and warm-up cancel)
         steady() {
@@ -382,11 +422,11 @@ if has 3; then
         for sp in segmented fused; do
             sfx=; [ $sp = fused ] && sfx=-fused
             if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 40 ]; then say "  WD_CUDA_SPARSE=fused: not run ($(p3left) s of phase 3 left)"; break; fi
-            gpu "train-timed$sfx" 30 env WD_CUDA_SPARSE=$sp WD_CUDA_TIMING=1 "${W3[@]}" --max-steps "$steps_short" || failed
+            gpu "train-timed$sfx" "$(p3cap 30)" env WD_CUDA_SPARSE=$sp WD_CUDA_TIMING=1 "${W3[@]}" --max-steps "$steps_short" || failed
             if [ $sp = fused ] && [ $DRY = 0 ] && [ "$(p3left)" -lt 70 ]; then say "  WD_CUDA_SPARSE=fused: steady state not run ($(p3left) s of phase 3 left)"
             else
-                gpu "train-short$sfx" 30 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_short" || failed
-                gpu "train-long$sfx" 40 env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_long" || failed
+                gpu "train-short$sfx" "$(p3cap 30)" env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_short" || failed
+                gpu "train-long$sfx" "$(p3cap 40)" env WD_CUDA_SPARSE=$sp "${W3[@]}" --max-steps "$steps_long" || failed
             fi
             if [ $DRY = 0 ]; then
                 if [ -f "$LOGS/train-long$sfx.log" ]; then steady "train-short$sfx" "train-long$sfx" "($sp)" > "$LOGS/steady$sfx.log" 2>&1 || failed
@@ -400,7 +440,7 @@ if has 3; then
         # and warm-up move two runs' loop times by more than that
         if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_OVERLAP=0: not run ($(p3left) s of phase 3 left)"
         else
-            gpu train-serial 30 env WD_CUDA_OVERLAP=0 "${W3[@]}" --max-steps "$steps_short" || failed
+            gpu train-serial "$(p3cap 30)" env WD_CUDA_OVERLAP=0 "${W3[@]}" --max-steps "$steps_short" || failed
             if [ $DRY = 0 ]; then
                 devcmp train-short train-serial "overlap on vs off (WD_CUDA_OVERLAP)" > "$LOGS/overlap.log" 2>&1 || failed
                 while IFS= read -r l; do note "$l"; done < "$LOGS/overlap.log"
@@ -436,8 +476,8 @@ if has 3; then
         # the switch's run is evidence against it, not a failure of the phase
         if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_BF16_DIRECT=1: not run ($(p3left) s of phase 3 left)"
         else
-            [ -f "$LOGS/train-bf16.log" ] || gpu train-bf16 30 "${W3[@]}" --max-steps "$steps_short" --precision bf16 || failed
-            gpu train-bf16-direct 30 env WD_CUDA_BF16_DIRECT=1 "${W3[@]}" --max-steps "$steps_short" --precision bf16 ||
+            [ -f "$LOGS/train-bf16.log" ] || gpu train-bf16 "$(p3cap 30)" "${W3[@]}" --max-steps "$steps_short" --precision bf16 || failed
+            gpu train-bf16-direct "$(p3cap 30)" env WD_CUDA_BF16_DIRECT=1 "${W3[@]}" --max-steps "$steps_short" --precision bf16 ||
                 note "train-bf16-direct failed (exit $RC): $(grep -m1 -iE 'error|not finite|failed' "$LOGS/train-bf16-direct.log" | cut -c1-160)"
             if [ $DRY = 0 ]; then
                 { devcmp train-bf16-direct train-bf16 "bf16 outputs written by cuBLASLt vs rounded after (WD_CUDA_BF16_DIRECT=1 vs 0)"
@@ -449,7 +489,7 @@ if has 3; then
         # review #7) against the default, by device_ms, while 30 s of the phase remain
         if [ $DRY = 0 ] && [ "$(p3left)" -lt 30 ]; then say "  WD_CUDA_SIDE_PRIORITY=1: not run ($(p3left) s of phase 3 left)"
         else
-            gpu train-sideprio 30 env WD_CUDA_SIDE_PRIORITY=1 "${W3[@]}" --max-steps "$steps_short" || failed
+            gpu train-sideprio "$(p3cap 30)" env WD_CUDA_SIDE_PRIORITY=1 "${W3[@]}" --max-steps "$steps_short" || failed
             if [ $DRY = 0 ]; then
                 { devcmp train-sideprio train-short "side branch at high priority vs default (WD_CUDA_SIDE_PRIORITY=1 vs 0)"
                   grep -h '^trained' "$LOGS/train-sideprio.log" | sed 's/^trained .*engine=/  engine=/'; } > "$LOGS/sideprio.log" 2>&1 || failed
@@ -459,39 +499,6 @@ if has 3; then
     else
         say "  data: not ready within phase 3's time ($(tail -1 "$LOGS/gen-big.log" 2>/dev/null)): the workload did not run"; failed
     fi
-    # bf16's AUC against fp32's on the Criteo sample (issue 22: within 0.002), from the pack's
-    # criteo-*.wdr (make gpu-pack converts DATA's criteo_kaggle_head8000 train and dev + test;
-    # build output, never the repository): the defaults, seeds 0, 1, 2, as bench/accuracy.sh --bf16
-    # on the CPU; a seed's fp32 and bf16 one after the other, in the phase's last P3_RESERVE s
-    if [ "$P3_RESERVE" -gt 0 ]; then
-        for seed in 0 1 2; do
-            for prec in fp32 bf16; do
-                c3=$(( 150 - (SECONDS - P3) - 2 )); [ "$c3" -gt 10 ] && c3=10
-                if [ $DRY = 0 ] && [ "$c3" -lt 4 ]; then say "  criteo-$prec-$seed: not run (phase 3's 150 s used)"; continue; fi
-                # fp32 is full fp32 (WD_CUDA_FP32=1; without it the products are TF32 and the engine line says precision=tf32)
-                fp=(); [ $prec = fp32 ] && fp=(env WD_CUDA_FP32=1)
-                gpu "criteo-$prec-$seed" "$c3" "${fp[@]}" "$PACK/wd-cuda" train --train "$PACK/criteo-train.wdr" --valid "$PACK/criteo-eval.wdr" --device cuda \
-                    --seed "$seed" --precision "$prec" || failed
-            done
-        done
-        if [ $DRY = 0 ]; then
-            for seed in 0 1 2; do   # the seeds with both AUCs: the pair, each run's precision= (its engine line) and the verdict
-                a=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
-                b=$(sed -n 's/^trained .* valid_auc=\([0-9.]*\) .*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
-                pa=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-fp32-$seed.log" 2> /dev/null | tail -1)
-                pb=$(sed -n 's/^trained .* engine=.* precision=\([a-z0-9]*\).*/\1/p' "$LOGS/criteo-bf16-$seed.log" 2> /dev/null | tail -1)
-                [ -n "$a" ] && [ -n "$b" ] && echo "$seed $a $b ${pa:-none} ${pb:-none}"
-            done | awk '$4 != "fp32" || $5 != "bf16" { bad = bad " " $1 ":" $4 "/" $5; next }   # a mislabeled pair does not count
-                { n++; fa += $2; fb += $3; s = s " " $1 ":" $2 "/" $3 } END {
-                if (bad != "") print "criteo sample: engine precision= of seed:fp32-run/bf16-run" bad ", not fp32/bf16: those seeds are left out, and the check fails"
-                if (!n) { print "criteo sample: no seed trained both ways at fp32 and bf16: bf16 against fp32 not measured"; exit 1 }
-                d = (fb - fa) / n
-                printf "criteo sample, valid AUC (dev + test) by seed, fp32/bf16 (engine precision=fp32 and bf16):%s; mean fp32 %.4f bf16 %.4f: bf16 - fp32 %+.4f, %s 0.002 (issue 22)\n",
-                    s, fa / n, fb / n, d, (d <= 0.002 && d >= -0.002) ? "within" : "NOT within"
-                exit bad != "" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
-            while IFS= read -r l; do note "$l"; done < "$LOGS/criteo-auc.log"
-        fi
-    else say "  criteo: the pack holds no Criteo sample (make gpu-pack without DATA): no bf16 AUC against fp32"; fi
 fi
 
 # ---- phase 4: the peer, multi_gpu with 1 rank, the loader ladder ----
