@@ -80,7 +80,8 @@
 // WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
 // the path reviewed longest; fused is the faster design on paper and becomes
 // the default once a GPU run has passed test_gpu with it and timed both,
-// bench/gpu_run.sh phase 3);
+// bench/gpu_run.sh phase 3; WD_CUDA_FUSED_GRID=N, tests only, caps the fused
+// kernels' grid-stride grids at N blocks, the same bits);
 // WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
 // seconds before a rank waiting on others gives up (default 600: set-up, the
 // warm-up collective, every collective, teardown); WD_NCCL_LIB the NCCL library;
@@ -1135,6 +1136,8 @@ struct wdc_rank {
     int sparse_fused;               // WD_CUDA_SPARSE: 1 fused, 0 segmented
     unsigned fused_grid[3];         // WD_CUDA_SPARSE=fused: the most blocks of wdc_fused_rows_k, wdc_hot_chunk_k and
                                     // wdc_hot_merge_k resident at once on the device (their grid-stride grids)
+    unsigned fused_cap;             // WD_CUDA_FUSED_GRID=N (tests only; 0: unset): those grids at most N blocks, so
+                                    // every grid-stride loop takes several passes (the sums are the same bits)
     char *exchange;
     void *scratch, *gemm_ws;
     size_t scratch_bytes, gemm_ws_bytes;
@@ -1540,6 +1543,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[1], wdc_hot_chunk_k, WDC_THREADS, 0));
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[2], wdc_hot_merge_k, WDC_THREADS, 0));
         for (int i = 0; i < 3; i++) r->fused_grid[i] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per[i] > 0 ? per[i] : 1);
+        const char *fg = getenv("WD_CUDA_FUSED_GRID");   // tests only (bench/GPU_RUN.md): the grids capped
+        if (fg && *fg) {
+            char *end = NULL;
+            long cap = strtol(fg, &end, 10);
+            if (*end || cap < 1 || cap > 1 << 20) return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_FUSED_GRID=%.40s: expected a count of blocks from 1 to 1048576 (tests only)", fg);
+            r->fused_cap = (unsigned)cap;
+            for (int i = 0; i < 3; i++) r->fused_grid[i] = min(r->fused_grid[i], r->fused_cap);
+        }
     }
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
@@ -2247,15 +2258,17 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
                               f->epi == WDC_EPI_RELU_AUX_BIAS ? "aux" : f->epi == WDC_EPI_NONE ? "kernel" : "fused", f->out16 && !f->bias_after ? "+r" : "",
                               l == 0 ? "-" : b->epi == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel", l && b->out16 ? "+r" : "");
     }
+    char fg[48] = "";   // WD_CUDA_FUSED_GRID (tests only): the grids it left
+    if (r->sparse_fused && r->fused_cap) snprintf(fg, sizeof fg, " fused_grid=%u,%u,%u", r->fused_grid[0], r->fused_grid[1], r->fused_grid[2]);
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
     if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
     // device_ms: the device time of a step (its first event to its last on the compute stream,
     // without the wait for its batch), the mean over the steps after the first WDC_WARM_STEPS
     char dev[40] = "";
     if (r->device_steps > 0) snprintf(dev, sizeof dev, " device_ms=%.4f", 1e3 * r->device_s / (double)r->device_steps);
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s overlap=%s%s%s", p.name, p.major, p.minor,
+    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s%s overlap=%s%s%s", p.name, p.major, p.minor,
              r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off",
-             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", r->overlap ? "on" : "off", r->overlap && r->side_prio ? " side=high" : "", dev);
+             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", fg, r->overlap ? "on" : "off", r->overlap && r->side_prio ? " side=high" : "", dev);
 }
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;

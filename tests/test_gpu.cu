@@ -837,6 +837,38 @@ static void test_sparse_paths(void) {
             CHECK(differ == 0);
             wd_model_destroy(b);
             got[p] = a;
+            // the fused kernels' grid-stride loops (GPU only): their grids capped at 1 and 2 blocks
+            // (WD_CUDA_FUSED_GRID, tests only) against the resident grid, bit for bit. At 1 block
+            // (8 warps) every loop takes several passes; the first batch's slots alone (crosses
+            // add more) hold, in HOT, 998 runs, 5 hot runs (> WDC_HOT), 10 chunks (hot runs of
+            // 2 and 3 chunks merged), in ZIPF 449 runs, 52 hot runs, 52 chunks: wdc_fused_rows_k
+            // takes 57 passes or more, wdc_hot_chunk_k 10 and 52, wdc_hot_merge_k 7 (ZIPF).
+            // A run or chunk a pass leaves out or takes twice changes the model.
+            for (int g = 1; p == 1 && !ON_CPU && g <= 2; g++) {
+                char gs[8], want[40], what[300];
+                snprintf(gs, sizeof gs, "%d", g);
+                wd_schema s;
+                wd_model *m = cfg_model(cs[i], &s);
+                REQUIRE(m);
+                setenv("WD_CUDA_FUSED_GRID", gs, 1);
+                wd_backend *be = NULL;
+                wd_status ost = backend_open(m, NB, &be);
+                if (ost) unsetenv("WD_CUDA_FUSED_GRID");
+                REQUIRE_OK(ost);
+                TEST_BACKEND()->describe(be, what, sizeof what);
+                TEST_BACKEND()->destroy(be);
+                wd_model_destroy(m);
+                snprintf(want, sizeof want, "fused_grid=%d,%d,%d", g, g, g);
+                printf("  WD_CUDA_FUSED_GRID=%d: %s\n", g, what);
+                CHECK(strstr(what, want) != NULL);   // the cap reached the kernels' grids
+                wd_model *c = steps_case(cs[i], steps, 1, TOL_FP32, SCREEN_FP32);
+                unsetenv("WD_CUDA_FUSED_GRID");
+                REQUIRE(c);
+                int64_t gd = -1;
+                models_rel_l2(c, a, &gd, g == 1 ? "grid 1 vs resident" : "grid 2 vs resident");
+                CHECK(gd == 0);
+                wd_model_destroy(c);
+            }
         }
         int64_t differ;
         CHECK(models_rel_l2(got[1], got[0], &differ, "fused vs segmented") <= 1e-4);   // other summation orders, as N ranks vs 1
@@ -852,6 +884,16 @@ static void test_sparse_paths(void) {
         printf("  WD_CUDA_SPARSE=fast: %s: %s\n", wd_status_string(st), wd_last_error());
         CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CUDA_SPARSE"));
         if (!st) TEST_BACKEND()->destroy(be);
+        setenv("WD_CUDA_SPARSE", "fused", 1);
+        for (int k = 0; k < 2; k++) {   // a grid cap that is no count of blocks is refused, naming it
+            setenv("WD_CUDA_FUSED_GRID", k ? "2x" : "0", 1);
+            be = NULL;
+            st = backend_open(m, NB, &be);
+            printf("  WD_CUDA_FUSED_GRID=%s: %s: %s\n", k ? "2x" : "0", wd_status_string(st), wd_last_error());
+            CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CUDA_FUSED_GRID"));
+            if (!st) TEST_BACKEND()->destroy(be);
+        }
+        unsetenv("WD_CUDA_FUSED_GRID");
         wd_model_destroy(m);
     }
     unsetenv("WD_CUDA_SPARSE");
