@@ -46,13 +46,14 @@ case " $carried " in *" libmpi.so."*) ;; *) echo "pack_mpi: $bin does not load l
 # runs). bench/gpu_run.sh --dry trains wd-mpi-cuda as a singleton on what is left.
 UNUSED="io fs fbtl fcoll sharedfp osc topo vprotocol crs plm ras rmaps odls"
 n=0; left=0; unused=0
-for c in "$src"/*.so; do
-    f=$(basename "$c" .so); f=${f#mca_}; f=${f%%_*}
-    case " $UNUSED libompi " in *" $f "*) unused=$((unused + 1)); continue;; esac
+for c in "$src"/*.so; do   # first what the host cannot load, then, of the rest, what wd does not use
     ok=1
     for d in $(readelf -d "$c" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         case " $base $carried " in *" $d "*) ;; *) ok=0;; esac
     done
-    if [ $ok = 1 ]; then cp "$c" "$lib/openmpi/"; n=$((n + 1)); else left=$((left + 1)); fi
+    [ $ok = 1 ] || { left=$((left + 1)); continue; }
+    f=$(basename "$c" .so); f=${f#mca_}; f=${f%%_*}
+    case " $UNUSED libompi " in *" $f "*) unused=$((unused + 1)); continue;; esac
+    cp "$c" "$lib/openmpi/"; n=$((n + 1))
 done
-echo "pack_mpi: lib/:$carried; lib/openmpi/: $n Open MPI components ($left left out: they need libraries the host lacks; $unused of frameworks wd and a singleton do not use); $(du -sh "$lib" | cut -f1)"
+echo "pack_mpi: lib/:$carried; lib/openmpi/: $n Open MPI components of $((n + left + unused)) ($left left out: they need libraries the host lacks; of the $((n + unused)) others, $unused of frameworks wd and a singleton do not use); $(du -sh "$lib" | cut -f1)"
