@@ -58,9 +58,11 @@ CUDALIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_HOME)/lib -lcublasLt -lcudar
 MPICC     ?= $(shell command -v mpicc 2>/dev/null)
 MPICXX    ?= $(shell command -v mpicxx 2>/dev/null)
 PACK      := $(B)/gpu-pack
-# the Criteo sample (DATA, when present) converted for the GPU host, never
-# part of the repository: gpu_run.sh phase 3 trains it fp32 and bf16 (AUC)
-CRITEO_PACK := $(if $(wildcard $(DATA)/criteo_kaggle_head8000_train.tsv),$(PACK)/criteo-train.wdr $(PACK)/criteo-eval.wdr)
+# the Criteo sample (DATA, when its train, dev and test files are all there)
+# converted for the GPU host, never part of the repository: gpu_run.sh phase 3
+# trains it fp32 and bf16 (AUC); --dry fails without it
+CRITEO_TSV  := $(addprefix $(DATA)/criteo_kaggle_head8000_,train.tsv dev.tsv test.tsv)
+CRITEO_PACK := $(if $(filter-out $(wildcard $(CRITEO_TSV)),$(CRITEO_TSV)),,$(PACK)/criteo-train.wdr $(PACK)/criteo-eval.wdr)
 PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilings loader_ladder host_feed gpu_run.sh peer_torch.py gpu_model.py) \
 	$(if $(MPICXX),$(PACK)/wd-mpi-cuda) $(CRITEO_PACK))
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))

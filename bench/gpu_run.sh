@@ -217,6 +217,8 @@ grep -q 'not found' "$LOGS/libraries.log" && { say "  MISSING: $(grep 'not found
 if [ $DRY = 1 ]; then
     if bash "$SELF/gpu_run.sh" --check-elf "$PACK" > "$LOGS/pack-check.log" 2>&1; then say "  pack: $(tail -1 "$LOGS/pack-check.log")"
     else say "  pack check FAILED: $(grep -v '^ok' "$LOGS/pack-check.log" | tr '\n' ' ')"; failed; fi
+    miss=; for f in criteo-train.wdr criteo-eval.wdr; do [ -f "$PACK/$f" ] || miss="$miss $f"; done
+    [ -z "$miss" ] || { say "  criteo sample: MISSING from the pack:$miss (make gpu-pack converts DATA's criteo_kaggle_head8000 train, dev and test .tsv, all three needed): phase 3 would measure no bf16 AUC against fp32 (issue 22)"; failed; }
 fi
 
 BIG=$WORK/big-$ROWS.wdr
@@ -395,7 +397,7 @@ if has 3; then
                 exit bad != "" }' > "$LOGS/criteo-auc.log" 2>&1 || failed
             while IFS= read -r l; do note "$l"; done < "$LOGS/criteo-auc.log"
         fi
-    else say "  criteo: the pack holds no Criteo sample (make gpu-pack without DATA): no bf16 AUC against fp32"; fi
+    else say "  criteo sample: MISSING from the pack (make gpu-pack without DATA's criteo_kaggle_head8000 train, dev and test): no bf16 AUC against fp32"; failed; fi
     t0=$SECONDS
     if wait_big $(( 150 - (SECONDS - P3) - 60 > 5 ? 150 - (SECONDS - P3) - 60 : 5 )); then
         say "  data: $(grep -h '^generated' "$LOGS/gen-big.log") (waited $((SECONDS - t0)) s here)"

@@ -173,11 +173,14 @@ if command -v nvcc >/dev/null; then
     if [ -x "$B/test_gpu" ] && ! bash bench/gpu_run.sh --check-elf "$B/test_gpu" > "$T/elf.out" 2>&1 && grep -q 'needs libzstd.so.1, which the GPU host does not have' "$T/elf.out"; then
         say "PASS gpu_pack_check_refuses: $B/test_gpu: $(grep -c 'which the GPU host does not have' "$T/elf.out") libraries the GPU host lacks"
     else say "FAIL gpu_pack_check_refuses: bench/gpu_run.sh --check-elf $B/test_gpu did not refuse it: $(tail -2 "$T/elf.out" 2>/dev/null)"; fi
-    if built gpu_run_dry "$B/gpu-pack/test_gpu" && timed gpu_run_dry "" env PACK="$B/gpu-pack" WORK="$T/gpu-work" bash bench/gpu_run.sh --dry "$T/gpu-dry"; then
+    if [ ! -f "$DATA/criteo_kaggle_head8000_train.tsv" ] || [ ! -f "$DATA/criteo_kaggle_head8000_dev.tsv" ] || [ ! -f "$DATA/criteo_kaggle_head8000_test.tsv" ]; then
+        say "SKIP gpu_run_dry: no Criteo sample (train, dev, test) in $DATA: the pack lacks criteo-*.wdr, which --dry refuses"
+    elif built gpu_run_dry "$B/gpu-pack/test_gpu" && timed gpu_run_dry "" env PACK="$B/gpu-pack" WORK="$T/gpu-work" bash bench/gpu_run.sh --dry "$T/gpu-dry"; then
         s=$T/gpu-dry/summary.txt
         if [ $rc = 0 ] && grep -q '^  pack: .* binaries and libraries: glibc 2.36 or older' "$s" && grep -q '^    multi_gpu without NCCL: .*NCCL is not available' "$s" &&
            grep -q '^    wd-mpi-cuda as an MPI singleton on the pack.s Open MPI' "$s" && grep -q '^    wd-mpi-cuda without a GPU: .*rank 0: .*no CUDA device' "$s" &&
-           grep -q '^  mpi_bootstrap: DRY' "$s" && grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ]; then
+           grep -q '^  mpi_bootstrap: DRY' "$s" && grep -q '^  test_gpu: DRY' "$s" && grep -q '^predicted on the GPU host' "$s" && [ -s "$T/gpu-dry/logs.tar.gz" ] &&
+           grep -q '^  criteo-fp32-0: DRY (would run under [0-9]*s: env WD_CUDA_FP32=1 .*--precision fp32' "$s" && grep -q '^  criteo-bf16-2: DRY (would run under [0-9]*s: [^ ]*/wd-cuda .*--precision bf16' "$s"; then
             say "PASS gpu_run_dry: $(grep '^  pack: ' "$s" | sed 's/^  pack: //'); $(grep -c ': DRY (' "$s") GPU commands listed"
         else say "FAIL gpu_run_dry: exit $rc: $(grep -E 'FAIL|MISSING|did not' "$s" | head -3 | tr '\n' ' ')"; fi
     fi
