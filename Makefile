@@ -193,6 +193,18 @@ $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGIN
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
 $(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(LDLIBS)
+# the tests that use the header's declarations only (no WIDEDEEP_IMPLEMENTATION,
+# no wd__ internals) link the implementation compiled once per flavor
+# (tests/impl.c) instead of compiling all of it again each
+LINKED_TESTS := test_ref test_golden test_faults test_loop test_edges
+$(B)/impl_san.o: tests/impl.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -c -o $@ tests/impl.c
+$(B)/impl_san_portable.o: tests/impl.c $(HDR) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -c -o $@ tests/impl.c
+$(addprefix $(B)/,$(LINKED_TESTS)): $(B)/%: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(B)/impl_san.o $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(B)/impl_san.o $(LDLIBS) $(GEMML)
+$(addsuffix _portable,$(addprefix $(B)/,$(filter $(LINKED_TESTS),$(PORTABLE_TESTS:_portable=)))): $(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(B)/impl_san_portable.o | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(B)/impl_san_portable.o $(LDLIBS)
 
 # the threaded tests (loader, communicator, trainer) again under ThreadSanitizer
 # (portable GEMMs: libgomp, under oneDNN, is not instrumented for TSan)
@@ -211,8 +223,8 @@ $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
 
 # the ONNX Runtime check's input writer (tests/ecosystem.sh)
-$(B)/onnx_feed: tests/onnx_feed.c $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/onnx_feed.c $(LDLIBS)
+$(B)/onnx_feed: tests/onnx_feed.c $(B)/impl_san_portable.o | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/onnx_feed.c $(B)/impl_san_portable.o $(LDLIBS)
 
 # examples (built and run by the tests)
 $(B)/train_criteo: examples/train_criteo.c $(HDR) $(ENGINE) | $(B)
@@ -256,10 +268,19 @@ test: deps
 # tests/fuzz/replay_main.c), with or without libFuzzer.
 FUZZ_SECONDS ?= 10
 FUZZ_CC := clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(WARN)
-$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(HDR) $(ENGINE) | $(B)
-	$(FUZZ_CC) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
-$(B)/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz_common.h $(HDR) $(ENGINE) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) -fno-sanitize-recover=all $(WARN) $(GEMMF) -o $@ $< tests/fuzz/replay_main.c $(LDLIBS) $(GEMML)
+# Every harness and the implementation are compiled once (tests/fuzz/fuzz_all.c:
+# build/fuzz_all.o with libFuzzer's flags, build/replay_all.o with the replay's);
+# tests/fuzz/fuzz_one.c makes harness <name> the entry point of each binary.
+REPLAY_CC := $(CC) -std=c11 -O1 -g $(SAN) -fno-sanitize-recover=all $(WARN)
+FUZZ_SRC  := tests/fuzz/fuzz_all.c $(addprefix tests/fuzz/fuzz_,$(addsuffix .c,$(FUZZERS))) tests/fuzz/fuzz_common.h $(HDR) $(ENGINE)
+$(B)/fuzz_all.o: $(FUZZ_SRC) | $(B)
+	$(FUZZ_CC) $(GEMMF) -c -o $@ $<
+$(B)/replay_all.o: $(FUZZ_SRC) | $(B)
+	$(REPLAY_CC) $(GEMMF) -c -o $@ $<
+$(addprefix $(B)/fuzz_,$(FUZZERS)): $(B)/fuzz_%: tests/fuzz/fuzz_one.c $(B)/fuzz_all.o
+	$(FUZZ_CC) -DFUZZ_HARNESS=fuzz_$*_one -o $@ $< $(B)/fuzz_all.o $(LDLIBS) $(GEMML)
+$(addprefix $(B)/replay_,$(FUZZERS)): $(B)/replay_%: tests/fuzz/fuzz_one.c tests/fuzz/replay_main.c $(B)/replay_all.o
+	$(REPLAY_CC) -DFUZZ_HARNESS=fuzz_$*_one -o $@ $< tests/fuzz/replay_main.c $(B)/replay_all.o $(LDLIBS) $(GEMML)
 $(B)/make_seeds: tests/fuzz/make_seeds.c $(HDR) | $(B)
 	$(CC) -std=c11 -O1 -g $(WARN) -o $@ $< $(LDLIBS)
 fuzz: deps $(addprefix $(B)/fuzz_,$(FUZZERS))

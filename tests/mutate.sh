@@ -191,14 +191,16 @@ export ASAN_OPTIONS="detect_leaks=1:leak_check_at_exit=1:halt_on_error=1:abort_o
 export LSAN_OPTIONS="detect_leaks=1:exitcode=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=1"
 
+# impl TEST: tests/impl.c where tests/TEST.c uses the header's declarations only
+impl() { grep -q '^#define WIDEDEEP_IMPLEMENTATION' "$TREE/tests/$1.c" || echo "$TREE/tests/impl.c"; }
 # build_cmd NAME OUTDIR: the compile command of a binary (wd for cli)
 build_cmd() {
     local b=$1 o=$2 t=$TREE/tests
     case $b in
         cli) echo "$CC -std=c11 -O1 $GEMMF -o $o/wd $TREE/tools/wd.c $LDLIBS $GEMML" ;;
         test_cpp) echo "$CXX -std=c++17 -O1 -g $SAN $GEMMF -o $o/test_cpp $t/test_cpp.cpp $LDLIBS $GEMML" ;;
-        *_portable) echo "$CC -std=c11 -O1 -g $SAN -o $o/$b $t/${b%_portable}.c $LDLIBS" ;;
-        *) echo "$CC -std=c11 -O1 -g $SAN $GEMMF -o $o/$b $t/$b.c $LDLIBS $GEMML" ;;
+        *_portable) echo "$CC -std=c11 -O1 -g $SAN -o $o/$b $t/${b%_portable}.c $(impl "${b%_portable}") $LDLIBS" ;;
+        *) echo "$CC -std=c11 -O1 -g $SAN $GEMMF -o $o/$b $t/$b.c $(impl "$b") $LDLIBS $GEMML" ;;
     esac
 }
 declare -A BPID=()

@@ -4,7 +4,7 @@
 // OUTDIR/feed.txt has a line per array: NAME TYPE FILE DIM0 [DIM1]; the
 // names follow widedeep.h's section 18: dense, ids.<slot>, offsets.<slot>,
 // cross<c>, and wd_predict (the probabilities, not an input).
-#define WIDEDEEP_IMPLEMENTATION
+// the implementation is linked in (tests/impl.c); this file uses the declarations only
 #include "../widedeep.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -102,6 +102,35 @@ unit() {
     check "$name" "$want" "$src_name" "$policy" "$bin" "$@"
 }
 
+# The blocks below run as jobs, two at a time (WD_TEST_JOBS=N: N at a time;
+# 1: one after another), each in its own scratch folder ($T/jobN) with its own
+# output and log; what a job printed and logged comes out whole, in the order
+# the jobs are listed here, whichever ends first. A job started `alone` (the
+# CLI and MPI tests: they time kills and signals, mpirun oversubscribes) runs
+# with no other beside it.
+PAR=${WD_TEST_JOBS:-2}
+njobs=0; nshown=0
+show() {  # prints (and logs) the jobs that ended, in order, up to the first still running
+    while [ $nshown -lt $njobs ] && [ -e "$T/job$nshown/done" ]; do
+        cat "$T/job$nshown/out"; cat "$T/job$nshown/err" >&2; cat "$T/job$nshown/log" >> "$log"
+        nshown=$((nshown + 1))
+    done
+}
+drain() { wait; show; }
+job() {  # job [alone] FUNCTION ARGS...
+    local alone= d
+    [ "$1" = alone ] && { alone=1; shift; drain; }
+    while [ "$(jobs -rp | wc -l)" -ge "$PAR" ]; do wait -n; show; done
+    d=$T/job$njobs; mkdir -p "$d"
+    # an argument that is $T itself (the scratch folder of a unit test) becomes the job's folder
+    ( trap - EXIT; local a args=(); for a in "$@"; do [ "$a" = "$T" ] && a=$d; args+=("$a"); done
+      T=$d; log=$d/log; : > "$log"; "${args[@]}"; touch "$d/done" ) > "$d/out" 2> "$d/err" &
+    njobs=$((njobs + 1))
+    [ -n "$alone" ] && drain
+    show
+}
+note() { echo "$*" | tee -a "$log"; }
+
 if [ -n "${WD_BUILD_RC:-}" ] && [ "$WD_BUILD_RC" != 0 ]; then
     say "FAIL build: make exited with status $WD_BUILD_RC: a test binary did not build (the errors are above)"
 fi
@@ -110,12 +139,13 @@ fi
 # after libc headers (the feature macros then come too late for it), the
 # README's "Using the header" example as it stands, its declarations under
 # -Wsign-conversion -Wconversion, and with WD_STATIC in two libraries linked
-# into one program.
-awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$/{c=1;next} c&&/^```$/{c=0} c' README.md > "$T/readme_api.c"
-printf '#include <stdio.h>\n#include <string.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
-for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do
+# into one program. (One job per compiler.)
+compile_check() {
+    local cc=$1 name err src lib
     name="compile_$(echo "$cc" | cut -d' ' -f1 | tr + p)"
-    if ! command -v "${cc%% *}" >/dev/null; then say "SKIP $name: ${cc%% *} not installed"; continue; fi
+    if ! command -v "${cc%% *}" >/dev/null; then say "SKIP $name: ${cc%% *} not installed"; return; fi
+    awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$/{c=1;next} c&&/^```$/{c=0} c' README.md > "$T/readme_api.c"
+    printf '#include <stdio.h>\n#include <string.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
     err=
     for src in alone "$T/libc_first.c" "$T/readme_api.c"; do
         if [ $src = alone ]; then printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/alone.c"; src=$T/alone.c; fi
@@ -137,12 +167,17 @@ for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "cla
     fi
     if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion, two WD_STATIC copies in one program"
     else say "FAIL $name:$err"; fi
-done
+}
+for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do job compile_check "$cc"; done
 # plain `make` builds the wd tool (the default goal is `all`, not the Makefile's first rule)
+default_goal() {
 if make -n --no-print-directory B="$T/goal" > "$T/goal.out" 2>&1 && grep -qF -- "-o $T/goal/wd tools/wd.c" "$T/goal.out"; then
     say "PASS make_default_goal: plain make builds $T/goal/wd"
 else say "FAIL make_default_goal: plain make does not build the wd tool: $(grep -v '^#' "$T/goal.out" | head -3 | tr '\n' ' ')"; fi
+}
+job default_goal
 # the CUDA backend compiles (nvcc present); its tests skip without a GPU
+cuda_tests() {
 if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; then
     say "PASS compile_cuda: widedeep_cuda.cu, tests/test_gpu.cu and wd-cuda built with nvcc"
     unit "$B/test_gpu" tests/test_gpu.cu allow-skip "$T"
@@ -162,6 +197,8 @@ if [ -f "$B/widedeep_cuda.o" ] && [ -x "$B/test_gpu" ] && [ -x "$B/wd-cuda" ]; t
     fi
 elif command -v nvcc >/dev/null; then say "FAIL compile_cuda: nvcc present but the CUDA build is missing"
 else say "SKIP compile_cuda: nvcc not installed"; fi
+}
+job cuda_tests
 # the GPU pack (make gpu-pack, bench/GPU_RUN.md): the linkage check refuses a
 # binary the GPU host could not load (the plain build needs libzstd, libcudart
 # and the GEMM engine's libraries), then the dry run of bench/gpu_run.sh: the
@@ -169,7 +206,7 @@ else say "SKIP compile_cuda: nvcc not installed"; fi
 # MPI bootstrap's binary as a singleton on the pack's own Open MPI, the
 # data of phases 0 and 3 (phase 3's at 100k rows), the peer's dump, the
 # loader ladder, the script's logic, the predicted times
-if command -v nvcc >/dev/null; then
+gpu_pack_tests() {
     if [ -x "$B/test_gpu" ] && ! bash bench/gpu_run.sh --check-elf "$B/test_gpu" > "$T/elf.out" 2>&1 && grep -q 'needs libzstd.so.1, which the GPU host does not have' "$T/elf.out"; then
         say "PASS gpu_pack_check_refuses: $B/test_gpu: $(grep -c 'which the GPU host does not have' "$T/elf.out") libraries the GPU host lacks"
     else say "FAIL gpu_pack_check_refuses: bench/gpu_run.sh --check-elf $B/test_gpu did not refuse it: $(tail -2 "$T/elf.out" 2>/dev/null)"; fi
@@ -184,11 +221,13 @@ if command -v nvcc >/dev/null; then
             say "PASS gpu_run_dry: $(grep '^  pack: ' "$s" | sed 's/^  pack: //'); $(grep -c ': DRY (' "$s") GPU commands listed"
         else say "FAIL gpu_run_dry: exit $rc: $(grep -E 'FAIL|MISSING|did not' "$s" | head -3 | tr '\n' ' ')"; fi
     fi
-fi
+}
+command -v nvcc >/dev/null && job gpu_pack_tests
 
 # tests/test_gpu.cu on the CPU backend, two of its tests chosen by name
 # (WD_GPU_TESTS: every other RUN( of the file prints SKIP); the whole harness
 # on the CPU takes about 90-150 s more (build/test_gpu_on_cpu DIR: 15 passed, 7 skipped in 121 s, with oneDNN on AMX)
+gpu_on_cpu_selected() {
 if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
     gpu_runs=$(grep -c '^ *RUN(' tests/test_gpu.cu)
     WD_GPU_TESTS=non_finite_update_whole,test_failed_steps_change_nothing timeout "$TEST_TIMEOUT" "$B/test_gpu_on_cpu" "$T" > "$T/sel.out" 2>&1; rc=$?
@@ -196,48 +235,55 @@ if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
        grep -qx 'SKIP test_gradients_fp32: not in WD_GPU_TESTS' "$T/sel.out"; then say "PASS test_gpu_on_cpu_selected: WD_GPU_TESTS ran the 2 tests named"
     else say "FAIL test_gpu_on_cpu_selected: exit $rc: $(grep '^# test_gpu' "$T/sel.out")"; fi
 fi
-unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
-unit "$B/test_convert" tests/test_convert.c "$T"
-unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
-unit "$B/test_cpp" tests/test_cpp.cpp "$T"
-unit "$B/test_loader" tests/test_loader.c "$T"
-unit "$B/test_train" tests/test_train.c "$T"
-unit "$B/test_stream" tests/test_stream.c "$T"   # training from the application's data, online learning
-unit "$B/test_loop" tests/test_loop.c "$T"
-unit "$B/test_ref" tests/test_ref.c "$T"
-unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
-unit "$B/test_faults" tests/test_faults.c "$T"
-unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
-unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
-unit "$B/test_export" tests/test_export.c "$T"   # protobuf encoder, ONNX export's refusals, TensorBoard framing
+}
+job gpu_on_cpu_selected
+job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
+job unit "$B/test_convert" tests/test_convert.c "$T"
+job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
+job unit "$B/test_cpp" tests/test_cpp.cpp "$T"
+job unit "$B/test_loader" tests/test_loader.c "$T"
+job unit "$B/test_train" tests/test_train.c "$T"
+job unit "$B/test_stream" tests/test_stream.c "$T"   # training from the application's data, online learning
+job unit "$B/test_loop" tests/test_loop.c "$T"
+job unit "$B/test_ref" tests/test_ref.c "$T"
+job unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
+job unit "$B/test_faults" tests/test_faults.c "$T"
+job unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
+job unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
+job unit "$B/test_export" tests/test_export.c "$T"   # protobuf encoder, ONNX export's refusals, TensorBoard framing
 # the GEMM engine the build links: concurrent predict, multi-worker determinism,
 # GEMM vs a plain loop, bf16 vs fp32 (skips, with the library's message, on a
 # CPU without AVX512-BF16/AMX: the one skip CI accepts here), memory cap
-unit "$B/test_engine" tests/test_engine.c allow-skip "$T"
-echo "# with the portable GEMM loops (the fallback engine):" | tee -a "$log"
-unit "$B/test_ref_portable" tests/test_ref.c "$T"
-unit "$B/test_golden_portable" tests/test_golden.c "$T"
-unit "$B/test_train_portable" tests/test_train.c "$T"
-unit "$B/test_engine_portable" tests/test_engine.c allow-skip "$T"   # bf16 skips: portable loops
-echo "# under ThreadSanitizer:" | tee -a "$log"
-unit "$B/test_loader_tsan" tests/test_loader.c "$T"
-unit "$B/test_train_tsan" tests/test_train.c "$T"
-unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting while 2 train
-unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
-unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
-built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"
+job unit "$B/test_engine" tests/test_engine.c allow-skip "$T"
+job note "# with the portable GEMM loops (the fallback engine):"
+job unit "$B/test_ref_portable" tests/test_ref.c "$T"
+job unit "$B/test_golden_portable" tests/test_golden.c "$T"
+job unit "$B/test_train_portable" tests/test_train.c "$T"
+job unit "$B/test_engine_portable" tests/test_engine.c allow-skip "$T"   # bf16 skips: portable loops
+job note "# under ThreadSanitizer:"
+job unit "$B/test_loader_tsan" tests/test_loader.c "$T"
+job unit "$B/test_train_tsan" tests/test_train.c "$T"
+job unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting while 2 train
+job unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
+job unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
+cli_tests() { built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"; }
+job alone cli_tests
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI
-check mpi "$MPI_TESTS" mpi "" bash tests/mpi.sh "$B" "$T/mpi"
+mpi_tests() { check mpi "$MPI_TESTS" mpi "" bash tests/mpi.sh "$B" "$T/mpi"; }
+job alone mpi_tests
 # ONNX Runtime and TensorBoard's reader on what wd writes (Python packages from
 # tools/install-deps.sh; missing, these tests skip, and CI fails them)
-built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"
+ecosystem_tests() { built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"; }
+job ecosystem_tests
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
-check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"
+consumer_tests() { check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"; }
+job consumer_tests
 
 # the build lines the examples and benchmarks give link what the header needs
 # (the Makefile builds them with $(LDLIBS); a line a user copies must too)
-bad=; nlines=0
+example_build_lines() {
+local bad= nlines=0 l lib
 while IFS= read -r l; do
     nlines=$((nlines + 1))
     for lib in -lzstd -lz -lpthread -lm; do case " $l " in *" $lib "*) ;; *) bad="$bad | ${l:0:160}: no $lib" ;; esac; done
@@ -245,8 +291,11 @@ done < <(grep -hoE '(cc|c\+\+|gcc|g\+\+|clang) .*(examples|bench)/[a-z_]+\.(c|cp
 if [ "$nlines" = 0 ]; then say "FAIL example_build_lines: no build line found in examples/ and bench/"
 elif [ -z "$bad" ]; then say "PASS example_build_lines: $nlines build lines link -lzstd -lz -lpthread -lm"
 else say "FAIL example_build_lines:$bad"; fi
+}
+job example_build_lines
 
 # the examples: train from C on the Criteo sample, then serve from C++
+examples() {
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
     mkdir -p "$T/ex"
     if timeout "$TEST_TIMEOUT" "$B/train_criteo" "$DATA/criteo_kaggle_head8000_train.tsv" "$DATA/criteo_kaggle_head8000_test.tsv" "$T/ex" > "$T/ex.out" 2>&1 && grep -q 'test AUC 0\.[6-9]' "$T/ex.out"; then
@@ -256,12 +305,15 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then
         say "PASS example_predict_cpp"
     else say "FAIL example_predict_cpp: $(tail -3 "$T/ex2.out")"; fi
 else say "SKIP examples: no data in $DATA"; fi
+}
+job examples
 
 # the README's serving blocks, run (build/readme_serve: its serve() on a model
 # trained from the Criteo sample, and serve_lines() on the same request as an
 # unlabeled line, given twice): the probabilities they print must equal, to
 # the last bit (%.9g), what `wd predict` gives the same request as a Criteo
 # line converted --schema-from the training file
+readme_serving() {
 if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && built readme_serving "$B/readme_serve"; then
     R=$T/readme; mkdir -p "$R"
     req=$(printf '0\t5'; for i in $(seq 12); do printf '\t'; done; printf '\t68fd1e64\t80e26c9b'; for i in $(seq 24); do printf '\t'; done)
@@ -280,12 +332,14 @@ if [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && built readme_serving "$B/r
         else say "FAIL readme_serving: serve() printed '$(head -c 200 "$R/got.txt")', serve_lines() '$(head -c 200 "$R/lines.txt")', wd predict '$want'"; fi
     else say "FAIL readme_serving: $(tail -3 "$R/out" | tr '\n' ' ')"; fi
 elif [ ! -f "$DATA/criteo_kaggle_head8000_train.tsv" ]; then say "SKIP readme_serving: no data in $DATA"; fi
+}
+job readme_serving
 
 # every regression input (tests/fuzz/regress/<name>/) and seed replayed through
 # its harness, built with gcc + ASan + UBSan (build/replay_<name>): no libFuzzer needed
-for f in $FUZZERS; do
-    name=fuzz_replay_$f
-    if [ ! -x "$B/replay_$f" ]; then say "FAIL $name: $B/replay_$f is missing (it did not build)"; continue; fi
+replay() {
+    local f=$1 name=fuzz_replay_$1 nreg nseed
+    if [ ! -x "$B/replay_$f" ]; then say "FAIL $name: $B/replay_$f is missing (it did not build)"; return; fi
     nreg=$(find "tests/fuzz/regress/$f" -type f ! -name '.*' 2>/dev/null | wc -l)
     nseed=$(find "tests/fuzz/corpus/$f" -type f ! -name '.*' 2>/dev/null | wc -l)
     timeout "$TEST_TIMEOUT" "$B/replay_$f" "tests/fuzz/regress/$f" "tests/fuzz/corpus/$f" > "$T/replay.out" 2>&1; rc=$?
@@ -295,12 +349,15 @@ for f in $FUZZERS; do
         say "FAIL $name: exit $rc; last input: $(grep '^replaying ' "$T/replay.out" | tail -1 | cut -d' ' -f2); $(grep -E 'ERROR|SUMMARY|runtime error' "$T/replay.out" | head -3 | tr '\n' ' ')"
         sed 's/^/    /' "$T/replay.out" >> "$log"
     fi
-done
+}
+for f in $FUZZERS; do job replay "$f"; done
 
 # a short fuzzing pass of every harness (clang's libFuzzer); an input that
-# crashes is saved in $B/fuzz-crashes/ for the regression folder
-for f in $FUZZERS; do
-    if [ ! -x "$B/fuzz_$f" ]; then say "SKIP fuzz_$f: clang with libFuzzer not available"; continue; fi
+# crashes is saved in $B/fuzz-crashes/ for the regression folder (two at a
+# time: each has a core for its FUZZ_SECONDS)
+fuzz() {
+    local f=$1 saved
+    if [ ! -x "$B/fuzz_$f" ]; then say "SKIP fuzz_$f: clang with libFuzzer not available"; return; fi
     mkdir -p "$T/fuzz-$f" "$B/fuzz-crashes"
     timeout "$TEST_TIMEOUT" "$B/fuzz_$f" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=25 -artifact_prefix="$B/fuzz-crashes/$f-" \
         "$T/fuzz-$f" "tests/fuzz/corpus/$f" "tests/fuzz/regress/$f" > "$T/fuzz.log" 2>&1; rc=$?
@@ -313,10 +370,12 @@ for f in $FUZZERS; do
         if [ -n "$saved" ]; then
             say "  the input is saved as $saved; reproduce: $B/replay_$f $saved"
             say "  once fixed, add it to the regression inputs: cp $saved tests/fuzz/regress/$f/ (and commit it; every make test replays it)"
-        else say "  no input was saved (see $log)"; fi
+        else say "  no input was saved (see $B/test.log)"; fi
         sed 's/^/    /' "$T/fuzz.log" >> "$log"
     fi
-done
+}
+for f in $FUZZERS; do job fuzz "$f"; done
+drain
 
 p=$(grep -c '^PASS' "$log"); f=$(grep -c '^FAIL' "$log"); s=$(grep -c '^SKIP' "$log")
 echo

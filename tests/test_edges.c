@@ -5,10 +5,12 @@
 // hooks, the loader's map callback, the training loop's options and the
 // device plan. Through the public API; wd_gen for data.
 // Usage: test_edges [TMPDIR]
-#define WIDEDEEP_IMPLEMENTATION
+// the implementation is linked in (tests/impl.c); this file uses the declarations only
+#define _GNU_SOURCE   // unlink
 #include "../widedeep.h"
 #include "testlib.h"
 #include <math.h>
+#include <unistd.h>
 
 static char TMP[200] = "/tmp";
 static void tmppath(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/edges-%s", TMP, name); }
@@ -43,9 +45,10 @@ static void mini_schema(wd_schema *s, int D, uint32_t bu) {
     s->slot[1].buckets = 50;
     s->slot[1].kind = WD_MULTI_HOT;
 }
+#define TRY(expr) do { wd_status st_ = (expr); if (st_ != WD_OK) return st_; } while (0)
 // n samples: label i % 2, dense (i + d) / 8, u = i % bu, m = (i % 4) ids (3 i + j) % 50.
 static wd_status mini_batch(wd_batch *b, const wd_schema *s, int n) {
-    WD__TRY(wd_batch_init(b, s, n, (int64_t)n * 4));
+    TRY(wd_batch_init(b, s, n, (int64_t)n * 4));
     for (int i = 0; i < n; i++) {
         b->label[i] = (float)(i % 2);
         b->weight[i] = 1.0f;
@@ -64,7 +67,7 @@ static wd_status write_batch(const char *path, const wd_schema *s, const wd_batc
     memset(&d, 0, sizeof d);
     d.block_samples = block;
     unlink(path);
-    WD__TRY(wd_writer_open(path, s, &d, &w));
+    TRY(wd_writer_open(path, s, &d, &w));
     wd_status st = wd_writer_append(w, b);
     if (st) { wd_writer_abort(w); return st; }
     return wd_writer_close(w);
@@ -141,7 +144,7 @@ static wd_status hooked_work(void) {
     wd_schema s;
     mini_schema(&s, 2, 7);
     wd_batch b;
-    WD__TRY(mini_batch(&b, &s, 40));
+    TRY(mini_batch(&b, &s, 40));
     wd_status st = write_batch(path, &s, &b, 16);
     wd_reader *r = NULL;
     if (!st) st = wd_reader_open(path, &r);
@@ -523,7 +526,7 @@ static wd_status bad_map(void *user, wd_batch *b, int worker) {
     case 1: b->dense[(size_t)i * (size_t)b->ndense] = NAN; break;
     case 2: b->ids[0][i] = 7; break;            // u has 7 buckets
     case 3: b->weight[i] = -1.0f; break;
-    default: return wd__fail(WD_ERR_INVALID_ARG, "map refused the block");
+    default: wd_set_last_error("map refused the block"); return WD_ERR_INVALID_ARG;
     }
     return WD_OK;
 }

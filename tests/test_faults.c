@@ -1,12 +1,14 @@
 // Fault injection: every allocation of the main paths failed in turn, and
 // writes to a device that is full. Built with ASan: a leak on any error
 // path fails the run at exit. Usage: test_faults [TMPDIR]
-#define WIDEDEEP_IMPLEMENTATION
+// the implementation is linked in (tests/impl.c); this file uses the declarations only
+#define _GNU_SOURCE   // fork, unlink, _exit
 #include "../widedeep.h"
 #include "testlib.h"
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char TMP[200] = "/tmp";
 static long g_count, g_fail_at;   // atomics: the trainer allocates on several threads

@@ -27,7 +27,7 @@
 // A build with a GEMM engine (WD_USE_ONEDNN or WD_USE_CBLAS) sums the GEMMs
 // in another order: there the hand-built batch is compared within 1e-6 and
 // the per-file prediction checksum is not checked.
-#define WIDEDEEP_IMPLEMENTATION
+// the implementation is linked in (tests/impl.c); this file uses the declarations only
 #include "../widedeep.h"
 #include "testlib.h"
 #include <inttypes.h>

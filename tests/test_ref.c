@@ -5,7 +5,7 @@
 // cross, the wide or the deep part alone, 1 and 3 workers. Then weighted
 // AUC and log loss by brute force against wd_auc, wd_logloss, wd_evaluate.
 // Usage: test_ref [TMPDIR]
-#define WIDEDEEP_IMPLEMENTATION
+// the implementation is linked in (tests/impl.c); this file uses the declarations only
 #include "../widedeep.h"
 #include "testlib.h"
 #include "ref.h"

@@ -1,5 +1,7 @@
 // Shared by the libFuzzer harnesses: the library's implementation, and an
 // in-memory file (memfd) so file readers see fuzz input through a path.
+#ifndef WD_FUZZ_COMMON_H
+#define WD_FUZZ_COMMON_H
 #define WIDEDEEP_IMPLEMENTATION
 #include "../../widedeep.h"
 #include <sys/mman.h>
@@ -31,3 +33,4 @@ static inline void fz_lines(const wd_text_spec *t, const uint8_t *data, size_t n
     if (wd__check_values(&t->schema, &b, 0, b.n, "fuzz") != WD_OK) abort();   // parsed garbage would be a bug
     wd_batch_free(&b);
 }
+#endif
