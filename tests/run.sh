@@ -105,9 +105,7 @@ unit() {
 # The blocks below run as jobs, two at a time (WD_TEST_JOBS=N: N at a time;
 # 1: one after another), each in its own scratch folder ($T/jobN) with its own
 # output and log; what a job printed and logged comes out whole, in the order
-# the jobs are listed here, whichever ends first. A job started `alone` (the
-# CLI and MPI tests: they time kills and signals, mpirun oversubscribes) runs
-# with no other beside it.
+# the jobs are listed here, whichever ends first.
 PAR=${WD_TEST_JOBS:-2}
 njobs=0; nshown=0
 show() {  # prints (and logs) the jobs that ended, in order, up to the first still running
@@ -117,16 +115,14 @@ show() {  # prints (and logs) the jobs that ended, in order, up to the first sti
     done
 }
 drain() { wait; show; }
-job() {  # job [alone] FUNCTION ARGS...
-    local alone= d
-    [ "$1" = alone ] && { alone=1; shift; drain; }
+job() {  # job FUNCTION ARGS...
+    local d
     while [ "$(jobs -rp | wc -l)" -ge "$PAR" ]; do wait -n; show; done
     d=$T/job$njobs; mkdir -p "$d"
     # an argument that is $T itself (the scratch folder of a unit test) becomes the job's folder
     ( trap - EXIT; local a args=(); for a in "$@"; do [ "$a" = "$T" ] && a=$d; args+=("$a"); done
       T=$d; log=$d/log; : > "$log"; "${args[@]}"; touch "$d/done" ) > "$d/out" 2> "$d/err" &
     njobs=$((njobs + 1))
-    [ -n "$alone" ] && drain
     show
 }
 note() { echo "$*" | tee -a "$log"; }
@@ -267,10 +263,10 @@ job unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting
 job unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 job unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
 cli_tests() { built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"; }
-job alone cli_tests
+job cli_tests
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI
 mpi_tests() { check mpi "$MPI_TESTS" mpi "" bash tests/mpi.sh "$B" "$T/mpi"; }
-job alone mpi_tests
+job mpi_tests
 # ONNX Runtime and TensorBoard's reader on what wd writes (Python packages from
 # tools/install-deps.sh; missing, these tests skip, and CI fails them)
 ecosystem_tests() { built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"; }
