@@ -1052,12 +1052,20 @@ typedef struct wd_train_desc {
     // (every rank's wd_train at once): a rank whose set-up failed (its
     // files, its model, its desc) ends every rank's wd_train with
     // WD_ERR_ABORTED naming it and the reason; settings that must be equal
-    // on every rank (the model's description, vocabularies and parameters,
-    // batch_size, epochs, max_steps, eval_every, checkpoint_every,
-    // publish_every, early_stop, no_shuffle, the training and validation
-    // files, and the environment's WD_EXCHANGE_CAP, WD_EXCHANGE_FULL,
-    // WD_CHECK_TABLES, WD_CUDA_SPARSE) are compared, and a difference fails
-    // every rank with WD_ERR_INVALID_ARG naming the setting and the rank.
+    // on every rank (device, the model's description, precision,
+    // vocabularies and parameters, its training position, batch_size,
+    // epochs, max_steps, eval_every (with validation files),
+    // checkpoint_every, publish_every, early_stop, no_shuffle, the training
+    // and validation files' contents, and on the CUDA device the
+    // environment's WD_EXCHANGE_CAP, WD_EXCHANGE_FULL, WD_CHECK_TABLES,
+    // WD_CUDA_SPARSE as it parses them: wd_cuda_env_read) are compared, and
+    // a difference fails every rank with WD_ERR_INVALID_ARG naming the
+    // setting and the rank. May differ: threads, loader threads and RAM,
+    // file paths, map, progress, keep_best. Rank 0 alone writes
+    // checkpoints: every rank gives checkpoint_every (every rank waits for
+    // its steps at those steps), rank 0 alone needs checkpoint_path. Rank 0 alone writes
+    // checkpoints: every rank gives checkpoint_every (every rank waits for
+    // its steps at those steps), rank 0 alone needs checkpoint_path.
     wd_comm *comm;
     int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
@@ -1453,6 +1461,17 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0);
 // After a step whose ranks had at most `most` merged rows (sent with x->cap):
 // 1 if they did not fit (the step is to be done again), 0 if they did.
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
+/* The CUDA backend's settings from the environment that the ranks of a job
+   must share, as the backend reads them (one parser: the backend and the
+   start-up agreement both call this, so "0" and unset, or "4096" and
+   "4096.0", are the same setting). Numbers as atof reads them. */
+typedef struct wd_cuda_env {
+    int64_t exchange_cap;           // WD_EXCHANGE_CAP: the exchange's first cap (0: unset or <= 0, the default)
+    int exchange_full;              // WD_EXCHANGE_FULL != 0: every exchange at the whole capacity
+    int64_t check_tables;           // WD_CHECK_TABLES: steps between the replicas' table checksums (0: never)
+    int sparse_fused;               // WD_CUDA_SPARSE: 0 segmented (also unset), 1 fused, -1 neither (refused)
+} wd_cuda_env;
+WDDEF void wd_cuda_env_read(wd_cuda_env *e);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -7490,7 +7509,7 @@ static const char *const wd__agree_name[WD__AG_N] = {
     "device", "model description (schema, sizes, optimizers, seed)", "precision", "parameters (dense, sampled tables)", "training position",
     "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every (with a checkpoint_path)",
     "publish_every", "early_stop", "no_shuffle",
-    // per-process settings the ranks must share (their collectives' sizes, the replicas' update)
+    // the CUDA device's per-process settings the ranks must share (their collectives' sizes, the update: wd__agree_env)
     "WD_EXCHANGE_CAP", "WD_EXCHANGE_FULL", "WD_CHECK_TABLES", "WD_CUDA_SPARSE"};
 typedef struct wd__agreef { uint64_t v; char show[40]; } wd__agreef;
 typedef struct wd__agreerec {
@@ -7510,6 +7529,22 @@ static uint64_t wd__fp_floats(uint64_t h, const float *p, int64_t n, int64_t mos
 }
 static void wd__agree_num(wd__agreef *f, int64_t v) { f->v = (uint64_t)v; snprintf(f->show, sizeof f->show, "%lld", (long long)v); }
 static void wd__agree_fp(wd__agreef *f, uint64_t v) { f->v = v; snprintf(f->show, sizeof f->show, "fingerprint %016llx", (unsigned long long)v); }
+// The environment's settings as the device's backend reads them
+// (wd_cuda_env_read; the CPU device reads none of them: all 0).
+// WD_CUDA_SPARSE leaves the replicas identical either way (each rank's
+// rows are summed by it alone, then exchanged), but the two paths sum in
+// other orders, so a job mixing them would train a model neither path
+// gives: compared as a policy.
+static void wd__agree_env(wd__agreerec *rec, int device) {
+    wd_cuda_env e;
+    memset(&e, 0, sizeof e);
+    if (device == WD_DEVICE_CUDA) wd_cuda_env_read(&e);
+    wd__agree_num(&rec->f[WD__AG_ENV], e.exchange_cap);
+    wd__agree_num(&rec->f[WD__AG_ENV + 1], e.exchange_full);
+    wd__agree_num(&rec->f[WD__AG_ENV + 2], e.check_tables);
+    wd__agree_num(&rec->f[WD__AG_ENV + 3], e.sparse_fused);
+    snprintf(rec->f[WD__AG_ENV + 3].show, sizeof rec->f[0].show, "%s", e.sparse_fused == 0 ? "segmented" : e.sparse_fused == 1 ? "fused" : "neither fused nor segmented");
+}
 static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
     const wd_model *m = run->m;
     const wd_model_desc *md = &m->d;
@@ -7547,14 +7582,7 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
     wd__agree_num(&rec->f[WD__AG_PUBLISH_EVERY], d->publish_every);
     wd__agree_num(&rec->f[WD__AG_EARLY_STOP], d->early_stop);
     wd__agree_num(&rec->f[WD__AG_NO_SHUFFLE], d->no_shuffle);
-    for (int i = WD__AG_ENV; i < WD__AG_N; i++) {
-        const char *v = getenv(wd__agree_name[i]);
-        wd__agreef *f = &rec->f[i];
-        f->v = 0x5E7;
-        for (const char *c = v; c && *c; c++) f->v = wd_mix64(f->v ^ (uint8_t)*c);
-        if (v && *v) snprintf(f->show, sizeof f->show, "'%.30s'", v);
-        else snprintf(f->show, sizeof f->show, "unset");
-    }
+    wd__agree_env(rec, d->device);
     for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) rec->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
 }
 // The agreement (see above): rec holds this rank's settings (wd__agree_fill)
@@ -8920,6 +8948,19 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0) {
     memset(x, 0, sizeof *x);
     x->rows = rows;
     x->cap = WD__MIN(rows, cap0 > 0 ? cap0 : (rows / 4 + 255) / 256 * 256);
+}
+static double wd__env_number(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? atof(v) : 0;
+}
+WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
+    double cap = wd__env_number("WD_EXCHANGE_CAP"), chk = wd__env_number("WD_CHECK_TABLES");
+    const char *sp = getenv("WD_CUDA_SPARSE");
+    memset(e, 0, sizeof *e);
+    e->exchange_cap = cap >= 1 && cap < 9e18 ? (int64_t)cap : 0;
+    e->exchange_full = wd__env_number("WD_EXCHANGE_FULL") != 0;
+    e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
+    e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
 }
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most) {
     int over = most > x->cap;

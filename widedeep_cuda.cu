@@ -1530,12 +1530,10 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaEventCreate(&r->ended[i]));
     }
     r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
-    {
-        const char *sp = getenv("WD_CUDA_SPARSE");
-        if (!sp || !*sp || !strcmp(sp, "segmented")) r->sparse_fused = 0;   // the default: see the header comment
-        else if (!strcmp(sp, "fused")) r->sparse_fused = 1;
-        else return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", sp);
-    }
+    wd_cuda_env env;   // the settings every rank must share (the start-up agreement reads them alike)
+    wd_cuda_env_read(&env);
+    r->sparse_fused = env.sparse_fused;   // default segmented: see the header comment
+    if (r->sparse_fused < 0) return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", getenv("WD_CUDA_SPARSE"));
     if (r->sparse_fused) {   // a grid-stride kernel's blocks beyond those resident at once would only wait for a second wave
         int sms = 0, per[3] = {0, 0, 0};
         WDC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->device));
@@ -1553,7 +1551,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         }
     }
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
-    r->check_every = (int64_t)wdc_env("WD_CHECK_TABLES", 0);
+    r->check_every = env.check_tables;
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
@@ -1568,8 +1566,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
-    wd_xcap_init(&r->xcap, d->rows, (int64_t)wdc_env("WD_EXCHANGE_CAP", 0));
-    r->xfull = wdc_env("WD_EXCHANGE_FULL", 0) != 0;
+    wd_xcap_init(&r->xcap, d->rows, env.exchange_cap);
+    r->xfull = env.exchange_full;
     r->staging_bytes = 16 << 20;
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W; the

@@ -1058,6 +1058,7 @@ typedef struct deaf_opts {
     double timeout; int eval_every, stop_at; const char *checkpoint; int checkpoint_every, stopped[3];
     wd_status (*map)(void *user, wd_batch *b, int worker); void *map_user;   // process 1's map callback
     const char *train1; int batch1;   // process 1's training file and batch_size instead (NULL, 0: the others')
+    const char *checkpoint12;         // processes 1 and 2's checkpoint_path instead ("": none; NULL: process 0's)
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
@@ -1074,6 +1075,7 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = tl_deaf_init(&dc[p], in[p]); a[p].index = p;
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
+        if (p > 0 && o->checkpoint12) a[p].td.checkpoint_path = o->checkpoint12[0] ? o->checkpoint12 : NULL;
         if (p == 0 && o->stop_at > 0) { a[p].td.progress = stop_from; a[p].td.user = &o->stop_at; }
         if (p == 1 && o->map) { a[p].td.map = o->map; a[p].td.map_user = o->map_user; }
         if (p == 1 && o->train1) a[p].td.files = files1;
@@ -1122,7 +1124,7 @@ static void test_process_failure_vote(void) {
         wd_status st[3];
         char err[3][1024];
         int failed = 2;
-        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0};   // a regression fails in 30 s rather than hang
+        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL};   // a regression fails in 30 s rather than hang
         double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
@@ -1155,7 +1157,7 @@ static void test_process_setup_agreement(void) {
         wd_model *ms[3];
         wd_status st[3];
         char err[3][1024];
-        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0};
+        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0, NULL};
         double dt = train_deaf(ms, st, err, TRAIN, TEST, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.3f s; rank 1: %s; rank 0: %s\n", c == 0 ? "a missing training file" : "another batch_size", dt, err[1], err[0]);
@@ -1168,6 +1170,33 @@ static void test_process_setup_agreement(void) {
         }
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
+    // (c) the environment's settings as the backend parses them
+    // (wd_cuda_env_read): on the CUDA device "0" is unset, "4096.0" is
+    // "4096", "segmented" is the default, and another value differs; the
+    // CPU device reads none of them (they used to be compared as strings on
+    // every device)
+    {
+        static const struct { const char *name, *x, *y; int same; } cs[] = {
+            {"WD_EXCHANGE_FULL", "0", NULL, 1}, {"WD_EXCHANGE_FULL", "1", NULL, 0}, {"WD_EXCHANGE_FULL", "1", "2", 1},
+            {"WD_EXCHANGE_CAP", "4096", "4096.0", 1}, {"WD_EXCHANGE_CAP", "4096", "2048", 0}, {"WD_EXCHANGE_CAP", "0", NULL, 1},
+            {"WD_CHECK_TABLES", "0", NULL, 1}, {"WD_CHECK_TABLES", "5", NULL, 0},
+            {"WD_CUDA_SPARSE", "segmented", NULL, 1}, {"WD_CUDA_SPARSE", "fused", NULL, 0}, {"WD_CUDA_SPARSE", "fused", "segmented", 0}};
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+            for (int dev = 0; dev < 2; dev++) {
+                wd__agreerec a, b;
+                memset(&a, 0, sizeof a); memset(&b, 0, sizeof b);
+                setenv(cs[i].name, cs[i].x, 1);
+                wd__agree_env(&a, dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU);
+                if (cs[i].y) setenv(cs[i].name, cs[i].y, 1);
+                else unsetenv(cs[i].name);
+                wd__agree_env(&b, dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU);
+                unsetenv(cs[i].name);
+                int same = 1;
+                for (int f = WD__AG_ENV; f < WD__AG_N; f++) same = same && a.f[f].v == b.f[f].v;
+                if (same != (!dev || cs[i].same)) printf("  %s=%s against %s on the %s device: %s\n", cs[i].name, cs[i].x, cs[i].y ? cs[i].y : "unset", dev ? "CUDA" : "CPU", same ? "equal" : "different");
+                CHECK(same == (!dev || cs[i].same));
+            }
+    }
 }
 // A rank's own failure whose status is WD_ERR_ABORTED (its map callback's)
 // is voted like any other: where the error came from decides, not its
@@ -1179,7 +1208,7 @@ static void test_process_own_abort_voted(void) {
     wd_status st[3];
     char err[3][1024];
     int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0};
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0, NULL};
     double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
     REQUIRE(dt >= 0);
     printf("  %.2f s; rank 1: %s; rank 0: %s\n", dt, err[1], err[0]);
@@ -1209,7 +1238,7 @@ static void test_process_stop_at_sync_steps(void) {
             wd_model *ms[3];
             wd_status st[3];
             char err[3][1024];
-            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0};
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0, NULL};
             double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
             REQUIRE(dt >= 0);
             int ok = dt < 8;
