@@ -313,16 +313,15 @@ ck "--log: took $((SECONDS - t1)) s" [ $((SECONDS - t1)) -lt 10 ]
 ck "--log: ranks 1 and 2 name rank 0 and its reason" [ "$(grep -c '^wd: error: aborted: rank 0 failed (I/O error): start-up: /nonexistent-dir/l.csv: cannot create the log' "$T/err")" = 2 ]
 end "($((t1 - t0)) s, $((SECONDS - t1)) s)"
 
-# A per-process setting the ranks must share, unequal (rank 2's
-# WD_EXCHANGE_CAP): every rank refuses at start-up, naming the rank and the
-# setting
+# A setting the ranks must share, unequal (rank 2's --max-steps): every
+# rank refuses at start-up, naming the rank and the setting
 begin mpi_setting_mismatch_refused
 t0=$SECONDS
-run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$WD" train $C --threads 1 : -np 1 env WD_EXCHANGE_CAP=4096 "$WD" train $C --threads 1
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$WD" train $C --threads 1 : -np 1 "$WD" train $C --threads 1 --max-steps 3
 ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
 ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 10 ]
-ck "3 ranks name rank 2 and the setting: $(grep -c "rank 2's WD_EXCHANGE_CAP is '4096', rank 0's unset: it must be equal on every rank" "$T/err")" \
-    [ "$(grep -c "^wd: error: invalid argument: start-up: rank 2's WD_EXCHANGE_CAP is '4096', rank 0's unset: it must be equal on every rank" "$T/err")" = 3 ]
+ck "3 ranks name rank 2 and the setting: $(grep -c "rank 2's max_steps is 3, rank 0's 0: it must be equal on every rank" "$T/err")" \
+    [ "$(grep -c "^wd: error: invalid argument: start-up: rank 2's max_steps is 3, rank 0's 0: it must be equal on every rank" "$T/err")" = 3 ]
 ck "the job was ended by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
 end "($((SECONDS - t0)) s)"
 
