@@ -1063,8 +1063,6 @@ typedef struct wd_train_desc {
     // setting and the rank. May differ: threads, loader threads and RAM,
     // file paths, map, progress, keep_best. Rank 0 alone writes
     // checkpoints: every rank gives checkpoint_every (every rank waits for
-    // its steps at those steps), rank 0 alone needs checkpoint_path. Rank 0 alone writes
-    // checkpoints: every rank gives checkpoint_every (every rank waits for
     // its steps at those steps), rank 0 alone needs checkpoint_path.
     wd_comm *comm;
     int device_index;
@@ -7507,7 +7505,7 @@ enum { WD__AG_DEVICE, WD__AG_DESC, WD__AG_PRECISION, WD__AG_PARAMS, WD__AG_POSIT
        WD__AG_N = WD__AG_ENV + 4 };
 static const char *const wd__agree_name[WD__AG_N] = {
     "device", "model description (schema, sizes, optimizers, seed)", "precision", "parameters (dense, sampled tables)", "training position",
-    "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every (with a checkpoint_path)",
+    "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every",
     "publish_every", "early_stop", "no_shuffle",
     // the CUDA device's per-process settings the ranks must share (their collectives' sizes, the update: wd__agree_env)
     "WD_EXCHANGE_CAP", "WD_EXCHANGE_FULL", "WD_CHECK_TABLES", "WD_CUDA_SPARSE"};
@@ -7578,7 +7576,7 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
     wd__agree_num(&rec->f[WD__AG_EPOCHS], run->epochs);
     wd__agree_num(&rec->f[WD__AG_MAX_STEPS], d->max_steps);
     wd__agree_num(&rec->f[WD__AG_EVAL_EVERY], d->nvalid > 0 ? d->eval_every : 0);
-    wd__agree_num(&rec->f[WD__AG_CKPT_EVERY], d->checkpoint_path ? d->checkpoint_every : 0);
+    wd__agree_num(&rec->f[WD__AG_CKPT_EVERY], d->checkpoint_every);   // every rank drains at its steps (a path on rank 0 alone)
     wd__agree_num(&rec->f[WD__AG_PUBLISH_EVERY], d->publish_every);
     wd__agree_num(&rec->f[WD__AG_EARLY_STOP], d->early_stop);
     wd__agree_num(&rec->f[WD__AG_NO_SHUFFLE], d->no_shuffle);
@@ -7828,7 +7826,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             // writes them): a stop read in such a step then leaves no rank
             // with a step in flight that another rank never submits.
             int validating = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
-            int sync = validating || (d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
+            int sync = validating || (d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
                        (d->publish_every > 0 && submitted % d->publish_every == 0);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
             if (st || k->stopped || !sync) continue;
@@ -7936,14 +7934,16 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (d->devices < WD_ALL_GPUS || d->devices > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: devices %d is outside 0..256 (or WD_ALL_GPUS)", d->devices);
     if (d->max_steps < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: max_steps %lld is negative", (long long)d->max_steps);
     if (d->checkpoint_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every %lld is negative", (long long)d->checkpoint_every);
-    if (d->checkpoint_every > 0 && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
+    // rank 0 alone writes checkpoints: another rank of a job needs no checkpoint_path (nor a directory to probe)
+    int writes = !d->comm || d->comm->rank == 0;
+    if (d->checkpoint_every > 0 && !d->checkpoint_path && writes) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
     if (d->eval_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: eval_every %lld is negative", (long long)d->eval_every);
     if (d->early_stop < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop %d is negative", d->early_stop);
     if (d->early_stop > 0 && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop needs validation files (valid_files)");
     if (d->keep_best && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs validation files (valid_files)");
     if (d->keep_best && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs checkpoint_path (where the best model goes)");
     if (d->keep_best && d->checkpoint_every) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best and checkpoint_every would both write checkpoint_path; choose one");
-    if (d->checkpoint_path) {   // a checkpoint that cannot be written fails now, not after the epochs
+    if (d->checkpoint_path && writes) {   // a checkpoint that cannot be written fails now, not after the epochs
         wd__outfile o;
         WD__TRY(wd__out_open(&o, d->checkpoint_path));
         wd__out_abort(&o);

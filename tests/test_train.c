@@ -1148,7 +1148,7 @@ static void test_process_failure_vote(void) {
 // nobody, the others used to wait in their first collective for the
 // timeout (30 s here). (a) every other process names rank 1 and its
 // reason; (b) every process refuses, naming rank 1 and the setting. No
-// step ran anywhere.
+// step ran anywhere. (c) and (d): what may differ, and what is compared.
 static void test_process_setup_agreement(void) {
     REQUIRE(g_data_ok);
     char missing[300];
@@ -1170,7 +1170,30 @@ static void test_process_setup_agreement(void) {
         }
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
-    // (c) the environment's settings as the backend parses them
+    // (c) checkpoint_every on every rank, checkpoint_path on process 0
+    // alone, or on the others a path whose directory does not exist (rank 0
+    // alone writes): accepted, the same model everywhere, the checkpoint
+    // written (the others used to refuse checkpoint_every without a path,
+    // or fail probing it)
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/agree-ck.wdm", TMP);
+    for (int c = 0; c < 2; c++) {
+        wd_model *ms[3];
+        wd_status st[3];
+        char err[3][1024];
+        unlink(ck);
+        deaf_opts o = {30.0, 0, 0, ck, 1, {0}, NULL, NULL, NULL, 0, c == 0 ? "" : "/nonexistent-dir/agree-ck.wdm"};
+        double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
+        REQUIRE(dt >= 0);
+        printf("  checkpoint_path on process 0 only (others: %s): %.2f s; %s | %s | %s\n", c == 0 ? "none" : "a missing directory", dt, err[0], err[1], err[2]);
+        for (int p = 0; p < 3; p++) CHECK(st[p] == WD_OK && ms[p]->step > 0 && ms[p]->step == ms[0]->step && models_equal(ms[0], ms[p]));
+        wd_model *back = NULL;
+        CHECK(wd_model_load(ck, &back) == WD_OK && back && back->step == ms[0]->step);
+        if (back) wd_model_destroy(back);
+        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+    }
+    unlink(ck);
+    // (d) the environment's settings as the backend parses them
     // (wd_cuda_env_read): on the CUDA device "0" is unset, "4096.0" is
     // "4096", "segmented" is the default, and another value differs; the
     // CPU device reads none of them (they used to be compared as strings on
