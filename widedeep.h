@@ -6530,6 +6530,7 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
 // ---- MPI: one rank per process ----
 #define WD__MPI_NOTE 400            // an abort notice: the reason, NUL-padded
 #define WD__MPI_TAG 7
+enum { WD__MPI_SUMS, WD__MPI_GATHERS, WD__MPI_ROUNDS };   // MPI_Iallreduce calls, whole MPI_Iallgatherv, rounds of broadcasts
 typedef struct wd__mpi {
     wd_comm self;
     MPI_Comm comm, ctl;             // collectives; abort notices
@@ -6540,6 +6541,8 @@ typedef struct wd__mpi {
     size_t chunk;                   // the most bytes one MPI call moves per rank (WD_MPI_CHUNK_BYTES)
     long long *lens;                // (size) allgather: every rank's bytes
     MPI_Request *rq;                // (size) allgather: a round's broadcasts
+    int *cnt, *dsp;                 // (size) allgather in one MPI_Iallgatherv: counts, displacements
+    long long calls[3];             // MPI calls that moved data (tests read them): WD__MPI_SUMS, _GATHERS, _ROUNDS
     uint8_t *recv;
     size_t recv_cap;
 } wd__mpi;
@@ -6620,16 +6623,20 @@ static wd_status wd__mpi_allreduce(wd_comm *c, float *buf, size_t n) {
         int k = (int)WD__MIN(n - at, most);
         MPI_Request rq;
         int e = MPI_Iallreduce(MPI_IN_PLACE, buf + at, k, MPI_FLOAT, MPI_SUM, h->comm, &rq);
-        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallreduce");
-        WD__TRY(wd__mpi_wait(c, &rq, 1, "MPI_Allreduce"));
+        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "the dense gradient's MPI_Iallreduce");
+        h->calls[WD__MPI_SUMS]++;
+        WD__TRY(wd__mpi_wait(c, &rq, 1, "the dense gradient's MPI_Allreduce"));
         at += (size_t)k;
     }
     return WD_OK;
 }
-// Every rank's byte count first (MPI_Allgather), then each rank's bytes
-// broadcast from it in rounds: round i moves bytes [i * chunk, (i + 1) *
-// chunk) of every rank that has them, at most one chunk per rank and call
-// (no int offsets into the whole: any total works), straight into place.
+// Every rank's byte count first (MPI_Allgather), then the bytes straight
+// into place: within one chunk in all, one MPI_Iallgatherv (every count and
+// displacement fits an int); beyond, each rank's bytes broadcast from it in
+// rounds: round i moves bytes [i * chunk, (i + 1) * chunk) of every rank
+// that has them, at most one chunk per rank and call (no int offsets into
+// the whole: any total works). The same bytes either way (mpi.sh's
+// mpi_chunked_bit_identical runs both).
 static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wd__mpi *h = (wd__mpi *)c->impl;
     WD__TRY(wd__mpi_check(c));
@@ -6657,6 +6664,13 @@ static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, c
     size_t at = 0;
     for (int q = 0; q < c->size; q++) { at = wd__align8(at); all[q] = h->recv + at; if (sizes) sizes[q] = (size_t)h->lens[q]; at += (size_t)h->lens[q]; }
     if (bytes) memcpy((uint8_t *)all[c->rank], mine, bytes);   // this rank's own, in place: its broadcasts send from there
+    if (most > 0 && total <= h->chunk) {   // the same decision on every rank: from the gathered counts
+        for (int q = 0; q < c->size; q++) { h->cnt[q] = (int)h->lens[q]; h->dsp[q] = (int)((const uint8_t *)all[q] - h->recv); }
+        e = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, h->recv, h->cnt, h->dsp, MPI_BYTE, h->comm, &rq);
+        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgatherv");
+        h->calls[WD__MPI_GATHERS]++;
+        return wd__mpi_wait(c, &rq, 1, "MPI_Allgatherv (an allgather's bytes)");
+    }
     for (size_t off = 0; off < most; off += h->chunk) {
         int n = 0;
         for (int q = 0; q < c->size; q++) {
@@ -6667,6 +6681,7 @@ static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, c
             if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibcast");
             n++;
         }
+        h->calls[WD__MPI_ROUNDS]++;
         WD__TRY(wd__mpi_wait(c, h->rq, n, "MPI_Ibcast (an allgather's bytes)"));
     }
     return WD_OK;
@@ -6712,8 +6727,10 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
     h->lens = (long long *)wd__calloc(sizeof(long long) * (size_t)size);
     h->rq = (MPI_Request *)wd__calloc(sizeof(MPI_Request) * (size_t)size);
+    h->cnt = (int *)wd__calloc(sizeof(int) * (size_t)size);
+    h->dsp = (int *)wd__calloc(sizeof(int) * (size_t)size);
     h->self.ops = &wd__mpi_ops; h->self.rank = rank; h->self.size = size; h->self.impl = h;
-    if (!h->lens || !h->rq) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!h->lens || !h->rq || !h->cnt || !h->dsp) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     // The chunk: 1 GiB, or WD_MPI_CHUNK_BYTES (a test hook: tests/mpi.sh
     // proves with a few hundred bytes that chunks change no bit). Every rank
     // must split alike (the calls must match): compared here, on every rank.
@@ -6738,7 +6755,7 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c) {
     if (!c) return;
     wd__mpi *h = (wd__mpi *)c->impl;
     if (!h->aborted) { MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl); }
-    wd__free(h->lens); wd__free(h->rq); wd__free(h->recv);
+    wd__free(h->lens); wd__free(h->rq); wd__free(h->cnt); wd__free(h->dsp); wd__free(h->recv);
     wd__free(h);
 }
 #ifdef WD_HAVE_CUDA

@@ -271,8 +271,11 @@ end
 # samples on 3 ranks: 100, 50 and 0 samples). tests/mpi_chunks.c trains on
 # wd_comm_mpi_create's communicator without, then with the chunks, and
 # compares bit for bit: the parameters and optimizer state, every
-# validation's AUC and log loss. A value out of range, or unequal on the
-# ranks, is refused on every rank (wd-mpi: the variable reaches the ranks).
+# validation's AUC and log loss; the communicator's call counters show the
+# default's one MPI_Iallgatherv per gather and 300 bytes' rounds; then
+# gathers with a rank of 0 bytes and lengths at multiples of the chunk. A
+# value out of range, or unequal on the ranks, is refused on every rank
+# (wd-mpi: the variable reaches the ranks).
 begin mpi_chunked_bit_identical
 "$WD1" gen -o "$T/v150.wdr" --rows 150 --seed 1 --first-row 7200 --max-card 200 --block 100 >/dev/null 2>&1
 run mpicc -std=c11 -O1 -Wall -Wextra -DWD_USE_MPI -I. tests/mpi_chunks.c -o "$T/mpi_chunks" -lzstd -lz -lpthread -lm
@@ -280,6 +283,7 @@ ck "mpicc tests/mpi_chunks.c: exit $rc: $(head -c 300 "$T/err")" eval '[ "$rc" =
 run timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$T/mpi_chunks" "$T/t.wdr" "$T/v150.wdr"
 ck "mpi_chunks: exit $rc" [ "$rc" = 0 ]
 ck "3 ranks passed: $(grep -c '^PASS test_chunked_bit_identical' "$T/out")" [ "$(grep -c '^PASS test_chunked_bit_identical' "$T/out")" = 3 ]
+ck "3 ranks passed the edges: $(grep -c '^PASS test_allgather_edges' "$T/out")" [ "$(grep -c '^PASS test_allgather_edges' "$T/out")" = 3 ]
 note=$(grep -m1 '^  4 validations' "$T/out")
 export WD_MPI_CHUNK_BYTES=7
 run mp 2 train $C --threads 1 --max-steps 1
