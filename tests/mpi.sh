@@ -329,4 +329,16 @@ ck "3 ranks name rank 2 and the setting: $(grep -c "rank 2's max_steps is 3, ran
 ck "the job was ended by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
 end "($((SECONDS - t0)) s)"
 
+# What may differ between the ranks is accepted: worker threads, the same
+# training data under another path, the log (rank 0 alone writes it), and
+# the CUDA device's settings on the CPU device (which reads none of them)
+begin mpi_rank_differences_accepted
+ln -sf "$T/t.wdr" "$T/t-other-path.wdr"
+A="--batch 600 --no-shuffle --hidden 32,16 --seed 3 --max-steps 2"
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train --train "$T/t.wdr" $A --threads 1 --log "$T/diff0.csv" : \
+    -np 1 env WD_EXCHANGE_CAP=4096 WD_EXCHANGE_FULL=1 WD_CHECK_TABLES=1 WD_CUDA_SPARSE=fused "$WD" train --train "$T/t-other-path.wdr" $A --threads 2 --log "$T/diff1.csv"
+ck "mpirun exit $rc: $(grep -m1 'error' "$T/err")" [ "$rc" = 0 ]
+ck "2 steps logged" [ "$(tail -n1 "$T/diff0.csv" | cut -d, -f1)" = 2 ]
+end
+
 tl_summary mpi
