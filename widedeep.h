@@ -32,7 +32,8 @@
                        (publish_every, wd_model_publish)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
-    17. Device         wd_model_view, wd_plan: what widedeep_cuda.cu builds on
+    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read: what
+                       widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
@@ -910,7 +911,8 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
 /* One rank per MPI process of `comm` (MPI_COMM_WORLD or a split of it; link
    the MPI library, e.g. build with mpicc). The sum is MPI_Allreduce, the
    allgather (the sparse rows, the validation's scores) an MPI_Allgather of
-   the byte counts then each rank's bytes broadcast from it (MPI_Bcast), the
+   the byte counts then MPI_Allgatherv (beyond one chunk in all: each rank's
+   bytes broadcast from it, MPI_Bcast, in rounds of a chunk), the
    barrier MPI_Barrier. No call moves more than 1 GiB per rank (MPI counts
    are ints): larger data goes in chunks, the same bytes and sums, so any
    size works (WD_MPI_CHUNK_BYTES sets the chunk, for tests; it must be
@@ -1121,7 +1123,9 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 // before it could call wd_train (its options, its model): takes part in the
 // other ranks' start-up agreement with this failure, so that their wd_train
 // ends at once with WD_ERR_ABORTED naming this rank and `why`. Returns st
-// with `why` as the message (or the communicator's failure).
+// (WD_OK becomes WD_ERR_INVALID_ARG) with `why` as the message, also when
+// the communicator failed. Call it at most once per job and never after
+// this rank's wd_train ran: the others would never join its allgather.
 WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 /* Pushing batches: wd_train over a stream on a thread of its own, fed by
    wd_trainer_push from any one thread at a time. open takes the desc's
@@ -7604,16 +7608,18 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
 // when st is WD_OK; else this rank failed (the reason in wd_last_error()).
 // WD_OK on every rank, or an error on every rank: the failed rank's own,
 // the others' WD_ERR_ABORTED naming it, or WD_ERR_INVALID_ARG naming the
-// first setting that differs and the rank.
-static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd_schema *schema) {
+// first setting that differs and the rank (*agreed = 1: every rank saw the
+// same records and returns it, no abort needed).
+static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd_schema *schema, int *agreed) {
     int P = c->size;
     char err[WD__ERR_MAX] = "", voted[WD__ERR_MAX] = "", mis[WD__ERR_MAX] = "";
     if (st) snprintf(err, sizeof err, "%s", wd_last_error());
     wd__vote_own(&rec->head, st, "start-up");
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
-    if (!views || !sizes) {   // the caller's abort tells the others
+    if (!views || !sizes) {   // the others are told by the abort (wd_train_fail has no caller's abort)
         wd__free(views); wd__free(sizes);
+        c->ops->abort(c, st ? st : WD_ERR_NOMEM, st ? err : "out of memory for the start-up agreement");
         return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the start-up agreement of %d ranks", P);
     }
     wd_status gst = c->ops->allgather(c, rec, st ? sizeof rec->head : sizeof *rec, views, sizes);
@@ -7649,6 +7655,7 @@ static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd
     wd_status bst = c->ops->barrier(c);
     if (st) return wd__fail(st, "%s", err);
     if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
+    if (agreed) *agreed = mis[0] && !bst;
     if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "%s", mis);
     return bst ? wd__fail(bst, "start-up: the ranks' agreement: %s", wd_last_error()) : WD_OK;
 }
@@ -7785,7 +7792,10 @@ static wd_status wd__rank_train(wd__rank *k) {
     if (jc && jc->size > 1) {       // the ranks' first collective: status and settings
         wd__agreerec rec;
         wd__agree_fill(run, &rec);
-        WD__TRY(wd__agree(jc, &rec, WD_OK, &m->schema));
+        int agreed = 0;
+        wd_status ast = wd__agree(jc, &rec, WD_OK, &m->schema, &agreed);
+        k->voted = agreed;   // a mismatch every rank saw: no abort (wd__rank_thread), the communicator stays usable
+        if (ast) return ast;
     }
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
@@ -7979,7 +7989,7 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why) {
     if (!comm || !comm->ops || comm->size <= 1 || comm->rank < 0 || comm->rank >= comm->size) return st;
     wd__agreerec rec;
     memset(&rec, 0, sizeof rec);
-    return wd__agree(comm, &rec, st, NULL);
+    return wd__agree(comm, &rec, st, NULL, NULL);
 }
 // wd_train (*ran: its ranks ran, each reaching the start-up agreement first).
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran);

@@ -1059,6 +1059,7 @@ typedef struct deaf_opts {
     wd_status (*map)(void *user, wd_batch *b, int worker); void *map_user;   // process 1's map callback
     const char *train1; int batch1;   // process 1's training file and batch_size instead (NULL, 0: the others')
     const char *checkpoint12;         // processes 1 and 2's checkpoint_path instead ("": none; NULL: process 0's)
+    int aborts[3];                    // out: each process's communicator aborts
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
@@ -1085,7 +1086,7 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
     for (int p = 0; p < 3; p++) pthread_join(th[p], NULL);
     double dt = wd__now() - t0;
-    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); o->stopped[p] = g_proc_rep[p].stopped; }
+    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); o->stopped[p] = g_proc_rep[p].stopped; o->aborts[p] = dc[p].aborts; }
     wd_comm_local_destroy(in, 3);
     return dt;
 }
@@ -1124,7 +1125,7 @@ static void test_process_failure_vote(void) {
         wd_status st[3];
         char err[3][1024];
         int failed = 2;
-        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL};   // a regression fails in 30 s rather than hang
+        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};   // a regression fails in 30 s rather than hang
         double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
@@ -1148,7 +1149,8 @@ static void test_process_failure_vote(void) {
 // nobody, the others used to wait in their first collective for the
 // timeout (30 s here). (a) every other process names rank 1 and its
 // reason; (b) every process refuses, naming rank 1 and the setting. No
-// step ran anywhere. (c) and (d): what may differ, and what is compared.
+// step ran anywhere, and after (b) no rank aborted its communicator (every
+// rank knows the outcome). (c) and (d): what may differ, and what is compared.
 static void test_process_setup_agreement(void) {
     REQUIRE(g_data_ok);
     char missing[300];
@@ -1157,7 +1159,7 @@ static void test_process_setup_agreement(void) {
         wd_model *ms[3];
         wd_status st[3];
         char err[3][1024];
-        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0, NULL};
+        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0, NULL, {0}};
         double dt = train_deaf(ms, st, err, TRAIN, TEST, &o);
         REQUIRE(dt >= 0);
         printf("  %s: %.3f s; rank 1: %s; rank 0: %s\n", c == 0 ? "a missing training file" : "another batch_size", dt, err[1], err[0]);
@@ -1165,7 +1167,8 @@ static void test_process_setup_agreement(void) {
         for (int p = 0; p < 3; p++) {
             if (c == 0 && p == 1) CHECK(st[p] != WD_OK && st[p] != WD_ERR_ABORTED && strstr(err[p], "agree-missing.wdr"));
             else if (c == 0) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (") && strstr(err[p], "start-up: ") && strstr(err[p], "agree-missing.wdr"));
-            else CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank"));
+            else CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank") &&
+                       o.aborts[p] == 0);   // every rank knows the outcome: the communicator stays usable
             CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
         }
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
@@ -1182,7 +1185,7 @@ static void test_process_setup_agreement(void) {
         wd_status st[3];
         char err[3][1024];
         unlink(ck);
-        deaf_opts o = {30.0, 0, 0, ck, 1, {0}, NULL, NULL, NULL, 0, c == 0 ? "" : "/nonexistent-dir/agree-ck.wdm"};
+        deaf_opts o = {30.0, 0, 0, ck, 1, {0}, NULL, NULL, NULL, 0, c == 0 ? "" : "/nonexistent-dir/agree-ck.wdm", {0}};
         double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
         REQUIRE(dt >= 0);
         printf("  checkpoint_path on process 0 only (others: %s): %.2f s; %s | %s | %s\n", c == 0 ? "none" : "a missing directory", dt, err[0], err[1], err[2]);
@@ -1231,7 +1234,7 @@ static void test_process_own_abort_voted(void) {
     wd_status st[3];
     char err[3][1024];
     int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0, NULL};
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0, NULL, {0}};
     double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
     REQUIRE(dt >= 0);
     printf("  %.2f s; rank 1: %s; rank 0: %s\n", dt, err[1], err[0]);
@@ -1261,7 +1264,7 @@ static void test_process_stop_at_sync_steps(void) {
             wd_model *ms[3];
             wd_status st[3];
             char err[3][1024];
-            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0, NULL};
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};
             double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
             REQUIRE(dt >= 0);
             int ok = dt < 8;

@@ -90,18 +90,19 @@ static inline wd_model *tl_criteo_model(int optimizer, const char *data) {
 // wd_comm_local_create): only the votes of the start-up agreement, of a
 // step's tail (WD_STEP_TAIL) and of a validation's gather can end the
 // others before the timeout.
-typedef struct tl_deaf { wd_comm self; wd_comm *in; } tl_deaf;
+typedef struct tl_deaf { wd_comm self; wd_comm *in; int aborts; } tl_deaf;   // aborts: calls of its abort (which reaches nobody)
 static inline wd_comm *tl_deaf_in(wd_comm *c) { return ((tl_deaf *)c->impl)->in; }
 static inline wd_status tl_deaf_allreduce(wd_comm *c, float *b, size_t n) { return tl_deaf_in(c)->ops->allreduce_sum(tl_deaf_in(c), b, n); }
 static inline wd_status tl_deaf_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     return tl_deaf_in(c)->ops->allgather(tl_deaf_in(c), mine, bytes, all, sizes);
 }
 static inline wd_status tl_deaf_barrier(wd_comm *c) { return tl_deaf_in(c)->ops->barrier(tl_deaf_in(c)); }
-static inline void tl_deaf_abort(wd_comm *c, wd_status st, const char *why) { (void)c; (void)st; (void)why; }
+static inline void tl_deaf_abort(wd_comm *c, wd_status st, const char *why) { (void)st; (void)why; ((tl_deaf *)c->impl)->aborts++; }
 // dc's communicator: rank `in->rank` of `in->size` (returned)
 static inline wd_comm *tl_deaf_init(tl_deaf *dc, wd_comm *in) {
     static const wd_comm_ops ops = {tl_deaf_allreduce, tl_deaf_allgather, tl_deaf_barrier, tl_deaf_abort, NULL, NULL, NULL};
     dc->in = in;
+    dc->aborts = 0;
     dc->self.ops = &ops; dc->self.rank = in->rank; dc->self.size = in->size; dc->self.impl = dc;
     return &dc->self;
 }
