@@ -1370,7 +1370,23 @@ typedef struct wd_backend_ops {
     // Communicators for `nranks` ranks of this process on GPUs devices[r].
     wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
     void (*comm_destroy)(wd_comm **ranks, int nranks);
+    // Right after submit, submit_failure or complete failed: how far that
+    // failure reached the other ranks (WD_REACH_*; NULL: WD_REACH_NONE).
+    int (*reach)(const wd_backend *be);
 } wd_backend_ops;
+// How far a failed step reached the other ranks (wd_backend_ops.reach), so
+// that wd_train posts the same collectives in the same order on every rank:
+//  - NONE: this rank's alone (nothing of a failed submit went out; a device
+//    or communicator error);
+//  - SENT: a submit failed after the step's collectives went out: the other
+//    ranks complete that step (it counts), and learn of the failure from
+//    what comes next on every rank (the next step's vote, or the
+//    validation's gather after that step);
+//  - ALL: every rank fails or ends training at that step alike (read from
+//    the step's reduced data: a failure vote, a stop, a non-finite loss, a
+//    bad gradient or parameter, replicas' tables that differ): nobody waits
+//    for this rank, so it neither votes nor aborts its communicator.
+enum { WD_REACH_NONE = 0, WD_REACH_SENT = 1, WD_REACH_ALL = 2 };
 WDDEF const wd_backend_ops *wd_backend_cpu(void);
 #ifdef WD_HAVE_CUDA
 // In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
@@ -6903,6 +6919,14 @@ typedef struct wd__cpu {
     char res_err[2][WD__ERR_MAX];
     int res_head, res_n;
     wd_status halted;               // sticky: after a failed step nothing changes
+    int halted_reach;               // how far that failure reached (WD_REACH_*)
+    int res_reach[2];               // per finished step: how far its failure reached
+    int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
+    int wshared[256];               // per worker: its failure was read from the reduced data (every rank's alike)
+    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (tests only): rank R's step S fails after its
+    int64_t fail_step;              // collectives, before its update (0: off)
+    int inject;                     // the step in progress is that one
+    int64_t submits;                // steps submitted (from the model's step on; votes too)
     int64_t step;                   // steps applied (Adam's bias correction)
 } wd__cpu;
 
@@ -6922,6 +6946,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     c->wst[r] = WD_OK;
     c->wbad[r] = 0;
     c->wpost[r] = 0;
+    c->wshared[r] = 0;
     if (i1 > i0) { st = wd__forward(m, w, b, i0, i1 - i0, i1 - i0); if (!st) st = wd__backward(m, w, b, i0, i1 - i0); }
     else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + WD__TAIL)); w->nocc = 0; }
     float samples = 0.0f;
@@ -6943,20 +6968,22 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     char voted[WD__ERR_MAX];
     wd_status vst = wd_step_failure(w->g + m->P, voted, sizeof voted);
     int apply = !vst && w->g[m->P + 3] <= 0.0f && wsum > 0;   // a failure or a stop vote: every worker skips the update
-    if (vst) st = wd__fail(vst, "%s", voted);
-    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; }
+    int shared = 0;                 // a failure read from the reduced data: every rank's alike
+    if (vst) { st = wd__fail(vst, "%s", voted); shared = 1; }
+    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; shared = 1; }
+    if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the step after its collectives (wd__cpu_submit)
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
         if ((st = lc->ops->barrier(lc)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
         int bad = 0;
         for (int q = 0; q < T; q++) bad += c->wbad[q];
-        if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX);
+        if (bad) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX); shared = 1; }
         else wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]);
     }
     double t2 = wd__now();
     w->t_opt += t2 - t1;
-    if (st) wd__cpu_worker_fail(c, r, st);
+    if (st) { wd__cpu_worker_fail(c, r, st); c->wshared[r] = shared; }
     // every update done before anyone reads the model again; and, between
     // processes, every view of this step's allgather read before any
     // process may change or free its rows
@@ -7022,7 +7049,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->m = d->model;
     c->rank = d->rank;
-    c->step = c->m->step;
+    c->step = c->submits = c->m->step;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->T = WD__MIN(c->T, d->batch);   // no idle workers
     c->cap = (d->batch + c->T - 1) / c->T;
@@ -7037,37 +7064,59 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
+    c->fail_rank = -1;
+    const char *tf = getenv("WD_CPU_TEST_FAIL");   // tests only: the header's side of a step failing after its collectives
+    if (!st && tf && *tf) {
+        int fr = -1;
+        long long fs = 0;
+        if (sscanf(tf, "%d:%lld", &fr, &fs) != 2 || fr < 0 || fs < 1) st = wd__fail(WD_ERR_INVALID_ARG, "WD_CPU_TEST_FAIL=%.40s: expected RANK:STEP (tests only)", tf);
+        else { c->fail_rank = fr; c->fail_step = fs; }
+    }
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
     return WD_OK;
 }
 static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     wd__cpu *c = (wd__cpu *)be;
+    c->reach = WD_REACH_NONE;
     if (c->res_n == 2) return wd__fail(WD_ERR_INTERNAL, "cpu backend: a third step submitted before one completed");
     if (b->n > c->T * c->cap) return wd__fail(WD_ERR_INVALID_ARG, "batch of %d samples; the backend was made for %d", b->n, c->T * c->cap);
     int q = (c->res_head + c->res_n) % 2;
     wd_step_result *res = &c->res[q];
     memset(res, 0, sizeof *res);
     wd_status st = c->halted;
+    int reach = c->halted_reach;
     if (st) snprintf(c->res_err[q], sizeof c->res_err[q], "an earlier step failed; nothing more was applied");
     else {
         c->b = b; c->stop = stop;
+        c->inject = c->fail_step > 0 && c->rank == c->fail_rank && ++c->submits == c->fail_step && !c->fail_st;
         double t0 = wd__now();
         wd__lp_refresh(c->m);   // bf16 copies of the weights: part of the forward pass
         c->ws[0].t_fwd += wd__now() - t0;
         wd__cpu_round(c, wd__cpu_step_worker);
         st = wd__cpu_round_status(c, c->res_err[q], sizeof c->res_err[q]);
+        int shared = st != WD_OK;   // every worker's failure read from the reduced data: every rank's alike
+        for (int r = 0; r < c->T; r++) if (c->wst[r] && !c->wshared[r]) shared = 0;
         int bad = 0;
         for (int r = 0; r < c->T; r++) bad += c->wpost[r];
         const float *g = c->ws[0].g + c->m->P;
         res->loss = g[0]; res->weight = g[1]; res->samples = g[2]; res->stopped = g[3] > 0.0f;
-        if (!st && bad) {
+        if (!st && bad) {   // the same update of the same replica on every rank
             st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step, bad);
             snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
+            shared = 1;
+        }
+        reach = st && shared ? WD_REACH_ALL : WD_REACH_NONE;
+        if (c->inject) {   // WD_CPU_TEST_FAIL: this step failed after its collectives, before its update
+            c->inject = 0;
+            if (st && !shared) { c->halted = st; c->halted_reach = WD_REACH_NONE; return wd__fail(st, "%s", c->res_err[q]); }
+            c->reach = st || res->stopped ? WD_REACH_ALL : WD_REACH_SENT;   // every rank ends at this step, or completes it
+            return wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
         }
         if (!st && !res->stopped) c->step++;   // the global step, as the loop counts it
-        if (st) c->halted = st;
+        if (st) { c->halted = st; c->halted_reach = reach; }
     }
+    c->res_reach[q] = reach;
     c->res_st[q] = st;
     c->res_n++;
     return WD_OK;
@@ -7089,6 +7138,7 @@ static wd_status wd__cpu_complete(wd_backend *be, wd_step_result *out) {
     c->res_head = (c->res_head + 1) % 2;
     c->res_n--;
     *out = c->res[q];
+    c->reach = c->res_st[q] ? c->res_reach[q] : WD_REACH_NONE;
     if (c->res_st[q]) return wd__fail(c->res_st[q], "%s", c->res_err[q]);
     return WD_OK;
 }
@@ -7116,8 +7166,9 @@ static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     else snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
 }
 static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
+static int wd__cpu_reach(const wd_backend *be) { return ((const wd__cpu *)be)->reach; }
 static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_submit_failure, wd__cpu_complete,
-                                           wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL};
+                                           wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL, wd__cpu_reach};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
 // ---- evaluation: predictions through a backend, in file order ---------------------------------
@@ -7723,6 +7774,7 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
     wd__run *run = k->run;
     wd_step_result r;
     wd_status st = run->ops->complete(k->be, &r);
+    if (st && run->ops->reach && run->ops->reach(k->be) == WD_REACH_ALL) k->voted = 1;   // every rank failed it alike: no abort
     if (st) return st;
     if (r.stopped) { k->stopped = 1; return WD_OK; }
     (*step)++;
@@ -7816,6 +7868,8 @@ static wd_status wd__rank_train(wd__rank *k) {
     int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
     int inflight = 0;
     int step_failed = 0;            // a step failed (on every rank alike, or this device): no failure vote
+    int owed = 0, owed_validates = 0;   // a submit failed after its step's collectives (WD_REACH_SENT): the
+                                        // others complete that step (validating after it)
     wd_status st = WD_OK;
     if (!run->stream) st = wd_loader_open(&ld, &k->loader);
     int publish = chief && d->publish_every > 0;
@@ -7845,7 +7899,15 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (!b) { epoch_over = 1; break; }
             wd_oov_count(m->in.vocab, b, &k->oov);
             st = ops->submit(k->be, b, k->local == 0 && run->stop);
-            if (st) { step_failed = st == WD_ERR_ABORTED; break; }   // aborted: a collective it enqueued (CUDA), another rank's failure
+            if (st) {   // aborted: a collective it enqueued (CUDA), another rank's failure
+                int reach = ops->reach ? ops->reach(k->be) : WD_REACH_NONE;
+                if (reach == WD_REACH_ALL) k->voted = step_failed = 1;   // every rank ends at this step
+                else if (reach == WD_REACH_SENT && st != WD_ERR_ABORTED && run->ranks > 1) {   // the others complete it: it counts
+                    submitted++; owed = 1;
+                    owed_validates = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
+                } else step_failed = st == WD_ERR_ABORTED;
+                break;
+            }
             submitted++; inflight++;
             // Validation (every rank: each scores its share) and checkpoints
             // see exactly the model after their step. Every rank waits for its
@@ -7900,18 +7962,30 @@ static wd_status wd__rank_train(wd__rank *k) {
     // another rank's failure or a timeout in a step's collectives), nor a
     // failed validation (every rank learnt it in the gather). Where the error
     // came from decides, not its status: this rank's own WD_ERR_ABORTED (a
-    // map callback's) is voted too.
-    if (st && !step_failed && !k->voted && run->ranks > 1 && !run->stream && !k->stopped && !(d->max_steps > 0 && step >= d->max_steps)) {
+    // map callback's) is voted too. A step whose submit failed after its
+    // collectives went out (owed) ran on the others: what they do after it
+    // decides. A validation after it: this rank joins its gather with the
+    // failure; another step: the vote; nothing (the last step, a stop read
+    // before it): nobody waits for this rank, so it neither votes nor aborts.
+    if (st && !step_failed && !k->voted && run->ranks > 1 && !run->stream) {
+        int64_t at = step + owed, in = in_epoch + owed;   // where the others are
         int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
-        if (in_epoch < nb ? epoch < run->epochs : epoch + 1 < run->epochs) {
-            char err[WD__ERR_MAX];
-            snprintf(err, sizeof err, "%s", wd_last_error());
+        int last = d->max_steps > 0 && at >= d->max_steps;
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        if (owed && !k->stopped && (owed_validates || (!last && in >= nb && d->nvalid > 0))) {
+            wd__evalrec rec;   // the others' wd__validate gathers every rank's scores: this rank sends its failure
+            wd__eval_gather(run->comm[k->local], st, "validation", &rec, 0, NULL, 0, NULL, NULL, NULL);
+            k->voted = 1;
+        } else if (!k->stopped && !last && (in < nb ? epoch < run->epochs : epoch + 1 < run->epochs)) {
             wd_step_result r;
             // fails, as on every rank: WD_ERR_ABORTED once the vote read back (or the communicator
-            // failed, and was aborted): no abort needed after it (wd__rank_thread)
-            if (ops->submit_failure(k->be, st, err) == WD_OK && ops->complete(k->be, &r) == WD_ERR_ABORTED) k->voted = 1;
-            wd__fail(st, "%s", err);
-        }
+            // failed, and was aborted): no abort needed after it (wd__rank_thread); a vote whose
+            // submit failed after its collectives went out reached them too
+            wd_status vst = ops->submit_failure(k->be, st, err);
+            if (vst ? ops->reach && ops->reach(k->be) != WD_REACH_NONE : ops->complete(k->be, &r) == WD_ERR_ABORTED) k->voted = 1;
+        } else if (owed) k->voted = 1;
+        wd__fail(st, "%s", err);
     }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
     if (!st && chief && (publish || m->pub)) st = wd__publish_from(m, ops, k->be);   // predictions see the end

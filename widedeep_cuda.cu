@@ -89,8 +89,8 @@
 // WD_EXCHANGE_CAP=N the exchange's first cap (rows per rank, then it follows
 // the counts: the header's wd_xcap); WD_EXCHANGE_FULL=1 every exchange at
 // the whole capacity, as before the cap (for timing both side by side);
-// WD_CUDA_TEST_FAIL=R:S (tests only) rank R's S-th submitted step fails
-// right after its collectives (section 6: the failure handling).
+// WD_CUDA_TEST_FAIL=R:S (tests only) rank R's S-th step fails right after
+// its collectives, R:S:pre right before them (section 6: the failure handling).
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -916,9 +916,19 @@ __global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long lon
     }
     atomicAdd(acc, s);
 }
-// Gathered checksums (ranks of them) all equal? Flags the step otherwise.
+// A rank whose step failed after its collectives gathers WDC_NO_CHECKSUM
+// (its replica did not apply the step; wdc_step_enqueue): a checksum never
+// has that value (its top bit cleared).
+#define WDC_NO_CHECKSUM (~0ull)
+__global__ void wdc_checksum_fix_k(unsigned long long *acc) { *acc &= ~(1ull << 63); }
+// Gathered checksums (ranks of them) all equal, leaving out the absent? Flags the step otherwise.
 __global__ void wdc_checksum_cmp_k(wdc_state *s, const unsigned long long *all, int ranks) {
-    for (int q = 1; q < ranks; q++) if (all[q] != all[0]) s->flags |= WDC_TABLES_DIFFER;
+    int ref = -1;
+    for (int q = 0; q < ranks; q++) {
+        if (all[q] == WDC_NO_CHECKSUM) continue;
+        if (ref < 0) ref = q;
+        else if (all[q] != all[ref]) s->flags |= WDC_TABLES_DIFFER;
+    }
 }
 // Sums chunk [a, e) of every rank's buffer in rank order into out (same-GPU ranks).
 struct wdc_ptrs { const float *p[256]; };
@@ -1179,8 +1189,14 @@ struct wdc_rank {
     long long enq_cap;              // the step being enqueued: its exchange's cap, whole capacity, WD_CHECK_TABLES gather
     int enq_full, enq_checks;
     int fork_open;                  // the side branch forked and not joined yet (an error joins it)
-    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S (tests only): rank R's S-th submitted step fails
-    long long fail_step;            // right after its collectives were enqueued (0: off)
+    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails
+    long long fail_step;            // right after its collectives were enqueued, or before them (0: off)
+    int fail_pre;
+    // steps numbered by their collectives (WD_CHECK_TABLES's steps, WD_CUDA_TEST_FAIL): a step
+    // whose enqueue failed before them is not counted, so the vote after it takes its number
+    // (the others' step of that number pairs with the vote); a step done again keeps its own
+    long long coll_steps, slot_no[2];
+    int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
     wdc_result *res_host;           // pinned (2)
     float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
@@ -1555,13 +1571,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
-    {   // WD_CUDA_TEST_FAIL=R:S (tests only): rank R's S-th submitted step fails right after its collectives
+    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them)
         const char *tf = getenv("WD_CUDA_TEST_FAIL");
-        int fr = -1;
+        int fr = -1, n = 0;
         long long fs = 0;
-        if (tf && *tf && (sscanf(tf, "%d:%lld", &fr, &fs) != 2 || fr < 0 || fs < 1))
-            return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_TEST_FAIL=%.40s: expected RANK:STEP (tests only)", tf);
-        r->fail_rank = fr; r->fail_step = tf && *tf ? fs : 0;
+        if (tf && *tf && (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1 || (tf[n] && strcmp(tf + n, ":pre"))))
+            return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_TEST_FAIL=%.40s: expected RANK:STEP or RANK:STEP:pre (tests only)", tf);
+        r->fail_rank = fr; r->fail_step = tf && *tf ? fs : 0; r->fail_pre = tf && *tf && tf[n] != 0;
     }
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
@@ -1862,7 +1878,11 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     wd_comm *c = r->comm;
     int full = slow || r->xfull;
     long long cap = full ? d.rows : r->xcap.cap, M = c ? cap * r->ranks : 0;   // M: the rows every rank's blocks hold
-    int checks = r->check_every > 0 && c && c->size > 1 && (r->submitted + 1) % r->check_every == 0;
+    long long no = slow ? r->slot_no[slot] : r->coll_steps + 1;   // this step's number (a step done again keeps its own)
+    r->slot_no[slot] = no;
+    int checks = r->check_every > 0 && c && c->size > 1 && no % r->check_every == 0;
+    int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;   // WD_CUDA_TEST_FAIL (once:
+    if (fails) r->fail_step = 0;                                                              // the vote after :pre has its number)
     r->enq_cap = cap; r->enq_full = full; r->enq_checks = checks;
     unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
@@ -1873,11 +1893,11 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         wdc_pack_k<<<wdc_blocks(cap, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
+        if (fails && r->fail_pre) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected before the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
         r->enq_stage = WDC_ENQ_COLL;   // the other ranks count on these from here on (an error: wdc_step_enqueue)
-        if (r->fail_step > 0 && !slow && r->rank == r->fail_rank && r->submitted + 1 == r->fail_step)
-            return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, r->fail_step);
+        if (fails) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
         WDC_TRY(wdc_exchange_read(r, slot, cap, full));
         wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
@@ -1912,6 +1932,8 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         const float *parts[3] = {r->dense, r->wide, r->emb};
         long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
         for (int i = 0; i < 3; i++) if (lens[i]) { wdc_checksum_k<<<256, WDC_THREADS, 0, st>>>(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
+        wdc_checksum_fix_k<<<1, 1, 0, st>>>(sum);   // never WDC_NO_CHECKSUM
+        WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
         r->enq_stage = WDC_ENQ_CHECKED;
         wdc_checksum_cmp_k<<<1, 1, 0, st>>>(r->state, all, r->ranks);
@@ -1940,8 +1962,8 @@ static wd_status wdc_give_up(wdc_rank *r, wd_status st) {
 // side branch cannot overtake this one's) and, with several ranks, every
 // collective the other ranks run for this step enqueued, with what the host
 // reads after them: the exchange's read-back (wdc_settle reads it at the
-// same point as they do) and WD_CHECK_TABLES's gather (of a stale checksum:
-// they then fail that step, all alike). A failure after an update was
+// same point as they do) and WD_CHECK_TABLES's gather (of WDC_NO_CHECKSUM:
+// the others compare theirs and leave this one out). A failure after an update was
 // enqueued may leave part of a step applied: the replica is no longer
 // downloaded (unsafe). Where that cannot be enqueued, or the communicator
 // failed (a collective's enqueue failed, another rank aborted), this rank
@@ -1961,7 +1983,8 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     wd_comm *c = r->comm;
     if (c && r->enq_stage == WDC_ENQ_COLL) whole &= wdc_exchange_read(r, slot, r->enq_cap, r->enq_full) == WD_OK;
     if (c && r->enq_stage >= WDC_ENQ_COLL && r->enq_checks && r->enq_stage < WDC_ENQ_CHECKED)
-        whole &= c->ops->stream_allgather(c, &r->state->checksum, r->state->checksums, sizeof r->state->checksum, (void *)r->compute) == WD_OK;
+        whole &= cudaMemsetAsync(&r->state->checksum, 0xff, sizeof r->state->checksum, r->compute) == cudaSuccess &&   // WDC_NO_CHECKSUM
+                 c->ops->stream_allgather(c, &r->state->checksum, r->state->checksums, sizeof r->state->checksum, (void *)r->compute) == WD_OK;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (r->enq_stage >= WDC_ENQ_UPDATES && cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) r->unsafe = 1;
     (void)cudaGetLastError();   // a launch error above is this step's, not the next launch's
@@ -2050,9 +2073,13 @@ static wd_status wdc_settle(wdc_rank *r, int slot) {
 // (lost: complete() passes over it), settled at once (the point where the
 // other ranks settle it), and the next step takes the other input buffer,
 // so no copy races this one's kernels (the next copy into this buffer waits
-// for done). wd_train then votes this rank's failure in that next step
-// (submit_failure), as for a failure between steps: every rank ends there,
-// naming this one, and none waits for a collective of this rank's.
+// for done). With its collectives enqueued the step counts (coll_steps) and
+// wd_train learns so (reach: WD_REACH_SENT, or WD_REACH_ALL when its tail
+// ends training on every rank: a vote, a stop, a non-finite loss): the
+// others complete it, and learn of this rank's failure from what comes next
+// on every rank (the next step's vote, the validation's gather after it).
+// Before its collectives nothing of it reached them (WD_REACH_NONE): the
+// vote that follows takes its place and number.
 static wd_status wdc_lost(wdc_rank *r, int slot, wd_status st) {
     char err[1024];
     snprintf(err, sizeof err, "%s", wd_last_error());
@@ -2060,10 +2087,14 @@ static wd_status wdc_lost(wdc_rank *r, int slot, wd_status st) {
         (void)cudaGetLastError();   // the device failed: nothing of this rank runs any more (wd_train aborts)
         return wdc_fail(st, "%s", err);
     }
+    int sent = r->comm && r->enq_stage >= WDC_ENQ_COLL;
+    if (sent) r->coll_steps++;
     r->lost[slot] = 1;
     r->submitted++;
     wd_status s2 = wdc_settle(r, slot);
-    return s2 ? wdc_give_up(r, s2) : wdc_fail(st, "%s", err);
+    if (s2) return wdc_give_up(r, s2);
+    if (sent && st != WD_ERR_ABORTED) r->reach = r->x_host[slot][2] & (WDC_VOTED | WDC_STOP | WDC_BAD_LOSS) ? WD_REACH_ALL : WD_REACH_SENT;
+    return wdc_fail(st, "%s", err);
 }
 // The oldest steps in flight that failed part way (wdc_lost): waited for, never reported.
 static wd_status wdc_pass_lost(wdc_rank *r) {
@@ -2085,6 +2116,7 @@ static wd_status wdc_pass_lost(wdc_rank *r) {
 static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
     if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
     if (b && b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
+    r->reach = WD_REACH_NONE;
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
     if (r->gate) { r->gated[slot] = 1; r->submitted++; return WD_OK; }
@@ -2137,6 +2169,7 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
         wd_status st = wdc_step_enqueue(r, slot, 0);
         if (st) return wdc_lost(r, slot, st);
     }
+    r->coll_steps++;
     WDC_CUDA(cudaEventRecord(r->ended[slot], r->compute));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
     // the host batch (and this slot's pinned votes) free again once on the device
@@ -2152,6 +2185,7 @@ static wd_status wdc_submit_failure(wd_backend *be, wd_status st, const char *wh
 static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     wdc_rank *r = (wdc_rank *)be;
     memset(out, 0, sizeof *out);
+    r->reach = WD_REACH_NONE;
     WDC_CUDA(cudaSetDevice(r->device));
     WDC_TRY(wdc_pass_lost(r));
     if (r->completed == r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: no step in flight");
@@ -2159,6 +2193,7 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     if (r->gated[slot]) {   // submitted after a step that ended training on every rank: not run
         r->gated[slot] = 0;
         r->completed++;
+        r->reach = WD_REACH_ALL;
         return r->gate == WD_ERR_ABORTED ? wdc_fail(WD_ERR_ABORTED, "a rank's failure vote ended training at an earlier step; this step was not run")
                                          : wdc_fail(r->gate, "an earlier step failed; nothing more was applied");
     }
@@ -2188,8 +2223,10 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
     // every rank reads the same flags: a failure ends every rank, and no step submitted from here
-    // on enqueues anything (one already in flight runs on every rank alike, and changes nothing)
+    // on enqueues anything (one already in flight runs on every rank alike, and changes nothing);
+    // nobody waits for this rank then (WD_REACH_ALL: wd_train neither votes nor aborts)
     if ((bad || (res->halted & WDC_FAILED)) && !r->gate) r->gate = bad & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
+    if (bad || (res->halted & WDC_FAILED)) r->reach = WD_REACH_ALL;
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
     if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; no rank enqueued
         char why[1024];      // a collective after this step (wdc_settle), so none waits for the failed one
@@ -2277,8 +2314,9 @@ extern "C" wd_status wd_cuda_device_count(int *n) {
 }
 static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks);
 static void wdc_comm_destroy(wd_comm **ranks, int nranks);
+static int wdc_reach(const wd_backend *be) { return ((const wdc_rank *)be)->reach; }
 static const wd_backend_ops wdc_ops = {"cuda", &wdc_pinned, wdc_create, wdc_destroy, wdc_submit, wdc_submit_failure, wdc_complete, wdc_predict,
-                                       wdc_download, wdc_times, wdc_describe, wd_cuda_device_count, wdc_comm_create, wdc_comm_destroy};
+                                       wdc_download, wdc_times, wdc_describe, wd_cuda_device_count, wdc_comm_create, wdc_comm_destroy, wdc_reach};
 extern "C" const wd_backend_ops *wd_backend_cuda(void) { return &wdc_ops; }
 
 // ---- 7. Communicators ------------------------------------------------------------------------------

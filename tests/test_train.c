@@ -1062,10 +1062,15 @@ typedef struct deaf_opts {
     int aborts[3];                    // out: each process's communicator aborts
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
+static int64_t g_deaf_max_steps;    // train_deaf's max_steps (0: none)
+static int g_deaf_aborts;           // aborts the processes called on their deaf communicators
+static void deaf_count_abort(wd_comm *c, wd_status st, const char *why) { (void)c; (void)st; (void)why; __atomic_add_fetch(&g_deaf_aborts, 1, __ATOMIC_SEQ_CST); }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
     tl_deaf dc[3];
+    static wd_comm_ops counting;    // the deaf ops, counting aborts
     if (wd_comm_local_create(3, o->timeout, in)) return -1;
+    g_deaf_aborts = 0;
     proc_arg a[3];
     pthread_t th[3];
     const char *files[1] = {train}, *vfiles[1] = {valid}, *files1[1] = {o->train1};
@@ -1074,6 +1079,10 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         if (!(a[p].m = ms[p] = tl_criteo_model(0, TRAIN))) return -1;
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * 3; a[p].td.threads = 1;
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = tl_deaf_init(&dc[p], in[p]); a[p].index = p;
+        a[p].td.max_steps = g_deaf_max_steps;
+        counting = *dc[p].self.ops;
+        counting.abort = deaf_count_abort;
+        dc[p].self.ops = &counting;
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
         if (p > 0 && o->checkpoint12) a[p].td.checkpoint_path = o->checkpoint12[0] ? o->checkpoint12 : NULL;
@@ -1242,6 +1251,84 @@ static void test_process_own_abort_voted(void) {
     CHECK(st[1] == WD_ERR_ABORTED && strstr(err[1], "process 1's map callback gives up"));
     for (int p = 0; p < 3; p += 2) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (aborted): ") && strstr(err[p], "process 1's map callback gives up"));
     for (int p = 0; p < 3; p++) CHECK(ms[p]->step == ms[0]->step && models_equal(ms[0], ms[p]));
+    for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+}
+// A step that fails on one process after its collectives went out
+// (WD_CPU_TEST_FAIL=1:S, the CPU backend's hook: the step's allreduce and
+// allgather run, its update does not): the others complete step S, and
+// process 1 must post what they post next, in the same order, or someone
+// waits for the timeout (30 s) or pairs a vote with a validation's gather.
+// 3 processes over deaf communicators, 4 steps an epoch, 2 epochs:
+//  (a) S = 3 mid-epoch: the vote at step 4; the others fail there naming
+//      rank 1 and hold step 3's model;
+//  (b) S = 3 = max_steps, and (c) S = 8, the last step of the last epoch:
+//      nothing follows, so rank 1 neither votes (it used to, alone, and
+//      waited out the timeout) nor aborts; the others end WD_OK at step S;
+//  (d) validation every 3 steps, S = 3, and (e) S = 4, the epoch's end
+//      (validated): rank 1 sends its failure in the validation's gather;
+//      the others fail there naming it ("validation: ...");
+//  (f) a checkpoint every step (a sync step on every rank), S = 3: the vote
+//      at step 4;
+//  (g) process 0 asks to stop from step 1 on (the stop lands in step 3,
+//      step 4 is in flight), S = 4: every rank stops after step 4; rank 1
+//      neither votes nor aborts (it used to abort).
+// No process aborts its communicator in any of them (every failure reached
+// the others by a vote or a gather, or nobody waits), and every run ends in
+// seconds. Last, a failure every process reads from the reduced data (a
+// dense value of 1e30 in process 1's third block: the step's loss or
+// gradient is refused on every process alike, WD_ERR_NUMERIC): nobody
+// aborts either (every process used to, after the step, WD_REACH_ALL).
+static wd_status huge_third(void *user, wd_batch *b, int worker) {
+    (void)worker;
+    if (__atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3)
+        for (int i = 0; i < b->n; i++) b->dense[(size_t)i * (size_t)b->ndense] = 1e30f;
+    return WD_OK;
+}
+static void test_process_fails_after_collectives(void) {
+    REQUIRE(g_data_ok);
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/sent-ck.wdm", TMP);
+    static const struct { const char *name; int S, max_steps, valid, eval_every, ckpt, stop_at; } cs[] = {
+        {"mid-epoch", 3, 0, 0, 0, 0, 0},      {"the last step (max_steps)", 3, 3, 0, 0, 0, 0}, {"the last step of the last epoch", 8, 0, 0, 0, 0, 0},
+        {"a validating step", 3, 0, 1, 3, 0, 0}, {"the epoch's end, validated", 4, 0, 1, 0, 0, 0},  {"a checkpoint step", 3, 0, 0, 0, 1, 0},
+        {"after a stop was read", 4, 0, 0, 0, 0, 1}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        wd_model *ms[3];
+        wd_status st[3];
+        char err[3][1024], spec[32];
+        snprintf(spec, sizeof spec, "1:%d", cs[c].S);
+        setenv("WD_CPU_TEST_FAIL", spec, 1);
+        g_deaf_max_steps = cs[c].max_steps;
+        deaf_opts o = {30.0, cs[c].eval_every, cs[c].stop_at, cs[c].ckpt ? ck : NULL, cs[c].ckpt, {0}, NULL, NULL, NULL, 0};
+        double dt = train_deaf(ms, st, err, TRAIN, cs[c].valid ? TEST : NULL, &o);
+        unsetenv("WD_CPU_TEST_FAIL");
+        g_deaf_max_steps = 0;
+        REQUIRE(dt >= 0);
+        int ok = dt < 20 && g_deaf_aborts == 0;
+        ok = ok && st[1] == WD_ERR_DEVICE && strstr(err[1], "injected after the step's collectives");
+        for (int p = 0; p < 3; p += 2) {
+            if (c == 1 || c == 2) ok = ok && st[p] == WD_OK && ms[p]->step == cs[c].S;   // nothing followed step S
+            else if (c == 6) ok = ok && (p == 0 ? st[p] == WD_ERR_ABORTED && strstr(err[p], "stopped at step") : st[p] == WD_OK);
+            else ok = ok && st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (device error): ") && strstr(err[p], "injected after the step's collectives") &&
+                         (!cs[c].valid || strstr(err[p], "validation: ")) && ms[p]->step == cs[c].S;
+        }
+        ok = ok && models_equal(ms[0], ms[2]);
+        printf("  %s (S = %d): %.2f s, %d aborts, steps %lld %lld %lld; rank 1: %s; rank 0: %s\n", cs[c].name, cs[c].S, dt, g_deaf_aborts,
+               (long long)ms[0]->step, (long long)ms[1]->step, (long long)ms[2]->step, err[1], err[0]);
+        CHECK(ok);
+        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+    }
+    unlink(ck);
+    wd_model *ms[3];
+    wd_status st[3];
+    char err[3][1024];
+    int seen = 0;
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, huge_third, &seen, NULL, 0};
+    double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
+    REQUIRE(dt >= 0);
+    printf("  a non-finite step on every process: %.2f s, %d aborts; rank 0: %s\n", dt, g_deaf_aborts, err[0]);
+    CHECK(dt < 20 && g_deaf_aborts == 0);
+    for (int p = 0; p < 3; p++) CHECK(st[p] == WD_ERR_NUMERIC && ms[p]->step == 2 && models_equal(ms[0], ms[p]));
     for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
 }
 // A stop (process 0's progress callback) that lands on a step where the
@@ -1480,6 +1567,7 @@ int main(int argc, char **argv) {
     RUN(test_process_stop_at_sync_steps);
     RUN(test_process_own_abort_voted);
     RUN(test_process_setup_agreement);
+    RUN(test_process_fails_after_collectives);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);
