@@ -2153,9 +2153,10 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
             cudaError_t e = cudaStreamEndCapture(r->compute, &g);
             if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaStreamEndCapture failed: %s", cudaGetErrorString(e));
             else if (e == cudaSuccess) {
-                if (!st) {
-                    e = cudaGraphInstantiate(&r->graph[slot], g, 0);
-                    if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphInstantiate failed: %s", cudaGetErrorString(e));
+                if (!st) {   // the side stream's priority, copied into its kernel nodes by the capture, counts
+                             // only with this flag (else the graph runs at the launch stream's priority)
+                    e = cudaGraphInstantiateWithFlags(&r->graph[slot], g, r->side_prio ? cudaGraphInstantiateFlagUseNodePriority : 0);
+                    if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphInstantiateWithFlags failed: %s", cudaGetErrorString(e));
                 }
                 cudaGraphDestroy(g);
             }

@@ -1032,10 +1032,14 @@ static void test_overlap_matches_serial(void) {
     unsetenv("WD_CUDA_SPARSE");
     setenv("WD_CUDA_GRAPH", "0", 1);
     for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0, M_FP32);
-    if (!ON_CPU) {   // the side branch's stream at the greatest priority: scheduling only, the same bits
-        setenv("WD_CUDA_GRAPH", "1", 1);
+    if (!ON_CPU) {   // the side branch's stream at the greatest priority: scheduling only, the same bits; the
+        // graph is instantiated with its nodes' priorities (cudaGraphInstantiateFlagUseNodePriority), and
+        // without a graph the streams' own priorities schedule
         setenv("WD_CUDA_SIDE_PRIORITY", "1", 1);
-        overlap_pair(&C_CRITEO, steps, "graph on, WD_CUDA_SIDE_PRIORITY=1", 0, M_FP32);
+        for (int g = 1; g >= 0; g--) {
+            setenv("WD_CUDA_GRAPH", g ? "1" : "0", 1);
+            overlap_pair(&C_CRITEO, steps, g ? "graph on, WD_CUDA_SIDE_PRIORITY=1" : "graph off, WD_CUDA_SIDE_PRIORITY=1", 0, M_FP32);
+        }
         unsetenv("WD_CUDA_SIDE_PRIORITY");
     }
     unsetenv("WD_CUDA_OVERLAP");
