@@ -231,7 +231,7 @@ command -v nvcc >/dev/null && job gpu_pack_tests
 
 # tests/test_gpu.cu on the CPU backend, two of its tests chosen by name
 # (WD_GPU_TESTS: every other RUN( of the file prints SKIP); the whole harness
-# on the CPU takes about 90-150 s more (build/test_gpu_on_cpu DIR: 15 passed, 7 skipped in 121 s, with oneDNN on AMX)
+# on the CPU takes about 90-150 s more (build/test_gpu_on_cpu DIR: 16 passed, 7 skipped in 164 s under load, with oneDNN on AMX)
 gpu_on_cpu_selected() {
 if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
     gpu_runs=$(grep -c '^ *RUN(' tests/test_gpu.cu)

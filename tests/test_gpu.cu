@@ -1875,6 +1875,87 @@ static void test_rank_fails_mid_step(void) {
 #endif
 }
 
+// A rank's step failing after its collectives went out where the others'
+// next collective is not a training step (nccl19 review finding 1), and
+// WD_CHECK_TABLES around a failed step (findings 2 and 3): 3 ranks through
+// wd_train (CRITEO, 768 samples a step, about 10 steps an epoch), rank 1
+// failing (WD_CUDA_TEST_FAIL on a GPU, WD_CPU_TEST_FAIL on the CPU harness):
+//  (a) 1:8 with max_steps 8, the last step: nothing follows it, so rank 1
+//      neither votes (it used to vote alone and wait for the timeout) nor
+//      aborts; the others end WD_OK at step 8;
+//  (b) 1:3 with validation every 3 steps: the others validate after step 3,
+//      so rank 1 sends its failure in the validation's gather (its vote's
+//      allreduce used to pair with their gather); they fail there naming it;
+//  (c) 1:4:pre with WD_CHECK_TABLES=2 (GPU): nothing of step 4 went out, so
+//      the vote takes step 4's place and number, and checks the tables as
+//      the others' step 4 does (it used to be numbered 5 and skip the
+//      checksum gather the others posted);
+//  (d) 1:4 with WD_CHECK_TABLES=2 (GPU): rank 1 gathers "no checksum", the
+//      others apply step 4 and fail at step 5 by the vote (they used to fail
+//      step 4 with "the replicas' tables differ", then abort).
+// Every run ends within 20 s, and (GPU) no rank's communicator was aborted.
+static void test_rank_fails_after_collectives(void) {
+    enum { N = 3 };
+    static const struct { const char *name, *fail, *tables; int max_steps, eval_every, gpu_only, end_step; } cs[] = {
+        {"the last step (max_steps 8)", "1:8", NULL, 8, 0, 0, 8},
+        {"a validating step (eval_every 3)", "1:3", NULL, 10, 3, 0, 3},
+        {"before the collectives of a checked step (WD_CHECK_TABLES=2)", "1:4:pre", "2", 10, 0, 1, 3},
+        {"after the collectives of a checked step (WD_CHECK_TABLES=2)", "1:4", "2", 10, 0, 1, 4}};
+    const char *env = ON_CPU ? "WD_CPU_TEST_FAIL" : "WD_CUDA_TEST_FAIL";
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        if (ON_CPU && cs[k].gpu_only) continue;
+        wd_comm *c[N];
+#ifdef WD_TEST_GPU_ON_CPU
+        wd_comm *in[N];
+        tl_deaf dc[N];
+        REQUIRE_OK(wd_comm_local_create(N, 30.0, in));
+        for (int p = 0; p < N; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
+#else
+        REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
+#endif
+        const char *files[1] = {CRITEO}, *valid[1] = {VALID};
+        vote_rank v[N];
+        pthread_t th[N];
+        wd_schema s;
+        int made = 1;
+        for (int p = 0; p < N; p++) {
+            memset(&v[p], 0, sizeof v[p]);
+            made &= (v[p].m = cfg_model(&C_CRITEO, &s)) != NULL;
+            v[p].td = train_desc(files, N * BLOCK);
+            v[p].td.no_shuffle = 1; v[p].td.max_steps = cs[k].max_steps; v[p].td.comm = c[p];
+            if (cs[k].eval_every) { v[p].td.valid_files = valid; v[p].td.nvalid = 1; v[p].td.eval_every = cs[k].eval_every; }
+        }
+        CHECK(made);
+        setenv(env, cs[k].fail, 1);   // read when each rank's backend is made
+        if (cs[k].tables) setenv("WD_CHECK_TABLES", cs[k].tables, 1);
+        double t0 = now_s();
+        for (int p = 0; made && p < N; p++) pthread_create(&th[p], NULL, vote_main, &v[p]);
+        for (int p = 0; made && p < N; p++) pthread_join(th[p], NULL);
+        double dt = now_s() - t0;
+        unsetenv(env);
+        unsetenv("WD_CHECK_TABLES");
+        printf("  %s=%s, %s: %.2f s\n", env, cs[k].fail, cs[k].name, dt);
+        for (int p = 0; p < N; p++) printf("    rank %d: %s (step %lld): %s\n", p, wd_status_string(v[p].st), (long long)(v[p].m ? v[p].m->step : -1), v[p].err);
+        CHECK(dt < 20);
+        CHECK(v[1].st == WD_ERR_DEVICE && strstr(v[1].err, "injected"));
+        for (int p = 0; made && p < N; p += 2) {
+            if (k == 0) CHECK(v[p].st == WD_OK);
+            else CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, "rank 1 failed (device error): ") && strstr(v[p].err, "injected") &&
+                       (k != 1 || strstr(v[p].err, "validation: ")) && !strstr(v[p].err, "tables differ"));
+            CHECK(v[p].m->step == cs[k].end_step);
+        }
+#ifndef WD_TEST_GPU_ON_CPU
+        CHECK_OK(c[0]->ops->poll(c[0], 0));   // ended without an abort
+#endif
+        for (int p = 0; p < N; p++) wd_model_destroy(v[p].m);
+#ifdef WD_TEST_GPU_ON_CPU
+        wd_comm_local_destroy(in, N);
+#else
+        wd_comm_cuda_local_destroy(c, N);
+#endif
+    }
+}
+
 // bf16 through wd_train and wd_evaluate reports bf16 (never fp32 in its
 // place); a step whose gradient is out of range fails with WD_ERR_NUMERIC,
 // changes nothing, and no later step changes anything either.
@@ -2089,6 +2170,7 @@ int main(int argc, char **argv) {
     RUN(test_failure_vote);
     RUN(test_teardown_stalled_collective);
     RUN(test_rank_fails_mid_step);
+    RUN(test_rank_fails_after_collectives);
     RUN(test_failed_steps_change_nothing);
     RUN(test_non_finite_update_whole);
     return test_summary("test_gpu");
