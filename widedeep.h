@@ -1382,11 +1382,14 @@ typedef struct wd_backend_ops {
 //    ranks complete that step (it counts), and learn of the failure from
 //    what comes next on every rank (the next step's vote, or the
 //    validation's gather after that step);
-//  - ALL: every rank fails or ends training at that step alike (read from
-//    the step's reduced data: a failure vote, a stop, a non-finite loss, a
-//    bad gradient or parameter, replicas' tables that differ): nobody waits
-//    for this rank, so it neither votes nor aborts its communicator.
-enum { WD_REACH_NONE = 0, WD_REACH_SENT = 1, WD_REACH_ALL = 2 };
+//  - ALL: every rank fails at that step alike (read from the step's
+//    reduced data: a failure vote, a non-finite loss, a bad gradient or
+//    parameter, replicas' tables that differ): nobody runs a step after it
+//    and nobody waits for this rank, so it neither votes nor aborts;
+//  - STOP: as SENT, and that step's reduced data carries a stop: the others
+//    end after it, having submitted the next step already unless they waited
+//    for this one first (a validation, checkpoint or publish step).
+enum { WD_REACH_NONE = 0, WD_REACH_SENT = 1, WD_REACH_ALL = 2, WD_REACH_STOP = 3 };
 WDDEF const wd_backend_ops *wd_backend_cpu(void);
 #ifdef WD_HAVE_CUDA
 // In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
@@ -7110,7 +7113,7 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
         if (c->inject) {   // WD_CPU_TEST_FAIL: this step failed after its collectives, before its update
             c->inject = 0;
             if (st && !shared) { c->halted = st; c->halted_reach = WD_REACH_NONE; return wd__fail(st, "%s", c->res_err[q]); }
-            c->reach = st || res->stopped ? WD_REACH_ALL : WD_REACH_SENT;   // every rank ends at this step, or completes it
+            c->reach = st ? WD_REACH_ALL : res->stopped ? WD_REACH_STOP : WD_REACH_SENT;   // every rank fails at this step, or completes it
             return wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
         }
         if (!st && !res->stopped) c->step++;   // the global step, as the loop counts it
@@ -7868,8 +7871,9 @@ static wd_status wd__rank_train(wd__rank *k) {
     int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
     int inflight = 0;
     int step_failed = 0;            // a step failed (on every rank alike, or this device): no failure vote
-    int owed = 0, owed_validates = 0;   // a submit failed after its step's collectives (WD_REACH_SENT): the
-                                        // others complete that step (validating after it)
+    int owed = 0, owed_validates = 0, owed_sync = 0;   // a submit failed after its step's collectives (WD_REACH_SENT,
+                                                       // WD_REACH_STOP): the others complete that step (validating
+                                                       // after it; waiting for it before the next)
     wd_status st = WD_OK;
     if (!run->stream) st = wd_loader_open(&ld, &k->loader);
     int publish = chief && d->publish_every > 0;
@@ -7902,9 +7906,11 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (st) {   // aborted: a collective it enqueued (CUDA), another rank's failure
                 int reach = ops->reach ? ops->reach(k->be) : WD_REACH_NONE;
                 if (reach == WD_REACH_ALL) k->voted = step_failed = 1;   // every rank ends at this step
-                else if (reach == WD_REACH_SENT && st != WD_ERR_ABORTED && run->ranks > 1) {   // the others complete it: it counts
-                    submitted++; owed = 1;
+                else if ((reach == WD_REACH_SENT || reach == WD_REACH_STOP) && st != WD_ERR_ABORTED && run->ranks > 1) {   // the others complete it: it counts
+                    submitted++; owed = reach;
                     owed_validates = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
+                    owed_sync = owed_validates || (d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
+                                (d->publish_every > 0 && submitted % d->publish_every == 0);
                 } else step_failed = st == WD_ERR_ABORTED;
                 break;
             }
@@ -7967,17 +7973,21 @@ static wd_status wd__rank_train(wd__rank *k) {
     // decides. A validation after it: this rank joins its gather with the
     // failure; another step: the vote; nothing (the last step, a stop read
     // before it): nobody waits for this rank, so it neither votes nor aborts.
+    // A stop read in that step ends the others after it: they run the next
+    // step only where they did not wait for that one (not a sync step).
     if (st && !step_failed && !k->voted && run->ranks > 1 && !run->stream) {
+        int owed_stop = owed == WD_REACH_STOP;
+        if (owed) owed = 1;
         int64_t at = step + owed, in = in_epoch + owed;   // where the others are
         int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
         int last = d->max_steps > 0 && at >= d->max_steps;
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", wd_last_error());
-        if (owed && !k->stopped && (owed_validates || (!last && in >= nb && d->nvalid > 0))) {
+        if (owed && !k->stopped && !owed_stop && (owed_validates || (!last && in >= nb && d->nvalid > 0))) {
             wd__evalrec rec;   // the others' wd__validate gathers every rank's scores: this rank sends its failure
             wd__eval_gather(run->comm[k->local], st, "validation", &rec, 0, NULL, 0, NULL, NULL, NULL);
             k->voted = 1;
-        } else if (!k->stopped && !last && (in < nb ? epoch < run->epochs : epoch + 1 < run->epochs)) {
+        } else if (!k->stopped && !last && (owed_stop ? !owed_sync && in < nb : in < nb ? epoch < run->epochs : epoch + 1 < run->epochs)) {
             wd_step_result r;
             // fails, as on every rank: WD_ERR_ABORTED once the vote read back (or the communicator
             // failed, and was aborted): no abort needed after it (wd__rank_thread); a vote whose

@@ -1197,6 +1197,7 @@ struct wdc_rank {
     // (the others' step of that number pairs with the vote); a step done again keeps its own
     long long coll_steps, slot_no[2];
     int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
+    int settled_tf;                 // the tail's flags of the step wdc_settle read last
     wdc_result *res_host;           // pinned (2)
     float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
@@ -2054,6 +2055,7 @@ static wd_status wdc_settle(wdc_rank *r, int slot) {
     WDC_TRY(wdc_wait(r, r->xdone[slot], "a step's exchange"));
     r->xpend[slot] = 0;
     int tf = r->x_host[slot][2];   // wdc_tail_flags
+    r->settled_tf = tf;             // (wdc_lost: read before a step done again rewrites x_host)
     if ((tf & (WDC_VOTED | WDC_BAD_LOSS)) && !r->gate) r->gate = tf & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
     if (!r->xcapped[slot]) return WD_OK;
     int over = wd_xcap_step(&r->xcap, r->x_host[slot][0]);
@@ -2074,8 +2076,8 @@ static wd_status wdc_settle(wdc_rank *r, int slot) {
 // other ranks settle it), and the next step takes the other input buffer,
 // so no copy races this one's kernels (the next copy into this buffer waits
 // for done). With its collectives enqueued the step counts (coll_steps) and
-// wd_train learns so (reach: WD_REACH_SENT, or WD_REACH_ALL when its tail
-// ends training on every rank: a vote, a stop, a non-finite loss): the
+// wd_train learns so (reach: WD_REACH_SENT; WD_REACH_ALL when its tail
+// fails every rank: a vote, a non-finite loss; WD_REACH_STOP a stop): the
 // others complete it, and learn of this rank's failure from what comes next
 // on every rank (the next step's vote, the validation's gather after it).
 // Before its collectives nothing of it reached them (WD_REACH_NONE): the
@@ -2093,7 +2095,7 @@ static wd_status wdc_lost(wdc_rank *r, int slot, wd_status st) {
     r->submitted++;
     wd_status s2 = wdc_settle(r, slot);
     if (s2) return wdc_give_up(r, s2);
-    if (sent && st != WD_ERR_ABORTED) r->reach = r->x_host[slot][2] & (WDC_VOTED | WDC_STOP | WDC_BAD_LOSS) ? WD_REACH_ALL : WD_REACH_SENT;
+    if (sent && st != WD_ERR_ABORTED) r->reach = r->settled_tf & (WDC_VOTED | WDC_BAD_LOSS) ? WD_REACH_ALL : r->settled_tf & WDC_STOP ? WD_REACH_STOP : WD_REACH_SENT;
     return wdc_fail(st, "%s", err);
 }
 // The oldest steps in flight that failed part way (wdc_lost): waited for, never reported.
