@@ -7993,7 +7993,8 @@ static wd_status wd__rank_train(wd__rank *k) {
             // failed, and was aborted): no abort needed after it (wd__rank_thread); a vote whose
             // submit failed after its collectives went out reached them too
             wd_status vst = ops->submit_failure(k->be, st, err);
-            if (vst ? ops->reach && ops->reach(k->be) != WD_REACH_NONE : ops->complete(k->be, &r) == WD_ERR_ABORTED) k->voted = 1;
+            if (vst ? ops->reach && ops->reach(k->be) != WD_REACH_NONE
+                    : ops->complete(k->be, &r) == WD_ERR_ABORTED || (ops->reach && ops->reach(k->be) == WD_REACH_ALL)) k->voted = 1;
         } else if (owed) k->voted = 1;
         wd__fail(st, "%s", err);
     }
