@@ -7836,6 +7836,18 @@ static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     return WD_OK;
 }
 static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be);
+// Whether every rank waits for step n (the model's step after it) to finish
+// before submitting the next: a validation (*validating; probe: the step a
+// tenth into epoch 2, -1: none), a checkpoint or a publish step. Every rank
+// waits there, not only rank 0 (who writes checkpoints and publishes, and
+// alone needs checkpoint_path): a stop read in such a step then leaves no
+// rank with a step in flight that another rank never submits. The one rule
+// for the loop's waits and for a step whose submit failed after its
+// collectives (what the others do after it).
+static int wd__sync_step(const wd_train_desc *d, int64_t n, int64_t probe, int *validating) {
+    *validating = d->nvalid > 0 && (n == probe || (d->eval_every > 0 && n % d->eval_every == 0));
+    return *validating || (d->checkpoint_every > 0 && n % d->checkpoint_every == 0) || (d->publish_every > 0 && n % d->publish_every == 0);
+}
 // One rank's training: its loader shard (or the stream) through its backend.
 static wd_status wd__rank_train(wd__rank *k) {
     wd__run *run = k->run;
@@ -7908,21 +7920,15 @@ static wd_status wd__rank_train(wd__rank *k) {
                 if (reach == WD_REACH_ALL) k->voted = step_failed = 1;   // every rank ends at this step
                 else if ((reach == WD_REACH_SENT || reach == WD_REACH_STOP) && st != WD_ERR_ABORTED && run->ranks > 1) {   // the others complete it: it counts
                     submitted++; owed = reach;
-                    owed_validates = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
-                    owed_sync = owed_validates || (d->checkpoint_path && d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
-                                (d->publish_every > 0 && submitted % d->publish_every == 0);
+                    owed_sync = wd__sync_step(d, submitted, probe, &owed_validates);
                 } else step_failed = st == WD_ERR_ABORTED;
                 break;
             }
             submitted++; inflight++;
             // Validation (every rank: each scores its share) and checkpoints
-            // see exactly the model after their step. Every rank waits for its
-            // steps at checkpoint and publish steps too, not only rank 0 (who
-            // writes them): a stop read in such a step then leaves no rank
-            // with a step in flight that another rank never submits.
-            int validating = d->nvalid > 0 && (submitted == probe || (d->eval_every > 0 && submitted % d->eval_every == 0));
-            int sync = validating || (d->checkpoint_every > 0 && submitted % d->checkpoint_every == 0) ||
-                       (d->publish_every > 0 && submitted % d->publish_every == 0);
+            // see exactly the model after their step (wd__sync_step).
+            int validating;
+            int sync = wd__sync_step(d, submitted, probe, &validating);
             while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();

@@ -1063,14 +1063,10 @@ typedef struct deaf_opts {
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static int64_t g_deaf_max_steps;    // train_deaf's max_steps (0: none)
-static int g_deaf_aborts;           // aborts the processes called on their deaf communicators
-static void deaf_count_abort(wd_comm *c, wd_status st, const char *why) { (void)c; (void)st; (void)why; __atomic_add_fetch(&g_deaf_aborts, 1, __ATOMIC_SEQ_CST); }
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
     tl_deaf dc[3];
-    static wd_comm_ops counting;    // the deaf ops, counting aborts
     if (wd_comm_local_create(3, o->timeout, in)) return -1;
-    g_deaf_aborts = 0;
     proc_arg a[3];
     pthread_t th[3];
     const char *files[1] = {train}, *vfiles[1] = {valid}, *files1[1] = {o->train1};
@@ -1080,9 +1076,6 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * 3; a[p].td.threads = 1;
         a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = tl_deaf_init(&dc[p], in[p]); a[p].index = p;
         a[p].td.max_steps = g_deaf_max_steps;
-        counting = *dc[p].self.ops;
-        counting.abort = deaf_count_abort;
-        dc[p].self.ops = &counting;
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
         if (p > 0 && o->checkpoint12) a[p].td.checkpoint_path = o->checkpoint12[0] ? o->checkpoint12 : NULL;
@@ -1275,7 +1268,10 @@ static void test_process_own_abort_voted(void) {
 //  (h) the same stop landing in S = 3 itself: the others submitted step 4
 //      before they read it, so rank 1 votes there and they fail naming it;
 //  (i) a checkpoint every step, the stop landing in S = 2 itself: the others
-//      waited for step 2 and stop after it, so rank 1 posts nothing.
+//      waited for step 2 and stop after it, so rank 1 posts nothing;
+//  (j) as (i), processes 1 and 2 naming no checkpoint_path (rank 0 alone
+//      writes): rank 1 still knows step 2 was waited for (it used to vote
+//      at step 3, alone, and wait out the timeout).
 // No process aborts its communicator in any of them (every failure reached
 // the others by a vote or a gather, or nobody waits), and every run ends in
 // seconds. Last, a failure every process reads from the reduced data (a
@@ -1293,16 +1289,18 @@ static void test_process_fails_after_collectives(void) {
     char ck[300];
     snprintf(ck, sizeof ck, "%s/sent-ck.wdm", TMP);
     // expect: 0 the others fail at step `end` by rank 1's vote or gather, 1 they end WD_OK at `end`, 2 they stop at `end`
-    static const struct { const char *name; int S, max_steps, valid, eval_every, ckpt, stop_at, expect, end; } cs[] = {
-        {"mid-epoch", 3, 0, 0, 0, 0, 0, 0, 3},
-        {"the last step (max_steps)", 3, 3, 0, 0, 0, 0, 1, 3},
-        {"the last step of the last epoch", 8, 0, 0, 0, 0, 0, 1, 8},
-        {"a validating step", 3, 0, 1, 3, 0, 0, 0, 3},
-        {"the epoch's end, validated", 4, 0, 1, 0, 0, 0, 0, 4},
-        {"a checkpoint step", 3, 0, 0, 0, 1, 0, 0, 3},
-        {"after a stop was read", 4, 0, 0, 0, 0, 1, 2, 2},
-        {"a step carrying a stop", 3, 0, 0, 0, 0, 1, 0, 2},
-        {"a checkpoint step carrying a stop", 2, 0, 0, 0, 1, 1, 2, 1}};
+    // pathless: processes 1 and 2 name no checkpoint_path (rank 0 alone writes; they wait at its steps all the same)
+    static const struct { const char *name; int S, max_steps, valid, eval_every, ckpt, stop_at, expect, end, pathless; } cs[] = {
+        {"mid-epoch", 3, 0, 0, 0, 0, 0, 0, 3, 0},
+        {"the last step (max_steps)", 3, 3, 0, 0, 0, 0, 1, 3, 0},
+        {"the last step of the last epoch", 8, 0, 0, 0, 0, 0, 1, 8, 0},
+        {"a validating step", 3, 0, 1, 3, 0, 0, 0, 3, 0},
+        {"the epoch's end, validated", 4, 0, 1, 0, 0, 0, 0, 4, 0},
+        {"a checkpoint step", 3, 0, 0, 0, 1, 0, 0, 3, 0},
+        {"after a stop was read", 4, 0, 0, 0, 0, 1, 2, 2, 0},
+        {"a step carrying a stop", 3, 0, 0, 0, 0, 1, 0, 2, 0},
+        {"a checkpoint step carrying a stop", 2, 0, 0, 0, 1, 1, 2, 1, 0},
+        {"a checkpoint step carrying a stop, processes 1 and 2 without checkpoint_path", 2, 0, 0, 0, 1, 1, 2, 1, 1}};
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         wd_model *ms[3];
         wd_status st[3];
@@ -1310,12 +1308,13 @@ static void test_process_fails_after_collectives(void) {
         snprintf(spec, sizeof spec, "1:%d", cs[c].S);
         setenv("WD_CPU_TEST_FAIL", spec, 1);
         g_deaf_max_steps = cs[c].max_steps;
-        deaf_opts o = {30.0, cs[c].eval_every, cs[c].stop_at, cs[c].ckpt ? ck : NULL, cs[c].ckpt, {0}, NULL, NULL, NULL, 0};
+        deaf_opts o = {30.0, cs[c].eval_every, cs[c].stop_at, cs[c].ckpt ? ck : NULL, cs[c].ckpt, {0}, NULL, NULL, NULL, 0, cs[c].pathless ? "" : NULL, {0}};
         double dt = train_deaf(ms, st, err, TRAIN, cs[c].valid ? TEST : NULL, &o);
         unsetenv("WD_CPU_TEST_FAIL");
         g_deaf_max_steps = 0;
         REQUIRE(dt >= 0);
-        int ok = dt < 20 && g_deaf_aborts == 0;
+        int aborts = o.aborts[0] + o.aborts[1] + o.aborts[2];
+        int ok = dt < 20 && aborts == 0;
         ok = ok && st[1] == WD_ERR_DEVICE && strstr(err[1], "injected after the step's collectives");
         for (int p = 0; p < 3; p += 2) {
             ok = ok && ms[p]->step == cs[c].end;
@@ -1325,7 +1324,7 @@ static void test_process_fails_after_collectives(void) {
                          (!cs[c].valid || strstr(err[p], "validation: "));
         }
         ok = ok && models_equal(ms[0], ms[2]);
-        printf("  %s (S = %d): %.2f s, %d aborts, steps %lld %lld %lld; rank 1: %s; rank 0: %s\n", cs[c].name, cs[c].S, dt, g_deaf_aborts,
+        printf("  %s (S = %d): %.2f s, %d aborts, steps %lld %lld %lld; rank 1: %s; rank 0: %s\n", cs[c].name, cs[c].S, dt, aborts,
                (long long)ms[0]->step, (long long)ms[1]->step, (long long)ms[2]->step, err[1], err[0]);
         CHECK(ok);
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
@@ -1335,11 +1334,12 @@ static void test_process_fails_after_collectives(void) {
     wd_status st[3];
     char err[3][1024];
     int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, huge_third, &seen, NULL, 0};
+    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, huge_third, &seen, NULL, 0, NULL, {0}};
     double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
     REQUIRE(dt >= 0);
-    printf("  a non-finite step on every process: %.2f s, %d aborts; rank 0: %s\n", dt, g_deaf_aborts, err[0]);
-    CHECK(dt < 20 && g_deaf_aborts == 0);
+    int aborts = o.aborts[0] + o.aborts[1] + o.aborts[2];
+    printf("  a non-finite step on every process: %.2f s, %d aborts; rank 0: %s\n", dt, aborts, err[0]);
+    CHECK(dt < 20 && aborts == 0);
     for (int p = 0; p < 3; p++) CHECK(st[p] == WD_ERR_NUMERIC && ms[p]->step == 2 && models_equal(ms[0], ms[p]));
     for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
 }
