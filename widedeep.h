@@ -32,8 +32,8 @@
                        (publish_every, wd_model_publish)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
-    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read: what
-                       widedeep_cuda.cu builds on
+    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
+                       wd_test_fail_parse: what widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
@@ -1493,6 +1493,13 @@ typedef struct wd_cuda_env {
     int sparse_fused;               // WD_CUDA_SPARSE: 0 segmented (also unset), 1 fused, -1 neither (refused)
 } wd_cuda_env;
 WDDEF void wd_cuda_env_read(wd_cuda_env *e);
+/* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
+   WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
+   the run (votes count; from 1, whatever the model's step) fails right after
+   its collectives went out, before its update; where pre_ok, "R:S:pre" right
+   before them (*pre = 1). Unset or empty: *step = 0 (off); anything else is
+   WD_ERR_INVALID_ARG naming the variable. */
+WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -6926,10 +6933,10 @@ typedef struct wd__cpu {
     int res_reach[2];               // per finished step: how far its failure reached
     int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
     int wshared[256];               // per worker: its failure was read from the reduced data (every rank's alike)
-    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (tests only): rank R's step S fails after its
-    int64_t fail_step;              // collectives, before its update (0: off)
+    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (tests only, wd_test_fail_parse): rank R's S-th
+    int64_t fail_step;              // step of this backend fails after its collectives, before its update (0: off)
     int inject;                     // the step in progress is that one
-    int64_t submits;                // steps submitted (from the model's step on; votes too)
+    int64_t submits;                // steps submitted by this backend (votes too; counted as WD_CUDA_TEST_FAIL's)
     int64_t step;                   // steps applied (Adam's bias correction)
 } wd__cpu;
 
@@ -7052,7 +7059,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->m = d->model;
     c->rank = d->rank;
-    c->step = c->submits = c->m->step;
+    c->step = c->m->step;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->T = WD__MIN(c->T, d->batch);   // no idle workers
     c->cap = (d->batch + c->T - 1) / c->T;
@@ -7067,13 +7074,11 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
-    c->fail_rank = -1;
-    const char *tf = getenv("WD_CPU_TEST_FAIL");   // tests only: the header's side of a step failing after its collectives
-    if (!st && tf && *tf) {
-        int fr = -1;
+    if (!st) {   // tests only: the header's side of a step failing after its collectives (no :pre here)
         long long fs = 0;
-        if (sscanf(tf, "%d:%lld", &fr, &fs) != 2 || fr < 0 || fs < 1) st = wd__fail(WD_ERR_INVALID_ARG, "WD_CPU_TEST_FAIL=%.40s: expected RANK:STEP (tests only)", tf);
-        else { c->fail_rank = fr; c->fail_step = fs; }
+        int pre = 0;
+        st = wd_test_fail_parse("WD_CPU_TEST_FAIL", 0, &c->fail_rank, &fs, &pre);
+        c->fail_step = fs;
     }
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
@@ -9079,6 +9084,17 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
     e->exchange_full = wd__env_number("WD_EXCHANGE_FULL") != 0;
     e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
     e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
+}
+WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre) {
+    const char *tf = getenv(name);
+    int fr = -1, n = 0;
+    long long fs = 0;
+    *rank = -1; *step = 0; *pre = 0;
+    if (!tf || !*tf) return WD_OK;
+    if (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1 || (tf[n] && (!pre_ok || strcmp(tf + n, ":pre"))))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s=%.40s: expected RANK:STEP%s (tests only)", name, tf, pre_ok ? " or RANK:STEP:pre" : "");
+    *rank = fr; *step = fs; *pre = tf[n] != 0;
+    return WD_OK;
 }
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most) {
     int over = most > x->cap;

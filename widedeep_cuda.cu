@@ -1573,12 +1573,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
     {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them)
-        const char *tf = getenv("WD_CUDA_TEST_FAIL");
-        int fr = -1, n = 0;
-        long long fs = 0;
-        if (tf && *tf && (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1 || (tf[n] && strcmp(tf + n, ":pre"))))
-            return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_TEST_FAIL=%.40s: expected RANK:STEP or RANK:STEP:pre (tests only)", tf);
-        r->fail_rank = fr; r->fail_step = tf && *tf ? fs : 0; r->fail_pre = tf && *tf && tf[n] != 0;
+        wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre);
+        if (tst) return tst;   // its message names the variable
     }
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
@@ -1882,8 +1878,10 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     long long no = slow ? r->slot_no[slot] : r->coll_steps + 1;   // this step's number (a step done again keeps its own)
     r->slot_no[slot] = no;
     int checks = r->check_every > 0 && c && c->size > 1 && no % r->check_every == 0;
-    int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;   // WD_CUDA_TEST_FAIL (once:
-    if (fails) r->fail_step = 0;                                                              // the vote after :pre has its number)
+    // WD_CUDA_TEST_FAIL, once (the vote after :pre has its number); used up here even without a
+    // communicator, where it never fires (its failures are between ranks: tests give it several)
+    int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;
+    if (fails) r->fail_step = 0;
     r->enq_cap = cap; r->enq_full = full; r->enq_checks = checks;
     unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
@@ -2116,9 +2114,9 @@ static wd_status wdc_pass_lost(wdc_rank *r) {
 // whose tail ended training on every rank (gate), nothing is enqueued: the
 // step is gated, and complete() reports it as not run.
 static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
+    r->reach = WD_REACH_NONE;   // first: an early error below reached nobody (never the last call's reach)
     if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
     if (b && b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
-    r->reach = WD_REACH_NONE;
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
     if (r->gate) { r->gated[slot] = 1; r->submitted++; return WD_OK; }

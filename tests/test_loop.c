@@ -228,7 +228,7 @@ static void test_report(void) {
 
 // The CPU backend driven through its table, the way wd_train's loop does:
 // two steps in flight, results in order, a stop vote and a failure vote that
-// change nothing.
+// change nothing; its test hook (WD_CPU_TEST_FAIL).
 static void test_backend_interface(void) {
     REQUIRE(ready);
     wd_model *m = model(8), *ref = model(8);
@@ -291,6 +291,42 @@ static void test_backend_interface(void) {
     ops->describe(be, what, sizeof what);
     CHECK(strstr(what, "cpu threads=2") != NULL);
     ops->destroy(be);
+    // the failure hooks (tests only): WD_CPU_TEST_FAIL and WD_CUDA_TEST_FAIL in one parser
+    // (the CPU hook used to accept trailing text, ":pre" among it, and fail after the
+    // collectives all the same); both count the backend's own steps, from 1 whatever the
+    // model's step (the CPU hook used to count from the model's: never fired when resumed)
+    {
+        static const char *refused[] = {"1:4:pre", "1:4x", "1", "-1:3", "1:0", "a:b"};
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+            setenv("WD_CPU_TEST_FAIL", refused[i], 1);
+            wd_backend *b2 = NULL;
+            wd_status s2 = ops->create(&bd, &b2);
+            if (s2 != WD_ERR_INVALID_ARG) printf("  WD_CPU_TEST_FAIL=%s: %s\n", refused[i], wd_status_string(s2));
+            CHECK(s2 == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CPU_TEST_FAIL=") && strstr(wd_last_error(), "RANK:STEP") && !b2);
+            if (b2) ops->destroy(b2);
+        }
+        int fr = 0, pre = 0;
+        long long fs = 0;
+        setenv("WD_CUDA_TEST_FAIL", "2:7:pre", 1);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre) == WD_OK && fr == 2 && fs == 7 && pre == 1);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 0, &fr, &fs, &pre) == WD_ERR_INVALID_ARG);
+        unsetenv("WD_CUDA_TEST_FAIL");
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre) == WD_OK && fs == 0 && fr == -1);
+        int64_t at = -1;
+        wd_model_position(ref, NULL, NULL, &at);
+        CHECK(at == 2);   // ref trained 2 steps: a resumed model
+        bd.model = ref;
+        setenv("WD_CPU_TEST_FAIL", "0:2", 1);
+        wd_backend *b2 = NULL;
+        wd_status s2 = ops->create(&bd, &b2);
+        unsetenv("WD_CPU_TEST_FAIL");
+        REQUIRE_OK(s2);
+        REQUIRE_OK(ops->submit(b2, &first, 0));
+        REQUIRE_OK(ops->complete(b2, &res));
+        s2 = ops->submit(b2, &second, 0);   // this backend's second step
+        CHECK(s2 == WD_ERR_DEVICE && strstr(wd_last_error(), "injected after the step's collectives") && ops->reach(b2) == WD_REACH_SENT);
+        ops->destroy(b2);
+    }
     free(p); free(q);
     wd_batch_free(&first); wd_batch_free(&second); wd_batch_free(&full);
     wd_reader_close(r);
