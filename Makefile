@@ -44,7 +44,9 @@ $(ENGINE): | $(B)
 # libnccl.so.2 is loaded when a communicator is made (dlopen: the loader's
 # path, then NCCL_HOME/lib through the RUNPATH; WD_NCCL_LIB names it), so a
 # program without NCCL fails only where it asks for NCCL. -lineinfo: source
-# lines in compute-sanitizer's reports (no effect on the code).
+# lines in compute-sanitizer's reports (no effect on the code). Needs CUDA
+# 11.7 or newer (cudaGraphInstantiateFlagUseNodePriority), 11.8 for sm_90
+# below; compiled and checked with CUDA 13.0 only.
 CUDA_HOME ?= $(shell dirname $$(dirname $$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)))
 NCCL_HOME ?= $(CUDA_HOME)
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc))

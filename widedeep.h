@@ -146,7 +146,10 @@
             rows (wd_xcap), a step that overflows it done again in full; MPI
             calls in chunks of at most 1 GiB per rank (WD_MPI_CHUNK_BYTES):
             any size gathers; the ranks' start-up agreement (a set-up failure
-            voted, unequal settings refused, naming the rank: wd_train_fail).
+            voted, unequal settings refused, naming the rank: wd_train_fail);
+            wd_backend_ops.reach (appended; NULL = WD_REACH_NONE): how far a
+            failed step reached the other ranks (a backend object built
+            from an older header lacks it: rebuild widedeep_cuda.o with it).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -1384,8 +1387,14 @@ typedef struct wd_backend_ops {
 //    validation's gather after that step);
 //  - ALL: every rank fails at that step alike (read from the step's
 //    reduced data: a failure vote, a non-finite loss, a bad gradient or
-//    parameter, replicas' tables that differ): nobody runs a step after it
-//    and nobody waits for this rank, so it neither votes nor aborts;
+//    parameter, replicas' tables that differ): no rank posts a collective
+//    that another does not (a step the CUDA device has in flight already
+//    runs on every rank alike and changes nothing; nothing after it), so
+//    nobody waits for this rank: it neither votes nor aborts. Not yet
+//    handled: a rank whose step failed after its collectives (SENT, STOP)
+//    never runs the after-the-sum checks (gradient, parameters, tables), so
+//    where the others fail them in that step it posts the next step's vote
+//    (or the validation's gather) alone and waits for WD_COMM_TIMEOUT;
 //  - STOP: as SENT, and that step's reduced data carries a stop: the others
 //    end after it, having submitted the next step already unless they waited
 //    for this one first (a validation, checkpoint or publish step).
@@ -7890,7 +7899,8 @@ static wd_status wd__rank_train(wd__rank *k) {
     int step_failed = 0;            // a step failed (on every rank alike, or this device): no failure vote
     int owed = 0, owed_validates = 0, owed_sync = 0;   // a submit failed after its step's collectives (WD_REACH_SENT,
                                                        // WD_REACH_STOP): the others complete that step (validating
-                                                       // after it; waiting for it before the next)
+                                                       // after it; waiting for it before the next). A stream
+                                                       // never votes (its length is unknown): it aborts
     wd_status st = WD_OK;
     if (!run->stream) st = wd_loader_open(&ld, &k->loader);
     int publish = chief && d->publish_every > 0;
