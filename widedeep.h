@@ -1346,6 +1346,13 @@ WDDEF wd_status wd_step_failure(const float *tail, char *msg, size_t n);
 typedef struct wd_backend_ops {
     const char *name;               // "cpu", "cuda"
     const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
+    // Makes one rank's backend. With d->comm, every rank of the job calls it
+    // at once, and it either posts no collective (CUDA) or posts its
+    // collectives on d->comm before anything of its own can fail (CPU: the
+    // processes' worker counts; a rank that cannot post them aborts d->comm):
+    // a failure is then carried to every rank by wd_train's second agreement
+    // round, which every rank reaches, failed or not, on the communicator it
+    // was given (the caller's: a backend never makes or frees it).
     wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
     void (*destroy)(wd_backend *be);
     // Starts a training step on this rank's samples b (b may be reused once
@@ -1506,9 +1513,10 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e);
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
    the run (votes count; from 1, whatever the model's step) fails right after
    its collectives went out, before its update; where pre_ok, "R:S:pre" right
-   before them (*pre = 1). Unset or empty: *step = 0 (off); anything else is
-   WD_ERR_INVALID_ARG naming the variable. */
-WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre);
+   before them (*pre = 1); "R:create", rank R's backend fails at the end of
+   its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
+   *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
+WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -6531,27 +6539,43 @@ static void wd__hier_destroy(wd__hier *h) {
     wd__free(h->cat.p);
     wd__free(h);
 }
-// Called by every process at once (an allgather of the worker counts).
+// Called by every process at once (an allgather of the worker counts); a
+// process that cannot join it aborts ext, so that no other waits for it.
 static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier **out) {
     *out = NULL;
-    if (ext->ops->stream_allreduce_sum) return wd__fail(WD_ERR_INVALID_ARG, "the CPU device needs a host communicator (wd_comm_mpi_create), not a device one");
+    if (ext->ops->stream_allreduce_sum) {
+        ext->ops->abort(ext, WD_ERR_INVALID_ARG, "the CPU device needs a host communicator");
+        return wd__fail(WD_ERR_INVALID_ARG, "the CPU device needs a host communicator (wd_comm_mpi_create), not a device one");
+    }
     wd__hier *h = WD__NEW(wd__hier);
-    if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!h) { ext->ops->abort(ext, WD_ERR_NOMEM, "out of memory for the processes' communicator"); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     int P = ext->size;
     h->ext = ext; h->local = local; h->T = T;
     h->first = (int *)wd__calloc(sizeof(int) * (size_t)(P + 1));
     h->ranks = (wd_comm *)wd__calloc(sizeof(wd_comm) * (size_t)T);
     h->pv = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     h->ps = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
-    if (!h->first || !h->ranks || !h->pv || !h->ps) { wd__hier_destroy(h); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!h->first || !h->ranks || !h->pv || !h->ps) {
+        wd__hier_destroy(h);
+        ext->ops->abort(ext, WD_ERR_NOMEM, "out of memory for the processes' communicator");
+        return wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
     h->T32 = T;
     wd_status st = ext->ops->allgather(ext, &h->T32, sizeof h->T32, h->pv, h->ps);
     if (st) st = wd__fail(st, "the processes' worker counts: %s", wd_last_error());
-    for (int q = 0; !st && q < P; q++) {
-        int32_t tq = 0;
-        if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
-        if (tq < 1 || tq > 256 || h->first[q] > 1000000) st = wd__fail(WD_ERR_INTERNAL, "process rank %d reports %d workers", q, (int)tq);
-        else h->first[q + 1] = h->first[q] + tq;
+    else {
+        for (int q = 0; !st && q < P; q++) {
+            int32_t tq = 0;
+            if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
+            if (tq < 1 || tq > 256 || h->first[q] > 1000000) st = wd__fail(WD_ERR_INTERNAL, "process rank %d reports %d workers", q, (int)tq);
+            else h->first[q + 1] = h->first[q] + tq;
+        }
+        // the views may be the other processes' own counts (a shared-memory
+        // communicator) and their next collective (wd_train's second
+        // agreement round) an allgather too: nobody leaves before everyone
+        // has read them
+        wd_status bst = ext->ops->barrier(ext);
+        if (!st && bst) st = wd__fail(bst, "the processes' worker counts: %s", wd_last_error());
     }
     if (!st) {
         h->total = h->first[P];
@@ -7062,32 +7086,44 @@ static void wd__cpu_destroy(wd_backend *be) {
 static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     *out = NULL;
     if (d->ranks > 1 && !d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank per process (its `threads` workers split each batch); ranks of several processes need their communicator (wd_comm_mpi_create)");
-    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);
-    WD__TRY(wd__precision_check(d->model));
+    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);   // equal on every rank (the agreement)
+    int multi = d->comm && d->comm->size > 1;
     wd__cpu *c = WD__NEW(wd__cpu);
-    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!c) {   // before the processes' collective below: the abort tells the others
+        if (multi) d->comm->ops->abort(d->comm, WD_ERR_NOMEM, "out of memory for the CPU backend");
+        return wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
     c->m = d->model;
     c->rank = d->rank;
     c->step = c->m->step;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->T = WD__MIN(c->T, d->batch);   // no idle workers
     c->cap = (d->batch + c->T - 1) / c->T;
-    c->ws = (wd__ws *)wd__calloc(sizeof(wd__ws) * (size_t)c->T);
-    wd_status st = c->ws ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory");
+    // The processes' collective first, before anything of this process's
+    // own can fail, so that every process posts it: wd_train's second
+    // agreement round then carries each one's set-up status.
+    wd_status st = multi ? wd__hier_create(d->comm, c->comm, c->T, &c->hier) : WD_OK;
+    if (!st) st = wd__precision_check(d->model);
+    if (!st) {
+        c->ws = (wd__ws *)wd__calloc(sizeof(wd__ws) * (size_t)c->T);
+        if (!c->ws) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    }
     for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap, 1);
     if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
-    if (!st && d->comm && d->comm->size > 1) st = wd__hier_create(d->comm, c->comm, c->T, &c->hier);
     for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
     if (!st) {
         c->views = (const void **)wd__calloc(sizeof(void *) * (size_t)c->T * (size_t)c->wcomm[0]->size);
         if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
-    if (!st) {   // tests only: the header's side of a step failing after its collectives (no :pre here)
+    if (!st) {   // tests only: the header's side of a step failing after its collectives (R:S; no :pre
+                 // here), and of a backend failing at the end of its creation (R:create)
         long long fs = 0;
-        int pre = 0;
-        st = wd_test_fail_parse("WD_CPU_TEST_FAIL", 0, &c->fail_rank, &fs, &pre);
+        int pre = 0, create = 0;
+        st = wd_test_fail_parse("WD_CPU_TEST_FAIL", 0, &c->fail_rank, &fs, &pre, &create);
         c->fail_step = fs;
+        if (!st && create && c->fail_rank == d->rank) st = wd__fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CPU_TEST_FAIL)", d->rank);
+        if (create) c->fail_rank = -1;
     }
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
@@ -7583,7 +7619,10 @@ typedef struct wd__rank {
 // ---- the start-up agreement: before the first collective of training ----
 // Every rank of a job calls it once, before anything else of training
 // touches the communicator (wd__rank_train; a rank whose set-up failed in
-// wd_train, or before it: wd_train_fail): it gathers each rank's status
+// wd_train, or before it: wd_train_fail), and once more, status alone,
+// after its backend was made and its loader opened (wd__rank_train: a GPU
+// without the memory its plan needs, a shard it cannot open, reach every
+// rank the same way): it gathers each rank's status
 // and what must be equal on every rank, so that a rank's failure ends
 // every rank at once naming it (where a communicator's abort reaches no
 // other process, the others would wait in the first collective for the
@@ -7674,15 +7713,20 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
 }
 // The agreement (see above): rec holds this rank's settings (wd__agree_fill)
 // when st is WD_OK; else this rank failed (the reason in wd_last_error()).
-// WD_OK on every rank, or an error on every rank: the failed rank's own,
-// the others' WD_ERR_ABORTED naming it, or WD_ERR_INVALID_ARG naming the
-// first setting that differs and the rank (*agreed = 1: every rank saw the
-// same records and returns it, no abort needed).
+// rec NULL: the second round, status alone (every rank's backend made and
+// loader opened, wd__rank_train), nothing compared. WD_OK on every rank, or
+// an error on every rank: the failed rank's own, the others'
+// WD_ERR_ABORTED naming it, or WD_ERR_INVALID_ARG naming the first setting
+// that differs and the rank (*agreed = 1 with any error: every rank saw the
+// same records and returns it, so no rank waits for another and none needs
+// to abort its communicator).
 static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd_schema *schema, int *agreed) {
     int P = c->size;
     char err[WD__ERR_MAX] = "", voted[WD__ERR_MAX] = "", mis[WD__ERR_MAX] = "";
+    wd__evalrec head;               // the status round's record
+    wd__evalrec *own = rec ? &rec->head : &head;
     if (st) snprintf(err, sizeof err, "%s", wd_last_error());
-    wd__vote_own(&rec->head, st, "start-up");
+    wd__vote_own(own, st, "start-up");
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     if (!views || !sizes) {   // the others are told by the abort (wd_train_fail has no caller's abort)
@@ -7690,17 +7734,17 @@ static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd
         c->ops->abort(c, st ? st : WD_ERR_NOMEM, st ? err : "out of memory for the start-up agreement");
         return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the start-up agreement of %d ranks", P);
     }
-    wd_status gst = c->ops->allgather(c, rec, st ? sizeof rec->head : sizeof *rec, views, sizes);
+    wd_status gst = c->ops->allgather(c, own, st || !rec ? sizeof *own : sizeof *rec, views, sizes);
     if (gst) {
         wd__free(views); wd__free(sizes);
         return st ? wd__fail(st, "%s", err) : wd__fail(gst, "start-up: the ranks' agreement: %s", wd_last_error());
     }
     int failed = 0;
     wd__votes(views, sizes, P, "start-up", &failed, voted, sizeof voted);
-    for (int q = 1; !failed && !mis[0] && q < P; q++)
+    for (int q = 1; rec && !failed && !mis[0] && q < P; q++)
         if (sizes[q] != sizeof *rec || sizes[0] != sizeof *rec)
             snprintf(mis, sizeof mis, "start-up: rank %d sent %zu bytes of settings, rank 0 %zu, this rank's library %zu: every rank must run the same widedeep.h", q, sizes[q], sizes[0], sizeof *rec);
-    if (!failed && !mis[0]) {   // the first difference from rank 0, the same on every rank
+    if (rec && !failed && !mis[0]) {   // the first difference from rank 0, the same on every rank
         const wd__agreerec *r0 = (const wd__agreerec *)views[0];
         for (int i = 0; !mis[0] && i < WD__AG_N; i++)
             for (int q = 1; !mis[0] && q < P; q++) {
@@ -7721,9 +7765,9 @@ static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd
     // the views may be the other ranks' own records (a shared-memory
     // communicator): nobody leaves before everyone has read them
     wd_status bst = c->ops->barrier(c);
+    if (agreed) *agreed = (st || failed || mis[0]) && !bst;
     if (st) return wd__fail(st, "%s", err);
     if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
-    if (agreed) *agreed = mis[0] && !bst;
     if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "%s", mis);
     return bst ? wd__fail(bst, "start-up: the ranks' agreement: %s", wd_last_error()) : WD_OK;
 }
@@ -7882,7 +7926,7 @@ static wd_status wd__rank_train(wd__rank *k) {
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
     bd.device = run->device[k->local]; bd.threads = d->threads; bd.comm = run->comm[k->local];
-    WD__TRY(ops->create(&bd, &k->be));
+    wd_status st = ops->create(&bd, &k->be);
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
     ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
@@ -7901,10 +7945,21 @@ static wd_status wd__rank_train(wd__rank *k) {
                                                        // WD_REACH_STOP): the others complete that step (validating
                                                        // after it; waiting for it before the next). A stream
                                                        // never votes (its length is unknown): it aborts
-    wd_status st = WD_OK;
-    if (!run->stream) st = wd_loader_open(&ld, &k->loader);
+    if (!st && !run->stream) st = wd_loader_open(&ld, &k->loader);
     int publish = chief && d->publish_every > 0;
     if (!st && publish) st = wd__publish_from(m, ops, k->be);   // predictions never read the live model
+    if (jc && jc->size > 1) {       // the second round: every rank's set-up status (its backend, its loader)
+        // Every rank reaches it, failed or not (the communicator is the
+        // caller's, never the backend's; a backend's create posts its own
+        // collectives before anything of its own can fail): a failure here
+        // ends every rank at once, naming the rank and the reason, where a
+        // communicator's abort reaches no other process (NCCL between
+        // processes) and the others would wait in their first step.
+        int agreed = 0;
+        st = wd__agree(jc, NULL, st, NULL, &agreed);
+        k->voted = agreed;   // every rank read the same statuses: no abort
+    }
+    if (st) return st;
     double t_loop = wd__now();
     while (!st && !k->stopped && epoch < run->epochs && !(d->max_steps > 0 && step >= d->max_steps)) {
         if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
@@ -9095,14 +9150,16 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
     e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
     e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
 }
-WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre) {
+WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create) {
     const char *tf = getenv(name);
     int fr = -1, n = 0;
     long long fs = 0;
-    *rank = -1; *step = 0; *pre = 0;
+    *rank = -1; *step = 0; *pre = 0; *create = 0;
     if (!tf || !*tf) return WD_OK;
+    if (sscanf(tf, "%d:create%n", &fr, &n) == 1 && n > 0 && !tf[n] && fr >= 0) { *rank = fr; *create = 1; return WD_OK; }
+    n = 0;
     if (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1 || (tf[n] && (!pre_ok || strcmp(tf + n, ":pre"))))
-        return wd__fail(WD_ERR_INVALID_ARG, "%s=%.40s: expected RANK:STEP%s (tests only)", name, tf, pre_ok ? " or RANK:STEP:pre" : "");
+        return wd__fail(WD_ERR_INVALID_ARG, "%s=%.40s: expected RANK:STEP%s or RANK:create (tests only)", name, tf, pre_ok ? ", RANK:STEP:pre" : "");
     *rank = fr; *step = fs; *pre = tf[n] != 0;
     return WD_OK;
 }

@@ -1192,6 +1192,7 @@ struct wdc_rank {
     int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails
     long long fail_step;            // right after its collectives were enqueued, or before them (0: off)
     int fail_pre;
+    int fail_create;                // WD_CUDA_TEST_FAIL=R:create and this is rank R: wdc_create fails
     // steps numbered by their collectives (WD_CHECK_TABLES's steps, WD_CUDA_TEST_FAIL): a step
     // whose enqueue failed before them is not counted, so the vote after it takes its number
     // (the others' step of that number pairs with the vote); a step done again keeps its own
@@ -1572,9 +1573,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
-    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them)
-        wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre);
+    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them);
+        // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
+        int create = 0;
+        wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre, &create);
         if (tst) return tst;   // its message names the variable
+        r->fail_create = create && r->fail_rank == r->rank;
+        if (create) r->fail_rank = -1;
     }
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
@@ -2007,6 +2012,7 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     memset(r, 0, sizeof *r);
     r->device = bd->device;
     wd_status st = wdc_rank_init(r, bd);
+    if (!st && r->fail_create) st = wdc_fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
     if (st) {
         char err[1024];
         snprintf(err, sizeof err, "%s", wd_last_error());

@@ -305,13 +305,17 @@ static void test_backend_interface(void) {
             CHECK(s2 == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CPU_TEST_FAIL=") && strstr(wd_last_error(), "RANK:STEP") && !b2);
             if (b2) ops->destroy(b2);
         }
-        int fr = 0, pre = 0;
+        int fr = 0, pre = 0, create = 1;
         long long fs = 0;
         setenv("WD_CUDA_TEST_FAIL", "2:7:pre", 1);
-        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre) == WD_OK && fr == 2 && fs == 7 && pre == 1);
-        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 0, &fr, &fs, &pre) == WD_ERR_INVALID_ARG);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre, &create) == WD_OK && fr == 2 && fs == 7 && pre == 1 && !create);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 0, &fr, &fs, &pre, &create) == WD_ERR_INVALID_ARG);
+        setenv("WD_CUDA_TEST_FAIL", "1:create", 1);   // rank 1's backend fails at the end of its creation
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 0, &fr, &fs, &pre, &create) == WD_OK && fr == 1 && fs == 0 && !pre && create == 1);
+        setenv("WD_CUDA_TEST_FAIL", "1:createx", 1);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre, &create) == WD_ERR_INVALID_ARG);
         unsetenv("WD_CUDA_TEST_FAIL");
-        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre) == WD_OK && fs == 0 && fr == -1);
+        CHECK(wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &fr, &fs, &pre, &create) == WD_OK && fs == 0 && fr == -1 && !create);
         int64_t at = -1;
         wd_model_position(ref, NULL, NULL, &at);
         CHECK(at == 2);   // ref trained 2 steps: a resumed model

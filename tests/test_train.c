@@ -1063,6 +1063,7 @@ typedef struct deaf_opts {
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static int64_t g_deaf_max_steps;    // train_deaf's max_steps (0: none)
+static size_t g_deaf_loader_ram1;   // train_deaf's process 1's loader_ram (0: the others')
 static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const char *train, const char *valid, deaf_opts *o) {
     wd_comm *in[3];
     tl_deaf dc[3];
@@ -1083,6 +1084,7 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
         if (p == 1 && o->map) { a[p].td.map = o->map; a[p].td.map_user = o->map_user; }
         if (p == 1 && o->train1) a[p].td.files = files1;
         if (p == 1 && o->batch1) a[p].td.batch_size = o->batch1;
+        if (p == 1 && g_deaf_loader_ram1) a[p].td.loader_ram = g_deaf_loader_ram1;
     }
     double t0 = wd__now();
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
@@ -1224,6 +1226,37 @@ static void test_process_setup_agreement(void) {
                 if (same != (!dev || cs[i].same)) printf("  %s=%s against %s on the %s device: %s\n", cs[i].name, cs[i].x, cs[i].y ? cs[i].y : "unset", dev ? "CUDA" : "CPU", same ? "equal" : "different");
                 CHECK(same == (!dev || cs[i].same));
             }
+    }
+}
+// A process whose set-up fails after the start-up agreement: its backend's
+// creation (WD_CPU_TEST_FAIL=1:create, the CPU side of a GPU without the
+// memory its plan needs) or its loader's open (a loader_ram of 1 byte on
+// process 1 alone). The second agreement round (every rank's status after
+// its backend and loader) ends the others at once, naming rank 1 and its
+// reason, with no communicator aborted; no step ran. Over deaf
+// communicators the others used to wait in their first step for the
+// timeout (30 s here) after a failed creation.
+static void test_process_setup_fails_after_agreement(void) {
+    REQUIRE(g_data_ok);
+    for (int c = 0; c < 2; c++) {
+        wd_model *ms[3];
+        wd_status st[3];
+        char err[3][1024];
+        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};
+        if (c == 0) setenv("WD_CPU_TEST_FAIL", "1:create", 1);
+        else g_deaf_loader_ram1 = 1;
+        double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
+        unsetenv("WD_CPU_TEST_FAIL");
+        g_deaf_loader_ram1 = 0;
+        REQUIRE(dt >= 0);
+        const char *why = c == 0 ? "injected at the end of the backend's creation" : "RAM budget 1 bytes";
+        printf("  %s: %.3f s, %d aborts; rank 1: %s; rank 0: %s\n", c == 0 ? "the backend's creation" : "the loader's open", dt, o.aborts[0] + o.aborts[1] + o.aborts[2], err[1], err[0]);
+        CHECK(dt < 1.0 && o.aborts[0] + o.aborts[1] + o.aborts[2] == 0);
+        CHECK(st[1] == (c == 0 ? WD_ERR_DEVICE : WD_ERR_LIMIT) && strstr(err[1], why));
+        for (int p = 0; p < 3; p += 2)
+            CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (") && strstr(err[p], "start-up: ") && strstr(err[p], why));
+        for (int p = 0; p < 3; p++) CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
+        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
 }
 // A rank's own failure whose status is WD_ERR_ABORTED (its map callback's)
@@ -1580,6 +1613,7 @@ int main(int argc, char **argv) {
     RUN(test_process_own_abort_voted);
     RUN(test_process_setup_agreement);
     RUN(test_process_fails_after_collectives);
+    RUN(test_process_setup_fails_after_agreement);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);
