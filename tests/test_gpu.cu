@@ -1587,6 +1587,34 @@ static void *vote_main(void *p) {
     snprintf(v->err, sizeof v->err, "%s", v->st ? wd_last_error() : "");
     return NULL;
 }
+// The failure tests' N ranks' communicators: on the GPU the same-GPU
+// communicator (c; in and dc unused); on the CPU harness the CPU's (in),
+// each wrapped so that its abort reaches nobody (dc, as between processes
+// over NCCL), with a 30 s timeout
+static wd_status vote_comms(int n, wd_comm **c, wd_comm **in, tl_deaf *dc) {
+#ifdef WD_TEST_GPU_ON_CPU
+    wd_status st = wd_comm_local_create(n, 30.0, in);
+    for (int p = 0; !st && p < n; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
+    return st;
+#else
+    (void)in; (void)dc;
+    return wd_comm_cuda_local_create(n, 0, c);
+#endif
+}
+// The failure tests' N ranks: each its own Criteo-shaped model training
+// `files` in file order, max_steps steps over its communicator c[p];
+// 1 if every model was made
+static int vote_ranks(vote_rank *v, int n, const char **files, wd_comm **c, int64_t max_steps) {
+    wd_schema s;
+    int made = 1;
+    for (int p = 0; p < n; p++) {
+        memset(&v[p], 0, sizeof v[p]);
+        made &= (v[p].m = cfg_model(&C_CRITEO, &s)) != NULL;
+        v[p].td = train_desc(files, n * BLOCK);
+        v[p].td.no_shuffle = 1; v[p].td.max_steps = max_steps; v[p].td.comm = c[p];
+    }
+    return made;
+}
 static void test_failure_vote(void) {
     enum { N = 3 };
     wd_reader *rd;
@@ -1598,30 +1626,18 @@ static void test_failure_vote(void) {
     f.D = b->ndense; f.label = b->label[0];
     memcpy(f.dense, b->dense, sizeof(float) * (size_t)f.D);
     wd_reader_close(rd);
-    wd_comm *c[N];
-#ifdef WD_TEST_GPU_ON_CPU
-    wd_comm *in[N];
+    wd_comm *c[N], *in[N];
     tl_deaf dc[N];
-    REQUIRE_OK(wd_comm_local_create(N, 30.0, in));
-    for (int p = 0; p < N; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
-#else
-    REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
-#endif
+    REQUIRE_OK(vote_comms(N, c, in, dc));
     char ck[300];
     snprintf(ck, sizeof ck, "%s/vote.wdm", TMP);
     unlink(ck);
     const char *files[1] = {CRITEO};
     vote_rank v[N];
     pthread_t th[N];
-    wd_schema s;
-    for (int p = 0; p < N; p++) {
-        memset(&v[p], 0, sizeof v[p]);
-        REQUIRE((v[p].m = cfg_model(&C_CRITEO, &s)) != NULL);
-        v[p].td = train_desc(files, N * BLOCK);
-        v[p].td.no_shuffle = 1; v[p].td.max_steps = 8; v[p].td.comm = c[p];
-        v[p].td.map = failing_map; v[p].td.map_user = &f;
-        if (p == 0) v[p].td.checkpoint_path = ck;
-    }
+    REQUIRE(vote_ranks(v, N, files, c, 8));
+    for (int p = 0; p < N; p++) { v[p].td.map = failing_map; v[p].td.map_user = &f; }
+    v[0].td.checkpoint_path = ck;
     double t0 = now_s();
     for (int p = 0; p < N; p++) pthread_create(&th[p], NULL, vote_main, &v[p]);
     for (int p = 0; p < N; p++) pthread_join(th[p], NULL);
@@ -1790,16 +1806,9 @@ static void test_rank_fails_mid_step(void) {
         const char *files[1] = {CRITEO};
         vote_rank v[N];
         pthread_t th[N];
-        wd_schema s;
-        int made = 1;
-        for (int p = 0; p < N; p++) {
-            memset(&v[p], 0, sizeof v[p]);
-            made &= (v[p].m = cfg_model(&C_CRITEO, &s)) != NULL;
-            v[p].td = train_desc(files, N * BLOCK);
-            v[p].td.no_shuffle = 1; v[p].td.max_steps = 8; v[p].td.comm = c[p];
-            if (p == 0) v[p].td.checkpoint_path = ck;
-        }
+        int made = vote_ranks(v, N, files, c, 8);
         CHECK(made);
+        v[0].td.checkpoint_path = ck;
         setenv("WD_CUDA_TEST_FAIL", "1:3", 1);   // read when each rank's backend is made
         double t0 = now_s();
         for (int p = 0; made && p < N; p++) pthread_create(&th[p], NULL, vote_main, &v[p]);
@@ -1913,28 +1922,15 @@ static void test_rank_fails_after_collectives(void) {
     const char *env = ON_CPU ? "WD_CPU_TEST_FAIL" : "WD_CUDA_TEST_FAIL";
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         if (ON_CPU && cs[k].gpu_only) continue;
-        wd_comm *c[N];
-#ifdef WD_TEST_GPU_ON_CPU
-        wd_comm *in[N];
+        wd_comm *c[N], *in[N];
         tl_deaf dc[N];
-        REQUIRE_OK(wd_comm_local_create(N, 30.0, in));
-        for (int p = 0; p < N; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
-#else
-        REQUIRE_OK(wd_comm_cuda_local_create(N, 0, c));
-#endif
+        REQUIRE_OK(vote_comms(N, c, in, dc));
         const char *files[1] = {CRITEO}, *valid[1] = {VALID};
         vote_rank v[N];
         pthread_t th[N];
-        wd_schema s;
-        int made = 1;
-        for (int p = 0; p < N; p++) {
-            memset(&v[p], 0, sizeof v[p]);
-            made &= (v[p].m = cfg_model(&C_CRITEO, &s)) != NULL;
-            v[p].td = train_desc(files, N * BLOCK);
-            v[p].td.no_shuffle = 1; v[p].td.max_steps = cs[k].max_steps; v[p].td.comm = c[p];
-            if (cs[k].eval_every) { v[p].td.valid_files = valid; v[p].td.nvalid = 1; v[p].td.eval_every = cs[k].eval_every; }
-        }
+        int made = vote_ranks(v, N, files, c, cs[k].max_steps);
         CHECK(made);
+        for (int p = 0; p < N && cs[k].eval_every; p++) { v[p].td.valid_files = valid; v[p].td.nvalid = 1; v[p].td.eval_every = cs[k].eval_every; }
         setenv(env, cs[k].fail, 1);   // read when each rank's backend is made
         if (cs[k].tables) setenv("WD_CHECK_TABLES", cs[k].tables, 1);
         double t0 = now_s();
