@@ -33,7 +33,8 @@
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
-                       wd_test_fail_parse: what widedeep_cuda.cu builds on
+                       wd_env_number, wd_test_fail_parse: what
+                       widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
@@ -1509,6 +1510,9 @@ typedef struct wd_cuda_env {
     int sparse_fused;               // WD_CUDA_SPARSE: 0 segmented (also unset), 1 fused, -1 neither (refused)
 } wd_cuda_env;
 WDDEF void wd_cuda_env_read(wd_cuda_env *e);
+// A number from the environment variable `name` (atof), dflt where it is
+// unset or empty: how the CUDA backend reads its switches (WD_CUDA_*).
+WDDEF double wd_env_number(const char *name, double dflt);
 /* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
    the run (votes count; from 1, whatever the model's step) fails right after
@@ -9137,16 +9141,16 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0) {
     x->rows = rows;
     x->cap = WD__MIN(rows, cap0 > 0 ? cap0 : (rows / 4 + 255) / 256 * 256);
 }
-static double wd__env_number(const char *name) {
+WDDEF double wd_env_number(const char *name, double dflt) {
     const char *v = getenv(name);
-    return v && *v ? atof(v) : 0;
+    return v && *v ? atof(v) : dflt;
 }
 WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
-    double cap = wd__env_number("WD_EXCHANGE_CAP"), chk = wd__env_number("WD_CHECK_TABLES");
+    double cap = wd_env_number("WD_EXCHANGE_CAP", 0), chk = wd_env_number("WD_CHECK_TABLES", 0);
     const char *sp = getenv("WD_CUDA_SPARSE");
     memset(e, 0, sizeof *e);
     e->exchange_cap = cap >= 1 && cap < 9e18 ? (int64_t)cap : 0;
-    e->exchange_full = wd__env_number("WD_EXCHANGE_FULL") != 0;
+    e->exchange_full = wd_env_number("WD_EXCHANGE_FULL", 0) != 0;
     e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
     e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
 }

@@ -162,10 +162,6 @@ static int wdc_drained(cudaStream_t st, double limit) {
         usleep(100);
     }
 }
-static double wdc_env(const char *name, double dflt) {
-    const char *v = getenv(name);
-    return v && *v ? atof(v) : dflt;
-}
 
 // ---- 2. Kernels ---------------------------------------------------------------------------------
 #define WDC_THREADS 256             // threads per block of every kernel over elements; reductions size their shared arrays by it
@@ -1511,7 +1507,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_TRY(wd_plan_make(r->model, r->B, r->comm && r->ranks == 1 ? 2 : r->ranks, &r->plan));
     size_t free_b = 0, total_b = 0;
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    double cap = wdc_env("WD_CUDA_MAX_BYTES", 0);   // tests: pretend a smaller device
+    double cap = wd_env_number("WD_CUDA_MAX_BYTES", 0);   // tests: pretend a smaller device
     if (cap > 0 && cap < (double)free_b) free_b = (size_t)cap;
     if ((size_t)r->plan.total > free_b)
         return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
@@ -1532,7 +1528,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     // the side branch's kernels are short and latency-bound (keys, radix-sort passes, run-length
     // encoding, scan); WD_CUDA_SIDE_PRIORITY=1 schedules its blocks ahead of queued GEMM tiles
     // (overlap22 review #7), to be timed against the default before it becomes one
-    r->side_prio = wdc_env("WD_CUDA_SIDE_PRIORITY", 0) != 0;
+    r->side_prio = wd_env_number("WD_CUDA_SIDE_PRIORITY", 0) != 0;
     if (r->side_prio) {
         int least = 0, greatest = 0;
         WDC_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -1547,7 +1543,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaEventCreate(&r->began[i]));
         WDC_CUDA(cudaEventCreate(&r->ended[i]));
     }
-    r->timing = wdc_env("WD_CUDA_TIMING", 0) != 0;
+    r->timing = wd_env_number("WD_CUDA_TIMING", 0) != 0;
     wd_cuda_env env;   // the settings every rank must share (the start-up agreement reads them alike)
     wd_cuda_env_read(&env);
     r->sparse_fused = env.sparse_fused;   // default segmented: see the header comment
@@ -1570,9 +1566,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     }
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = env.check_tables;
-    r->use_graph = !r->comm && !r->timing && wdc_env("WD_CUDA_GRAPH", 1) != 0;
-    r->overlap = !r->timing && wdc_env("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
-    r->side_delay_ns = (long long)(1e3 * wdc_env("WD_CUDA_OVERLAP_DELAY_US", 0));
+    r->use_graph = !r->comm && !r->timing && wd_env_number("WD_CUDA_GRAPH", 1) != 0;
+    r->overlap = !r->timing && wd_env_number("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
+    r->side_delay_ns = (long long)(1e3 * wd_env_number("WD_CUDA_OVERLAP_DELAY_US", 0));
     {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them);
         // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
         int create = 0;
@@ -1591,9 +1587,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W; the
     // buffers wdc_forward and wdc_step_enqueue run them with
     WDC_LT(cublasLtCreate(&r->lt));
-    r->fp32 = wdc_env("WD_CUDA_FP32", 0) != 0;
-    r->epilogue = wdc_env("WD_CUDA_EPILOGUE", 1) != 0;
-    r->bf16_direct = r->lp && wdc_env("WD_CUDA_BF16_DIRECT", 0) != 0;
+    r->fp32 = wd_env_number("WD_CUDA_FP32", 0) != 0;
+    r->epilogue = wd_env_number("WD_CUDA_EPILOGUE", 1) != 0;
+    r->bf16_direct = r->lp && wd_env_number("WD_CUDA_BF16_DIRECT", 0) != 0;
     cublasComputeType_t compute = r->lp || r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     cudaDataType_t in_t = r->lp ? CUDA_R_16BF : CUDA_R_32F;
     // layer l's forward plan; aux: RELU_AUX_BIAS may be offered
@@ -2561,7 +2557,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     memset(c, 0, sizeof *c);
     memset(n, 0, sizeof *n);
     n->comm = comm; n->device = device; n->group = g;
-    n->timeout = wdc_env("WD_COMM_TIMEOUT", 600);
+    n->timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
     c->ops = &wdc_nccl_ops; c->rank = rank; c->size = size; c->impl = n;
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
@@ -2648,7 +2644,7 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     WDC_NCCL(wdc_nc.GetUniqueId(&uid));
     wdc_group *g = wdc_group_new(ndev);
     if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
-    double timeout = wdc_env("WD_COMM_TIMEOUT", 600);
+    double timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
     wd_status st = WD_OK;
     ncclResult_t r = wdc_nc.GroupStart();
     for (int i = 0; r == ncclSuccess && i < ndev; i++) {
@@ -2695,7 +2691,7 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     ncclResult_t r = wdc_nc.CommInitRankConfig(&comm, nranks, uid, rank, &cfg);
     wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
                  : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks, wdc_nc.GetErrorString(r));
-    if (!st) st = wdc_nccl_settle(comm, g, rank, wdc_env("WD_COMM_TIMEOUT", 600), "NCCL set-up (waiting for every rank)");
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", 600), "NCCL set-up (waiting for every rank)");
     if (st) {
         if (comm) wdc_nc.CommAbort(comm);
         wdc_group_release(g);
@@ -2821,7 +2817,7 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
     for (int r = 0; r < nranks; r++) { cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h; ranks[r] = &cs[r]; }
     h->group = wdc_group_new(1);
     wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
-    if (!st) st = wd_comm_local_create(nranks, wdc_env("WD_COMM_TIMEOUT", 600), h->cpu);
+    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", 600), h->cpu);
     cudaError_t e = cudaSuccess;
     if (!st) e = cudaSetDevice(device);
     for (int r = 0; !st && e == cudaSuccess && r < nranks; r++) e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
