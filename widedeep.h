@@ -199,6 +199,9 @@
 #define WD_MAX_SLOTS 128
 #endif
 #define WD_NAME_MAX 32          // slot name bytes, NUL included
+#ifndef WD_MAX_WEIGHT           // largest sample weight a batch may hold (a million unweighted samples)
+#define WD_MAX_WEIGHT 1e6f
+#endif
 #ifndef WD_MAX_BLOCK_SAMPLES    // largest block a reader accepts
 #define WD_MAX_BLOCK_SAMPLES (1 << 22)
 #endif
@@ -670,9 +673,9 @@ typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_rem
 typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
 // Called on each decoded block, on a loader thread; may change values in
 // place (labels, weights, dense values, ids; not the sample count). What it
-// leaves is checked like a decoded block (labels in [0,1], finite weights
-// >= 0, finite dense values, ids inside their buckets). A non-OK status
-// stops the epoch with it.
+// leaves is checked like a decoded block (labels in [0,1], weights in
+// [0, WD_MAX_WEIGHT], finite dense values, ids inside their buckets). A
+// non-OK status stops the epoch with it.
 typedef wd_status (*wd_map_fn)(void *user, wd_batch *block, int worker);
 
 typedef struct wd_loader wd_loader;
@@ -964,9 +967,9 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    clicks in memory, a message queue); wd_trainer_* below push batches from
    the application's own thread through it. Each batch holds 1..batch_size
    samples of the model's schema (checked like a decoded block: labels in
-   [0,1], finite weights >= 0 and dense values, ids inside their buckets,
-   CSR offsets); a shorter one is padded to batch_size with weight-0 samples,
-   as the loader pads an epoch's last batch, so a stream of the samples of a
+   [0,1], weights in [0, WD_MAX_WEIGHT], finite dense values, ids inside
+   their buckets, CSR offsets); a shorter one is padded to batch_size with
+   weight-0 samples, as the loader pads an epoch's last batch, so a stream of the samples of a
    .wdr in file order, batch_size at a time, trains the bit-identical model
    of wd_train over the file with no_shuffle. Validation (eval_every, and
    once at the end of the stream), checkpoints, max_steps, the progress
@@ -977,7 +980,18 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    which samples come next is the application's to know (step x batch_size
    of them were consumed since the stream's first step). A model in the
    middle of a run over files is refused: call wd_model_new_run first. One
-   rank only (CPU, or one GPU).
+   rank only (CPU, or one GPU). A stream's step that is not finite (a
+   non-finite loss, or gradients beyond 1e15: dense values near 1e30, say)
+   is skipped and training goes on: a step is applied whole or not at all
+   (the gradient is checked before any parameter is written), the batch is
+   not trained and does not count as a step; the progress callback gets a
+   call of its own with wd_progress.warning naming the batch (the source's
+   count from 0; a trainer's: its pushes') and the step, and the report
+   counts it (skipped, warning). A checkpoint of checkpoint_every that
+   cannot be written (a full disk) is reported the same way
+   (checkpoints_failed; the one before it stays on disk) and the next one
+   tries again. An update that left a parameter non-finite, a device error,
+   the source's error and a failed final checkpoint still end training.
 
    Online learning (publish_every). wd_predict and wd_predictor_run
    normally read the model's parameters in place, so they must not run
@@ -994,7 +1008,9 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    thread (with a GPU backend, also the download of the model), plus a wait
    for predictions still reading the older snapshot (bench/online_bench.c).
    The snapshot stays in use until the model is destroyed: a later wd_train
-   without publish_every publishes when it ends. */
+   without publish_every publishes when it ends. A trainer (below) publishes
+   when it opens, if nothing was, so predictions never read the parameters
+   it writes. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
@@ -1029,6 +1045,9 @@ typedef struct wd_progress {
                                     // other: the rest of elapsed_s); stage_s[WD_STAGE_DATA] / elapsed_s
                                     // is the share of the time spent waiting for data
     double epoch_f;                 // epochs done, fractional: epoch + batches done in it / its batches
+    const char *warning;            // a stream only: non-NULL in a call of its own when a batch was not
+                                    // trained (a non-finite step, skipped) or a checkpoint not written;
+                                    // the message names the batch and step; training goes on
 } wd_progress;
 // Called after every step and every validation on the thread of this
 // process's first rank (rank 0 of a single-process run; each process of a
@@ -1121,6 +1140,10 @@ typedef struct wd_train_report {
     char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends; the CUDA
                                     // backend's ends with device_ms=, a step's device time after 4 steps)
     wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
+    // a stream only (training goes on after each; wd_progress.warning reports each one):
+    int64_t skipped;                // batches not trained: their step was not finite, and not applied
+    int64_t checkpoints_failed;     // checkpoint_every's checkpoints not written (the one before stays)
+    char warning[256];              // the last of those messages ("" if none)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
 // Instead of wd_train, on a rank of a job (wd_train_desc.comm) that failed
@@ -1133,8 +1156,14 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 /* Pushing batches: wd_train over a stream on a thread of its own, fed by
    wd_trainer_push from any one thread at a time. open takes the desc's
-   settings (files and source must be unset); push checks the batch (its
-   errors name the push; the training goes on), copies it into one of two
+   settings (files and source must be unset) and refuses a model that a
+   trainer or wd_train trains already (wd_train is refused likewise: one
+   training per model); unless m has a published snapshot, it publishes one
+   (the model as it is: wd_predict and predictors read it, not the training
+   thread's parameters; it costs a copy of the parameters, no optimizer
+   state) after waiting for predictions that read m in place. push checks
+   the batch (its errors name the push, numbered from 0 among accepted
+   pushes; training goes on), copies it into one of two
    buffers and returns while the step runs (it waits when both are full), or
    returns the training's error once it failed or stopped (progress stop,
    max_steps: a batch still queued then is not trained; report.steps counts
@@ -1142,8 +1171,10 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
    returns wd_train's status; push and close after close are refused; free
    closes if needed and releases the trainer. The desc is copied; what it
    points to (paths, validation files, callbacks' user data) must live
-   until close. The model must not be used
-   meanwhile except through wd_predict with publish_every. */
+   until close. A skipped step or unwritten checkpoint does not end
+   training (Streams, above): it reaches the progress callback and the
+   report. The model must not be used meanwhile except through wd_predict
+   and predictors (which read the published snapshot). */
 typedef struct wd_trainer wd_trainer;
 WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out);
 WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b);
@@ -1177,7 +1208,8 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
 // thread instead). Reads m only: safe from several threads at once on one
 // model (while no wd_train runs on it, or, once the model has a published
 // snapshot, while one does: it then reads the latest snapshot; see Online
-// learning above). Labels and weights are not read.
+// learning above; a trainer publishes one when it opens). Labels and
+// weights are not read.
 WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs);
 
 /* Serving: a predictor is one thread's reusable prediction context for a
@@ -2117,11 +2149,15 @@ static uint32_t wd__unshuffle4(void *outv, size_t stride, const uint8_t *src, si
 // Checks the values of samples [from, from+n) of b against the schema.
 static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int from, int n, const char *where) {
     int badlw = 0;   // branch-free scan first; locate only on failure
-    for (int i = from; i < from + n; i++) badlw |= !(b->label[i] >= 0.0f) | !(b->label[i] <= 1.0f) | !(b->weight[i] >= 0.0f) | !(b->weight[i] < INFINITY);
+    for (int i = from; i < from + n; i++)
+        badlw |= !(b->label[i] >= 0.0f) | !(b->label[i] <= 1.0f) | !(b->weight[i] >= 0.0f) |
+                 !(b->weight[i] <= WD_MAX_WEIGHT);
     for (int i = from; badlw && i < from + n; i++) {
         float y = b->label[i];
         if (!(y >= 0.0f && y <= 1.0f)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: label %g is not in [0,1]", where, i, (double)y);
-        if (!(b->weight[i] >= 0.0f && b->weight[i] < INFINITY)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is not finite and >= 0", where, i, (double)b->weight[i]);
+        if (!(b->weight[i] >= 0.0f && b->weight[i] <= WD_MAX_WEIGHT))
+            return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is outside [0, %g] (WD_MAX_WEIGHT)", where, i,
+                            (double)b->weight[i], (double)WD_MAX_WEIGHT);
     }
     const float *dv = b->dense + (size_t)from * (size_t)s->ndense;
     size_t nd = (size_t)n * (size_t)s->ndense;
@@ -5252,6 +5288,9 @@ struct wd_model {
     pthread_mutex_t lp_mu;
     int lp_mu_made;
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
+    // last (wd_model_publish copies the fields before them; these change under it):
+    int training;                   // a wd_train or trainer runs on it (atomic: wd__train_claim)
+    int live;                       // predictions reading the parameters in place (atomic; wd__predictor_go)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -7602,6 +7641,7 @@ typedef struct wd__run {
     int64_t src_batches;            // batches the source gave so far
     int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
     uint64_t valid_fp;              // the validation files (wd__check_files' fingerprint; the start-up agreement)
+    const char *warning;            // wd_progress.warning of the call being made
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -7798,6 +7838,7 @@ static int wd__call_progress(wd__rank *k, double loss, double auc, double ll) {
     int64_t done = run->rep->steps;
     p.eta_s = done > 0 && run->total_steps > p.step ? p.elapsed_s / (double)done * (double)(run->total_steps - p.step) : 0;
     p.valid_auc = auc; p.valid_logloss = ll;
+    p.warning = run->warning;
     return d->progress(d->user, &p);
 }
 // Validation after `step` (no step in flight), called by every rank at
@@ -7910,6 +7951,69 @@ static int wd__sync_step(const wd_train_desc *d, int64_t n, int64_t probe, int *
     *validating = d->nvalid > 0 && (n == probe || (d->eval_every > 0 && n % d->eval_every == 0));
     return *validating || (d->checkpoint_every > 0 && n % d->checkpoint_every == 0) || (d->publish_every > 0 && n % d->publish_every == 0);
 }
+// A stream's failure that training survives: counted in *count, kept as the
+// report's warning and given to the progress callback (local rank 0).
+static void wd__stream_warn(wd__rank *k, int64_t *count, const char *msg) {
+    wd__run *run = k->run;
+    (*count)++;
+    snprintf(run->rep->warning, sizeof run->rep->warning, "%s", msg);
+    run->warning = msg;
+    if (wd__call_progress(k, run->rep->last_loss, NAN, NAN) && !run->stop) run->stop = 1;
+    run->warning = NULL;
+}
+// Whether every parameter and optimizer state of m is finite.
+static int wd__model_finite(const wd_model *m) {
+    const float *t[9] = {m->dense, m->dense_s1, m->dense_s2, m->wide, m->wide_z, m->wide_n,
+                         m->emb, m->emb_s1, m->emb_s2};
+    int64_t ne = m->emb_rows * m->E, n[9] = {m->P, m->P, m->P, m->wide_rows, m->wide_rows, m->wide_rows, ne, ne, ne};
+    uint32_t bad = 0;   // branch-free (vectorises): it runs only after a failed step
+    for (int q = 0; q < 9; q++)
+        for (int64_t i = 0; t[q] && i < n[q]; i++) {
+            uint32_t u;
+            memcpy(&u, &t[q][i], 4);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    return !bad;
+}
+// A stream's step that failed with WD_ERR_NUMERIC (wd_last_error()) is
+// skipped and training goes on: a backend applies a step whole or not at
+// all, and a non-finite loss or gradient is found before anything is
+// written, so the model is the one after the last finished step (checked:
+// an update that left a parameter non-finite ends training). The failure
+// is sticky in the backend, so it is made again from the model; `pending`
+// (the batch of the step after it, in flight: the failure refused it) is
+// submitted again. `batch` numbers the skipped batch (the source's count).
+static wd_status wd__stream_skip(wd__rank *k, const wd_backend_desc *bd, int64_t *step, int64_t *in_epoch,
+                                 int *inflight, const wd_batch *pending, int64_t batch) {
+    wd__run *run = k->run;
+    const wd_backend_ops *ops = run->ops;
+    char why[WD__ERR_MAX], msg[WD__ERR_MAX + 160];
+    snprintf(why, sizeof why, "%s", wd_last_error());
+    snprintf(msg, sizeof msg, "training source: batch %lld (step %lld) was not trained, training goes on: %s",
+             (long long)batch, (long long)*step + 1, why);
+    wd_status st;
+    if (*inflight) {   // refused by the failure (or, had it run, counted like any step)
+        if (wd__rank_complete(k, step, in_epoch) == WD_OK) pending = NULL;
+        (*inflight)--;
+    }
+    st = ops->download(k->be);
+    if (!st && !wd__model_finite(run->m))
+        return wd__fail(WD_ERR_NUMERIC, "training source: batch %lld (step %lld): %s", (long long)batch,
+                        (long long)*step + 1, why);
+    if (!st) {
+        ops->times(k->be, k->stage);   // its seconds stay counted
+        ops->destroy(k->be);
+        k->be = NULL;
+        st = ops->create(bd, &k->be);
+    }
+    if (st) return st;
+    wd__stream_warn(k, &run->rep->skipped, msg);
+    if (pending) {
+        WD__TRY(ops->submit(k->be, pending, k->local == 0 && run->stop));
+        (*inflight)++;
+    }
+    return WD_OK;
+}
 // One rank's training: its loader shard (or the stream) through its backend.
 static wd_status wd__rank_train(wd__rank *k) {
     wd__run *run = k->run;
@@ -8003,13 +8107,30 @@ static wd_status wd__rank_train(wd__rank *k) {
             // see exactly the model after their step (wd__sync_step).
             int validating;
             int sync = wd__sync_step(d, submitted, probe, &validating);
-            while (!st && inflight > (sync ? 0 : 1)) { st = wd__rank_complete(k, &step, &in_epoch); inflight--; step_failed = st != WD_OK; }
+            while (!st && inflight > (sync ? 0 : 1)) {
+                st = wd__rank_complete(k, &step, &in_epoch);
+                inflight--;
+                if (st == WD_ERR_NUMERIC && run->stream) {   // skipped; the step after it (b) goes again
+                    int64_t bad = run->src_batches - 1 - inflight;   // the source's count of the failed step's batch
+                    st = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, inflight ? b : NULL, bad);
+                    submitted = step + inflight;
+                    sync = wd__sync_step(d, submitted, probe, &validating);
+                }
+                step_failed = st != WD_OK;
+            }
             if (st || k->stopped || !sync) continue;
             double t1 = wd__now();
             if (validating) st = wd__validate(k, step);
             if (!st && chief && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
                 st = ops->download(k->be);
-                if (!st) st = wd_model_save(m, d->checkpoint_path);
+                wd_status cs = st ? WD_OK : wd_model_save(m, d->checkpoint_path);
+                if (cs && run->stream) {   // written as a temporary and renamed: the last one stays
+                    char msg[WD__ERR_MAX + 160];
+                    snprintf(msg, sizeof msg, "the checkpoint after step %lld (training source: batch %lld) was not "
+                             "written, training goes on (the next one tries again): %s", (long long)step,
+                             (long long)run->src_batches - 1 - inflight, wd_last_error());
+                    wd__stream_warn(k, &run->rep->checkpoints_failed, msg);
+                } else if (cs) st = cs;
             }
             if (!st && publish && step % d->publish_every == 0) st = wd__publish_from(m, ops, k->be);
             k->stage[WD_STAGE_OTHER] += wd__now() - t1;
@@ -8018,6 +8139,8 @@ static wd_status wd__rank_train(wd__rank *k) {
         while (inflight > 0) {   // drain, also after an error (the first error wins)
             wd_status s2 = wd__rank_complete(k, &step, &in_epoch);
             inflight--;
+            if (s2 == WD_ERR_NUMERIC && run->stream && !st && !inflight)   // the last step: skipped
+                s2 = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, NULL, run->src_batches - 1);
             if (s2) step_failed = 1;
             if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
         }
@@ -8158,16 +8281,33 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why) {
 }
 // wd_train (*ran: its ranks ran, each reaching the start-up agreement first).
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran);
-// A failure before the ranks ran leaves a job's other ranks in their
-// start-up agreement: this rank joins it with the failure.
-WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
+// One training at a time per model (wd_train, a trainer): two would write the
+// same parameters. Released by wd__train_release.
+static wd_status wd__train_claim(wd_model *m, const char *who) {
+    int idle = 0;
+    if (m && !__atomic_compare_exchange_n(&m->training, &idle, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: the model is being trained already (by a trainer or wd_train): "
+                        "one training at a time per model; close the trainer (or wait for wd_train) first", who);
+    return WD_OK;
+}
+static void wd__train_release(wd_model *m) { if (m) __atomic_store_n(&m->training, 0, __ATOMIC_RELEASE); }
+// wd_train once the model is claimed (st: the claim's failure). A failure
+// before the ranks ran leaves a job's other ranks in their start-up
+// agreement: this rank joins it with the failure.
+static wd_status wd__train_run(wd_model *m, const wd_train_desc *d, wd_train_report *rep, wd_status st) {
     int ran = 0;
-    wd_status st = wd__train(m, d, rep, &ran);
+    if (!st) st = wd__train(m, d, rep, &ran);
     if (st && !ran && d && d->comm && d->comm->size > 1) {
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", wd_last_error());
         return wd_train_fail(d->comm, st, err);
     }
+    return st;
+}
+WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
+    wd_status claim = wd__train_claim(m, "wd_train");
+    wd_status st = wd__train_run(m, d, rep, claim);
+    if (!claim) wd__train_release(m);
     return st;
 }
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
@@ -8387,7 +8527,7 @@ WDDEF wd_status wd_model_publish(wd_model *m) {
         wd__snap *q = p->slot[next];
         float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
         uint16_t *lp = q->view.dense_lp;
-        q->view = *m;   // shape, description, tables' offsets; then the copies
+        memcpy(&q->view, m, offsetof(wd_model, training));   // shape, description, tables' offsets; then the copies
         q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
         q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
         q->view.lp_mu_made = 0; q->view.pub = NULL;
@@ -8459,7 +8599,7 @@ static wd_status wd__trainer_source(void *user, const wd_batch **out) {
 }
 static void *wd__trainer_thread(void *arg) {
     wd_trainer *t = (wd_trainer *)arg;
-    wd_status st = wd_train(t->m, &t->d, &t->rep);
+    wd_status st = wd__train_run(t->m, &t->d, &t->rep, WD_OK);   // open claimed the model
     pthread_mutex_lock(&t->mu);
     t->st = st;
     snprintf(t->err, sizeof t->err, "%s", st ? wd_last_error() : "");
@@ -8473,21 +8613,26 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     *out = NULL;
     if (!m || !d) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: %s is NULL", m ? "the desc" : "the model");
     if (d->files || d->nfiles || d->source) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: the desc names %s; a trainer's batches come from wd_trainer_push", d->source ? "a source" : "training files");
+    WD__TRY(wd__train_claim(m, "wd_trainer_open"));   // a second trainer (or a wd_train) on m is refused
     wd_trainer *t = WD__NEW(wd_trainer);
-    if (!t) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!t) { wd__train_release(m); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     t->m = m; t->d = *d; t->taken = -1;
     t->d.source = wd__trainer_source; t->d.source_user = t;
     wd_status st = wd__train_check(m, &t->d);   // what wd_train would refuse, refused now
     const wd_backend_ops *ops = NULL;
     if (!st) st = wd__backend_for(d->device, &ops);
     for (int i = 0; !st && i < 2; i++) st = wd_batch_init_with(&t->buf[i], &m->schema, 0, 0, ops->batch_alloc);
-    if (st) { wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]); wd__free(t); return st; }
-    pthread_mutex_init(&t->mu, NULL); pthread_cond_init(&t->cv, NULL);
-    if (pthread_create(&t->th, NULL, wd__trainer_thread, t) != 0) {
+    // predictions never read parameters the thread writes: they read a
+    // snapshot, published now if none was; those already reading in place finish first
+    if (!st && !__atomic_load_n(&m->pub, __ATOMIC_ACQUIRE)) st = wd_model_publish(m);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);   // pairs with wd__predictor_go's
+    while (!st && __atomic_load_n(&m->live, __ATOMIC_ACQUIRE) > 0) sched_yield();
+    if (!st) { pthread_mutex_init(&t->mu, NULL); pthread_cond_init(&t->cv, NULL); }
+    if (!st && pthread_create(&t->th, NULL, wd__trainer_thread, t) != 0) {
         pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
-        wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]); wd__free(t);
-        return wd__fail(WD_ERR_NOMEM, "wd_trainer_open: cannot start the training thread");
+        st = wd__fail(WD_ERR_NOMEM, "wd_trainer_open: cannot start the training thread");
     }
+    if (st) { wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]); wd__free(t); wd__train_release(m); return st; }
     t->started = 1;
     *out = t;
     return WD_OK;
@@ -8532,6 +8677,7 @@ WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep) {
     pthread_mutex_unlock(&t->mu);
     pthread_join(t->th, NULL);
     t->started = 0;
+    wd__train_release(t->m);
     if (rep) *rep = t->rep;
     return t->st ? wd__fail(t->st, "%s", t->err) : WD_OK;
 }
@@ -8629,7 +8775,11 @@ static wd_status wd__predictor_pieces(wd_predictor *p, const wd_model *src, cons
 // for the whole batch, else the model in place; b checked against what it reads.
 static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *probs, const char *who) {
     const wd_model *m = p->m;
+    int *live = (int *)(uintptr_t)&m->live;   // counted while reading in place: wd_trainer_open waits for it
+    __atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);   // a snapshot published by wd_trainer_open is seen, or this count is
     wd__snap *snap = wd__snap_get(m);   // a reference under the publisher's lock, no allocation
+    if (snap) __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__predict_check(src, b, who);
     if (!st) {
@@ -8643,7 +8793,8 @@ static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *pro
         st = wd__predictor_pieces(p, src, b, probs);
 #endif
     }
-    wd__snap_release(m, snap);
+    if (snap) wd__snap_release(m, snap);
+    else __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
     return st;
 }
 WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs) {

@@ -249,6 +249,7 @@ job unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 job unit "$B/test_loader" tests/test_loader.c "$T"
 job unit "$B/test_train" tests/test_train.c "$T"
 job unit "$B/test_stream" tests/test_stream.c "$T"   # training from the application's data, online learning
+job unit "$B/test_online" tests/test_online.c allow-skip "$T"   # one training per model, bad pushes, skipped steps
 job unit "$B/test_loop" tests/test_loop.c "$T"
 job unit "$B/test_ref" tests/test_ref.c "$T"
 job unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
@@ -269,6 +270,7 @@ job note "# under ThreadSanitizer:"
 job unit "$B/test_loader_tsan" tests/test_loader.c "$T"
 job alone unit "$B/test_train_tsan" tests/test_train.c "$T"
 job unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting while 2 train
+job unit "$B/test_online_tsan" tests/test_online.c allow-skip "$T"   # predictions beside a trainer, a second TSan check
 job unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 job unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
 cli_tests() { built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"; }

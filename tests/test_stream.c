@@ -20,17 +20,7 @@ static void test_setup(void) {
     g_ok = 0;
     snprintf(DATA, sizeof DATA, "%s/stream.wdr", TMP);
     REQUIRE_OK(tl_gen(DATA, N, 0, 5, 300, 256));
-    wd_reader *r;
-    REQUIRE_OK(wd_reader_open(DATA, &r));
-    g_schema = *wd_reader_schema(r);
-    wd_status st = wd_batch_init(&g_all, &g_schema, N, 0);
-    for (int64_t i = 0; !st && i < wd_reader_nblocks(r); i++) {
-        const wd_batch *blk;
-        st = wd_reader_block(r, i, &blk);
-        if (!st) st = wd_batch_append(&g_all, blk, 0, blk->n);
-    }
-    wd_reader_close(r);
-    REQUIRE_OK(st);
+    REQUIRE_OK(tl_read_all(DATA, &g_all, N, &g_schema));
     REQUIRE(g_all.n == N);
     g_ok = 1;
 }
@@ -131,10 +121,6 @@ static void test_push_equals_files(void) {
     unlink(ca); unlink(cb); unlink(cc);
 }
 
-static int has(const char *s, const char *what) {
-    if (!strstr(s, what)) { printf("  message \"%s\" lacks \"%s\"\n", s, what); return 0; }
-    return 1;
-}
 // Bad batches are refused at the push naming it, and training goes on;
 // a failing source, pushing after close, and settings a stream cannot take.
 static void test_bad_input(void) {
@@ -157,27 +143,27 @@ static void test_bad_input(void) {
     memset(other.label, 0, 16); memset(other.dense, 0, 48);
     for (int i = 0; i < 4; i++) other.weight[i] = 1;
     for (int k = 0; k < sc.nslots; k++) memset(other.ids[k], 0, 16);
-    CHECK(wd_trainer_push(t, &other) == WD_ERR_SCHEMA && has(wd_last_error(), "wd_trainer_push: batch 0") && has(wd_last_error(), "dense"));
+    CHECK(wd_trainer_push(t, &other) == WD_ERR_SCHEMA && tl_has(wd_last_error(), "wd_trainer_push: batch 0") && tl_has(wd_last_error(), "dense"));
     one.n = 0;
     CHECK_OK(wd_batch_append(&one, &g_all, 0, B));
     CHECK_OK(wd_trainer_push(t, &one));
     one.label[5] = 2.0f;
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_NUMERIC && has(wd_last_error(), "batch 1") && has(wd_last_error(), "sample 5: label 2"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_NUMERIC && tl_has(wd_last_error(), "batch 1") && tl_has(wd_last_error(), "sample 5: label 2"));
     one.label[5] = 1.0f;
     one.ids[3][7] = wd_model_schema(m)->slot[3].buckets;
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_CORRUPT && has(wd_last_error(), "sample 7") && has(wd_last_error(), "outside its"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_CORRUPT && tl_has(wd_last_error(), "sample 7") && tl_has(wd_last_error(), "outside its"));
     one.ids[3][7] = 0;
     one.n = 0;
     CHECK_OK(wd_batch_append(&one, &g_all, 0, B + 1));
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && has(wd_last_error(), "holds 129 samples; a step takes 1..128"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "holds 129 samples; a step takes 1..128"));
     one.n = 0;
     CHECK_OK(wd_batch_append(&one, &g_all, B, B));
     CHECK_OK(wd_trainer_push(t, &one));
     wd_train_report rep;
     CHECK_OK(wd_trainer_close(t, &rep));
     CHECK(rep.steps == 2 && m->step == 2);   // the good batches, and only they
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && has(wd_last_error(), "closed"));
-    CHECK(wd_trainer_close(t, NULL) == WD_ERR_INVALID_ARG && has(wd_last_error(), "closed already"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "closed"));
+    CHECK(wd_trainer_close(t, NULL) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "closed already"));
     wd_trainer_free(t);
     // a trainer whose training ended (max_steps): pushes then fail saying so
     td.max_steps = 3;
@@ -186,7 +172,7 @@ static void test_bad_input(void) {
     REQUIRE(t);
     wd_status last = WD_OK;
     for (int i = 0; i < 8 && !last; i++) last = wd_trainer_push(t, &one);
-    CHECK(last == WD_ERR_ABORTED && has(wd_last_error(), "training ended"));
+    CHECK(last == WD_ERR_ABORTED && tl_has(wd_last_error(), "training ended"));
     CHECK_OK(wd_trainer_close(t, &rep));
     CHECK(rep.steps == 1 && m->step == 3);   // max_steps is the global step
     wd_trainer_free(t);
@@ -197,19 +183,19 @@ static void test_bad_input(void) {
     s.fail_at = 3;
     stream_desc(&td, &s);
     int64_t before = m->step;
-    CHECK(wd_train(m, &td, NULL) == WD_ERR_IO && has(wd_last_error(), "the queue went away") && has(wd_last_error(), "batch 3"));
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_IO && tl_has(wd_last_error(), "the queue went away") && tl_has(wd_last_error(), "batch 3"));
     CHECK(m->step == before + 3);
     // settings a stream refuses, each named
     const char *files[] = {DATA};
     td.files = files; td.nfiles = 1;
-    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && has(wd_last_error(), "both training files and a source"));
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "both training files and a source"));
     td.source = NULL;
-    CHECK(wd_trainer_open(m, &td, &t) == WD_ERR_INVALID_ARG && has(wd_last_error(), "names training files"));
+    CHECK(wd_trainer_open(m, &td, &t) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "names training files"));
     td.files = NULL; td.nfiles = 0; td.publish_every = -1;
-    CHECK(wd_trainer_open(m, &td, &t) == WD_ERR_INVALID_ARG && has(wd_last_error(), "publish_every -1 is negative"));
+    CHECK(wd_trainer_open(m, &td, &t) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "publish_every -1 is negative"));
     td.publish_every = 0;
     td.source = source_fn; td.epochs = 2;
-    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && has(wd_last_error(), "no epochs"));
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "no epochs"));
     td.epochs = 0;
     // a model in the middle of a run over files
     wd_train_desc fd;
@@ -218,7 +204,7 @@ static void test_bad_input(void) {
     wd_model_new_run(m);
     CHECK_OK(wd_train(m, &fd, NULL));
     s.fail_at = -1; s.next = 0;
-    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && has(wd_last_error(), "wd_model_new_run"));
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "wd_model_new_run"));
     wd_model_new_run(m);
     CHECK_OK(wd_train(m, &td, NULL));
     CHECK(s.next == STEPS);

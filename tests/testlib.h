@@ -64,6 +64,26 @@ static inline wd_status tl_gen(const char *path, int64_t rows, int64_t first, ui
     g.prob = prob;
     return wd_gen(&g, NULL);
 }
+// Every sample of the .wdr at path, in file order, into *all (made here for
+// cap samples); its schema into *schema when given.
+static inline wd_status tl_read_all(const char *path, wd_batch *all, int cap, wd_schema *schema) {
+    wd_reader *r;
+    WD__TRY(wd_reader_open(path, &r));
+    if (schema) *schema = *wd_reader_schema(r);
+    wd_status st = wd_batch_init(all, wd_reader_schema(r), cap, 0);
+    for (int64_t i = 0; !st && i < wd_reader_nblocks(r); i++) {
+        const wd_batch *blk;
+        st = wd_reader_block(r, i, &blk);
+        if (!st) st = wd_batch_append(all, blk, 0, blk->n);
+    }
+    wd_reader_close(r);
+    return st;
+}
+// Whether message s holds `what` (saying so when it does not).
+static inline int tl_has(const char *s, const char *what) {
+    if (!strstr(s, what)) { printf("  message \"%s\" lacks \"%s\"\n", s, what); return 0; }
+    return 1;
+}
 // A model for a wd_gen file (E 4, MLP 16-8, a cross of slots 2 and 5 into
 // 1000 buckets, seed 7); NULL (and a failed check) when the data cannot be
 // opened or the model not made: callers REQUIRE it.
