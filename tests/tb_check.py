@@ -2,7 +2,8 @@
 (event_accumulator) reads the event file `wd train --tensorboard TBDIR` wrote,
 and every scalar of `--log LOG.jsonl` (each key but kind, step and epoch; null
 values are not written) is there at its step with its value (to float32's
-precision: TensorBoard keeps float32), with no scalar more or less. Prints one
+precision: TensorBoard keeps float32), with no scalar more or less; and each
+epoch's epoch/loss, in both, is the mean of that epoch's step losses. Prints one
 line; exit 0 when all hold, 1 (with the reason) otherwise."""
 import json
 import math
@@ -33,6 +34,24 @@ def main():
     tags = sorted(acc.Tags()["scalars"])
     if tags != sorted(want):
         return f"TensorBoard's tags {tags} != the log's {sorted(want)}"
+    # each epoch's loss, in the log and in TensorBoard, is the mean of the
+    # step losses of that epoch alone (computed here from the step rows)
+    steps, epochs = [], []
+    for line in open(log):
+        row = json.loads(line)
+        if row["kind"] == "step":
+            steps.append((row["step"], row["train/loss"]))
+        elif row["kind"] == "epoch":
+            epochs.append(row["step"])
+    tb_epoch = {e.step: e.value for e in acc.Scalars("epoch/loss")} if "epoch/loss" in tags else {}
+    prev = -1
+    for end in epochs:
+        losses = [v for s, v in steps if prev < s <= end]
+        mean = sum(losses) / len(losses)
+        for who, got in (("the log", want.get("epoch/loss", {}).get(end)), ("TensorBoard", tb_epoch.get(end))):
+            if got is None or not math.isclose(got, mean, rel_tol=1e-6):
+                return f"epoch/loss at step {end} in {who}: {got!r}, the mean of its {len(losses)} steps' train/loss {mean!r}"
+        prev = end
     n = 0
     for tag in tags:
         got = {e.step: e.value for e in acc.Scalars(tag)}

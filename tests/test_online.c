@@ -1,15 +1,20 @@
-// Online learning and serving beside it (issue 30, items 5 and 6): one
-// training per model; predictions during a trainer read a snapshot
-// (published at open); a bad pushed batch is refused at the push, a
-// non-finite step is skipped and a checkpoint that cannot be written is
-// reported, and the trainer goes on. Built twice: ASan + UBSan, and TSan
-// (build/test_online_tsan).
+// Online learning and serving beside it (issue 30, items 5 and 6, and the
+// behaviours no other test pinned): one training per model; predictions
+// during a trainer read a snapshot (published at open); a bad pushed batch
+// is refused at the push, a non-finite step is skipped and a checkpoint
+// that cannot be written is reported, and the trainer goes on; the
+// end-of-run publish after a hand publish; a bf16 model's snapshot;
+// predictors whose max_batch is no rounding size; an error right after the
+// first step; an equal AUC is no improvement; outputs fsynced before their
+// rename. Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include "testlib.h"
+#include <limits.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char TMP[200] = "/tmp";
@@ -17,6 +22,25 @@ static char DATA[300];
 enum { B = 128, N = 2048, NB = N / B, NP = 64 };
 static wd_batch g_all;                                   // the file's samples in order
 static int g_ok;
+
+// fsync and rename, seen: every call in order ("F path" / "R from to"), then the real call
+static char g_calls[64][600];
+static int g_ncalls, g_watch;
+static void note(const char *fmt, const char *a, const char *b) {
+    if (g_watch && g_ncalls < 64) snprintf(g_calls[g_ncalls++], sizeof g_calls[0], fmt, a, b);
+}
+int fsync(int fd) {
+    char link[64], path[512] = "?";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    path[n > 0 ? n : 1] = 0;
+    note("F %s%s", path, "");
+    return (int)syscall(SYS_fsync, fd);
+}
+int rename(const char *from, const char *to) {
+    note("R %s %s", from, to);
+    return (int)syscall(SYS_rename, from, to);
+}
 
 static void test_setup(void) {
     g_ok = 0;
@@ -289,13 +313,251 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
     unlink(path); rmdir(dir);
 }
 
+// Pin: a model published by hand, then trained by wd_train without
+// publish_every, is published at the end: predictions see the trained model.
+static void test_publish_by_hand_then_end(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m && twin);
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    float got[NP], want[NP], before[NP];
+    CHECK_OK(wd_model_publish(m));
+    CHECK_OK(wd_predict(m, &fixed, before));
+    static const int idx[] = {0, 1, 2, -1};
+    train_batches(m, idx);
+    train_batches(twin, idx);   // never published: predictions read it in place
+    CHECK_OK(wd_predict(m, &fixed, got));
+    CHECK_OK(wd_predict(twin, &fixed, want));
+    CHECK(!memcmp(got, want, sizeof got) && memcmp(got, before, sizeof got));
+    wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
+// Pin: a bf16 model's published snapshot carries its bf16 weights: its
+// predictions are the live model's, bit for bit. Skipped where the CPU (or
+// the GEMM engine) has no bf16.
+static void test_bf16_snapshot(void) {
+    REQUIRE(g_ok);
+    wd_model *ref = tl_criteo_model(WD_ADAM, DATA), *m = NULL, *twin = NULL;
+    REQUIRE(ref);
+    wd_model_desc d = *wd_model_description(ref);
+    d.schema = wd_model_schema(ref);
+    d.precision = WD_PRECISION_BF16;
+    wd_status st = wd_model_create(&d, &m);
+    wd_predictor *probe = NULL;
+    if (!st) st = wd_predictor_create(m, NULL, &probe);
+    wd_predictor_destroy(probe);
+    if (st == WD_ERR_UNSUPPORTED) {
+        SKIP("precision bf16 is not available here: %.150s", wd_last_error());
+        wd_model_destroy(m); wd_model_destroy(ref);
+        return;
+    }
+    CHECK_OK(st);
+    CHECK_OK(wd_model_create(&d, &twin));
+    if (!m || !twin) { wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ref); return; }
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    static const int idx[] = {0, 1, 2, -1};
+    train_batches(m, idx);
+    train_batches(twin, idx);
+    CHECK(tl_params_equal(m, twin));
+    float got[NP], want[NP], fp32[NP];
+    CHECK_OK(wd_model_publish(m));
+    CHECK_OK(wd_predict(m, &fixed, got));      // the snapshot's bf16 weights
+    CHECK_OK(wd_predict(twin, &fixed, want));  // the live model's
+    CHECK(!memcmp(got, want, sizeof got));
+    train_batches(ref, idx);                   // fp32 differs: the comparison sees bf16 at work
+    CHECK_OK(wd_predict(ref, &fixed, fp32));
+    CHECK(memcmp(got, fp32, sizeof got) != 0);
+    wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ref);
+}
+
+// Pin: predictors whose max_batch (5, 100) is none of the row counts the
+// oneDNN build rounds pieces to (..., 4, 6, 8, ..., 64, 96, 128): every
+// batch size from 1 to past two pieces scores wd_predict's probabilities,
+// bit for bit, and no piece writes past the predictor's scratch: ASan sees
+// the library's own loops, and (oneDNN is not instrumented) every block is
+// allocated with 256 guard bytes after it, checked when it is freed.
+static size_t g_guard_bad;
+static void *guard_alloc(size_t n, void *user) {
+    (void)user;
+    void *p;
+    if (posix_memalign(&p, 64, 64 + n + 256)) return NULL;
+    memcpy(p, &n, sizeof n);
+    memset((unsigned char *)p + 64 + n, 0xA5, 256);
+    return (unsigned char *)p + 64;
+}
+static void guard_free(void *q, void *user) {
+    (void)user;
+    if (!q) return;
+    unsigned char *p = (unsigned char *)q - 64;
+    size_t n;
+    memcpy(&n, p, sizeof n);
+    for (int i = 0; i < 256; i++)
+        if (p[64 + n + i] != 0xA5) { g_guard_bad++; break; }
+    free(p);
+}
+static void test_predictor_odd_max_batch(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m);
+    static const int idx[] = {0, 1, -1};
+    train_batches(m, idx);
+    const int caps[2] = {5, 100};
+    enum { MOST = 211 };
+    wd_batch b;
+    REQUIRE_OK(wd_batch_init(&b, wd_model_schema(m), MOST, 0));
+    static float got[MOST], want[MOST];
+    int runs = 0;
+    const wd_allocator guard = {guard_alloc, guard_free, NULL};
+    g_guard_bad = 0;
+    for (int c = 0; c < 2; c++) {
+        wd_set_allocator(&guard);   // the predictors' and wd_predict's scratch
+        wd_predictor_desc pd = {caps[c], 1};
+        wd_predictor *p = NULL;
+        CHECK_OK(wd_predictor_create(m, &pd, &p));
+        if (!p) continue;
+        for (int n = 1; n <= MOST; n += n < 2 * caps[c] + 2 ? 1 : 7) {
+            b.n = 0;
+            CHECK_OK(wd_batch_append(&b, &g_all, 3 * n, n));
+            CHECK_OK(wd_predictor_run(p, &b, got));
+            CHECK_OK(wd_predict(m, &b, want));
+            if (memcmp(got, want, sizeof(float) * (size_t)n)) {
+                printf("  max_batch %d, %d samples: not wd_predict's\n", caps[c], n);
+                CHECK(0);
+            }
+            runs++;
+        }
+        wd_predictor_destroy(p);
+        wd_set_allocator(NULL);
+    }
+    wd_set_allocator(NULL);
+    printf("  %d batch sizes through predictors of max_batch 5 and 100; %zu blocks written past their end\n", runs,
+           g_guard_bad);
+    CHECK(g_guard_bad == 0);
+    wd_batch_free(&b);
+    wd_model_destroy(m);
+}
+
+// Pin: an error right after the first step keeps it: the model holds step
+// 1, and checkpoint_path the model after it, marked as saved after an error.
+static void test_error_after_first_step(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA), *ck = NULL;
+    REQUIRE(m && twin);
+    char path[300];
+    snprintf(path, sizeof path, "%s/online_err.wdm", TMP);
+    static const int idx[] = {0, 1, 2, 3, -1}, first[] = {0, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    s.fail_at = 1;
+    td.checkpoint_path = path;
+    wd_train_report rep;
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_IO && tl_has(wd_last_error(), "the queue went away") &&
+          tl_has(wd_last_error(), "batch 1") && tl_has(wd_last_error(), "after step 1"));
+    CHECK(m->step == 1 && rep.steps == 1 && rep.error_saved == 1);
+    train_batches(twin, first);
+    CHECK(tl_params_equal(m, twin));
+    CHECK_OK(wd_model_load(path, &ck));
+    if (ck) CHECK(tl_params_equal(ck, twin) && wd_model_after_error(ck) == 1);
+    wd_batch_free(&s.b);
+    wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ck);
+    unlink(path);
+}
+
+// Pin: a validation AUC equal to the best is no improvement. Batches of
+// weight 0 change nothing, so every validation (eval_every 1) gives the AUC
+// of the first: early_stop 2 stops after step 3, and keep_best keeps step 1.
+static void test_equal_auc_is_no_improvement(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *ck = NULL;
+    REQUIRE(m);
+    char path[300];
+    snprintf(path, sizeof path, "%s/online_best.wdm", TMP);
+    const char *valid[] = {DATA};
+    static const int idx[] = {0, 1, 2, 3, 4, 5, 6, 7, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    for (int i = 0; i < N; i++) g_all.weight[i] = 0.0f;
+    td.valid_files = valid; td.nvalid = 1; td.eval_every = 1;
+    td.early_stop = 2; td.keep_best = 1; td.checkpoint_path = path;
+    wd_train_report rep;
+    CHECK_OK(wd_train(m, &td, &rep));
+    for (int i = 0; i < N; i++) g_all.weight[i] = 1.0f;
+    printf("  stopped %d at step %lld; best auc %.6f at step %lld\n", rep.stopped, (long long)m->step, rep.best_auc,
+           (long long)rep.best_step);
+    CHECK(rep.stopped == 2 && m->step == 3 && rep.best_step == 1 && rep.best_auc == rep.valid_auc);
+    CHECK_OK(wd_model_load(path, &ck));
+    if (ck) CHECK(ck->step == 1);
+    wd_batch_free(&s.b);
+    wd_model_destroy(m); wd_model_destroy(ck);
+    unlink(path);
+}
+
+// Pin: outputs are fsynced before their rename onto the final name, and the
+// directory after it (this file's fsync and rename see every call): a
+// checkpoint and a .wdr.
+static int fsync_then_rename(const char *what) {
+    int r = -1, f = -1, d = -1;
+    for (int i = 0; i < g_ncalls; i++)
+        if (g_calls[i][0] == 'R' && strstr(g_calls[i], what)) r = i;
+    if (r < 0) { printf("  no rename onto %s\n", what); return 0; }
+    char tmpname[600];
+    snprintf(tmpname, sizeof tmpname, "%s", g_calls[r] + 2);
+    *strchr(tmpname, ' ') = 0;
+    for (int i = 0; i < r; i++)
+        if (g_calls[i][0] == 'F' && !strcmp(g_calls[i] + 2, tmpname)) f = i;
+    for (int i = r + 1; i < g_ncalls; i++)
+        if (g_calls[i][0] == 'F' && !strcmp(g_calls[i] + 2, TMP)) d = i;
+    if (f < 0 || d < 0) {
+        printf("  %s: fsync of %s before the rename: %s; of %s after it: %s\n", what, tmpname,
+               f < 0 ? "no" : "yes", TMP, d < 0 ? "no" : "yes");
+        for (int i = 0; i < g_ncalls; i++) printf("    %s\n", g_calls[i]);
+    }
+    return f >= 0 && d >= 0;
+}
+static void test_fsync_before_rename(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m);
+    char path[300], wdr[300];
+    snprintf(path, sizeof path, "%s/online_sync.wdm", TMP);
+    snprintf(wdr, sizeof wdr, "%s/online_sync.wdr", TMP);
+    g_ncalls = 0; g_watch = 1;
+    CHECK_OK(wd_model_save(m, path));
+    g_watch = 0;
+    CHECK(fsync_then_rename("online_sync.wdm"));
+    g_ncalls = 0; g_watch = 1;
+    CHECK_OK(tl_gen(wdr, 100, 0, 3, 50, 64));
+    g_watch = 0;
+    CHECK(fsync_then_rename("online_sync.wdr"));
+    wd_model_destroy(m);
+    unlink(path); unlink(wdr);
+    char prob[320];
+    snprintf(prob, sizeof prob, "%s.prob", wdr);
+    unlink(prob);
+}
 
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    char real[PATH_MAX];
+    if (realpath(TMP, real)) snprintf(TMP, sizeof TMP, "%.190s", real);   // as /proc/self/fd names the directory
     RUN(test_setup);
     RUN(test_one_training_per_model);
     RUN(test_predict_while_trainer_runs);
     RUN(test_bad_batches_do_not_end_the_trainer);
+    RUN(test_publish_by_hand_then_end);
+    RUN(test_bf16_snapshot);
+    RUN(test_predictor_odd_max_batch);
+    RUN(test_error_after_first_step);
+    RUN(test_equal_auc_is_no_improvement);
+    RUN(test_fsync_before_rename);
     wd_batch_free(&g_all);
     unlink(DATA);
     char prob[320];
