@@ -5290,7 +5290,9 @@ struct wd_model {
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
     // last (wd_model_publish copies the fields before them; these change under it):
     int training;                   // a wd_train or trainer runs on it (atomic: wd__train_claim)
-    int live;                       // predictions reading the parameters in place (atomic; wd__predictor_go)
+    char live_apart[64];            // live in a cache line of its own: predictions in place write it, and
+    int live;                       // read the fields before it; live: those predictions (atomic; wd__predictor_go)
+    char live_after[64];
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -8776,10 +8778,12 @@ static wd_status wd__predictor_pieces(wd_predictor *p, const wd_model *src, cons
 static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *probs, const char *who) {
     const wd_model *m = p->m;
     int *live = (int *)(uintptr_t)&m->live;   // counted while reading in place: wd_trainer_open waits for it
-    __atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);   // a snapshot published by wd_trainer_open is seen, or this count is
     wd__snap *snap = wd__snap_get(m);   // a reference under the publisher's lock, no allocation
-    if (snap) __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
+    if (!snap) {
+        __atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);   // a snapshot wd_trainer_open published is seen, or this count is
+        if ((snap = wd__snap_get(m)) != NULL) __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
+    }
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__predict_check(src, b, who);
     if (!st) {
