@@ -1,10 +1,16 @@
-"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt]: runs the ONNX graph that
-`wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed wrote
-(FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the feed's
-wd_predict array, and `wd predict`'s output PRED.txt when given): within 1e-6
-absolute on every sample. Also: onnx.checker (full check), opset >= 17, every
-graph input documented, the graph's inputs exactly the feed's, and the cross
-ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
+"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt [RAW.tsv]]: runs the ONNX
+graph that `wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed
+wrote (FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the
+feed's wd_predict array, and `wd predict`'s output PRED.txt when given): within
+1e-6 absolute on every sample. Also: onnx.checker (full check), opset >= 17,
+every graph input documented, the graph's inputs exactly the feed's, and the
+cross ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
+A graph exported --values-from takes values.<slot> (strings) for its slots
+with a vocabulary: they come from RAW.tsv, the Criteo text the feed's .wdr was
+converted from (slot k: column 14 + k, line i: sample i), in place of the
+feed's ids.<slot>, and the graph computes the crosses itself (the feed's
+cross<c> are left out); at least one of the raw values must lie outside the
+vocabulary (so id 0 is exercised).
 Prints one line; exit 0 when all hold, 1 (with the reason) otherwise."""
 import os
 import sys
@@ -45,6 +51,24 @@ def main():
         a = np.fromfile(os.path.join(feed_dir, fname), dtype=np.float32 if typ == "f32" else np.int64)
         arrays[name] = a.reshape([int(d) for d in dims])
     want = arrays.pop("wd_predict")
+    raw = [i for i in model.graph.input if i.name.startswith("values.")]
+    oov = 0
+    if raw:   # raw strings from the text, in place of the feed's ids
+        if len(sys.argv) < 5:
+            return f"the graph takes raw strings ({raw[0].name}, ...): give RAW.tsv"
+        rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[4], encoding="utf-8")]
+        for i in raw:
+            slot = i.name[len("values."):]
+            k = int(i.doc_string.split("slot ")[1].split(" ")[0])
+            ids = arrays.pop("ids." + slot)
+            arrays[i.name] = np.array([r[14 + k] for r in rows], dtype=object)
+            if len(arrays[i.name]) != len(ids):
+                return f"{sys.argv[4]}: {len(rows)} lines for {len(ids)} samples"
+            oov += int(np.sum(ids == 0))
+        if not oov:
+            return "no raw value outside a vocabulary: id 0 is not exercised"
+        for name in [a for a in arrays if a.startswith("cross")]:
+            del arrays[name]
     names = sorted(i.name for i in model.graph.input)
     if names != sorted(arrays):
         return f"graph inputs {names} != the feed's {sorted(arrays)}"
@@ -74,6 +98,8 @@ def main():
         if not d2 <= TOL:
             return f"wd predict's output differs from ONNX Runtime's by {d2:.3g} > {TOL}"
         extra = f", wd predict's output within {d2:.2g}"
+    if raw:
+        extra += f"; {len(raw)} slots from raw strings ({oov} values out of vocabulary)"
     print(f"ok: {len(want)} samples, max |onnxruntime - wd_predict| = {diff:.2g}{extra}; checker passed, opset {opset}, "
           f"{len(names)} inputs, {len(crosses)} crosses checked in Python")
     return None
