@@ -1555,7 +1555,9 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
 WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path);
 /* The same graph taking raw values where ONNX can map them: each one-hot slot
    with a vocabulary becomes input values.<slot> string [N] (the value
-   wd_batch_add takes: a derived slot's derived value, a missing one ""),
+   wd_batch_add takes: a derived slot's derived value, a missing one ""; its
+   doc string says where it lies in a training line: field F, or bytes
+   [a, b) of it, or their day of the week),
    mapped to its id inside the graph by ai.onnx.ml LabelEncoder (domain
    version 2; a value outside the vocabulary gets id 0, as wd_convert gives
    it), so ONNX Runtime scores from raw strings (tested against wd_predict).
@@ -3589,6 +3591,7 @@ WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n) {
 // set on a thread, wd__cat_id notes the bytes of each id's value the first
 // time the id is seen, in the slots that have at[k].
 typedef struct wd__names {
+    const wd_text_spec *spec;       // the format the values were read in (Criteo or CSV)
     wd__buf text;                   // the values' bytes, one after another
     int64_t *at[WD_MAX_SLOTS];      // (vocabulary size + 1) where id i's value starts in text (-1: not seen)
     uint32_t *len[WD_MAX_SLOTS];
@@ -9365,9 +9368,21 @@ static void wd__ox_values(wd__ox *o, const wd_model *m, int k, const wd__names *
     const wd_slot *sl = &m->schema.slot[k];
     char vals[48], line[512];
     snprintf(vals, sizeof vals, "values.%s", sl->name);
+    // where the value is in a line of the training text (fields from 0, the label's counted)
+    const wd_text_spec *t = nm->spec;
+    char at[160] = "", wk[48] = "";
+    int base = t->schema.nslots - t->nderived, col = -1;
+    if (t->format == WD_FMT_CRITEO) col = 14 + k;
+    for (int c = 0; t->format == WD_FMT_CSV && k < base && c < t->ncols; c++)
+        if (t->col_role[c] == 3 && t->col_index[c] == k) col = c;
+    if (k >= base) {
+        int q = k - base;
+        snprintf(at, sizeof at, "bytes [%d, %d) of field %d", t->derived[q].from, t->derived[q].to, t->derived[q].col);
+        if (t->derived[q].weekday) snprintf(wk, sizeof wk, ", as its day of the week (0 = Monday)");
+    } else snprintf(at, sizeof at, "field %d", col);
     snprintf(line, sizeof line, "string [N]: slot %d '%s' (one-hot, a vocabulary of %lld values): each sample's raw "
-             "value, as wd_batch_add takes it (derived slots: the derived value); a value outside the vocabulary "
-             "gets id 0", k, sl->name, (long long)n);
+             "value, as wd_batch_add takes it: %s of a training line (fields from 0, the label's counted)%s; a value "
+             "outside the vocabulary gets id 0", k, sl->name, (long long)n, at, wk);
     wd__ox_value(o, 11, vals, WD__OX_STRING, "N", 0, line);
     char dl[640];
     snprintf(dl, sizeof dl, "  %s  %s\n", vals, line);
@@ -9739,6 +9754,7 @@ WDDEF wd_status wd_model_export_onnx_values(const wd_model *m, const char *path,
     WD__TRY(wd_model_spec(m, &spec));
     wd__names nm;
     memset(&nm, 0, sizeof nm);
+    nm.spec = &spec;
     wd_status st = WD_OK;
     int nvoc = 0;
     if (spec.format == WD_FMT_LIBSVM)

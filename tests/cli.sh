@@ -1167,7 +1167,7 @@ ck "the model untouched, no output" eval 'cmp -s "$T/im.wdm" "$T/im-before.wdm" 
 fails_with "export --onnx M.wdm (no output)" 2 "export [--onnx] M.wdm OUT: the output is required" \
     "$WD" export --onnx "$T/im.wdm"
 ck "export --help gives the one order" \
-    eval '"$WD" export --help | grep -qF "export [--onnx [--values-from TEXT...]] M.wdm OUT"'
+    eval '"$WD" export --help | grep -qF "export [--onnx [--values-from TEXT,...]] M.wdm OUT"'
 end
 
 tl_summary cli

@@ -46,7 +46,7 @@ train() { run "$WD" train --threads 2 --seed 3 "$@"; ck "train: exit $rc" [ "$rc
 # crosses, Adam), a multi-hot LibSVM file (sum and mean pooling, samples with
 # no ids), and each part alone: ONNX Runtime's probabilities equal wd_predict's
 # within 1e-6 on every sample, onnx.checker passes, opset 17.
-ONNX_DATA="onnx_criteo onnx_criteo_raw_strings onnx_avazu_crosses onnx_raw_strings_refused"
+ONNX_DATA="onnx_criteo onnx_criteo_raw_strings onnx_avazu_crosses onnx_avazu_raw_strings onnx_raw_strings_refused"
 if [ -n "$py_why" ]; then for t in $ONNX_DATA; do skip "$t" "$py_why"; done
 elif [ -z "$have_data" ]; then for t in $ONNX_DATA; do skip "$t" "no data in $DATA"; done
 else
@@ -74,6 +74,11 @@ else
     train --train "$T/av.wdr" --hidden 32,16 --batch 256 --max-steps 25 --optimizer adam --cross-buckets 5000 \
           --cross site_idxapp_id,hour_of_dayxdevice_type,C14xdevice_model --save "$T/av.wdm"
     onnx_case av "$T/av.wdm" "$T/av_te.wdr"
+    # the same model from the CSV's raw strings: 22 slots with a vocabulary (device_ip hashes), the
+    # derived hour_of_day and day_of_week among them, its three crosses in the graph
+    begin onnx_avazu_raw_strings
+    onnx_case av_raw "$T/av.wdm" "$T/av_te.wdr" "$DATA/avazu_kaggle_head9000_test.csv" \
+        "$DATA/avazu_kaggle_head9000_train.csv"
     # raw strings refused where the graph could not give wd_predict's ids, nothing written
     begin onnx_raw_strings_refused
     fails_with "values missing from the text (the test file alone)" 1 "are in none of the 1 text file given" \
@@ -127,7 +132,7 @@ ck "setup: e.wdm" [ -s "$T/e.wdm" ]
 run "$WD" export --help
 ck "export --help: exit $rc" [ "$rc" = 0 ]
 ck "export --help: its usage and inputs" \
-    eval 'out_has "export [--onnx [--values-from TEXT...]] M.wdm OUT" && out_has "offsets.<slot>" &&
+    eval 'out_has "export [--onnx [--values-from TEXT,...]] M.wdm OUT" && out_has "offsets.<slot>" &&
           out_has "values.<slot>"'
 fails_with "no output" 2 "export [--onnx] M.wdm OUT: the output is required" "$WD" export --onnx "$T/e.wdm"
 fails_with "the order of before (OUT.onnx M.wdm)" 2 "the model comes first and the output second" \

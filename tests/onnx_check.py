@@ -1,4 +1,4 @@
-"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt [RAW.tsv]]: runs the ONNX
+"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt [RAW]]: runs the ONNX
 graph that `wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed
 wrote (FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the
 feed's wd_predict array, and `wd predict`'s output PRED.txt when given): within
@@ -6,13 +6,18 @@ feed's wd_predict array, and `wd predict`'s output PRED.txt when given): within
 every graph input documented, the graph's inputs exactly the feed's, and the
 cross ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
 A graph exported --values-from takes values.<slot> (strings) for its slots
-with a vocabulary: they come from RAW.tsv, the Criteo text the feed's .wdr was
-converted from (slot k: column 14 + k, line i: sample i), in place of the
+with a vocabulary: they come from RAW, the text the feed's .wdr was converted
+from (Criteo TSV, or CSV when it ends in .csv; line i: sample i, a header line
+passed over), taken as the input's doc string says (field F, or bytes [a, b)
+of it, or their day of the week), in place of the
 feed's ids.<slot>, and the graph computes the crosses itself (the feed's
 cross<c> are left out); at least one of the raw values must lie outside the
 vocabulary (so id 0 is exercised).
 Prints one line; exit 0 when all hold, 1 (with the reason) otherwise."""
+import csv
+import datetime
 import os
+import re
 import sys
 
 import numpy as np
@@ -33,6 +38,24 @@ def mix64(x):   # widedeep.h section 13: splitmix64's finalizer
 
 def cross_hash(a, b, c, buckets):   # wd_cross_hash
     return mix64(((a << 32) | b) ^ (((c + 1) * 0x9E3779B97F4A7C15) & M64)) % buckets
+
+
+def weekday(s):   # widedeep.h's wd__weekday: YYMMDD (20YY) or YYYYMMDD, 0 = Monday; "" when not a date
+    if len(s) not in (6, 8) or not s.isdigit():
+        return ""
+    y, m, d = (2000 + int(s[:2]), int(s[2:4]), int(s[4:6])) if len(s) == 6 else (int(s[:4]), int(s[4:6]), int(s[6:]))
+    try:
+        return str(datetime.date(y, m, d).weekday())
+    except ValueError:
+        return ""
+
+
+def raw_value(row, doc):   # the value the input's doc string points at in one line's fields
+    m = re.search(r"bytes \[(\d+), (\d+)\) of field (\d+)", doc)
+    if m:
+        v = row[int(m.group(3))][int(m.group(1)):int(m.group(2))]
+        return weekday(v) if "day of the week" in doc else v
+    return row[int(re.search(r": field (\d+) of a training line", doc).group(1))]
 
 
 def main():
@@ -56,14 +79,16 @@ def main():
     if raw:   # raw strings from the text, in place of the feed's ids
         if len(sys.argv) < 5:
             return f"the graph takes raw strings ({raw[0].name}, ...): give RAW.tsv"
-        rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[4], encoding="utf-8")]
+        with open(sys.argv[4], newline="", encoding="utf-8") as f:
+            tsv = not sys.argv[4].endswith(".csv")
+            rows = [line.rstrip("\n").split("\t") for line in f] if tsv else list(csv.reader(f))
+        if len(rows) == len(want) + 1:   # a header
+            rows = rows[1:]
+        if len(rows) != len(want):
+            return f"{sys.argv[4]}: {len(rows)} lines for {len(want)} samples"
         for i in raw:
-            slot = i.name[len("values."):]
-            k = int(i.doc_string.split("slot ")[1].split(" ")[0])
-            ids = arrays.pop("ids." + slot)
-            arrays[i.name] = np.array([r[14 + k] for r in rows], dtype=object)
-            if len(arrays[i.name]) != len(ids):
-                return f"{sys.argv[4]}: {len(rows)} lines for {len(ids)} samples"
+            ids = arrays.pop("ids." + i.name[len("values."):])
+            arrays[i.name] = np.array([raw_value(r, i.doc_string) for r in rows], dtype=object)
             oov += int(np.sum(ids == 0))
         if not oov:
             return "no raw value outside a vocabulary: id 0 is not exercised"

@@ -22,7 +22,7 @@ B=${1:-build}; DATA=${2:-../shared/data}
 CLI_TESTS=111                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=20                        # the tests in tests/mpi.sh
-ECOSYSTEM_TESTS=12                  # the tests in tests/ecosystem.sh
+ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 FUZZERS="wdr criteo libsvm csv wdm api"

@@ -730,7 +730,7 @@ static const opt PREDICT_OPTS[] = {
 typedef struct export_args { int onnx; const char *values; } export_args;
 static const opt EXPORT_OPTS[] = {
     {.name = "--onnx", .kind = K_FLAG, .type = T_INT, .off = offsetof(export_args, onnx),
-     .sets = "wd_model_export_onnx", .help = "write OUT as an ONNX graph (opset 17) instead of a serving .wdm"},
+     .sets = "wd_model_export_onnx", .help = "write OUT as an ONNX graph instead of a serving .wdm"},
     {.name = "--values-from", .kind = K_INS, .type = T_STR, .meta = "TEXT[,TEXT...]",
      .off = offsetof(export_args, values), .sets = "wd_model_export_onnx_values", .example = "{data}",
      .help = "with --onnx: the graph maps raw strings of the slots with a vocabulary\n"
@@ -793,7 +793,7 @@ static const cmdinfo CMDS[C_COUNT] = {
      "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
      "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
      "PRED.txt is written under a temporary name and renamed when complete.\n"},
-    {"export", "export [--onnx [--values-from TEXT...]] M.wdm OUT",
+    {"export", "export [--onnx [--values-from TEXT,...]] M.wdm OUT",
      "Writes a model for serving: its weights and input contract without optimizer state;\n"
      "with --onnx, an ONNX graph (opset 17) for ONNX Runtime, Triton or TensorRT.", EXPORT_OPTS, NOPTS(EXPORT_OPTS),
      "OUT.wdm loads for eval, predict and wd_model_spec (the input format and vocabularies it\n"
