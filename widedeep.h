@@ -1570,7 +1570,9 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path);
    in uint64 operators: BitShift, BitwiseOr/Xor, Mul, Mod; opset 18): no
    cross<c> input. What stays outside the graph, as ids: hashed slots
    (ids.<slot>: wd_hash_bucket; ONNX has no operator that reads a string's
-   bytes, so no hash of one can be written in it) and the dense features.
+   bytes, so no hash of one can be written in it) and the dense features
+   (the count rule refuses a malformed count, " 5" or "5.0": no operator
+   can refuse one, so a graph would score what widedeep refuses).
    Refused: a model with no input format, a LibSVM one (indexes, not
    values), one with no vocabulary slot (use the above). */
 WDDEF wd_status wd_model_export_onnx_values(const wd_model *m, const char *path, const char *const *files, int nfiles);
