@@ -39,9 +39,10 @@ $(ENGINE): | $(B)
 
 .PHONY: all cuda check-deps deps demo test test-gpu gpu-pack fuzz clean
 
-# CUDA: built whenever nvcc exists (CI compiles it on every change; running it
-# needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
-# GPU host). CUDA_HOME locates the toolkit, NCCL_HOME nccl.h (compile time);
+# CUDA: `make test` builds it whenever nvcc exists (CI compiles it on every
+# change), `make cuda` too, plain `make` where a GPU is (`all` below); running
+# it needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
+# GPU host. CUDA_HOME locates the toolkit, NCCL_HOME nccl.h (compile time);
 # libnccl.so.2 is loaded when a communicator is made (dlopen: the loader's
 # path, then NCCL_HOME/lib through the RUNPATH; WD_NCCL_LIB names it), so a
 # program without NCCL fails only where it asks for NCCL. -lineinfo: source
