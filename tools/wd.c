@@ -1091,7 +1091,7 @@ static int inspect_model(const char *path, int verify) {
     if (m->data_fp)
         printf("training files: fingerprint %016llx (the files of the run that reached this position)\n",
                (unsigned long long)m->data_fp);
-    else printf("training files: none recorded (saved before .wdm version 2, never trained on files, or --init-from)\n");
+    else printf("training files: none recorded (saved before .wdm version 2, never trained on files, --init-from)\n");
     for (int k = 0; k < s->nslots; k++) {   // per slot: its table, its vocabulary's size and the rows it has left
         int64_t n = wd_vocab_size(v, k);
         char voc[120] = "hashed";
