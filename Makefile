@@ -1,6 +1,7 @@
-# widedeep - `make` builds the wd tool (and the CUDA build where nvcc exists),
-# `make demo` runs the demo, `make test` runs the test suite. Both install
-# missing build dependencies first (tools/install-deps.sh).
+# widedeep - `make` builds the wd tool (the CUDA build where a GPU is: see
+# `all` below), `make demo` runs the demo, `make test` runs the test suite.
+# Both install missing build dependencies first (tools/install-deps.sh);
+# `make` names the ones it lacks.
 .DEFAULT_GOAL := all
 CC      ?= cc
 CXX     ?= c++
@@ -36,11 +37,12 @@ ENGINE  := $(B)/engine-$(GEMM).stamp
 $(ENGINE): | $(B)
 	@rm -f $(B)/engine-*.stamp; touch $@
 
-.PHONY: all deps demo test test-gpu gpu-pack fuzz clean
+.PHONY: all cuda check-deps deps demo test test-gpu gpu-pack fuzz clean
 
-# CUDA: built whenever nvcc exists (CI compiles it on every change; running it
-# needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
-# GPU host). CUDA_HOME locates the toolkit, NCCL_HOME nccl.h (compile time);
+# CUDA: `make test` builds it whenever nvcc exists (CI compiles it on every
+# change), `make cuda` too, plain `make` where a GPU is (`all` below); running
+# it needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
+# GPU host. CUDA_HOME locates the toolkit, NCCL_HOME nccl.h (compile time);
 # libnccl.so.2 is loaded when a communicator is made (dlopen: the loader's
 # path, then NCCL_HOME/lib through the RUNPATH; WD_NCCL_LIB names it), so a
 # program without NCCL fails only where it asks for NCCL. -lineinfo: source
@@ -70,7 +72,27 @@ PACK_BINS := $(if $(NVCC),$(addprefix $(PACK)/,test_gpu wd-cuda multi_gpu ceilin
 CUDA_BINS := $(if $(NVCC),$(B)/widedeep_cuda.o $(B)/wd-cuda $(B)/test_gpu $(B)/multi_gpu $(B)/consumer_cuda_o $(PACK_BINS))
 MPI_BINS  := $(if $(MPICC),$(B)/wd-mpi $(if $(NVCC),$(if $(MPICXX),$(B)/wd-mpi-cuda)))
 
-all: $(B)/wd $(CUDA_BINS) $(MPI_BINS)
+# `make` (all): the wd tool, build/wd-mpi where mpicc exists, and the CUDA
+# build (CUDA_TOOLS: the backend's object and archive, wd-cuda, multi_gpu,
+# wd-mpi-cuda) only where it can run: a GPU that nvidia-smi lists, or GPU=1
+# (GPU=0: never). `make cuda` builds CUDA_TOOLS on any machine with nvcc.
+# The GPU pack and the GPU tests are `make gpu-pack`'s and `make test`'s
+# (without a GPU, plain make spent 3 min 11 s on them, issue 32). First it
+# checks the header's dependencies (zstd, zlib), naming the packages and
+# `make deps` when they are missing, rather than failing on zstd.h.
+ifeq ($(origin GPU),undefined)
+GPU := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo 1)
+endif
+CUDA_TOOLS := $(B)/widedeep_cuda.o $(B)/libwidedeep_cuda.a $(B)/wd-cuda $(B)/multi_gpu \
+	$(if $(and $(MPICC),$(MPICXX)),$(B)/wd-mpi-cuda)
+ALL_BINS  := $(B)/wd $(if $(MPICC),$(B)/wd-mpi) $(if $(and $(NVCC),$(filter-out 0,$(GPU))),$(CUDA_TOOLS))
+all: check-deps
+	@$(MAKE) --no-print-directory $(ALL_BINS)
+cuda: check-deps
+	@test -n "$(NVCC)" || { echo "make cuda: nvcc not found (PATH, CUDA_HOME=$(CUDA_HOME))" >&2; exit 1; }
+	@$(MAKE) --no-print-directory $(CUDA_TOOLS)
+check-deps:
+	@CC="$(CC)" bash tools/install-deps.sh --check
 
 $(B)/wd-mpi: tools/wd.c $(HDR) $(ENGINE) | $(B)
 	$(MPICC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -DWD_USE_MPI -o $@ tools/wd.c $(LDLIBS) $(GEMML)

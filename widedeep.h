@@ -35,7 +35,8 @@
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
                        wd_env_number, wd_test_fail_parse: what
                        widedeep_cuda.cu builds on
-    18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph
+    18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
+                       _values(): raw strings mapped in it (LabelEncoder)
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
    with these subsections, found by their "// ---- name" rules:)
@@ -1575,7 +1576,8 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
                                      cross_buckets) (section 13's rule; 10 lines
                                      in any language, README); wide part only
    Output: probability float [N]. The mapping from raw values to ids (hashing,
-   vocabularies, derived slots) stays in widedeep: a service feeds ids. Ids
+   vocabularies, derived slots) stays in widedeep: a service feeds ids (but
+   see wd_model_export_onnx_values below: vocabularies in the graph). Ids
    outside their slot's buckets are an error in ONNX Runtime's Gather (a
    negative one would count from the end: pass none).
    Refused, with the reason: precision bf16 models (their MLP would not be
@@ -1583,6 +1585,29 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
    by slot), and a model past 2 GiB (ONNX's one-protobuf limit). The file is
    written under a temporary name and renamed when complete. */
 WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path);
+/* The same graph taking raw values where ONNX can map them: each one-hot slot
+   with a vocabulary becomes input values.<slot> string [N] (the value
+   wd_batch_add takes: a derived slot's derived value, a missing one ""; its
+   doc string says where it lies in a training line: field F, or bytes
+   [a, b) of it, or their day of the week),
+   mapped to its id inside the graph by ai.onnx.ml LabelEncoder (domain
+   version 2; a value outside the vocabulary gets id 0, as wd_convert gives
+   it), so ONNX Runtime scores from raw strings (tested against wd_predict).
+   A vocabulary keeps its values' 64-bit hashes, not the values: they are
+   read back from `files`, text in the model's input format (wd_model_spec;
+   the files the vocabulary was built from, or any holding all its values;
+   gzip and zstd too; lines that do not parse are passed over). A value
+   found in no file is refused, naming the slot and how many are missing.
+   Crosses are computed in the graph from the slots' ids (section 13's rule
+   in uint64 operators: BitShift, BitwiseOr/Xor, Mul, Mod; opset 18): no
+   cross<c> input. What stays outside the graph, as ids: hashed slots
+   (ids.<slot>: wd_hash_bucket; ONNX has no operator that reads a string's
+   bytes, so no hash of one can be written in it) and the dense features
+   (the count rule refuses a malformed count, " 5" or "5.0": no operator
+   can refuse one, so a graph would score what widedeep refuses).
+   Refused: a model with no input format, a LibSVM one (indexes, not
+   values), one with no vocabulary slot (use the above). */
+WDDEF wd_status wd_model_export_onnx_values(const wd_model *m, const char *path, const char *const *files, int nfiles);
 
 // ---- 19. TensorBoard event files ------------------------------------------------------------------
 /* Scalars for TensorBoard: an events.out.tfevents.* file in a directory,
@@ -3599,6 +3624,31 @@ WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n) {
     }
     return got;
 }
+// The raw values behind a vocabulary's ids (a vocabulary keeps hashes only),
+// recovered from text for an ONNX graph that maps strings (section 18): while
+// set on a thread, wd__cat_id notes the bytes of each id's value the first
+// time the id is seen, in the slots that have at[k].
+typedef struct wd__names {
+    const wd_text_spec *spec;       // the format the values were read in (Criteo or CSV)
+    wd__buf text;                   // the values' bytes, one after another
+    int64_t *at[WD_MAX_SLOTS];      // (vocabulary size + 1) where id i's value starts in text (-1: not seen)
+    uint32_t *len[WD_MAX_SLOTS];
+    wd_status failed;
+} wd__names;
+static WD__TLS wd__names *wd__name_sink;
+static void wd__names_note(wd__names *nm, int k, uint32_t id, const char *s, size_t n) {
+    if (nm->failed || !nm->at[k] || !id) return;
+    if (nm->at[k][id] < 0) {
+        nm->at[k][id] = (int64_t)nm->text.len;
+        nm->len[k][id] = (uint32_t)n;
+        nm->failed = wd__buf_put(&nm->text, s, n);
+    } else if (nm->len[k][id] != n || memcmp(nm->text.p + nm->at[k][id], s, n) != 0) {   // (odds ~ values^2 / 2^65)
+        nm->failed = wd__fail(WD_ERR_UNSUPPORTED, "slot %d: the values '%.*s' and '%.*s' have one 64-bit hash, "
+                              "so one id in the model: a map of strings cannot give both that id", k,
+                              (int)WD__MIN(n, 60), s, (int)WD__MIN(nm->len[k][id], 60),
+                              (const char *)nm->text.p + nm->at[k][id]);
+    }
+}
 // The id of categorical value s of slot k (or, in the first pass of
 // wd_convert, a note of it).
 static uint32_t wd__cat_id(const wd_text_spec *t, int k, const char *s, size_t n) {
@@ -3607,7 +3657,11 @@ static uint32_t wd__cat_id(const wd_text_spec *t, int k, const char *s, size_t n
         if (!wd__cat_sink->extend || (t->vocab && t->vocab->n[k] >= 0 && !wd__vocab_id(t->vocab, k, h))) wd__sink_add(wd__cat_sink, k, h);
         return 0;
     }
-    if (t->vocab && t->vocab->n[k] >= 0) return wd__vocab_id(t->vocab, k, h);
+    if (t->vocab && t->vocab->n[k] >= 0) {
+        uint32_t id = wd__vocab_id(t->vocab, k, h);
+        if (wd__name_sink) wd__names_note(wd__name_sink, k, id, s, n);
+        return id;
+    }
     return (uint32_t)(h % t->schema.slot[k].buckets);
 }
 // Day of the week (0 = Monday) of YYMMDD (20YY) or YYYYMMDD; -1 if not a date.
@@ -9373,13 +9427,15 @@ static void wd__pb_free(wd__pb *p) { wd__buf_free(&p->b); p->st = WD_OK; }
 
 // ---- the ONNX graph -------------------------------------------------------------------------------
 // onnx.proto's field numbers and enums (IR version 8, opset 17).
-enum { WD__OX_FLOAT = 1, WD__OX_INT64 = 7 };
-enum { WD__OX_ATTR_FLOAT = 1, WD__OX_ATTR_INT = 2, WD__OX_ATTR_STRING = 3, WD__OX_ATTR_TENSOR = 4 };
+enum { WD__OX_FLOAT = 1, WD__OX_INT64 = 7, WD__OX_STRING = 8, WD__OX_UINT64 = 13 };
+enum { WD__OX_ATTR_FLOAT = 1, WD__OX_ATTR_INT = 2, WD__OX_ATTR_STRING = 3, WD__OX_ATTR_TENSOR = 4,
+       WD__OX_ATTR_INTS = 7, WD__OX_ATTR_STRINGS = 8 };
 #define WD__OX_MAX_BIG (2 * WD_MAX_SLOTS + WD_MAX_CROSSES + 2 * (WD_MAX_LAYERS + 1) + 2)
 typedef struct wd__ox {
     wd__pb nodes, inits, io, attrs, t1, t2;   // GraphProto.node, .initializer (small), .input/.output; scratch
     struct { char name[48]; int64_t dims[2]; int ndims; const float *p; int64_t n; } big[WD__OX_MAX_BIG];
     int nbig, ntmp;
+    const char *domain;             // the next node's operator set (NULL: the default one)
 } wd__ox;
 // A tensor's type and shape fields (TensorProto: dims 1, data_type 2, name 8).
 static void wd__ox_tensor_head(wd__pb *t, const char *name, int dtype, const int64_t *dims, int ndims) {
@@ -9387,15 +9443,16 @@ static void wd__ox_tensor_head(wd__pb *t, const char *name, int dtype, const int
     wd__pb_int(t, 2, dtype);
     if (name) wd__pb_str(t, 8, name);
 }
-// A small constant initializer (int64 or float values), raw little-endian data.
+// A small constant initializer (int64, uint64 or float values), raw little-endian data.
 static void wd__ox_const(wd__ox *o, const char *name, int dtype, const int64_t *dims, int ndims, const void *vals, int n) {
     uint8_t raw[64];
+    int w8 = dtype == WD__OX_INT64 || dtype == WD__OX_UINT64;
     for (int i = 0; i < n && i < 8; i++) {
-        if (dtype == WD__OX_INT64) wd__put64(raw + 8 * i, (uint64_t)((const int64_t *)vals)[i]);
+        if (w8) wd__put64(raw + 8 * i, ((const uint64_t *)vals)[i]);
         else { uint32_t u; memcpy(&u, (const float *)vals + i, 4); wd__put32(raw + 4 * i, u); }
     }
     wd__ox_tensor_head(&o->t1, name, dtype, dims, ndims);
-    wd__pb_bytes(&o->t1, 9, raw, (size_t)n * (dtype == WD__OX_INT64 ? 8 : 4));
+    wd__pb_bytes(&o->t1, 9, raw, (size_t)n * (w8 ? 8 : 4));
     wd__pb_msg(&o->inits, 5, &o->t1);
 }
 static void wd__ox_big(wd__ox *o, const char *name, const float *p, int64_t d0, int64_t d1) {
@@ -9438,6 +9495,8 @@ static const char *wd__ox_node(wd__ox *o, const char *op, char *out, const char 
     snprintf(nm, sizeof nm, "%s_%s", op, out);
     wd__pb_str(&o->t2, 3, nm);
     wd__pb_str(&o->t2, 4, op);
+    if (o->domain) wd__pb_str(&o->t2, 7, o->domain);
+    o->domain = NULL;
     if (o->attrs.st && !o->t2.st) o->t2.st = o->attrs.st;
     wd__pb_raw(&o->t2, o->attrs.b.p, o->attrs.b.len);
     o->attrs.b.len = 0;
@@ -9459,8 +9518,94 @@ static void wd__ox_free(wd__ox *o) {
     wd__pb_free(&o->nodes); wd__pb_free(&o->inits); wd__pb_free(&o->io); wd__pb_free(&o->attrs); wd__pb_free(&o->t1); wd__pb_free(&o->t2);
 }
 
-// The graph's nodes, inputs, outputs and initializers; doc gets the inputs' description.
-static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc) {
+// Slot k's raw values to ids inside the graph: input values.<slot> and a
+// LabelEncoder (ai.onnx.ml) whose output is the value ids.<slot>.
+static void wd__ox_values(wd__ox *o, const wd_model *m, int k, const wd__names *nm, int64_t n, const char *ids,
+                          wd__pb *doc) {
+    const wd_slot *sl = &m->schema.slot[k];
+    char vals[48], line[512];
+    snprintf(vals, sizeof vals, "values.%s", sl->name);
+    // where the value is in a line of the training text (fields from 0, the label's counted)
+    const wd_text_spec *t = nm->spec;
+    char at[160] = "", wk[48] = "";
+    int base = t->schema.nslots - t->nderived, col = -1;
+    if (t->format == WD_FMT_CRITEO) col = 14 + k;
+    for (int c = 0; t->format == WD_FMT_CSV && k < base && c < t->ncols; c++)
+        if (t->col_role[c] == 3 && t->col_index[c] == k) col = c;
+    if (k >= base) {
+        int q = k - base;
+        snprintf(at, sizeof at, "bytes [%d, %d) of field %d", t->derived[q].from, t->derived[q].to, t->derived[q].col);
+        if (t->derived[q].weekday) snprintf(wk, sizeof wk, ", as its day of the week (0 = Monday)");
+    } else snprintf(at, sizeof at, "field %d", col);
+    snprintf(line, sizeof line, "string [N]: slot %d '%s' (one-hot, a vocabulary of %lld values): each sample's raw "
+             "value, as wd_batch_add takes it: %s of a training line (fields from 0, the label's counted)%s; a value "
+             "outside the vocabulary gets id 0", k, sl->name, (long long)n, at, wk);
+    wd__ox_value(o, 11, vals, WD__OX_STRING, "N", 0, line);
+    char dl[640];
+    snprintf(dl, sizeof dl, "  %s  %s\n", vals, line);
+    wd__pb_raw(doc, dl, strlen(dl));
+    wd__pb_str(&o->t1, 1, "keys_strings");   // id i's value, i = 1..n
+    for (int64_t i = 1; i <= n; i++) wd__pb_bytes(&o->t1, 9, nm->text.p + nm->at[k][i], nm->len[k][i]);
+    wd__pb_int(&o->t1, 20, WD__OX_ATTR_STRINGS);
+    wd__pb_msg(&o->attrs, 5, &o->t1);
+    wd__pb_str(&o->t1, 1, "values_int64s");
+    for (int64_t i = 1; i <= n; i++) wd__pb_int(&o->t1, 8, i);
+    wd__pb_int(&o->t1, 20, WD__OX_ATTR_INTS);
+    wd__pb_msg(&o->attrs, 5, &o->t1);
+    wd__ox_attr_int(o, "default_int64", 0);
+    char out[48];
+    memcpy(out, ids, sizeof out);
+    o->domain = "ai.onnx.ml";
+    wd__ox_node(o, "LabelEncoder", out, vals, NULL, NULL);
+}
+// Crossed pair c's row from its slots' ids (values ids.<p>, ids.<q>), into
+// id: wd_cross_bucket as ONNX operators (opset 18: BitwiseOr, BitwiseXor).
+static void wd__ox_cross(wd__ox *o, const wd_model *m, int c, char *id) {
+    static const uint64_t mix[2] = {0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull};
+    static const uint64_t shift[3] = {30, 27, 31};
+    const int64_t one = 1;
+    char k[48], ids[2][48], u[2][48] = {"", ""};
+    if (c == 0) {   // the constants every cross uses
+        const uint64_t v32 = 32, buckets = m->d.cross_buckets;
+        wd__ox_const(o, "cx.32", WD__OX_UINT64, &one, 1, &v32, 1);
+        for (int i = 0; i < 3; i++) {
+            snprintf(k, sizeof k, "cx.%d", (int)shift[i]);
+            wd__ox_const(o, k, WD__OX_UINT64, &one, 1, &shift[i], 1);
+        }
+        wd__ox_const(o, "cx.m1", WD__OX_UINT64, &one, 1, &mix[0], 1);
+        wd__ox_const(o, "cx.m2", WD__OX_UINT64, &one, 1, &mix[1], 1);
+        wd__ox_const(o, "cx.buckets", WD__OX_UINT64, &one, 1, &buckets, 1);
+    }
+    const uint64_t key = (uint64_t)(c + 1) * 0x9E3779B97F4A7C15ull;
+    snprintf(k, sizeof k, "cx.key%d", c);
+    wd__ox_const(o, k, WD__OX_UINT64, &one, 1, &key, 1);
+    for (int j = 0; j < 2; j++) {
+        snprintf(ids[j], sizeof ids[j], "ids.%s", m->schema.slot[m->d.cross[c][j]].name);
+        wd__ox_attr_int(o, "to", WD__OX_UINT64);
+        wd__ox_node(o, "Cast", u[j], ids[j], NULL, NULL);
+    }
+    char hi[48] = "", x[48] = "", y[48] = "";
+    wd__ox_attr_str(o, "direction", "LEFT");
+    wd__ox_node(o, "BitShift", hi, u[0], "cx.32", NULL);
+    wd__ox_node(o, "BitwiseOr", x, hi, u[1], NULL);
+    wd__ox_node(o, "BitwiseXor", y, x, k, NULL);
+    for (int i = 0; i < 3; i++) {   // x ^= x >> 30; x *= m1; x ^= x >> 27; x *= m2; x ^= x >> 31
+        char sh[48] = "", xr[48] = "", sn[48];
+        snprintf(sn, sizeof sn, "cx.%d", (int)shift[i]);
+        wd__ox_attr_str(o, "direction", "RIGHT");
+        wd__ox_node(o, "BitShift", sh, y, sn, NULL);
+        wd__ox_node(o, "BitwiseXor", xr, y, sh, NULL);
+        memcpy(y, xr, sizeof y);
+        if (i < 2) { char p[48] = ""; wd__ox_node(o, "Mul", p, y, i ? "cx.m2" : "cx.m1", NULL); memcpy(y, p, sizeof y); }
+    }
+    char r[48] = "";
+    wd__ox_node(o, "Mod", r, y, "cx.buckets", NULL);
+    wd__ox_attr_int(o, "to", WD__OX_INT64);
+    wd__ox_node(o, "Cast", id, r, NULL, NULL);
+}
+// The graph's nodes, inputs, outputs and initializers; doc gets the inputs'
+// description. names: the raw values of the slots the graph maps (NULL: ids only).
+static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__names *names) {
     const int S = m->S, D = m->D, E = m->E, deep = wd__deep(m), wide = wd__wide(m), mean = m->d.pooling == WD_POOL_MEAN;
     const int64_t c0 = 0, c1 = 1, cbig = INT64_MAX, cE = E, cm1 = -1, one = 1;
     const float f1 = 1.0f;
@@ -9499,9 +9644,13 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc) {
         if (wide) wd__ox_big(o, wname, wt, sl->buckets, 0);
         emb[k][0] = term[nterm][0] = 0;
         if (sl->kind == WD_ONE_HOT) {
-            snprintf(line, sizeof line, "int64 [N]: slot %d '%s' (one-hot): each sample's id in [0, %u)", k, sl->name, sl->buckets);
-            wd__ox_value(o, 11, ids, WD__OX_INT64, "N", 0, line);
-            WD__DOC("  %s  %s\n", ids, line);
+            if (names && names->at[k]) wd__ox_values(o, m, k, names, m->in.vocab->n[k], ids, doc);
+            else {
+                snprintf(line, sizeof line, "int64 [N]: slot %d '%s' (one-hot): each sample's id in [0, %u)", k,
+                         sl->name, sl->buckets);
+                wd__ox_value(o, 11, ids, WD__OX_INT64, "N", 0, line);
+                WD__DOC("  %s  %s\n", ids, line);
+            }
             if (deep) wd__ox_node(o, "Gather", emb[k], ename, ids, NULL);
             if (wide) wd__ox_node(o, "Gather", term[nterm++], wname, ids, NULL);
             continue;
@@ -9567,6 +9716,13 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc) {
         snprintf(nm, sizeof nm, "cross%d", c);
         snprintf(nm2, sizeof nm2, "wide.cross%d", c);
         wd__ox_big(o, nm2, m->wide + m->table_off[S + c], m->d.cross_buckets, 0);
+        if (names) {   // section 13's rule on the ids in the graph, in uint64 (wrapping products)
+            char id[48] = "";
+            wd__ox_cross(o, m, c, id);
+            term[nterm][0] = 0;
+            wd__ox_node(o, "Gather", term[nterm++], nm2, id, NULL);
+            continue;
+        }
         snprintf(line, sizeof line, "int64 [N]: crossed pair %d of slots %d '%s' and %d '%s': wd_cross_hash(id %s, id %s, %d, %u)",
                  c, p, m->schema.slot[p].name, q, m->schema.slot[q].name, m->schema.slot[p].name, m->schema.slot[q].name, c, m->d.cross_buckets);
         wd__ox_value(o, 11, nm, WD__OX_INT64, "N", 0, line);
@@ -9622,9 +9778,7 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc) {
     wd__ox_value(o, 12, "probability", WD__OX_FLOAT, "N", 0, "float [N]: the click probability of each sample (as wd_predict)");
 }
 
-WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
-    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: %s is NULL", !m ? "the model" : "the path");
-    if (!*path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: the path is empty");
+static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__names *nm) {
     const char *tp = wd__tail(path, 400);
     if (m->d.precision != WD_PRECISION_FP32)
         return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: the model computes its MLP in bf16 and the ONNX graph in fp32, so their "
@@ -9638,7 +9792,7 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     wd__ox *o = WD__NEW(wd__ox);
     if (!o) return wd__fail(WD_ERR_NOMEM, "out of memory");
     wd__pb doc = {{0, 0, 0}, WD_OK}, head = {{0, 0, 0}, WD_OK}, gh = {{0, 0, 0}, WD_OK};
-    wd__ox_build(o, m, &doc);
+    wd__ox_build(o, m, &doc, nm);
     // The graph: nodes, name, initializers (small, then the tables, whose data
     // is written from the model's arrays), doc_string, inputs, outputs.
     wd__pb_str(&gh, 2, "widedeep");
@@ -9660,8 +9814,13 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     wd__pb_str(&head, 2, "widedeep");
     wd__pb_str(&head, 3, WD_VERSION_STRING);
     wd__pb_str(&head, 6, doc.st ? "" : (const char *)doc.b.p);
-    wd__pb_int(&o->t1, 2, 17);
+    wd__pb_int(&o->t1, 2, nm ? 18 : 17);   // 18: the crosses' BitwiseOr, BitwiseXor
     wd__pb_msg(&head, 8, &o->t1);
+    if (nm) {   // LabelEncoder's operator set
+        wd__pb_str(&o->t1, 1, "ai.onnx.ml");
+        wd__pb_int(&o->t1, 2, 2);
+        wd__pb_msg(&head, 8, &o->t1);
+    }
     wd__pb_key(&head, 7, WD__PB_LEN);
     wd__pb_varint(&head, glen);
     if (!st) st = head.st ? head.st : o->t1.st;
@@ -9696,6 +9855,96 @@ WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
     wd__pb_free(&doc);
     wd__pb_free(&head);
     wd__pb_free(&gh);
+    return st;
+}
+WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
+    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: %s is NULL", !m ? "the model" : "the path");
+    if (!*path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: the path is empty");
+    return wd__export_onnx(m, path, NULL);
+}
+// Notes the vocabulary values of every line of `path` (wd__names).
+static wd_status wd__names_scan(const wd_text_spec *t, const char *path, wd__names *nm) {
+    wd__in in;
+    WD__TRY(wd__in_open(&in, path));
+    wd_batch b;
+    wd__buf buf = {0, 0, 0};
+    wd_status st = wd_batch_init(&b, &t->schema, 1, 16);
+    if (!st) st = wd__buf_reserve(&buf, (size_t)1 << 20);
+    size_t have = 0, hlen = strlen(t->header);
+    for (int eof = 0; !st && !eof;) {
+        size_t got = 0;
+        if (have == buf.cap) st = wd__buf_reserve(&buf, 2 * buf.cap);   // a line longer than the buffer
+        if (!st) st = wd__in_read(&in, buf.p + have, buf.cap - have, &got);
+        eof = !st && got == 0;
+        have += got;
+        char *s = (char *)buf.p, *end = s + have;
+        for (;;) {   // every whole line (and at the end, the last one)
+            char *nl = (char *)memchr(s, '\n', (size_t)(end - s));
+            if (!nl && !(eof && s < end)) break;
+            size_t len = (size_t)((nl ? nl : end) - s);
+            if (len && s[len - 1] == '\r') len--;
+            if (len && !(hlen && len == hlen && memcmp(s, t->header, hlen) == 0)) {
+                wd_batch_clear(&b);
+                wd__name_sink = nm;
+                wd_status ps = wd_parse_line(t, s, len, &b);   // a line that does not parse: passed over
+                wd__name_sink = NULL;
+                if ((st = nm->failed ? nm->failed : ps != WD_ERR_PARSE ? ps : WD_OK) != WD_OK) break;
+            }
+            s = nl ? nl + 1 : end;
+        }
+        have = (size_t)(end - s);
+        memmove(buf.p, s, have);
+    }
+    wd__buf_free(&buf);
+    wd_batch_free(&b);
+    wd__in_close(&in);
+    return st;
+}
+WDDEF wd_status wd_model_export_onnx_values(const wd_model *m, const char *path, const char *const *files, int nfiles) {
+    const char *who = "wd_model_export_onnx_values";
+    if (!m || !path || (!files && nfiles))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: %s is NULL", who, !m ? "the model" : !path ? "the path" : "files");
+    if (!*path) return wd__fail(WD_ERR_INVALID_ARG, "%s: the path is empty", who);
+    if (nfiles < 1) return wd__fail(WD_ERR_INVALID_ARG, "%s: no text files to read the vocabularies' values from", who);
+    const char *tp = wd__tail(path, 400);
+    wd_text_spec spec;
+    WD__TRY(wd_model_spec(m, &spec));
+    wd__names nm;
+    memset(&nm, 0, sizeof nm);
+    nm.spec = &spec;
+    wd_status st = WD_OK;
+    int nvoc = 0;
+    if (spec.format == WD_FMT_LIBSVM)
+        st = wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: the model reads LibSVM (feature indexes, no values "
+                      "to map)", tp);
+    for (int k = 0; !st && k < m->S; k++) {
+        int64_t n = wd_vocab_size(spec.vocab, k);
+        if (n < 0 || m->schema.slot[k].kind != WD_ONE_HOT) continue;
+        nvoc++;
+        nm.at[k] = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)(n + 1));
+        nm.len[k] = (uint32_t *)wd__calloc(sizeof(uint32_t) * (size_t)(n + 1));
+        if (!nm.at[k] || !nm.len[k])
+            st = wd__fail(WD_ERR_NOMEM, "out of memory for the values of slot %s", m->schema.slot[k].name);
+        for (int64_t i = 0; !st && i <= n; i++) nm.at[k][i] = -1;
+    }
+    if (!st && !nvoc)
+        st = wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: no slot of the model has a vocabulary (all hash): "
+                      "export its ids (wd_model_export_onnx)", tp);
+    for (int f = 0; !st && f < nfiles; f++) st = wd__names_scan(&spec, files[f], &nm);
+    for (int k = 0; !st && k < m->S; k++) {   // every value of every vocabulary found
+        int64_t missing = 0, first = 0, n = nm.at[k] ? wd_vocab_size(spec.vocab, k) : 0;
+        for (int64_t i = n; i >= 1; i--) if (nm.at[k][i] < 0) { missing++; first = i; }
+        if (missing)
+            st = wd__fail(WD_ERR_INVALID_ARG, "%s: not exported: slot %s: %lld of its %lld vocabulary values (id %lld "
+                          "the first) are in none of the %d text file%s given: give the files its vocabulary was "
+                          "built from",
+                          tp, m->schema.slot[k].name, (long long)missing, (long long)n, (long long)first, nfiles,
+                          nfiles == 1 ? "" : "s");
+    }
+    if (!st) st = wd__export_onnx(m, path, &nm);
+    for (int k = 0; k < WD_MAX_SLOTS; k++) { wd__free(nm.at[k]); wd__free(nm.len[k]); }
+    wd__buf_free(&nm.text);
+    wd_text_spec_free(&spec);
     return st;
 }
 

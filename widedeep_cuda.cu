@@ -2308,12 +2308,27 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
              r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off",
              r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", fg, r->overlap ? "on" : "off", r->overlap && r->side_prio ? " side=high" : "", dev);
 }
+// Every failure says "no CUDA device" first, then why in words: on a machine
+// without an NVIDIA driver cudaGetDeviceCount answers "CUDA driver version is
+// insufficient for CUDA runtime version" (cudaErrorInsufficientDriver), which
+// reads like an old driver; the driver's version (0: none) tells them apart.
 extern "C" wd_status wd_cuda_device_count(int *n) {
     *n = 0;
     cudaError_t e = cudaGetDeviceCount(n);
-    if (e != cudaSuccess) { *n = 0; return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: %s", cudaGetErrorString(e)); }
-    if (*n == 0) return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device");
-    return WD_OK;
+    if (e == cudaSuccess && *n > 0) return WD_OK;
+    *n = 0;
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    if (e == cudaSuccess || e == cudaErrorNoDevice)
+        return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: the NVIDIA driver sees no GPU");
+    if (e == cudaErrorInsufficientDriver && drv == 0)
+        return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: no NVIDIA driver is loaded (no GPU, or none installed)");
+    if (e == cudaErrorInsufficientDriver)
+        return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: the NVIDIA driver supports CUDA %d.%d, this program was "
+                        "built "
+                        "with CUDA %d.%d: update the driver", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    return wdc_fail(WD_ERR_UNSUPPORTED, "no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(e));
 }
 static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks);
 static void wdc_comm_destroy(wd_comm **ranks, int nranks);

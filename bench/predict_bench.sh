@@ -22,14 +22,14 @@ make --no-print-directory build/predict_bench build/wd >&2
 eval "$(bash bench/setup_torch.sh "${WD_TORCH_DIR:-/tmp/wd-torch-libs}")"
 echo "# $(date -u '+%F %T UTC'), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
 echo "# git $(git rev-parse --short HEAD 2>/dev/null || echo '?'); per BATCH,CALLERS in 1,1 1,4 256,1 256,4: build/predict_bench $W $BUCKETS $SECS BATCH,CALLERS;" \
-     "python3 bench/peer_predict.py $W $SECS BATCH,CALLERS; python3 bench/peer_onnx.py $W $SECS BATCH,CALLERS (after build/wd export --onnx $W/model.onnx $W/model.wdm)"
+     "python3 bench/peer_predict.py $W $SECS BATCH,CALLERS; python3 bench/peer_onnx.py $W $SECS BATCH,CALLERS (after build/wd export --onnx $W/model.wdm $W/model.onnx)"
 first=1
 for bc in 1,1 1,4 256,1 256,4; do
     echo "# $bc: load $(cut -d' ' -f1-3 /proc/loadavg)"
     # the programs' header lines (model, engine versions, the probabilities' check) once
     filter() { if [ $first = 1 ]; then cat; else grep -v '^# '; fi; }
     build/predict_bench "$W" "$BUCKETS" "$SECS" "$bc" | filter
-    [ $first = 1 ] && build/wd export --onnx "$W/model.onnx" "$W/model.wdm" >&2
+    [ $first = 1 ] && build/wd export --onnx "$W/model.wdm" "$W/model.onnx" >&2
     python3 -W ignore bench/peer_predict.py "$W" "$SECS" "$bc" | filter
     python3 -W ignore bench/peer_onnx.py "$W" "$SECS" "$bc" | filter
     first=0

@@ -1120,4 +1120,54 @@ run "$WD" export "$T/fa-serve.wdm" "$T/fa-serve.wdm"
 ck "export onto its input: exit $rc, wanted 2" [ "$rc" = 2 ]
 end
 
+# a model inspected (issue 32): its input format, position, training files'
+# fingerprint, each slot's vocabulary (size, rows left, the fingerprint its
+# training file has) and its bytes by part
+begin cli_inspect_model
+ck "setup: va.wdr, vb.wdm, fa-serve.wdm" have "$T/va.wdr" "$T/vb.wdm" "$T/fa-serve.wdm"
+run "$WD" train --train "$T/va.wdr" --hidden 4 --batch 32 --max-steps 3 --threads 2 --save "$T/im.wdm"
+ck "train im.wdm: exit $rc" [ "$rc" = 0 ]
+run "$WD" inspect "$T/im.wdm"
+ck "inspect im.wdm: exit $rc" [ "$rc" = 0 ]
+ck "a checkpoint of csv input" eval 'out_has "model:    a checkpoint (weights and optimizer state)" &&
+                                   grep -q "^input: *csv" "$T/out"'
+ck "layers" out_has "layers:   0 dense, 2 slots, embed dim 16, hidden 4, wide, optimizer adagrad, pooling sum, \
+precision fp32"
+ck "position: 3 steps of 32" out_has "position: step 3, epoch 0, batch 3 of it, batch size 32"
+ck "training files' fingerprint" grep -qE '^training files: fingerprint [0-9a-f]{16} ' "$T/out"
+ck "slot c: 10 values in 16 rows, 5 left" \
+    grep -qE '^  slot 0 +c +16 rows  one-hot  vocabulary 10 values, 5 rows left, fingerprint [0-9a-f]{16}$' "$T/out"
+fpm=$(sed -n 's/^  slot 0 .*fingerprint \([0-9a-f]*\)$/\1/p' "$T/out")
+ck "slot c's fingerprint is va.wdr's ($fpm)" \
+    eval '[ -n "$fpm" ] && "$WD" inspect "$T/va.wdr" | grep -q "^  slot 0 .*vocabulary $fpm$"'
+# wide: 16 + 16 rows + bias; embeddings 32 x 16; MLP 32 x 4 + 4, 4 + 1; state: FTRL z, n and Adagrad's accumulators
+ck "bytes by part" out_has "bytes:    wide 132, embeddings 2048, MLP 548, optimizer state 3408; total 6136"
+run "$WD" inspect "$T/vb.wdm"
+ck "vb.wdm (day 2, extended): slot c full" \
+    grep -qE '^  slot 0 +c +16 rows  one-hot  vocabulary 15 values, 0 rows left, ' "$T/out"
+run "$WD" inspect --verify "$T/fa-serve.wdm"
+ck "the export: weights only, no optimizer state, verified" \
+    eval '[ "$rc" = 0 ] && out_has "model:    exported for serving (weights only" &&
+          out_has ", optimizer state 0 (none in an export); total " && out_has "verify:   OK"'
+head -c 300 "$T/im.wdm" > "$T/im-cut.wdm"
+fails_with "a cut model" 1 "im-cut.wdm" "$WD" inspect "$T/im-cut.wdm"
+end
+
+# one argument order for wd export, with or without --onnx: the model, then the output; the reverse refused saying so
+begin cli_export_argument_order
+ck "setup: im.wdm" have "$T/im.wdm"
+cp "$T/im.wdm" "$T/im-before.wdm"
+run "$WD" export --onnx "$T/im.wdm" "$T/im.onnx"
+ck "export --onnx M.wdm OUT.onnx: exit $rc" \
+    eval '[ "$rc" = 0 ] && have "$T/im.onnx" && out_has "exported $T/im.wdm to $T/im.onnx: ONNX opset 17"'
+rm -f "$T/im.onnx"
+fails_with "export --onnx OUT.onnx M.wdm (the order of before)" 2 "the model comes first and the output second" \
+    "$WD" export --onnx "$T/im.onnx" "$T/im.wdm"
+ck "the model untouched, no output" eval 'cmp -s "$T/im.wdm" "$T/im-before.wdm" && [ ! -e "$T/im.onnx" ]'
+fails_with "export --onnx M.wdm (no output)" 2 "export [--onnx] M.wdm OUT: the output is required" \
+    "$WD" export --onnx "$T/im.wdm"
+ck "export --help gives the one order" \
+    eval '"$WD" export --help | grep -qF "export [--onnx [--values-from TEXT,...]] M.wdm OUT"'
+end
+
 tl_summary cli

@@ -21,10 +21,13 @@ elif ! "$PY" -c 'import onnx, onnxruntime, numpy, tensorboard' 2>"$T/py.err"; th
 fi
 have_data=; [ -f "$DATA/criteo_kaggle_head8000_train.tsv" ] && [ -f "$DATA/avazu_kaggle_head9000_train.csv" ] && have_data=1
 
-# onnx_case NAME MODEL.wdm DATA.wdr: export, the feed, wd predict, ONNX Runtime
+# onnx_case NAME MODEL.wdm DATA.wdr [RAW.tsv TEXT...]: export, the feed, wd
+# predict, ONNX Runtime (with RAW.tsv, DATA.wdr's text: the graph maps the raw
+# strings of the slots with a vocabulary, whose values it reads from TEXT...)
 onnx_case() {
-    local name=$1 model=$2 data=$3
-    run "$WD" export --onnx "$T/$name.onnx" "$model"
+    local name=$1 model=$2 data=$3 raw=${4:-} vals=
+    [ -n "$raw" ] && { shift 4; vals=$(IFS=,; echo "$*"); }
+    run "$WD" export --onnx ${vals:+--values-from "$vals"} "$model" "$T/$name.onnx"
     ck "export: exit $rc" [ "$rc" = 0 ]
     ck "export prints its inputs" out_has "output: probability[N]"
     rm -rf "$T/$name.feed"; mkdir -p "$T/$name.feed"
@@ -32,9 +35,9 @@ onnx_case() {
     ck "onnx_feed: exit $rc" [ "$rc" = 0 ]
     run "$WD" predict --model "$model" -o "$T/$name.pred" --no-ids "$data"
     ck "wd predict: exit $rc" [ "$rc" = 0 ]
-    run "$PY" "$HERE/onnx_check.py" "$T/$name.onnx" "$T/$name.feed" "$T/$name.pred"
+    run "$PY" "$HERE/onnx_check.py" "$T/$name.onnx" "$T/$name.feed" "$T/$name.pred" ${raw:+"$raw"}
     ck "ONNX Runtime vs wd_predict: $(grep -E '^(ok|fail)' "$T/out" | head -1)" [ "$rc" = 0 ]
-    end "($(sed -n 's/^ok: //p' "$T/out" | cut -d';' -f1))"
+    end "($(sed -n 's/^ok: //p' "$T/out" | sed 's/; checker passed.*//'))"
 }
 train() { run "$WD" train --threads 2 --seed 3 "$@"; ck "train: exit $rc" [ "$rc" = 0 ]; }
 
@@ -43,7 +46,7 @@ train() { run "$WD" train --threads 2 --seed 3 "$@"; ck "train: exit $rc" [ "$rc
 # crosses, Adam), a multi-hot LibSVM file (sum and mean pooling, samples with
 # no ids), and each part alone: ONNX Runtime's probabilities equal wd_predict's
 # within 1e-6 on every sample, onnx.checker passes, opset 17.
-ONNX_DATA="onnx_criteo onnx_avazu_crosses"
+ONNX_DATA="onnx_criteo onnx_criteo_raw_strings onnx_avazu_crosses onnx_avazu_raw_strings onnx_raw_strings_refused"
 if [ -n "$py_why" ]; then for t in $ONNX_DATA; do skip "$t" "$py_why"; done
 elif [ -z "$have_data" ]; then for t in $ONNX_DATA; do skip "$t" "no data in $DATA"; done
 else
@@ -54,6 +57,15 @@ else
     ck "convert test: exit $rc" [ "$rc" = 0 ]
     train --train "$T/cr.wdr" --hidden 64,32 --batch 256 --max-steps 25 --save "$T/cr.wdm"
     onnx_case cr "$T/cr.wdm" "$T/cr_te.wdr"
+    # raw strings for the 25 slots with a vocabulary (C3 hashes: ids), their
+    # values read back from the training text; the test text holds values the
+    # vocabulary lacks (id 0); crosses computed in the graph: C1xC2 of two
+    # vocabularies, C3xC4 of a hashed slot and a vocabulary
+    begin onnx_criteo_raw_strings
+    train --train "$T/cr.wdr" --hidden 16 --batch 256 --max-steps 25 --cross C1xC2,C3xC4 --cross-buckets 5000 \
+          --save "$T/crx.wdm"
+    onnx_case cr_raw "$T/crx.wdm" "$T/cr_te.wdr" "$DATA/criteo_kaggle_head8000_test.tsv" \
+        "$DATA/criteo_kaggle_head8000_train.tsv"
     begin onnx_avazu_crosses
     run "$WD" convert --format csv --preset avazu -o "$T/av.wdr" "$DATA/avazu_kaggle_head9000_train.csv"
     ck "convert: exit $rc" [ "$rc" = 0 ]
@@ -62,6 +74,28 @@ else
     train --train "$T/av.wdr" --hidden 32,16 --batch 256 --max-steps 25 --optimizer adam --cross-buckets 5000 \
           --cross site_idxapp_id,hour_of_dayxdevice_type,C14xdevice_model --save "$T/av.wdm"
     onnx_case av "$T/av.wdm" "$T/av_te.wdr"
+    # the same model from the CSV's raw strings: 22 slots with a vocabulary (device_ip hashes), the
+    # derived hour_of_day and day_of_week among them, its three crosses in the graph
+    begin onnx_avazu_raw_strings
+    onnx_case av_raw "$T/av.wdm" "$T/av_te.wdr" "$DATA/avazu_kaggle_head9000_test.csv" \
+        "$DATA/avazu_kaggle_head9000_train.csv"
+    # raw strings refused where the graph could not give wd_predict's ids, nothing written
+    begin onnx_raw_strings_refused
+    fails_with "values missing from the text (the test file alone)" 1 "are in none of the 1 text file given" \
+        "$WD" export --onnx --values-from "$DATA/criteo_kaggle_head8000_test.tsv" "$T/cr.wdm" "$T/x.onnx"
+    ck "values missing: names the slot and the count" \
+        eval 'grep -qE "slot C[0-9]+: [0-9]+ of its [0-9]+ vocabulary values" "$T/err"'
+    head -500 "$DATA/criteo_kaggle_head8000_train.tsv" > "$T/h500.tsv"
+    "$WD" convert --format criteo --buckets 100 -o "$T/h500.wdr" "$T/h500.tsv" > /dev/null 2>&1
+    "$WD" train --train "$T/h500.wdr" --hidden 4 --max-steps 2 --threads 1 --save "$T/h500.wdm" > /dev/null 2>&1
+    fails_with "a model whose slots all hash" 1 "no slot of the model has a vocabulary" \
+        "$WD" export --onnx --values-from "$T/h500.tsv" "$T/h500.wdm" "$T/x.onnx"
+    fails_with "a text file that is missing" 1 "no-such.tsv: cannot open" \
+        "$WD" export --onnx --values-from "$DATA/criteo_kaggle_head8000_train.tsv,$T/no-such.tsv" \
+        "$T/cr.wdm" "$T/x.onnx"
+    ck "no x.onnx and no temporary file left" \
+        eval '[ ! -e "$T/x.onnx" ] && [ -z "$(find "$T" -name "*.tmp-*" | head -1)" ]'
+    end
 fi
 # multi-hot LibSVM: user 0-4 ids (0 for some samples, the last one included), item 1-6, 2 dense
 awk 'BEGIN { srand(11); for (i = 0; i < 3000; i++) { y = rand() < 0.3; line = y "";
@@ -77,7 +111,7 @@ else
         ck "convert mh.svm" grep -q '^converted rows=3000 bad_rows=0 ' "$T/conv.out"
         train --train "$T/mh.wdr" --hidden 16,8 --batch 128 --max-steps 30 --pooling $pool --save "$T/mh_$pool.wdm"
         if [ $pool = sum ]; then   # from the serving model (wd export M.wdm OUT.wdm: no optimizer state)
-            run "$WD" export "$T/mh_sum.wdm" "$T/mh_serve.wdm"
+            run "$WD" export "$T/mh_sum.wdm" "$T/mh_serve.wdm"   # (the same order as export --onnx M.wdm OUT.onnx)
             ck "export M.wdm OUT.wdm: exit $rc" [ "$rc" = 0 ]
             onnx_case mh_sum "$T/mh_serve.wdm" "$T/mh.wdr"
         else onnx_case mh_$pool "$T/mh_$pool.wdm" "$T/mh.wdr"; fi
@@ -97,14 +131,23 @@ begin onnx_errors
 ck "setup: e.wdm" [ -s "$T/e.wdm" ]
 run "$WD" export --help
 ck "export --help: exit $rc" [ "$rc" = 0 ]
-ck "export --help: its usage and inputs" eval 'out_has "export --onnx OUT.onnx M.wdm" && out_has "offsets.<slot>"'
-fails_with "no model" 2 "export --onnx OUT.onnx M.wdm: the model is required" "$WD" export --onnx "$T/x.onnx"
-fails_with "a missing model" 1 "missing.wdm" "$WD" export --onnx "$T/x.onnx" "$T/missing.wdm"
-fails_with "not a model" 1 "mh.svm" "$WD" export --onnx "$T/x.onnx" "$T/mh.svm"
-fails_with "an output in a missing directory" 1 "no/such/dir/x.onnx" "$WD" export --onnx "$T/no/such/dir/x.onnx" "$T/e.wdm"
-fails_with "a directory as output" 2 "is a directory" "$WD" export --onnx "$T" "$T/e.wdm"
+ck "export --help: its usage and inputs" \
+    eval 'out_has "export [--onnx [--values-from TEXT,...]] M.wdm OUT" && out_has "offsets.<slot>" &&
+          out_has "values.<slot>"'
+fails_with "no output" 2 "export [--onnx] M.wdm OUT: the output is required" "$WD" export --onnx "$T/e.wdm"
+fails_with "the order of before (OUT.onnx M.wdm)" 2 "the model comes first and the output second" \
+    "$WD" export --onnx "$T/x.onnx" "$T/e.wdm"
+fails_with "a missing model" 1 "missing.wdm" "$WD" export --onnx "$T/missing.wdm" "$T/x.onnx"
+fails_with "not a model" 1 "mh.svm" "$WD" export --onnx "$T/mh.svm" "$T/x.onnx"
+fails_with "an output in a missing directory" 1 "no/such/dir/x.onnx" \
+    "$WD" export --onnx "$T/e.wdm" "$T/no/such/dir/x.onnx"
+fails_with "a directory as output" 2 "is a directory" "$WD" export --onnx "$T/e.wdm" "$T"
 fails_with "onto its own model" 2 "an output may not replace an input" "$WD" export --onnx "$T/e.wdm" "$T/e.wdm"
-fails_with "two models" 2 "export --onnx: one model at a time" "$WD" export --onnx "$T/x.onnx" "$T/e.wdm" "$T/e.wdm"
+fails_with "two models" 2 "export: one model at a time" "$WD" export --onnx "$T/e.wdm" "$T/e.wdm" "$T/x.onnx"
+fails_with "--values-from without --onnx" 2 "give --onnx too" \
+    "$WD" export --values-from "$T/mh.svm" "$T/e.wdm" "$T/x.wdm"
+fails_with "--values-from on a LibSVM model" 1 "LibSVM (feature indexes, no values to map)" \
+    "$WD" export --onnx --values-from "$T/mh.svm" "$T/e.wdm" "$T/x.onnx"
 ck "no x.onnx and no temporary file left" eval '[ ! -e "$T/x.onnx" ] && [ -z "$(find "$T" -name "*.tmp-*" | head -1)" ]'
 end
 

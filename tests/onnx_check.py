@@ -1,12 +1,23 @@
-"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt]: runs the ONNX graph that
-`wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed wrote
-(FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the feed's
-wd_predict array, and `wd predict`'s output PRED.txt when given): within 1e-6
-absolute on every sample. Also: onnx.checker (full check), opset >= 17, every
-graph input documented, the graph's inputs exactly the feed's, and the cross
-ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
+"""tests/onnx_check.py MODEL.onnx FEEDDIR [PRED.txt [RAW]]: runs the ONNX
+graph that `wd export --onnx` wrote in ONNX Runtime on the arrays tests/onnx_feed
+wrote (FEEDDIR/feed.txt) and compares its probabilities with wd_predict's (the
+feed's wd_predict array, and `wd predict`'s output PRED.txt when given): within
+1e-6 absolute on every sample. Also: onnx.checker (full check), opset >= 17,
+every graph input documented, the graph's inputs exactly the feed's, and the
+cross ids recomputed in Python (the README's wd_cross_hash) equal the feed's.
+A graph exported --values-from takes values.<slot> (strings) for its slots
+with a vocabulary: they come from RAW, the text the feed's .wdr was converted
+from (Criteo TSV, or CSV when it ends in .csv; line i: sample i, a header line
+passed over), taken as the input's doc string says (field F, or bytes [a, b)
+of it, or their day of the week), in place of the
+feed's ids.<slot>, and the graph computes the crosses itself (the feed's
+cross<c> are left out); at least one of the raw values must lie outside the
+vocabulary (so id 0 is exercised).
 Prints one line; exit 0 when all hold, 1 (with the reason) otherwise."""
+import csv
+import datetime
 import os
+import re
 import sys
 
 import numpy as np
@@ -29,6 +40,24 @@ def cross_hash(a, b, c, buckets):   # wd_cross_hash
     return mix64(((a << 32) | b) ^ (((c + 1) * 0x9E3779B97F4A7C15) & M64)) % buckets
 
 
+def weekday(s):   # widedeep.h's wd__weekday: YYMMDD (20YY) or YYYYMMDD, 0 = Monday; "" when not a date
+    if len(s) not in (6, 8) or not s.isdigit():
+        return ""
+    y, m, d = (2000 + int(s[:2]), int(s[2:4]), int(s[4:6])) if len(s) == 6 else (int(s[:4]), int(s[4:6]), int(s[6:]))
+    try:
+        return str(datetime.date(y, m, d).weekday())
+    except ValueError:
+        return ""
+
+
+def raw_value(row, doc):   # the value the input's doc string points at in one line's fields
+    m = re.search(r"bytes \[(\d+), (\d+)\) of field (\d+)", doc)
+    if m:
+        v = row[int(m.group(3))][int(m.group(1)):int(m.group(2))]
+        return weekday(v) if "day of the week" in doc else v
+    return row[int(re.search(r": field (\d+) of a training line", doc).group(1))]
+
+
 def main():
     path, feed_dir = sys.argv[1], sys.argv[2]
     model = onnx.load(path)
@@ -45,6 +74,26 @@ def main():
         a = np.fromfile(os.path.join(feed_dir, fname), dtype=np.float32 if typ == "f32" else np.int64)
         arrays[name] = a.reshape([int(d) for d in dims])
     want = arrays.pop("wd_predict")
+    raw = [i for i in model.graph.input if i.name.startswith("values.")]
+    oov = 0
+    if raw:   # raw strings from the text, in place of the feed's ids
+        if len(sys.argv) < 5:
+            return f"the graph takes raw strings ({raw[0].name}, ...): give RAW.tsv"
+        with open(sys.argv[4], newline="", encoding="utf-8") as f:
+            tsv = not sys.argv[4].endswith(".csv")
+            rows = [line.rstrip("\n").split("\t") for line in f] if tsv else list(csv.reader(f))
+        if len(rows) == len(want) + 1:   # a header
+            rows = rows[1:]
+        if len(rows) != len(want):
+            return f"{sys.argv[4]}: {len(rows)} lines for {len(want)} samples"
+        for i in raw:
+            ids = arrays.pop("ids." + i.name[len("values."):])
+            arrays[i.name] = np.array([raw_value(r, i.doc_string) for r in rows], dtype=object)
+            oov += int(np.sum(ids == 0))
+        if not oov:
+            return "no raw value outside a vocabulary: id 0 is not exercised"
+        for name in [a for a in arrays if a.startswith("cross")]:
+            del arrays[name]
     names = sorted(i.name for i in model.graph.input)
     if names != sorted(arrays):
         return f"graph inputs {names} != the feed's {sorted(arrays)}"
@@ -74,6 +123,8 @@ def main():
         if not d2 <= TOL:
             return f"wd predict's output differs from ONNX Runtime's by {d2:.3g} > {TOL}"
         extra = f", wd predict's output within {d2:.2g}"
+    if raw:
+        extra += f"; {len(raw)} slots from raw strings ({oov} values out of vocabulary)"
     print(f"ok: {len(want)} samples, max |onnxruntime - wd_predict| = {diff:.2g}{extra}; checker passed, opset {opset}, "
           f"{len(names)} inputs, {len(crosses)} crosses checked in Python")
     return None

@@ -19,10 +19,10 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=109                       # the tests in tests/cli.sh
+CLI_TESTS=111                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=20                        # the tests in tests/mpi.sh
-ECOSYSTEM_TESTS=10                  # the tests in tests/ecosystem.sh
+ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 FUZZERS="wdr criteo libsvm csv wdm api"
@@ -179,6 +179,36 @@ default_goal() {
 if make -n --no-print-directory B="$T/goal" > "$T/goal.out" 2>&1 && grep -qF -- "-o $T/goal/wd tools/wd.c" "$T/goal.out"; then
     say "PASS make_default_goal: plain make builds $T/goal/wd"
 else say "FAIL make_default_goal: plain make does not build the wd tool: $(grep -v '^#' "$T/goal.out" | head -3 | tr '\n' ' ')"; fi
+# ... and the CUDA build only where a GPU is (nvidia-smi lists one) or with GPU=1; `make cuda` on any
+# machine with nvcc; a missing zstd.h is named with the packages and `make deps` (issue 32)
+local why= g
+for g in 0 auto; do
+    [ $g = auto ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && continue   # (a GPU here: auto builds CUDA)
+    if ! make -n --no-print-directory B="$T/g$g" $([ $g = 0 ] && echo GPU=0) > "$T/g$g.out" 2>&1; then
+        why="$why | make -n ($g) failed"
+    elif grep -qE 'nvcc|gpu-pack|wd-cuda' "$T/g$g.out"; then
+        why="$why | GPU=$g builds CUDA: $(grep -m1 -E 'nvcc|gpu-pack|wd-cuda' "$T/g$g.out" | cut -c1-150)"
+    fi
+done
+if command -v nvcc >/dev/null; then
+    make -n --no-print-directory B="$T/g1" GPU=1 > "$T/g1.out" 2>&1
+    grep -q -- "-o $T/g1/widedeep_cuda.o widedeep_cuda.cu" "$T/g1.out" && grep -q -- "-o $T/g1/wd-cuda " "$T/g1.out" ||
+        why="$why | GPU=1 does not build wd-cuda"
+    make -n --no-print-directory B="$T/g2" GPU=0 cuda > "$T/g2.out" 2>&1
+    grep -q -- "-o $T/g2/widedeep_cuda.o widedeep_cuda.cu" "$T/g2.out" ||
+        why="$why | make cuda GPU=0 does not build widedeep_cuda.o"
+fi
+if command -v cmake >/dev/null && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then   # CMake's default: the same rule
+    cmake -S . -B "$T/cm" > "$T/cm.out" 2>&1 || why="$why | cmake: $(tail -2 "$T/cm.out" | tr '\n' ' ')"
+    grep -q 'no widedeep::cuda: no GPU found' "$T/cm.out" && grep -qx 'WIDEDEEP_CUDA:BOOL=OFF' "$T/cm/CMakeCache.txt" ||
+        why="$why | CMake: WIDEDEEP_CUDA not OFF without a GPU"
+fi
+CC=false bash tools/install-deps.sh --check > /dev/null 2> "$T/deps.err" && why="$why | --check passed with CC=false"
+grep -q 'libzstd-dev zlib1g-dev' "$T/deps.err" && grep -q "run 'make deps'" "$T/deps.err" ||
+    why="$why | --check: $(head -c 200 "$T/deps.err")"
+if [ -z "$why" ]; then
+    say "PASS make_cuda_only_with_gpu: GPU=0, no GPU: no CUDA target (CMake's too); GPU=1, make cuda: built; zstd named"
+else say "FAIL make_cuda_only_with_gpu:$why"; fi
 }
 job default_goal
 # the CUDA backend compiles (nvcc present); its tests skip without a GPU

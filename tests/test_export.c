@@ -124,6 +124,85 @@ static void test_onnx_export(void) {
     wd_model_destroy(e);
 }
 
+// wd_model_export_onnx_values: a CSV model's vocabulary values read back from
+// its text into the graph; the refusals; set up by onnx_values_model
+static char g_csv[400];
+static wd_model *onnx_values_model(const char *dir) {
+    char wdr[400];
+    snprintf(g_csv, sizeof g_csv, "%s/v.csv", dir);
+    snprintf(wdr, sizeof wdr, "%s/v.wdr", dir);
+    FILE *f = fopen(g_csv, "w");
+    if (!f) return NULL;
+    fprintf(f, "click,c,d\n");
+    for (int i = 0; i < 300; i++) fprintf(f, "%d,val%d,%s\n", i % 3 == 0, i % 12, i % 2 ? "odd" : "even");
+    fclose(f);
+    wd_text_spec t;
+    if (wd_text_spec_csv(&t, "click,c,d", "click", NULL, "c,d", 0)) return NULL;
+    const char *in[] = {g_csv};
+    wd_convert_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.spec = &t; cd.inputs = in; cd.ninputs = 1; cd.output = wdr;
+    wd_convert_report rep;
+    wd_reader *r = NULL;
+    wd_model *m = NULL;
+    wd_status st = wd_convert(&cd, &rep);
+    if (!st) st = wd_reader_open(wdr, &r);
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    if (!st) { md.schema = wd_reader_schema(r); md.embed_dim = 4; md.hidden[0] = 8; st = wd_model_create(&md, &m); }
+    if (r) wd_reader_close(r);
+    const char *files[] = {wdr};
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.files = files; td.nfiles = 1; td.threads = 1; td.batch_size = 32; td.max_steps = 3;
+    if (!st) st = wd_train(m, &td, NULL);
+    if (st) { printf("  setup: %s\n", wd_last_error()); wd_model_destroy(m); return NULL; }
+    return m;
+}
+static void test_onnx_values(void) {
+    char dir[300], path[400], part[400], none[400];
+    snprintf(dir, sizeof dir, "%s/values", TMP);
+    mkdir(dir, 0755);
+    wd_model *m = onnx_values_model(dir);
+    REQUIRE(m);
+    snprintf(path, sizeof path, "%s/v.onnx", dir);
+    const char *files[] = {g_csv};
+    REQUIRE_OK(wd_model_export_onnx_values(m, path, files, 1));
+    size_t len = 0;
+    uint8_t *buf = slurp(path, &len);
+    REQUIRE(buf && len > 0);
+    const char *names[] = {"values.c", "values.d", "LabelEncoder", "ai.onnx.ml", "keys_strings", "val11", "even", "probability"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int found = 0;
+        for (size_t j = 0; !found && j + strlen(names[i]) <= len; j++) found = memcmp(buf + j, names[i], strlen(names[i])) == 0;
+        if (!found) printf("  '%s' is not in the file\n", names[i]);
+        CHECK(found);
+    }
+    free(buf);
+    // refusals, nothing written: arguments; text that lacks values; a missing file; a model without input format
+    unlink(path);
+    CHECK(wd_model_export_onnx_values(NULL, path, files, 1) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "model"));
+    CHECK(wd_model_export_onnx_values(m, path, NULL, 1) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "files"));
+    CHECK(wd_model_export_onnx_values(m, path, files, 0) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "no text files"));
+    snprintf(part, sizeof part, "%s/part.csv", dir);
+    FILE *f = fopen(part, "w");
+    REQUIRE(f);
+    fprintf(f, "click,c,d\n1,val0,odd\n0,val1,even\nbad line\n");   // (a line that does not parse: passed over)
+    fclose(f);
+    const char *pf[] = {part};
+    CHECK(wd_model_export_onnx_values(m, path, pf, 1) == WD_ERR_INVALID_ARG &&
+          strstr(wd_last_error(), "slot c: 10 of its 12 vocabulary values"));
+    snprintf(none, sizeof none, "%s/none.csv", dir);
+    const char *nf[] = {g_csv, none};
+    CHECK(wd_model_export_onnx_values(m, path, nf, 2) == WD_ERR_IO && strstr(wd_last_error(), "none.csv"));
+    CHECK(file_size(path) == -1 && temps_left(dir) == 0);
+    wd_model *s = small_model(0, WD_PRECISION_FP32, NULL);
+    REQUIRE(s);
+    CHECK(wd_model_export_onnx_values(s, path, files, 1) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "no input format"));
+    wd_model_destroy(s);
+    wd_model_destroy(m);
+}
+
 // Event files: TFRecord framing (u64 length, masked CRC32C of it, the Event,
 // its masked CRC32C), the first event the file version, then one per scalar.
 static void test_tensorboard_writer(void) {
@@ -178,6 +257,8 @@ static const wd_allocator HOOK = {count_alloc, count_free, NULL};
 static wd_model *g_m;
 static char g_out[400], g_tbdir[400];
 static wd_status path_export(void) { return wd_model_export_onnx(g_m, g_out); }
+static wd_model *g_vm;
+static wd_status path_values(void) { const char *f[] = {g_csv}; return wd_model_export_onnx_values(g_vm, g_out, f, 1); }
 static wd_status path_tb(void) {   // a failure after the file was made: the host removes it
     wd_tb *t;
     WD__TRY(wd_tb_open(g_tbdir, &t));
@@ -240,12 +321,21 @@ static void test_allocation_failures(void) {
     sweep("export", path_export, dir);
     sweep("tensorboard", path_tb, g_tbdir);
     wd_model_destroy(g_m);
+    snprintf(dir, sizeof dir, "%s/faults/values", TMP);   // the text read back, the string maps
+    mkdir(dir, 0755);
+    REQUIRE((g_vm = onnx_values_model(dir)) != NULL);
+    snprintf(dir, sizeof dir, "%s/faults/values/out", TMP);
+    mkdir(dir, 0755);
+    snprintf(g_out, sizeof g_out, "%s/v.onnx", dir);
+    sweep("export values", path_values, dir);
+    wd_model_destroy(g_vm);
 }
 
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_protobuf_encoding);
     RUN(test_onnx_export);
+    RUN(test_onnx_values);
     RUN(test_tensorboard_writer);
     RUN(test_allocation_failures);
     return test_summary("test_export");

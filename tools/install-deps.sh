@@ -5,7 +5,8 @@
 # the package tests (tests/consumer.sh), cmake and pkg-config; Open MPI
 # (openmpi-bin, libopenmpi-dev: build/wd-mpi and tests/mpi.sh); and for
 # tests/ecosystem.sh, Python's onnx, onnxruntime, numpy and tensorboard.
-# Run by `make deps`, which `make demo` and `make test` call first.
+# Run by `make deps`, which `make demo` and `make test` call first; plain
+# `make` runs it with --check (below).
 set -e
 have_zstd() { printf '#include <zstd.h>\n#include <zlib.h>\nint main(void){return ZSTD_versionNumber()==0 || !zlibVersion();}\n' | ${CC:-cc} -x c - -o /dev/null -lzstd -lz >/dev/null 2>&1; }
 have_dnnl() { printf '#include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_get_effective_cpu_isa()==0;}\n' | ${CC:-cc} -x c - -o /dev/null -ldnnl >/dev/null 2>&1; }
@@ -28,6 +29,15 @@ install_py() {
     python3 -m pip install -q $PY_PKGS >&2 || python3 -m pip install -q --break-system-packages $PY_PKGS >&2 || true
     have_py || echo "widedeep: could not install $PY_PKGS (pip); the ONNX and TensorBoard tests will skip (and fail under CI=true)" >&2
 }
+# --check (plain `make`): installs nothing; names what the header needs
+# (zstd and zlib, headers and libraries) and fails when it is missing.
+if [ "${1:-}" = --check ]; then
+    have_zstd && exit 0
+    echo "widedeep: the build needs zstd.h and zlib.h with their libraries (Debian: libzstd-dev zlib1g-dev;" \
+         "Fedora: libzstd-devel zlib-devel; Alpine: zstd-dev zlib-dev), not found by ${CC:-cc}:" \
+         "run 'make deps' to install them" >&2
+    exit 1
+fi
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 if have_zstd && have_dnnl && have_tools && have_mpi; then install_py; exit 0; fi

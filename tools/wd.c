@@ -173,6 +173,10 @@ static int sv_split(strvec *s, const char *list) {
 static int list_has_empty(const char *s) {
     return !*s || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,") != NULL;
 }
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
 static int count_items(const char *s) {
     int n = 1;
     for (; *s; s++) n += *s == ',';
@@ -723,16 +727,21 @@ static const opt PREDICT_OPTS[] = {
      .example = "2", .help = "CPU worker threads (default: the online cores)"},
 };
 
-typedef struct export_args { const char *onnx; } export_args;
+typedef struct export_args { int onnx; const char *values; } export_args;
 static const opt EXPORT_OPTS[] = {
-    {.name = "--onnx", .kind = K_OUT, .type = T_STR, .meta = "OUT.onnx", .off = offsetof(export_args, onnx), .sets = "wd_model_export_onnx",
-     .example = "{out}.onnx", .help = "the ONNX model to write (required)"},
+    {.name = "--onnx", .kind = K_FLAG, .type = T_INT, .off = offsetof(export_args, onnx),
+     .sets = "wd_model_export_onnx", .help = "write OUT as an ONNX graph instead of a serving .wdm"},
+    {.name = "--values-from", .kind = K_INS, .type = T_STR, .meta = "TEXT[,TEXT...]",
+     .off = offsetof(export_args, values), .sets = "wd_model_export_onnx_values", .example = "{data}",
+     .help = "with --onnx: the graph maps raw strings of the slots with a vocabulary\n"
+             "(input values.<slot>), whose values it reads back from these text\n"
+             "files (the ones the vocabulary was converted from)"},
 };
 
 typedef struct inspect_args { int verify; } inspect_args;
 static const opt INSPECT_OPTS[] = {
     {.name = "--verify", .kind = K_FLAG, .type = T_INT, .off = offsetof(inspect_args, verify), .sets = "wd_reader_verify",
-     .help = "decode and check every block; exit 1 naming the first bad one"},
+     .help = "decode and check every block; exit 1 naming the first bad one\n(a model is checked whole by loading it)"},
 };
 
 // K_CHOICE stores the index of the value: the tables list each enum in order
@@ -755,7 +764,11 @@ static const cmdinfo CMDS[C_COUNT] = {
      "The output is written as OUT.wdr.tmp-PID and renamed when complete: a failure or an\n"
      "interrupt (exit 130 on SIGINT) leaves nothing. Without --id-column an OUT.wdr.ids left\n"
      "by an earlier conversion to OUT.wdr is removed (it no longer matches).\n"},
-    {"inspect", "inspect [--verify] FILE.wdr", "Prints the input format, the schema (each vocabulary's fingerprint), blocks, samples, label\nmean and bytes per sample of a .wdr file.",
+    {"inspect", "inspect [--verify] FILE.wdr|M.wdm",
+     "Prints the input format, the schema (each vocabulary's fingerprint), blocks, samples, label\n"
+     "mean and bytes per sample of a .wdr file; of a model (.wdm), its input format, layers,\n"
+     "position (step, epoch), training files' fingerprint, each slot's rows and vocabulary (size,\n"
+     "rows left, fingerprint) and its bytes by part (wide, embeddings, MLP, optimizer state).",
      INSPECT_OPTS, NOPTS(INSPECT_OPTS), NULL},
     {"gen", "gen -o OUT.wdr --rows N [options]",
      "Draws synthetic Criteo-shaped data from a planted model and prints its oracle AUC.", GEN_OPTS, NOPTS(GEN_OPTS),
@@ -780,7 +793,7 @@ static const cmdinfo CMDS[C_COUNT] = {
      "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
      "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
      "PRED.txt is written under a temporary name and renamed when complete.\n"},
-    {"export", "export M.wdm OUT.wdm | export --onnx OUT.onnx M.wdm",
+    {"export", "export [--onnx [--values-from TEXT,...]] M.wdm OUT",
      "Writes a model for serving: its weights and input contract without optimizer state;\n"
      "with --onnx, an ONNX graph (opset 17) for ONNX Runtime, Triton or TensorRT.", EXPORT_OPTS, NOPTS(EXPORT_OPTS),
      "OUT.wdm loads for eval, predict and wd_model_spec (the input format and vocabularies it\n"
@@ -791,6 +804,10 @@ static const cmdinfo CMDS[C_COUNT] = {
      "int64 [N] = wd_cross_hash(id_p, id_q, c, cross buckets). Output: probability float [N],\n"
      "as wd predict gives. Ids are those wd convert assigns (wd dump writes them); the graph's\n"
      "doc strings name every input. Refused: bf16 models, slot names empty or repeated, > 2 GiB.\n"
+     "With --values-from (opset 18), a one-hot slot with a vocabulary takes values.<slot> string\n"
+     "[N] instead (raw values, mapped in the graph), and crosses are computed in the graph; hashed\n"
+     "slots and dense features stay as above.\n"
+     "The model comes first, the output second, with or without --onnx.\n"
      "Either output is written under a temporary name and renamed when complete.\n"},
     {"dump", "dump DATA.wdr OUTDIR",
      "Raw arrays for other tools (one-hot schemas): creates OUTDIR and writes labels.f32 (N),\n"
@@ -1032,14 +1049,84 @@ done:
 }
 
 // ---- inspect ----------------------------------------------------------------------------------------
+// 1 if path starts with the .wdm magic (a model, not records)
+static int is_model_file(const char *path) {
+    char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return got == sizeof head && memcmp(head, WD__WDM_MAGIC, sizeof head) == 0;
+}
+// inspect M.wdm: what the model is, where its training stopped, what its input contract is, its bytes by part
+static int inspect_model(const char *path, int verify) {
+    wd_model *m;
+    wd_status st = wd_model_load(path, &m);   // checks every section's CRC32C and every value
+    if (st) return fail(st);
+    const wd_model_desc *d = wd_model_description(m);
+    const wd_schema *s = wd_model_schema(m);
+    const wd_text_spec *spec = m->in.spec;
+    const wd_vocab *v = m->in.vocab;
+    static const char *fmt_names[3] = {"criteo (TSV)", "libsvm", "csv"};
+    printf("file:     %s\n", path);
+    printf("model:    %s%s\n", m->weights_only ? "exported for serving (weights only, no optimizer state)"
+                                                 : "a checkpoint (weights and optimizer state)",
+           m->after_error ? ", saved by wd train after an error" : "");
+    if (!m->in.known) printf("input:    no input contract recorded (saved before .wdm version 3, or never trained)\n");
+    else if (!spec) printf("input:    no input format (its training files carried none); vocabularies recorded\n");
+    else
+        printf("input:    %s%s%s\n", fmt_names[spec->format],
+               spec->format != WD_FMT_CSV ? "" : spec->dense_raw ? ", dense values as they are"
+                                                                 : ", dense counts through log1p",
+               spec->nderived ? ", derived slots" : "");
+    printf("layers:   %d dense, %d slots, embed dim %d, hidden", s->ndense, s->nslots, m->E);
+    for (int l = 0; l + 1 < m->nlayers; l++) printf("%c%d", l ? ',' : ' ', m->layer[l].out);
+    if (m->nlayers <= 1) printf(" none");
+    if (d->ncross) printf(", %d crosses (%u buckets)", d->ncross, d->cross_buckets);
+    printf(", %s%s, optimizer %s, pooling %s, precision %s\n", d->no_wide ? "no wide part" : "wide",
+           d->no_deep ? ", no deep part" : "", d->optimizer == WD_ADAM ? "adam" : "adagrad",
+           d->pooling == WD_POOL_MEAN ? "mean" : "sum", d->precision == WD_PRECISION_BF16 ? "bf16" : "fp32");
+    printf("position: step %lld, epoch %lld, batch %lld of it, batch size %lld\n", (long long)m->step,
+           (long long)m->epoch, (long long)m->batch, (long long)m->batch_size);
+    if (m->data_fp)
+        printf("training files: fingerprint %016llx (the files of the run that reached this position)\n",
+               (unsigned long long)m->data_fp);
+    else printf("training files: none recorded (saved before .wdm version 2, never trained on files, --init-from)\n");
+    for (int k = 0; k < s->nslots; k++) {   // per slot: its table, its vocabulary's size and the rows it has left
+        int64_t n = wd_vocab_size(v, k);
+        char voc[120] = "hashed";
+        if (!m->in.known) snprintf(voc, sizeof voc, "no vocabulary recorded");
+        else if (spec && spec->format == WD_FMT_LIBSVM) snprintf(voc, sizeof voc, "feature indexes");
+        else if (n >= 0)
+            snprintf(voc, sizeof voc, "vocabulary %lld values, %lld rows left, fingerprint %016llx", (long long)n,
+                     (long long)s->slot[k].buckets - 1 - (long long)n, (unsigned long long)wd_vocab_fingerprint(v, k));
+        printf("  slot %-3d %-20s %10u rows  %s  %s\n", k, s->slot[k].name, s->slot[k].buckets,
+               s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", voc);
+    }
+    // parameters by part (bytes of floats, as the model holds them): the wide
+    // part's tables, dense weights and bias; the embedding tables; the MLP;
+    // and the optimizer state of all three (FTRL z and n; Adagrad's or Adam's)
+    int64_t wide = 4 * (m->wide_rows + m->P - m->P_mlp), ne = d->no_deep ? 0 : m->emb_rows * m->E;
+    int64_t emb = 4 * ne, mlp = 4 * m->P_mlp;
+    int64_t state = m->weights_only ? 0 : 2 * (wide + mlp) + 4 * wd_opt_states(d->optimizer) * ne;
+    printf("bytes:    wide %lld, embeddings %lld, MLP %lld, optimizer state %lld%s; total %lld\n", (long long)wide,
+           (long long)emb, (long long)mlp, (long long)state, m->weights_only ? " (none in an export)" : "",
+           (long long)(wide + emb + mlp + state));
+    if (verify) printf("verify:   OK (every section's checksum and value checked by loading)\n");
+    wd_model_destroy(m);
+    return 0;
+}
 static int cmd_inspect(int argc, char **argv) {
     const cmdinfo *c = &CMDS[C_INSPECT];
     inspect_args a = {0};
     strvec pos = {0};
     int rc = parse_args(c, &a, argc, argv, &pos, NULL);
-    if (rc < 0 && pos.n != 1) rc = usage_error(pos.n ? "inspect: one file at a time ('%s')" : "inspect: FILE.wdr is required%s", pos.n ? pos.v[1] : "");
+    if (rc < 0 && pos.n != 1)
+        rc = usage_error(pos.n ? "inspect: one file at a time ('%s')" : "inspect: FILE.wdr or M.wdm is required%s",
+                         pos.n ? pos.v[1] : "");
     const char *path = pos.n ? pos.v[0] : NULL;
     if (rc >= 0) { sv_free(&pos); return rc; }
+    if (is_model_file(path)) { rc = inspect_model(path, a.verify); sv_free(&pos); return rc; }
     wd_reader *r;
     wd_status st = wd_reader_open(path, &r);
     if (st) { sv_free(&pos); return fail(st); }
@@ -1865,12 +1952,21 @@ static int cmd_export(int argc, char **argv) {
     export_args ea;
     memset(&ea, 0, sizeof ea);
     int rc = parse_args(c, &ea, argc, argv, &pos, NULL);
+    if (rc < 0 && pos.n != 2)
+        rc = usage_error(pos.n > 2 ? "export: one model at a time ('%s'): export [--onnx] M.wdm OUT"
+                                   : "export [--onnx] M.wdm OUT: %s",
+                         pos.n > 2 ? pos.v[2] : pos.n ? "the output is required"
+                                                      : "the model and the output are required");
+    if (rc < 0 && ea.values && !ea.onnx)
+        rc = usage_error("--values-from: it maps raw strings in an ONNX graph: give --onnx too");
+    if (rc < 0 && wd__same_file(pos.v[0], pos.v[1])) rc = refuse_same("export:", pos.v[1], "the model", pos.v[0]);
+    if (rc < 0 && ea.onnx && (ends_with(pos.v[0], ".onnx") || ends_with(pos.v[1], ".wdm")))   // earlier builds' order
+        rc = usage_error("export --onnx M.wdm OUT.onnx: the model comes first and the output second, "
+                         "as in export M.wdm OUT.wdm (got '%s' then '%s')", pos.v[0], pos.v[1]);
     if (rc < 0 && ea.onnx) { rc = export_onnx(&ea, &pos); sv_free(&pos); return rc; }
-    if (rc < 0 && pos.n != 2) rc = usage_error("export: M.wdm OUT.wdm (or --onnx OUT.onnx M.wdm)");
     if (rc >= 0) { sv_free(&pos); return rc; }
     const char *in = pos.v[0], *out = pos.v[1];
     wd_model *m = NULL;
-    if (wd__same_file(in, out)) { rc = refuse_same("export:", out, "the model", in); goto done; }
     if ((rc = check_output("export:", out)) != 0) goto done;
     wd_status st = wd_model_load(in, &m);
     if (!st) { add_temp(out); install_signals(0, ""); st = wd_model_export(m, out); }
@@ -1972,32 +2068,41 @@ int main(int argc, char **argv) {
     }
     return rc;
 }
-// export --onnx OUT.onnx M.wdm (pos: the arguments besides the option)
-static int export_onnx(const export_args *ap, strvec *pos) {
-    const export_args a = *ap;
+// export --onnx M.wdm OUT.onnx (pos: the two arguments besides the options)
+static int export_onnx(const export_args *a, strvec *pos) {
+    const char *in = pos->v[0], *onnx = pos->v[1];
     wd_model *m = NULL;
+    strvec texts = {0};
     int rc = 2;
-    if (pos->n != 1) { usage_error(pos->n > 1 ? "export --onnx: one model at a time ('%s')" : "export --onnx OUT.onnx M.wdm: the model is required%s", pos->n > 1 ? pos->v[1] : ""); goto done; }
-    if (wd__same_file(a.onnx, pos->v[0])) { refuse_same("--onnx", a.onnx, "the model", pos->v[0]); goto done; }
-    if ((rc = check_output("--onnx", a.onnx)) != 0) goto done;
-    add_temp(a.onnx);
+    if (a->values && sv_split(&texts, a->values)) { rc = fail_msg("out of memory"); goto done; }
+    for (int i = 0; i < texts.n; i++)
+        if (wd__same_file(onnx, texts.v[i])) {
+            refuse_same("export --onnx:", onnx, "the --values-from file", texts.v[i]);
+            goto done;
+        }
+    if ((rc = check_output("export --onnx:", onnx)) != 0) goto done;
+    add_temp(onnx);
     install_signals(0, "");
-    wd_status st = wd_model_load(pos->v[0], &m);
-    if (!st) st = wd_model_export_onnx(m, a.onnx);
+    wd_status st = wd_model_load(in, &m);
+    if (!st && texts.n) st = wd_model_export_onnx_values(m, onnx, (const char *const *)texts.v, texts.n);
+    else if (!st) st = wd_model_export_onnx(m, onnx);
     if (st) { rc = fail(st); goto done; }
     const wd_model_desc *d = wd_model_description(m);
     const wd_schema *s = wd_model_schema(m);
     struct stat sb;
-    printf("exported %s to %s: ONNX opset 17, %lld bytes\ninputs:", pos->v[0], a.onnx, stat(a.onnx, &sb) == 0 ? (long long)sb.st_size : -1ll);
+    printf("exported %s to %s: ONNX opset %d, %lld bytes\ninputs:", in, onnx, texts.n ? 18 : 17,
+           stat(onnx, &sb) == 0 ? (long long)sb.st_size : -1ll);
     if (s->ndense) printf(" dense[N,%d]", s->ndense);
     for (int k = 0; k < s->nslots; k++)
-        if (s->slot[k].kind == WD_ONE_HOT) printf(" ids.%s[N]", s->slot[k].name);
+        if (s->slot[k].kind == WD_ONE_HOT)
+            printf(" %s.%s[N]", texts.n && wd_vocab_size(m->in.vocab, k) >= 0 ? "values" : "ids", s->slot[k].name);
         else printf(" ids.%s[T] offsets.%s[N]", s->slot[k].name, s->slot[k].name);
-    for (int k = 0; !d->no_wide && k < d->ncross; k++) printf(" cross%d[N]", k);
+    for (int k = 0; !d->no_wide && !texts.n && k < d->ncross; k++) printf(" cross%d[N]", k);   // (--values-from: in the graph)
     printf("\noutput: probability[N]\n");
     rc = 0;
 done:
     wd_model_destroy(m);
+    sv_free(&texts);
     return rc;
 }
 
