@@ -23,6 +23,7 @@ CLI_TESTS=109                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=20                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=10                  # the tests in tests/ecosystem.sh
+PYTHON_TESTS=7                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 FUZZERS="wdr criteo libsvm csv wdm api"
@@ -281,6 +282,17 @@ job mpi_tests
 # tools/install-deps.sh; missing, these tests skip, and CI fails them)
 ecosystem_tests() { built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"; }
 job ecosystem_tests
+# the Python package (python/; its extension built against this header as $B/python) over
+# real Arrow producers: pyarrow, DuckDB, Polars (from tools/install-deps.sh; missing, the
+# tests skip, and CI fails them)
+python_tests() {
+    local hdr='import os, sysconfig; exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'
+    if [ ! -x "$B/python/widedeep/_wd.so" ] && ! python3 -c "$hdr" 2>/dev/null; then
+        say "SKIP python: python3 or its headers (python3-dev) are missing: the package's extension was not built"; return
+    fi
+    built python "$B/python/widedeep/_wd.so" && check python "$PYTHON_TESTS" python "" python3 tests/test_python.py "$B/wd" "$B/python" "$T/py" "$DATA"
+}
+job python_tests
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
 consumer_tests() { check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"; }
