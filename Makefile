@@ -234,7 +234,7 @@ PY_INC := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["inc
 $(B)/python/widedeep/_wd.so: python/src/_wd.c $(wildcard python/src/widedeep/*.py) $(HDR) | $(B)
 	@mkdir -p $(B)/python/widedeep
 	cp python/src/widedeep/*.py $(B)/python/widedeep/
-	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -I. -I$(PY_INC) -o $@ python/src/_wd.c $(LDLIBS)
+	$(CC) -std=c11 $(CFLAGS) -fPIC -shared $(WARN) -I. -I$(PY_INC) -o $@ python/src/_wd.c $(LDLIBS)
 
 # examples (built and run by the tests)
 $(B)/train_criteo: examples/train_criteo.c $(HDR) $(ENGINE) | $(B)

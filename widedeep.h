@@ -1605,9 +1605,12 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
      dense       the label's types
      categorical u U (utf8), z Z (binary), vu vz (views), the integers, and
                  a dictionary (integer indices) of any of these
+     multi-hot   +l +L (lists) of the categorical types but dictionaries: a
+                 list column's slot is multi-hot (wd_text_spec_arrow), its
+                 ids those of its values (a null list or value: none). A
+                 CSV line has no lists: wd_parse_line refuses such a spec.
    Refused with WD_ERR_UNSUPPORTED naming the column and its format: any
-   other type (a list column included: categorical slots of a CSV spec are
-   one-hot). Refused with WD_ERR_CORRUPT naming the batch, column and row:
+   other type. Refused with WD_ERR_CORRUPT naming the batch, column and row:
    an array whose structure does not fit the schema (a schema that changes
    mid-stream: other children, buffers or dictionary), lengths or offsets
    out of range (negative, decreasing, past a child's or dictionary's
@@ -3430,7 +3433,10 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
     unsigned char seen[WD_MAX_SLOTS + WD_MAX_DENSE];
     memset(seen, 0, sizeof seen);
     for (int k = 0; !bad && k < S; k++)
-        if (s->slot[k].kind != (format == WD_FMT_LIBSVM ? WD_MULTI_HOT : WD_ONE_HOT)) bad = "a slot's kind does not fit the format";
+        if (format == WD_FMT_CSV
+                        ? k >= S - (int)nder && s->slot[k].kind != WD_ONE_HOT   // CSV: multi-hot from Arrow lists
+                        : s->slot[k].kind != (format == WD_FMT_LIBSVM ? WD_MULTI_HOT : WD_ONE_HOT))
+            bad = "a slot's kind does not fit the format";
     if (bad) {
     } else if (format == WD_FMT_CRITEO) {
         wd_schema c;
@@ -3789,6 +3795,12 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
 
 static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, const size_t *fl, wd_batch *b);
 static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel) {
+    for (int k = 0; k < t->schema.nslots; k++)
+        if (t->schema.slot[k].kind != WD_ONE_HOT)
+            return wd__fail(WD_ERR_UNSUPPORTED,
+                    "slot %s is multi-hot (an Arrow stream's list column): a CSV line has no lists; "
+                    "read such data as a stream (wd_arrow_reader)",
+                    t->schema.slot[k].name);
     const char *fs[WD__CSV_MAXCOLS];
     size_t fl[WD__CSV_MAXCOLS];
     char *scratch = NULL;
@@ -3842,7 +3854,9 @@ static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, co
             if (!st) dv[t->col_index[col]] = v;
         } else if (role == 3) {
             int k = t->col_index[col];
-            b->ids[k][i] = wd__cat_id(t, k, p, (size_t)(fe - p));
+            if (b->kind[k] == WD_MULTI_HOT)
+                b->offs[k][i + 1] = b->offs[k][i];   // a stream's list column fills it (section 20)
+            else b->ids[k][i] = wd__cat_id(t, k, p, (size_t)(fe - p));
         }
     }
     int base = t->schema.nslots - t->nderived;
@@ -9826,7 +9840,8 @@ typedef struct wd__acol {
     int child;                      // the stream's column
     int role;                       // 1 label, 2 dense, 3 categorical (also derived slots' and the id's columns)
     int type, dict;                 // dict: the dictionary's value type (0: not a dictionary)
-    char name[64], format[16];      // for messages
+    int list;                       // 1 list (+l), 2 large list (+L) of `type`: a multi-hot slot's values
+    char name[64], format[24];      // for messages
 } wd__acol;
 typedef struct wd__abind {
     int ncols, nchildren;           // the spec's columns; the stream's
@@ -9886,7 +9901,27 @@ static wd_status wd__arrow_bind(const wd_text_spec *t, const struct ArrowSchema 
         snprintf(c->name, sizeof c->name, "%.*s", (int)WD__MIN(fl[i], sizeof c->name - 1), fs[i]);
         snprintf(c->format, sizeof c->format, "%s", ch->format ? ch->format : "(null)");
         c->type = wd__arrow_type(ch->format);
-        if (ch->dictionary) {
+        int multi = need[i] == 3 && t->col_role[i] == 3 && t->schema.slot[t->col_index[i]].kind == WD_MULTI_HOT;
+        if (ch->format && (strcmp(ch->format, "+l") == 0 || strcmp(ch->format, "+L") == 0)) {   // a multi-hot slot
+            const struct ArrowSchema *it = ch->n_children == 1 && ch->children ? ch->children[0] : NULL;
+            c->list = ch->format[1] == 'l' ? 1 : 2;
+            c->type = it ? wd__arrow_type(it->format) : 0;
+            snprintf(c->format, sizeof c->format, "%s<%.12s>", ch->format, it && it->format ? it->format : "?");
+            if (!multi || !c->type || c->type == WD__A_BOOL || c->type == WD__A_F32 || c->type == WD__A_F64 ||
+                    it->dictionary)
+                st = wd__fail(WD_ERR_UNSUPPORTED,
+                        "arrow: column '%s' has format '%s': a list column fills a multi-hot slot with strings, binary "
+                        "or integers%s",
+                        c->name, c->format,
+                        multi ? ""
+                              : " (this spec's slot is one-hot: wd_text_spec_arrow makes a list column's slot "
+                                "multi-hot; "
+                                "derived slots and the id column take no lists)");
+        } else if (multi)
+            st = wd__fail(WD_ERR_UNSUPPORTED,
+                    "arrow: column '%s' has format '%s': its slot is multi-hot, filled by a list column", c->name,
+                    c->format);
+        else if (ch->dictionary) {
             c->dict = wd__arrow_type(ch->dictionary->format);
             if (!wd__arrow_int(c->type) || !c->dict || c->dict == WD__A_BOOL || c->dict == WD__A_F32 ||
                     c->dict == WD__A_F64 || c->role != 3 || ch->dictionary->dictionary)
@@ -9938,6 +9973,12 @@ WDDEF wd_status wd_text_spec_arrow(wd_text_spec *t, const struct ArrowSchema *sc
     cd.header = header;
     cd.delimiter = delim;
     WD__TRY(wd_text_spec_csv_desc(t, &cd));
+    for (int64_t k = 0; k < schema->n_children;
+            k++) {   // a list column's slot is multi-hot (header order: the schema's)
+        const char *f = schema->children[k]->format;
+        if (t->col_role[k] == 3 && f && (strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0))
+            t->schema.slot[t->col_index[k]].kind = WD_MULTI_HOT;
+    }
     wd__abind *b = WD__NEW(wd__abind);
     if (!b) return wd__fail(WD_ERR_NOMEM, "out of memory");
     wd_status st = wd__arrow_bind(t, schema, 0, b);
@@ -10016,6 +10057,37 @@ static wd_status wd__arrow_check_leaf(
         }
     }
     return WD_OK;
+}
+// Checks a list column's array (its offsets, then its values' array).
+static wd_status wd__arrow_check_list(
+        const struct ArrowArray *a, int list, int type, int64_t from, int64_t rows, const char *what) {
+    if (!a || !a->release) return wd__fail(WD_ERR_CORRUPT, "%s: the array is missing or released", what);
+    if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset || a->length < from + rows)
+        return wd__fail(WD_ERR_CORRUPT, "%s: length %lld, offset %lld: out of range for rows %lld..%lld", what,
+                (long long)a->length, (long long)a->offset, (long long)from, (long long)(from + rows));
+    if (a->n_buffers != 2 || a->n_children != 1 || !a->buffers || !a->children || !a->children[0])
+        return wd__fail(WD_ERR_CORRUPT,
+                "%s: %lld buffers and %lld children, a list has 2 and 1 (the schema changed mid-stream?)", what,
+                (long long)a->n_buffers, (long long)a->n_children);
+    if (!a->buffers[0] && a->null_count > 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: %lld nulls and no validity buffer", what, (long long)a->null_count);
+    if (rows == 0) return WD_OK;
+    if (!a->buffers[1]) return wd__fail(WD_ERR_CORRUPT, "%s: the offsets buffer is missing", what);
+    int64_t o = a->offset + from, first = 0, prev = 0;
+    for (int64_t i = 0; i <= rows; i++) {
+        int64_t v =
+                list == 1 ? (int64_t)((const int32_t *)a->buffers[1])[o + i] : ((const int64_t *)a->buffers[1])[o + i];
+        if (i == 0) first = v;
+        if (v < 0 || (i && v < prev))
+            return wd__fail(WD_ERR_CORRUPT, "%s: offset %lld at index %lld of the batch's is %s (offsets out of range)",
+                    what, (long long)v, (long long)i, v < 0 ? "negative" : "below the one before");
+        prev = v;
+    }
+    const struct ArrowArray *c = a->children[0];
+    if (c->release && c->length >= 0 && prev > c->length)
+        return wd__fail(WD_ERR_CORRUPT, "%s: offset %lld past the %lld values of the list (offsets out of range)", what,
+                (long long)prev, (long long)c->length);
+    return wd__arrow_check_leaf(c, type, first, prev - first, what);
 }
 // The bytes of value j (a physical index: offset included) of a string,
 // binary or view array.
@@ -10138,7 +10210,8 @@ static wd_status wd__arrow_next(
         const wd__acol *c = &b->c[i];
         const struct ArrowArray *ch = a.children[c->child];
         snprintf(what, sizeof what, "arrow: batch %lld, column '%s' (%s)", (long long)no, c->name, c->format);
-        st = wd__arrow_check_leaf(ch, c->type, a.offset, a.length, what);
+        st = c->list ? wd__arrow_check_list(ch, c->list, c->type, a.offset, a.length, what)
+                     : wd__arrow_check_leaf(ch, c->type, a.offset, a.length, what);
         if (!st && c->dict != 0) {
             const struct ArrowArray *d = ch->dictionary;
             if (!d) st = wd__fail(WD_ERR_CORRUPT, "%s: no dictionary (the schema changed mid-stream?)", what);
@@ -10171,11 +10244,34 @@ static wd_status wd__arrow_row(
     for (int i = 0; i < b->n; i++) {
         const wd__acol *c = &b->c[i];
         const struct ArrowArray *a = ab->col[i];
+        if (c->list) continue;   // below
         const char *p = wd__arrow_text(a, c->type, c->dict, a->offset + ab->a.offset + r, num + 32 * i, &fl[c->col]);
         if (!p && c->role == 1) return wd__fail(WD_ERR_PARSE, "column '%s': a null label", c->name);
         fs[c->col] = p ? p : "";
     }
-    return wd__csv_fields(t, fs, fl, out);
+    WD__TRY(wd__csv_fields(t, fs, fl, out));
+    int s = out->n - 1;
+    for (int i = 0; i < b->n; i++) {   // list columns: the ids of a multi-hot slot (null elements left out)
+        const wd__acol *c = &b->c[i];
+        if (!c->list) continue;
+        const struct ArrowArray *a = ab->col[i], *v = a->children[0];
+        int k = t->col_index[c->col];
+        uint32_t cur = out->offs[k][s];
+        int64_t j = a->offset + ab->a.offset + r, lo = 0, hi = 0;
+        if (wd__arrow_valid(a, j)) {
+            lo = c->list == 1 ? ((const int32_t *)a->buffers[1])[j] : ((const int64_t *)a->buffers[1])[j];
+            hi = c->list == 1 ? ((const int32_t *)a->buffers[1])[j + 1] : ((const int64_t *)a->buffers[1])[j + 1];
+        }
+        for (int64_t e = lo; e < hi; e++) {
+            size_t n;
+            const char *p = wd__arrow_text(v, c->type, 0, v->offset + e, num + 32 * i, &n);
+            if (!p) continue;
+            wd_status st = wd__push_id(out, k, wd__cat_id(t, k, p, n), &cur);
+            if (st) { out->n--; return st; }
+        }
+        out->offs[k][s + 1] = cur;
+    }
+    return WD_OK;
 }
 
 // ---- wd_convert from a stream (a pass of wd__conv over jobs of rows)

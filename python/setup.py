@@ -20,6 +20,7 @@ elif gemm == "openblas":
     libs.append("openblas")
 elif gemm:
     raise SystemExit("WIDEDEEP_GEMM=%s: onednn, openblas or unset (the portable loops)" % gemm)
-setup(ext_modules=[Extension("widedeep._wd", sources=["src/_wd.c"], include_dirs=[root], define_macros=macros, libraries=libs,
+setup(ext_modules=[Extension("widedeep._wd", sources=["src/_wd.c"], include_dirs=[root], define_macros=macros,
+                             libraries=libs,
                              extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra"],
                              depends=[os.path.join(root, "widedeep.h")])])

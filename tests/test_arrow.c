@@ -402,14 +402,12 @@ static void test_reader_and_training(void) {
 }
 
 // Each refusal: its status, its message, no output, everything released.
-static void refused(producer *p, wd_status want, const char *msg, int line) {
+static void refused_with(producer *p, const wd_csv_desc *cd, wd_status want, const char *msg, int line) {
     char out[300];
     tmp(out, sizeof out, "refused.wdr");
     unlink(out);
-    wd_csv_desc cd = five_desc();
-    cd.buckets = 100;
     counts_reset();
-    wd_status st = convert_stream(p, &cd, out, 2, 2, 0, NULL);
+    wd_status st = convert_stream(p, cd, out, 2, 2, 0, NULL);
     struct stat sb;
     if (st != want || !strstr(wd_last_error(), msg) || stat(out, &sb) == 0 || released_streams != opened ||
             released_schemas != opened) {
@@ -420,6 +418,11 @@ static void refused(producer *p, wd_status want, const char *msg, int line) {
     }
     pool_free();
 }
+static void refused(producer *p, wd_status want, const char *msg, int line) {
+    wd_csv_desc cd = five_desc();
+    cd.buckets = 100;
+    refused_with(p, &cd, want, msg, line);
+}
 static void test_refusals(void) {
     producer p;
     wd_csv_desc cd = five_desc();
@@ -428,11 +431,14 @@ static void test_refusals(void) {
     five_rows(&p, "c");
     p.schema.children[6]->format = "+l";
     struct ArrowSchema *item = (struct ArrowSchema *)zalloc(sizeof *item);
-    item->format = "u"; item->name = "item";
+    item->format = "g"; item->name = "item";   // a list of doubles
     p.schema.children[6]->children = &item; p.schema.children[6]->n_children = 1;
     wd_text_spec t;
     CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
-            strstr(wd_last_error(), "column 'C4' has format '+l'"));
+            strstr(wd_last_error(), "column 'C4' has format '+l<g>'"));
+    p.schema.children[6]->format = "+m";   // a map
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'C4' has format '+m'"));
     pool_free();
     five_rows(&p, "c");
     p.schema.children[1]->format = "u";   // a string column as dense
@@ -550,6 +556,144 @@ static void test_refusals(void) {
     const char *in[1] = {"x"};
     d.spec = &t; d.arrow = open_stream; d.output = out; d.inputs = in; d.ninputs = 1;
     CHECK(wd_convert(&d, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "arrow and inputs: choose one"));
+}
+
+// ---- list columns: multi-hot slots
+static struct ArrowArray *col_list(
+        const char *fmt, const int64_t *offs, const int *isnull, int n, struct ArrowArray *values) {
+    const char *vv[64];
+    for (int i = 0; i < n; i++) vv[i] = isnull && isnull[i] ? NULL : "";
+    int64_t nulls;
+    uint8_t *valid = bits(vv, n, 0, &nulls);
+    struct ArrowArray *a = mk(n, 0, nulls, 2);
+    void *o = zalloc(8 * (size_t)(n + 1));
+    for (int i = 0; i <= n; i++) {
+        if (fmt[1] == 'l') ((int32_t *)o)[i] = (int32_t)offs[i];
+        else ((int64_t *)o)[i] = offs[i];
+    }
+    a->buffers[0] = valid; a->buffers[1] = o;
+    a->n_children = 1;
+    a->children = (struct ArrowArray **)zalloc(sizeof(void *));
+    a->children[0] = values;
+    return a;
+}
+// Rows: y, T list<utf8>, N large_list<int64>, C utf8 (one-hot beside them).
+static void list_rows(producer *p) {
+    memset(p, 0, sizeof *p);
+    p->fail_at = -1;
+    sch(p, "y", "c");
+    struct ArrowSchema *t = sch(p, "T", "+l"), *nn = sch(p, "N", "+L");
+    sch(p, "C", "u");
+    struct ArrowSchema **ti = (struct ArrowSchema **)zalloc(sizeof(void *)),
+                       **ni = (struct ArrowSchema **)zalloc(sizeof(void *));
+    ti[0] = (struct ArrowSchema *)zalloc(sizeof **ti);
+    ti[0]->format = "u";
+    ti[0]->name = "item";
+    ti[0]->release = rel_schema;
+    ni[0] = (struct ArrowSchema *)zalloc(sizeof **ni);
+    ni[0]->format = "l";
+    ni[0]->name = "item";
+    ni[0]->release = rel_schema;
+    t->children = ti; t->n_children = 1; nn->children = ni; nn->n_children = 1;
+    // 4 rows: T = [a, b], [], null, [c, null, a]; N = [7], [1, 2], [], null
+    double y[4] = {1, 0, 0, 1}, nv[3] = {7, 1, 2};
+    const char *tv[6] = {"a", "b", "c", NULL, "a", "x"}, *cv[4] = {"p", "q", "p", NULL};
+    int64_t to[5] = {0, 2, 2, 2, 5}, no[5] = {0, 1, 3, 3, 3};
+    int tn[4] = {0, 0, 1, 0}, nnul[4] = {0, 0, 0, 1};
+    struct ArrowArray *cols[4] = {col_num("c", y, NULL, 4, 0), col_list("+l", to, tn, 4, col_str("u", tv, 5, 0)),
+                                  col_list("+L", no, nnul, 4, col_num("l", nv, NULL, 3, 0)), col_str("u", cv, 4, 0)};
+    batch(p, 4, 0, cols, 4);
+}
+static void test_lists(void) {
+    char out[300], w2[300];
+    tmp(out, sizeof out, "lists.wdr"); tmp(w2, sizeof w2, "lists-sized.wdr");
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.label = "y"; cd.cat = "T,N,C"; cd.buckets = 1000;
+    producer p;
+    list_rows(&p);
+    CHECK_OK(convert_stream(&p, &cd, out, 3, 1, 0, NULL));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    const wd_schema *sc = wd_reader_schema(r);
+    CHECK(sc->nslots == 3 && sc->slot[0].kind == WD_MULTI_HOT && sc->slot[1].kind == WD_MULTI_HOT &&
+            sc->slot[2].kind == WD_ONE_HOT);
+    // the ids: each value hashed as a CSV field would be (slot 0's strings, slot 1's decimal integers)
+    static const char *want_t[4][3] = {{"a", "b"}, {NULL}, {NULL}, {"c", "a"}};
+    static const char *want_n[4][3] = {{"7"}, {"1", "2"}, {NULL}, {NULL}};
+    int64_t samples = 0;
+    for (int64_t blk = 0; blk < wd_reader_nblocks(r); blk++) {
+        const wd_batch *b;
+        REQUIRE_OK(wd_reader_block(r, blk, &b));
+        for (int i = 0; i < b->n; i++, samples++) {
+            for (int k = 0; k < 2; k++) {
+                int cnt;
+                const uint32_t *ids = wd_batch_sample_ids(b, k, i, &cnt);
+                const char *const *want = k == 0 ? want_t[samples] : want_n[samples];
+                int nw = 0;
+                while (nw < 3 && want[nw]) nw++;
+                CHECK(cnt == nw);
+                for (int q = 0; q < cnt && q < nw; q++)
+                    CHECK(ids[q] == wd_hash_bucket(want[q], strlen(want[q]), k, 1000));
+            }
+        }
+    }
+    CHECK(samples == 4);
+    // the reader's batches and a model trained from the stream: the file's, bit for bit
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_arrow(&t, &p.schema, &cd));
+    CHECK(t.schema.slot[0].kind == WD_MULTI_HOT);
+    wd_batch one;
+    REQUIRE_OK(wd_batch_init(&one, &t.schema, 1, 4));
+    CHECK(wd_parse_line(&t, "1,,,p", 5, &one) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "slot T is multi-hot"));
+    wd_batch_free(&one);
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = sc; md.hidden[0] = 8; md.embed_dim = 4;
+    wd_model *m1, *m2;
+    REQUIRE_OK(wd_model_create(&md, &m1));
+    REQUIRE_OK(wd_model_create(&md, &m2));
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[1] = {out};
+    td.files = files; td.nfiles = 1; td.batch_size = 2; td.no_shuffle = 1; td.threads = 1;
+    CHECK_OK(wd_train(m1, &td, NULL));
+    struct ArrowArrayStream s;
+    open_stream(&p, &s);
+    wd_arrow_reader *ar;
+    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 2, &ar));
+    memset(&td, 0, sizeof td);
+    td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 2; td.threads = 1;
+    CHECK_OK(wd_train(m2, &td, NULL));
+    CHECK(tl_params_equal(m1, m2));
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m1); wd_model_destroy(m2);
+    wd_reader_close(r);
+    // sized from the data (two passes: the lists' values counted), then refusals
+    cd.buckets = 0;
+    CHECK_OK(convert_stream(&p, &cd, w2, 4096, 2, 0, NULL));
+    pool_free();
+    list_rows(&p);
+    ((int32_t *)p.batch[0].children[1]->buffers[1])[4] = 6;   // past T's 5 values
+    refused_with(&p, &cd, WD_ERR_CORRUPT, "column 'T' (+l<u>): offset 6 past the 5 values of the list", __LINE__);
+    list_rows(&p);
+    ((int64_t *)p.batch[0].children[2]->buffers[1])[2] = 0;   // N's offsets decrease
+    refused_with(&p, &cd, WD_ERR_CORRUPT,
+            "column 'N' (+L<l>): offset 0 at index 2 of the batch's is below the one before", __LINE__);
+    list_rows(&p);
+    ((int32_t *)p.batch[0].children[1]->children[0]->buffers[1])[3] = 1;   // T's strings' offsets decrease
+    refused_with(&p, &cd, WD_ERR_CORRUPT, "column 'T' (+l<u>): offset 1 at index 3", __LINE__);
+    list_rows(&p);
+    cd.buckets = 100;
+    memset(&t, 0, sizeof t);   // a one-hot spec's slot meets a list column
+    const char *hdr = "y,T,N,C";
+    cd.header = hdr;
+    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
+    open_stream(&p, &s);
+    CHECK(wd_arrow_reader_open(&t, &s, 0, 4, &ar) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'T' has format '+l<u>'") &&
+            strstr(wd_last_error(), "this spec's slot is one-hot"));
+    pool_free();
 }
 
 // ---- random streams: valid ones against their CSV text, then corrupted
@@ -720,6 +864,7 @@ int main(int argc, char **argv) {
     RUN(test_stream_equals_csv);
     RUN(test_reader_and_training);
     RUN(test_refusals);
+    RUN(test_lists);
     RUN(test_random_streams);
     return test_summary("test_arrow");
 }

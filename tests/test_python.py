@@ -39,8 +39,9 @@ except Exception as e:
     missing.append("widedeep from %s (%s: %s)" % (PYDIR, type(e).__name__, e))
 CRITEO = os.path.join(DATA, "criteo_kaggle_head8000_train.tsv")
 AVAZU = os.path.join(DATA, "avazu_kaggle_head9000_train.csv")
-TESTS = ["py_criteo_pyarrow", "py_criteo_polars", "py_avazu_duckdb", "py_train_from_stream", "py_predict_evaluate", "py_refusals",
-         "py_interrupt"]
+TESTS = ["py_criteo_pyarrow", "py_criteo_polars", "py_avazu_duckdb", "py_train_from_stream", "py_predict_evaluate",
+         "py_refusals",
+         "py_lists", "py_interrupt"]
 if missing or not os.path.exists(CRITEO) or not os.path.exists(AVAZU):
     why = ("missing: " + ", ".join(missing) + " (make deps installs pyarrow, duckdb, polars)") if missing else \
         "no Criteo/Avazu sample in " + DATA
@@ -59,8 +60,9 @@ import pyarrow.parquet as pq  # noqa: E402
 CRITEO_COLS = ["label"] + ["I%d" % i for i in range(1, 14)] + ["C%d" % i for i in range(1, 27)]
 DENSE = ",".join(CRITEO_COLS[1:14])
 CATS = ",".join(CRITEO_COLS[14:])
-AVAZU_COLS = ("id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,app_category,device_id,device_ip,"
-              "device_model,device_type,device_conn_type,C14,C15,C16,C17,C18,C19,C20,C21").split(",")
+AVAZU_COLS = ("id,click,hour,C1,banner_pos,site_id,site_domain,site_category,app_id,app_domain,app_category,"
+              "device_id,device_ip,device_model,device_type,device_conn_type,"
+              "C14,C15,C16,C17,C18,C19,C20,C21").split(",")
 AVAZU_CATS = ",".join(AVAZU_COLS[3:])
 AVAZU_DERIVE = "hour_of_day=hour[6:8],day_of_week=weekday(hour[0:6])"
 
@@ -110,12 +112,15 @@ def test(name):
 crit = pacsv.read_csv(CRITEO, read_options=pacsv.ReadOptions(column_names=CRITEO_COLS),
                       parse_options=pacsv.ParseOptions(delimiter="\t"),
                       convert_options=pacsv.ConvertOptions(column_types=dict([("label", pa.int8())] +
-                                                                           [(c, pa.int64()) for c in CRITEO_COLS[1:14]] +
-                                                                           [(c, pa.string()) for c in CRITEO_COLS[14:]])))
+                                                                           [(c,
+                                                                             pa.int64()) for c in CRITEO_COLS[1:14]] +
+                                                                           [(c,
+                                                                             pa.string()) for c in CRITEO_COLS[14:]])))
 CRIT_PQ = os.path.join(T, "criteo.parquet")
 pq.write_table(crit, CRIT_PQ, row_group_size=1000)
 ava_types = {c: pa.string() for c in AVAZU_COLS}
-ava_types.update({c: pa.int64() for c in ("click", "hour", "C1", "banner_pos", "device_type", "device_conn_type", "C14", "C15",
+ava_types.update({c: pa.int64() for c in ("click", "hour", "C1", "banner_pos", "device_type", "device_conn_type",
+                                          "C14", "C15",
                                          "C16", "C17", "C18", "C19", "C20", "C21")})
 ava = pacsv.read_csv(AVAZU, convert_options=pacsv.ConvertOptions(column_types=ava_types))
 AVA_PQ = os.path.join(T, "avazu.parquet")
@@ -125,24 +130,28 @@ with open(AVAZU) as f, open(AVA_TXT, "w") as g:
     f.readline()
     shutil.copyfileobj(f, g)
 CRIT_TEXT_WDR = os.path.join(T, "criteo-text.wdr")
-run(WD, "convert", "--format", "csv", "--delimiter", "tab", "--columns", ",".join(CRITEO_COLS), "--label", "label", "--dense", DENSE,
+run(WD, "convert", "--format", "csv", "--delimiter", "tab", "--columns", ",".join(CRITEO_COLS), "--label", "label",
+    "--dense", DENSE,
     "--cat", CATS, "--block", "1000", "-o", CRIT_TEXT_WDR, CRITEO)
 
 
 @test("py_criteo_pyarrow")
 def _():
     out = os.path.join(T, "criteo-pq.wdr")   # python -m widedeep convert: Parquet through pyarrow, batch by batch
-    p = subprocess.run([sys.executable, "-m", "widedeep", "convert", CRIT_PQ, "--label", "label", "--dense", DENSE, "--cat", CATS,
-                        "--delimiter", "tab", "--block", "1000", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.run([sys.executable, "-m", "widedeep", "convert", CRIT_PQ, "--label", "label", "--dense", DENSE,
+                        "--cat", CATS,
+                        "--delimiter", "tab", "--block", "1000", "-o", out],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        env=dict(os.environ, PYTHONPATH=PYDIR))
     if p.returncode or "converted rows=7200 " not in p.stdout:
         raise AssertionError("python -m widedeep convert: exit %d: %s %s" % (p.returncode, p.stdout, p.stderr[-400:]))
     lines = same_wdr(CRIT_TEXT_WDR, out)
     out2 = os.path.join(T, "criteo-table.wdr")   # a pyarrow Table, 2 threads
-    widedeep.convert(crit, out2, "label", dense=DENSE.split(","), cat=CATS.split(","), delimiter="\t", block=1000, threads=2)
+    widedeep.convert(crit, out2, "label", dense=DENSE.split(","), cat=CATS.split(","), delimiter="\t", block=1000,
+                     threads=2)
     same_wdr(CRIT_TEXT_WDR, out2)
-    return "7200 rows from Parquet (python -m widedeep) and from a Table: wd inspect --verify (%d lines), wd dump and bytes equal " \
-           "to wd convert of the TSV" % lines
+    return "7200 rows from Parquet (python -m widedeep) and from a Table: wd inspect --verify (%d lines), " \
+           "wd dump and bytes equal to wd convert of the TSV" % lines
 
 
 @test("py_criteo_polars")
@@ -163,9 +172,11 @@ def _():
     con.execute("SET threads TO 1")
     rel = con.sql("SELECT * FROM read_parquet('%s')" % AVA_PQ.replace("'", "''"))
     out = os.path.join(T, "avazu-duckdb.wdr")
-    widedeep.convert(rel, out, "click", cat=AVAZU_CATS, derive=AVAZU_DERIVE, block=2000)   # two passes: the query runs twice
+    widedeep.convert(rel, out, "click", cat=AVAZU_CATS, derive=AVAZU_DERIVE,
+                     block=2000)   # two passes: the query runs twice
     lines = same_wdr(text, out)
-    return "8087 Avazu rows queried through DuckDB (derived hour and weekday slots, vocabularies sized from the data): " \
+    return "8087 Avazu rows queried through DuckDB (derived hour and weekday slots, vocabularies sized from the " \
+           "data): " \
            "equal to wd convert --preset avazu of the CSV (%d inspect lines)" % lines
 
 
@@ -184,7 +195,8 @@ def _():
     c.train(pl.read_parquet(CRIT_PQ), batch_size=256, threads=2)
     if a.state() != c.state():
         raise AssertionError("the model trained from Polars differs")
-    return "29 steps of 256 from Parquet and from Polars: the model of the .wdr (no_shuffle), bit for bit (%d bytes of state)" % \
+    return "29 steps of 256 from Parquet and from Polars: the model of the .wdr (no_shuffle), bit for bit " \
+           "(%d bytes of state)" % \
         len(a.state())
 
 
@@ -202,7 +214,8 @@ def _():
     ef, es = m2.evaluate(CRIT_TEXT_WDR), m2.evaluate(pl.read_parquet(CRIT_PQ))
     if ef["auc"] != es["auc"] or ef["samples"] != es["samples"] or not 0.5 < ef["auc"] < 1:
         raise AssertionError("auc %r from the file, %r from the stream" % (ef["auc"], es["auc"]))
-    return "a loaded model's probabilities of 7200 unlabeled rows equal its .wdr predictions; AUC %.4f both ways" % ef["auc"]
+    return "a loaded model's probabilities of 7200 unlabeled rows equal its .wdr predictions; AUC %.4f both ways" % \
+        ef["auc"]
 
 
 @test("py_refusals")
@@ -221,9 +234,10 @@ def _():
             seen.append(str(e))
             return
         raise AssertionError("not refused: %r" % (want,))
-    lst = pa.table({"y": [0, 1], "tags": [["a"], ["b", "c"]]})
-    refused(lambda: widedeep.convert(lst, out, "y", cat="tags", buckets=10), "column 'tags' has format '+l'")
-    bad = pa.StringArray.from_buffers(3, pa.py_buffer(np.array([0, 2, 1, 3], dtype=np.int32).tobytes()), pa.py_buffer(b"abc"))
+    lst = pa.table({"y": [0, 1], "tags": pa.array([[1.5], [2.5]], pa.list_(pa.float64()))})
+    refused(lambda: widedeep.convert(lst, out, "y", cat="tags", buckets=10), "column 'tags' has format '+l<g>'")
+    bad = pa.StringArray.from_buffers(3, pa.py_buffer(np.array([0, 2, 1, 3], dtype=np.int32).tobytes()),
+                                      pa.py_buffer(b"abc"))
     tb = pa.Table.from_arrays([pa.array([0, 1, 0], pa.int8()), bad], names=["y", "s"])
     refused(lambda: widedeep.convert(tb, out, "y", cat="s", buckets=10), "column 's' (u): offset 1 at index 2",
             "offsets out of range")
@@ -246,6 +260,27 @@ def _():
     return "; ".join(s.split(": ", 1)[1][:90] for s in seen)
 
 
+@test("py_lists")
+def _():
+    # a list column: a multi-hot slot (Criteo's C1..C3 of each row as one list, nulls left out)
+    tags = pa.array([[v for v in r if v is not None] if i % 7 else None for i, r in
+                     enumerate(zip(*(crit.column(c).to_pylist() for c in ("C1", "C2", "C3"))))], pa.list_(pa.string()))
+    tb = crit.select(["label"] + CRITEO_COLS[1:14] + ["C4", "C5"]).append_column("tags", tags)
+    out = os.path.join(T, "lists.wdr")
+    widedeep.convert(tb, out, "label", dense=DENSE, cat="C4,C5,tags", block=1000)
+    info = run(WD, "inspect", "--verify", out)
+    if not re.search(r"slot 2 +tags +\d+ buckets +multi-hot", info) or "verify:   OK" not in info:
+        raise AssertionError("wd inspect: %s" % info[-600:])
+    a = widedeep.Model.create(out, embed_dim=8, hidden=[16], seed=2)
+    b = widedeep.Model.create(out, embed_dim=8, hidden=[16], seed=2)
+    a.train(out, batch_size=500, no_shuffle=True, threads=2)
+    b.train(pl.from_arrow(tb), batch_size=500, threads=2)   # Polars' list column as the stream
+    if a.state() != b.state():
+        raise AssertionError("the model trained from the stream differs from the file's")
+    return "a list<string> column converts to a multi-hot slot (wd inspect --verify OK); training from " \
+           "Polars' list column equals training from the .wdr bit for bit"
+
+
 @test("py_interrupt")
 def _():
     import signal
@@ -265,8 +300,8 @@ def _():
     saved = widedeep.load(ck)   # the step boundary after the signal: the step in flight finishes
     if saved.info()["step"] != m.info()["step"] or not 5 <= m.info()["step"] <= 6 or saved.state() != m.state():
         raise AssertionError("stopped at step %d, saved step %d" % (m.info()["step"], saved.info()["step"]))
-    return "SIGINT at step 5 of training from a stream: KeyboardInterrupt, the checkpoint saved at step %d (the model's " \
-           "state, bit for bit)" % m.info()["step"]
+    return "SIGINT at step 5 of training from a stream: KeyboardInterrupt, the checkpoint saved at step %d " \
+           "(the model's state, bit for bit)" % m.info()["step"]
 
 
 print("# python: %d passed, %d failed, %d skipped" % (results["PASS"], results["FAIL"], results["SKIP"]))

@@ -75,17 +75,18 @@ static int convert_progress(void *user, int64_t done, int64_t total, int64_t row
 // Splits "a,b" style lists are passed through; the CSV rules are the library's.
 static PyObject *py_convert(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *names[] = {"factory", "output", "label", "dense", "cat", "id", "derive", "buckets", "slot_buckets", "delimiter",
-                            "dense_raw", "schema_from", "min_count", "vocab_capacity", "extend_vocab", "threads", "block", "level",
-                            "skip_bad", NULL};
+    static char *names[] = {"factory", "output", "label", "dense", "cat", "id", "derive", "buckets", "slot_buckets",
+            "delimiter", "dense_raw", "schema_from", "min_count", "vocab_capacity", "extend_vocab", "threads", "block",
+            "level", "skip_bad", NULL};
     PyObject *factory;
-    const char *output, *label, *dense = NULL, *cat = NULL, *id = NULL, *derive = NULL, *slot_buckets = NULL, *schema_from = NULL;
+    const char *output, *label, *dense = NULL, *cat = NULL, *id = NULL, *derive = NULL, *slot_buckets = NULL,
+                                *schema_from = NULL;
     const char *delimiter = ",";
     unsigned long buckets = 0, vocab_capacity = 0;
     int dense_raw = 0, min_count = 0, extend_vocab = 0, threads = 1, block = 0, level = 0, skip_bad = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oss|zzzzkzspzikpiiip", names, &factory, &output, &label, &dense, &cat, &id, &derive,
-            &buckets, &slot_buckets, &delimiter, &dense_raw, &schema_from, &min_count, &vocab_capacity, &extend_vocab, &threads, &block,
-            &level, &skip_bad))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oss|zzzzkzspzikpiiip", names, &factory, &output, &label, &dense, &cat,
+                &id, &derive, &buckets, &slot_buckets, &delimiter, &dense_raw, &schema_from, &min_count,
+                &vocab_capacity, &extend_vocab, &threads, &block, &level, &skip_bad))
         return NULL;
     if (strlen(delimiter) != 1) { PyErr_SetString(PyExc_ValueError, "delimiter: one character"); return NULL; }
     opener o;
@@ -115,8 +116,12 @@ static PyObject *py_convert(PyObject *self, PyObject *args, PyObject *kw) {
         wd_reader *ref = NULL;
         st = wd_reader_open(schema_from, &ref);
         if (!st && ref->spec && (ref->spec->format != t->format || ref->spec->dense_raw != t->dense_raw))
-            st = wd__fail(WD_ERR_INVALID_ARG, "schema_from %s: that file's input format is not csv%s, this conversion's is%s: its ids and features "
-                          "would not mean the same", schema_from, t->dense_raw ? " with dense_raw" : "", t->dense_raw ? " with dense_raw" : " without dense_raw");
+            st = wd__fail(WD_ERR_INVALID_ARG,
+                    "schema_from %s: that file's input format is not csv%s, this conversion's is%s: "
+                     "its ids and features "
+                    "would not mean the same",
+                    schema_from, t->dense_raw ? " with dense_raw" : "",
+                    t->dense_raw ? " with dense_raw" : " without dense_raw");
         if (!st) st = wd_text_spec_match(t, wd_reader_schema(ref));
         if (!st && wd_reader_vocab(ref)) st = wd_text_spec_vocab(t, wd_reader_vocab(ref));
         wd_reader_close(ref);
@@ -125,7 +130,12 @@ static PyObject *py_convert(PyObject *self, PyObject *args, PyObject *kw) {
     snprintf(ids, sizeof ids, "%s.ids", output);
     wd_convert_desc d;
     memset(&d, 0, sizeof d);
-    d.spec = t; d.arrow = open_stream; d.arrow_user = &o; d.output = output; d.threads = threads; d.block_samples = block;
+    d.spec = t;
+    d.arrow = open_stream;
+    d.arrow_user = &o;
+    d.output = output;
+    d.threads = threads;
+    d.block_samples = block;
     d.level = level; d.skip_bad_lines = skip_bad; d.min_count = min_count; d.vocab_capacity = (uint32_t)vocab_capacity;
     d.extend_vocab = extend_vocab; d.ids_output = id ? ids : NULL; d.progress = convert_progress;
     wd_convert_report rep;
@@ -139,8 +149,8 @@ static PyObject *py_convert(PyObject *self, PyObject *args, PyObject *kw) {
     if (t) wd_text_spec_free(t);
     free(t);
     if (st) return raise_wd(st);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d}", "rows", (long long)rep.rows, "bad_rows", (long long)rep.bad_rows, "blocks",
-                         (long long)rep.blocks, "bytes_out", (long long)rep.bytes_out, "seconds", rep.seconds);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d}", "rows", (long long)rep.rows, "bad_rows", (long long)rep.bad_rows,
+            "blocks", (long long)rep.blocks, "bytes_out", (long long)rep.bytes_out, "seconds", rep.seconds);
 }
 
 // ---- the model
@@ -180,7 +190,8 @@ static PyObject *py_model_create(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *hidden = NULL;
     float lr_deep = 0, lr_wide = 0;
     unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|iOsffK", names, &path, &embed_dim, &hidden, &optimizer, &lr_deep, &lr_wide, &seed))
+    if (!PyArg_ParseTupleAndKeywords(
+                args, kw, "s|iOsffK", names, &path, &embed_dim, &hidden, &optimizer, &lr_deep, &lr_wide, &seed))
         return NULL;
     wd_model_desc md;
     memset(&md, 0, sizeof md);
@@ -193,7 +204,11 @@ static PyObject *py_model_create(PyObject *self, PyObject *args, PyObject *kw) {
         PyObject *seq = PySequence_Fast(hidden, "hidden: a sequence of layer widths");
         if (!seq) return NULL;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        if (n > WD_MAX_LAYERS) { Py_DECREF(seq); PyErr_Format(PyExc_ValueError, "hidden: at most %d layers", WD_MAX_LAYERS); return NULL; }
+        if (n > WD_MAX_LAYERS) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "hidden: at most %d layers", WD_MAX_LAYERS);
+            return NULL;
+        }
         for (Py_ssize_t i = 0; i < n; i++) md.hidden[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
         Py_DECREF(seq);
         if (PyErr_Occurred()) return NULL;
@@ -256,10 +271,10 @@ static int train_progress(void *user, const wd_progress *p) {
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = PyErr_CheckSignals() != 0;
     if (!stop && u->progress && u->progress != Py_None) {
-        PyObject *r = PyObject_CallFunction(u->progress, "{s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "step", (long long)p->step, "samples",
-                                            (long long)p->samples, "epoch", (long long)p->epoch, "loss", p->loss, "samples_per_s",
-                                            p->samples_per_s, "elapsed_s", p->elapsed_s, "valid_auc", p->valid_auc, "valid_logloss",
-                                            p->valid_logloss);
+        PyObject *r = PyObject_CallFunction(u->progress, "{s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "step",
+                (long long)p->step, "samples", (long long)p->samples, "epoch", (long long)p->epoch, "loss", p->loss,
+                "samples_per_s", p->samples_per_s, "elapsed_s", p->elapsed_s, "valid_auc", p->valid_auc,
+                "valid_logloss", p->valid_logloss);
         if (!r) stop = 1;   // the callback raised: stop, and the exception is raised
         else stop = PyObject_IsTrue(r) == 1;
         Py_XDECREF(r);
@@ -270,19 +285,21 @@ static int train_progress(void *user, const wd_progress *p) {
 }
 // The spec a stream is read with: the model's own input format, or the file's it was created from.
 static const wd_text_spec *model_spec(ModelObject *o) {
-    if (!o->spec) wd__fail(WD_ERR_UNSUPPORTED, "this model has no input format to map an Arrow stream's columns with: create it from a .wdr "
-                           "converted with one (widedeep.Model.create(schema_from=...)), or train it on such files first");
+    if (!o->spec)
+        wd__fail(WD_ERR_UNSUPPORTED,
+                "this model has no input format to map an Arrow stream's columns with: create it from a .wdr "
+                "converted with one (widedeep.Model.create(schema_from=...)), or train it on such files first");
     return o->spec;
 }
 static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
-    static char *names[] = {"files", "stream", "valid", "batch_size", "epochs", "threads", "no_shuffle", "max_steps", "checkpoint",
-                            "checkpoint_every", "eval_every", "progress", NULL};
+    static char *names[] = {"files", "stream", "valid", "batch_size", "epochs", "threads", "no_shuffle", "max_steps",
+            "checkpoint", "checkpoint_every", "eval_every", "progress", NULL};
     PyObject *files = Py_None, *stream = Py_None, *valid = Py_None, *progress = Py_None;
     int batch_size = 0, epochs = 0, threads = 0, no_shuffle = 0;
     long long max_steps = 0, checkpoint_every = 0, eval_every = 0;
     const char *checkpoint = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOiiipLzLLO", names, &files, &stream, &valid, &batch_size, &epochs, &threads,
-            &no_shuffle, &max_steps, &checkpoint, &checkpoint_every, &eval_every, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOiiipLzLLO", names, &files, &stream, &valid, &batch_size, &epochs,
+                &threads, &no_shuffle, &max_steps, &checkpoint, &checkpoint_every, &eval_every, &progress))
         return NULL;
     wd_train_desc td;
     memset(&td, 0, sizeof td);
@@ -292,8 +309,16 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     wd_status st = WD_OK;
     if (files != Py_None && !(fv = paths_of(files, &td.nfiles, &kf))) goto fail;
     if (valid != Py_None && !(vv = paths_of(valid, &td.nvalid, &kv))) goto fail;
-    td.files = fv; td.valid_files = vv; td.batch_size = batch_size; td.epochs = epochs; td.threads = threads; td.no_shuffle = no_shuffle;
-    td.max_steps = max_steps; td.checkpoint_path = checkpoint; td.checkpoint_every = checkpoint_every; td.eval_every = eval_every;
+    td.files = fv;
+    td.valid_files = vv;
+    td.batch_size = batch_size;
+    td.epochs = epochs;
+    td.threads = threads;
+    td.no_shuffle = no_shuffle;
+    td.max_steps = max_steps;
+    td.checkpoint_path = checkpoint;
+    td.checkpoint_every = checkpoint_every;
+    td.eval_every = eval_every;
     train_ui ui = {progress, 0};
     td.progress = train_progress; td.user = &ui;
     if (stream != Py_None) {   // a capsule: the batches of the stream through wd_arrow_source
@@ -311,15 +336,17 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     memset(&rep, 0, sizeof rep);
     Py_BEGIN_ALLOW_THREADS
     st = wd_train(o->m, &td, &rep);
-    Py_END_ALLOW_THREADS
-    if (st == WD_ERR_ABORTED && rep.stopped == 1 && PyErr_Occurred()) goto fail;   // Ctrl-C or the callback raised: saved, re-raised
+    Py_END_ALLOW_THREADS if (st == WD_ERR_ABORTED && rep.stopped == 1 &&
+            PyErr_Occurred()) goto fail;   // Ctrl-C or the callback raised: saved, re-raised
     if (st) goto fail;
     wd_arrow_reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
     model_refresh_spec(o);
-    return Py_BuildValue("{s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:i,s:s}", "steps", (long long)rep.steps, "samples", (long long)rep.samples,
-                         "seconds", rep.seconds, "samples_per_s", rep.samples_per_s, "last_loss", rep.last_loss, "valid_auc",
-                         rep.valid_auc, "valid_logloss", rep.valid_logloss, "stopped", rep.stopped, "engine", rep.engine);
+    double data_share = rep.train_s > 0 ? rep.stage_s[WD_STAGE_DATA] / rep.train_s : 0.0;   // waiting for batches
+    return Py_BuildValue("{s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:i,s:s,s:d}", "steps", (long long)rep.steps, "samples",
+            (long long)rep.samples, "seconds", rep.seconds, "samples_per_s", rep.samples_per_s, "last_loss",
+            rep.last_loss, "valid_auc", rep.valid_auc, "valid_logloss", rep.valid_logloss, "stopped", rep.stopped,
+            "engine", rep.engine, "stage_data", data_share);
 fail:
     wd_arrow_reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
@@ -360,7 +387,9 @@ static PyObject *model_predict_stream(ModelObject *o, PyObject *args, PyObject *
     wd_arrow_reader_close(ar);
     PyObject *res = NULL;
     if (st) raise_wd(st);
-    else res = Py_BuildValue("(y#y#)", (const char *)p, (Py_ssize_t)(n * sizeof(float)), (const char *)y, (Py_ssize_t)(n * sizeof(float)));
+    else
+        res = Py_BuildValue("(y#y#)", (const char *)p, (Py_ssize_t)(n * sizeof(float)), (const char *)y,
+                (Py_ssize_t)(n * sizeof(float)));
     free(p); free(y);
     return res;
 }
@@ -382,7 +411,11 @@ static PyObject *model_evaluate_files(ModelObject *o, PyObject *args, PyObject *
         if (!st) { total += wd_reader_nsamples(r); wd_reader_close(r); }
     }
     float *pred = want && !st ? (float *)malloc(sizeof(float) * (size_t)(total ? total : 1)) : NULL;
-    ed.files = fv; ed.batch_size = batch_size; ed.threads = threads; ed.predictions = pred; ed.predictions_cap = pred ? total : 0;
+    ed.files = fv;
+    ed.batch_size = batch_size;
+    ed.threads = threads;
+    ed.predictions = pred;
+    ed.predictions_cap = pred ? total : 0;
     wd_metrics met;
     memset(&met, 0, sizeof met);
     if (!st) {
@@ -392,9 +425,9 @@ static PyObject *model_evaluate_files(ModelObject *o, PyObject *args, PyObject *
     }
     free(fv); Py_XDECREF(keep);
     if (st) { free(pred); return raise_wd(st); }
-    PyObject *res = Py_BuildValue("{s:d,s:d,s:d,s:d,s:L,s:y#}", "auc", met.auc, "logloss", met.logloss, "mean_pred", met.mean_pred, "ctr",
-                                  met.ctr, "samples", (long long)met.samples, "predictions", (const char *)pred,
-                                  (Py_ssize_t)(pred ? sizeof(float) * (size_t)total : 0));
+    PyObject *res = Py_BuildValue("{s:d,s:d,s:d,s:d,s:L,s:y#}", "auc", met.auc, "logloss", met.logloss, "mean_pred",
+            met.mean_pred, "ctr", met.ctr, "samples", (long long)met.samples, "predictions", (const char *)pred,
+            (Py_ssize_t)(pred ? sizeof(float) * (size_t)total : 0));
     free(pred);
     return res;
 }
@@ -404,7 +437,8 @@ static PyObject *py_metrics(PyObject *self, PyObject *args) {   // exact AUC and
     if (!PyArg_ParseTuple(args, "y*y*", &p, &y)) return NULL;
     int64_t n = (int64_t)(p.len / 4);
     double auc = NAN, ll = NAN;
-    wd_status st = p.len == y.len ? wd_auc((const float *)p.buf, (const float *)y.buf, NULL, n, &auc) : WD_ERR_INVALID_ARG;
+    wd_status st =
+            p.len == y.len ? wd_auc((const float *)p.buf, (const float *)y.buf, NULL, n, &auc) : WD_ERR_INVALID_ARG;
     if (!st) ll = wd_logloss((const float *)p.buf, (const float *)y.buf, NULL, n);
     PyBuffer_Release(&p); PyBuffer_Release(&y);
     if (st) return raise_wd(st);
@@ -415,15 +449,16 @@ static PyObject *model_info(ModelObject *o, PyObject *unused) {
     const wd_schema *s = wd_model_schema(o->m);
     int64_t epoch, batch, step;
     wd_model_position(o->m, &epoch, &batch, &step);
-    return Py_BuildValue("{s:i,s:i,s:L,s:L,s:O}", "dense", s->ndense, "slots", s->nslots, "bytes", (long long)wd_model_bytes(o->m), "step",
-                         (long long)step, "has_input_format", o->spec ? Py_True : Py_False);
+    return Py_BuildValue("{s:i,s:i,s:L,s:L,s:O}", "dense", s->ndense, "slots", s->nslots, "bytes",
+            (long long)wd_model_bytes(o->m), "step", (long long)step, "has_input_format", o->spec ? Py_True : Py_False);
 }
 // The parameters and optimizer state, as bytes (bit-for-bit comparisons).
 static PyObject *model_state(ModelObject *o, PyObject *unused) {
     (void)unused;
     const wd_model *m = o->m;
     size_t P = (size_t)m->P, W = (size_t)m->wide_rows, N = m->emb ? (size_t)(m->emb_rows * m->E) : 0;
-    const float *parts[] = {m->dense, m->dense_s1, m->dense_s2, m->wide, m->wide_z, m->wide_n, m->emb, m->emb_s1, m->emb_s2};
+    const float *parts[] = {
+            m->dense, m->dense_s1, m->dense_s2, m->wide, m->wide_z, m->wide_n, m->emb, m->emb_s1, m->emb_s2};
     size_t sizes[] = {P, P, P, W, W, W, N, N, N}, total = 0;
     for (int i = 0; i < 9; i++) total += parts[i] ? sizes[i] : 0;
     PyObject *res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(total * 4));
@@ -433,14 +468,15 @@ static PyObject *model_state(ModelObject *o, PyObject *unused) {
     return res;
 }
 
-static PyMethodDef model_methods[] = {
-    {"save", (PyCFunction)model_save, METH_VARARGS, "save(path): a .wdm checkpoint"},
-    {"train", (PyCFunction)(void (*)(void))model_train, METH_VARARGS | METH_KEYWORDS, "train(files=|stream=, ...)"},
-    {"predict_stream", (PyCFunction)(void (*)(void))model_predict_stream, METH_VARARGS | METH_KEYWORDS, "(probabilities, labels) bytes"},
-    {"evaluate_files", (PyCFunction)(void (*)(void))model_evaluate_files, METH_VARARGS | METH_KEYWORDS, "metrics of .wdr files"},
-    {"info", (PyCFunction)model_info, METH_NOARGS, "schema and position"},
-    {"state", (PyCFunction)model_state, METH_NOARGS, "parameters and optimizer state as bytes"},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef model_methods[] = {{"save", (PyCFunction)model_save, METH_VARARGS, "save(path): a .wdm checkpoint"},
+        {"train", (PyCFunction)(void (*)(void))model_train, METH_VARARGS | METH_KEYWORDS, "train(files=|stream=, ...)"},
+        {"predict_stream", (PyCFunction)(void (*)(void))model_predict_stream, METH_VARARGS | METH_KEYWORDS,
+                "(probabilities, labels) bytes"},
+        {"evaluate_files", (PyCFunction)(void (*)(void))model_evaluate_files, METH_VARARGS | METH_KEYWORDS,
+                "metrics of .wdr files"},
+        {"info", (PyCFunction)model_info, METH_NOARGS, "schema and position"},
+        {"state", (PyCFunction)model_state, METH_NOARGS, "parameters and optimizer state as bytes"},
+        {NULL, NULL, 0, NULL}};
 static PyTypeObject ModelType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "widedeep._wd.Model",
     .tp_basicsize = sizeof(ModelObject),
@@ -450,18 +486,22 @@ static PyTypeObject ModelType = {
     .tp_methods = model_methods,
 };
 
-static PyMethodDef methods[] = {
-    {"convert", (PyCFunction)(void (*)(void))py_convert, METH_VARARGS | METH_KEYWORDS, "an Arrow stream factory to a .wdr"},
-    {"model_create", (PyCFunction)(void (*)(void))py_model_create, METH_VARARGS | METH_KEYWORDS, "a new model for a .wdr's schema"},
-    {"model_load", py_model_load, METH_VARARGS, "a model from a .wdm"},
-    {"metrics", py_metrics, METH_VARARGS, "(auc, logloss) of float32 probabilities and labels"},
-    {NULL, NULL, 0, NULL}};
-static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_wd", "widedeep.h under Python", -1, methods, NULL, NULL, NULL, NULL};
+static PyMethodDef methods[] = {{"convert", (PyCFunction)(void (*)(void))py_convert, METH_VARARGS | METH_KEYWORDS,
+                                        "an Arrow stream factory to a .wdr"},
+        {"model_create", (PyCFunction)(void (*)(void))py_model_create, METH_VARARGS | METH_KEYWORDS,
+                "a new model for a .wdr's schema"},
+        {"model_load", py_model_load, METH_VARARGS, "a model from a .wdm"},
+        {"metrics", py_metrics, METH_VARARGS, "(auc, logloss) of float32 probabilities and labels"},
+        {NULL, NULL, 0, NULL}};
+static struct PyModuleDef moddef = {
+        PyModuleDef_HEAD_INIT, "_wd", "widedeep.h under Python", -1, methods, NULL, NULL, NULL, NULL};
 PyMODINIT_FUNC PyInit__wd(void) {
     if (PyType_Ready(&ModelType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
-    WdError = PyErr_NewExceptionWithDoc("widedeep.Error", "a widedeep library error: its message is wd_last_error()'s, .status the wd_status", PyExc_RuntimeError, NULL);
+    WdError = PyErr_NewExceptionWithDoc("widedeep.Error",
+            "a widedeep library error: its message is wd_last_error()'s, .status the wd_status", PyExc_RuntimeError,
+            NULL);
     Py_INCREF(WdError);
     PyModule_AddObject(m, "Error", WdError);
     Py_INCREF(&ModelType);

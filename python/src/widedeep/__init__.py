@@ -65,7 +65,8 @@ def _factory(source, what):
         return lambda: _capsule_of(source())
     if _is_path(source):
         return lambda: _capsule_of(source)
-    if hasattr(source, "fetch_record_batch") and hasattr(source, "execute"):   # a DuckDB relation: run it again per pass
+    if hasattr(source, "fetch_record_batch") and hasattr(source,
+                                                         "execute"):   # a DuckDB relation: run it again per pass
         return lambda: source.fetch_record_batch(65536).__arrow_c_stream__()
     used = []
 
@@ -87,12 +88,14 @@ def convert(source, out, label, dense=None, cat=None, id=None, derive=None, buck
     if delimiter == "tab":
         delimiter = "\t"
     what = "extend_vocab" if extend_vocab else "min_count" if min_count else "sizing the tables from the data"
-    if type(source).__name__ == "RecordBatchReader" and (extend_vocab or min_count or (not buckets and schema_from is None and slot_buckets is None)):
+    two_passes = extend_vocab or min_count or (not buckets and schema_from is None and slot_buckets is None)
+    if type(source).__name__ == "RecordBatchReader" and two_passes:
         raise ValueError("a RecordBatchReader " + _ONCE.format(what=what))
     return _wd.convert(_factory(source, what), os.fspath(out), label, dense=_names(dense), cat=_names(cat), id=id,
                        derive=_names(derive), buckets=buckets, slot_buckets=_names(slot_buckets), delimiter=delimiter,
                        dense_raw=bool(dense_raw), schema_from=None if schema_from is None else os.fspath(schema_from),
-                       min_count=min_count, vocab_capacity=vocab_capacity, extend_vocab=bool(extend_vocab), threads=threads,
+                       min_count=min_count, vocab_capacity=vocab_capacity, extend_vocab=bool(extend_vocab),
+                       threads=threads,
                        block=block, level=level, skip_bad=bad_lines == "skip")
 
 

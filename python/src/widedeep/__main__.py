@@ -37,7 +37,8 @@ def main(argv=None):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         r = widedeep.convert(a.input, a.output, a.label, dense=a.dense, cat=a.cat, id=a.id_column, derive=a.derive,
-                             buckets=a.buckets, slot_buckets=a.slot_buckets, delimiter=a.delimiter, dense_raw=a.dense_raw,
+                             buckets=a.buckets, slot_buckets=a.slot_buckets, delimiter=a.delimiter,
+                             dense_raw=a.dense_raw,
                              schema_from=a.schema_from, min_count=a.min_count, vocab_capacity=a.vocab_capacity,
                              extend_vocab=a.extend_vocab, threads=a.threads, block=a.block, level=a.level,
                              bad_lines=a.bad_lines)
@@ -48,7 +49,8 @@ def main(argv=None):
         print("python -m widedeep: interrupted: the conversion stopped; %s was not written" % a.output, file=sys.stderr)
         return 130
     print("converted rows=%d bad_rows=%d blocks=%d seconds=%.3f rows/s=%.0f bytes_out=%d" %
-          (r["rows"], r["bad_rows"], r["blocks"], r["seconds"], r["rows"] / r["seconds"] if r["seconds"] else 0, r["bytes_out"]))
+          (r["rows"], r["bad_rows"], r["blocks"], r["seconds"], r["rows"] / r["seconds"] if r["seconds"] else 0,
+           r["bytes_out"]))
     return 0
 
 
