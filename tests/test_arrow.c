@@ -319,6 +319,31 @@ static void test_stream_equals_csv(void) {
     pool_free();
 }
 
+// Two models of md: one trained on `file` with no_shuffle, one on p's stream
+// (spec t) through wd_arrow_source, bs samples a step: equal bit for bit.
+static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs) {
+    wd_model *m1 = NULL, *m2 = NULL;
+    wd_arrow_reader *ar = NULL;
+    struct ArrowArrayStream s;
+    open_stream(p, &s);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[1] = {file};
+    td.files = files; td.nfiles = 1; td.batch_size = bs; td.no_shuffle = 1; td.threads = 1;
+    CHECK_OK(wd_model_create(md, &m1));
+    CHECK_OK(wd_model_create(md, &m2));
+    CHECK_OK(wd_arrow_reader_open(t, &s, 0, bs, &ar));
+    if (m1 && m2 && ar) {
+        CHECK_OK(wd_train(m1, &td, NULL));
+        memset(&td, 0, sizeof td);
+        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = bs; td.threads = 1;
+        CHECK_OK(wd_train(m2, &td, NULL));
+        CHECK(tl_params_equal(m1, m2));
+    }
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m1); wd_model_destroy(m2);
+}
+
 // wd_arrow_reader: the batches are the converted file's samples; a model
 // trained from the stream is the model trained from the file (no_shuffle).
 static void test_reader_and_training(void) {
@@ -339,8 +364,6 @@ static void test_reader_and_training(void) {
     wd_model_desc md;
     memset(&md, 0, sizeof md);
     md.schema = wd_reader_schema(r);
-    wd_model *m = NULL;
-    REQUIRE_OK(wd_model_create(&md, &m));
     for (int bs = 1; bs <= 5; bs += 2) {
         producer p;
         five_rows(&p, "s");
@@ -363,25 +386,12 @@ static void test_reader_and_training(void) {
         pool_free();
     }
     // training: the stream as a source, the file with no_shuffle, batch 2
-    wd_model *m2 = NULL;
-    REQUIRE_OK(wd_model_create(&md, &m2));
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    const char *files[1] = {w};
-    td.files = files; td.nfiles = 1; td.batch_size = 2; td.no_shuffle = 1; td.threads = 1;
-    CHECK_OK(wd_train(m, &td, NULL));
     producer p;
     five_rows(&p, "i");
-    struct ArrowArrayStream s;
-    open_stream(&p, &s);
-    wd_arrow_reader *ar;
-    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 2, &ar));
-    memset(&td, 0, sizeof td);
-    td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 2; td.threads = 1;
-    CHECK_OK(wd_train(m2, &td, NULL));
-    CHECK(tl_params_equal(m, m2));
-    wd_arrow_reader_close(ar);
+    trains_like_file(&md, w, &p, &t, 2);
     pool_free();
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
     // unlabeled: a stream without the label column reads with labels 0
     producer q;
     five_rows(&q, "i");
@@ -397,7 +407,6 @@ static void test_reader_and_training(void) {
     wd_arrow_reader_close(ar);
     pool_free();
     wd_text_spec_free(&t);
-    wd_model_destroy(m); wd_model_destroy(m2);
     wd_reader_close(r);
 }
 
@@ -650,25 +659,10 @@ static void test_lists(void) {
     wd_model_desc md;
     memset(&md, 0, sizeof md);
     md.schema = sc; md.hidden[0] = 8; md.embed_dim = 4;
-    wd_model *m1, *m2;
-    REQUIRE_OK(wd_model_create(&md, &m1));
-    REQUIRE_OK(wd_model_create(&md, &m2));
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    const char *files[1] = {out};
-    td.files = files; td.nfiles = 1; td.batch_size = 2; td.no_shuffle = 1; td.threads = 1;
-    CHECK_OK(wd_train(m1, &td, NULL));
-    struct ArrowArrayStream s;
-    open_stream(&p, &s);
-    wd_arrow_reader *ar;
-    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 2, &ar));
-    memset(&td, 0, sizeof td);
-    td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 2; td.threads = 1;
-    CHECK_OK(wd_train(m2, &td, NULL));
-    CHECK(tl_params_equal(m1, m2));
-    wd_arrow_reader_close(ar);
-    wd_model_destroy(m1); wd_model_destroy(m2);
+    trains_like_file(&md, out, &p, &t, 2);
     wd_reader_close(r);
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
     // sized from the data (two passes: the lists' values counted), then refusals
     cd.buckets = 0;
     CHECK_OK(convert_stream(&p, &cd, w2, 4096, 2, 0, NULL));
