@@ -230,7 +230,9 @@ $(B)/onnx_feed: tests/onnx_feed.c $(B)/impl_san_portable.o | $(B)
 
 # the Python package's extension (python/) against this header, for tests/test_python.py
 # (`pip install ./python` builds the same file; the tests import this one)
-PY_INC := $(shell python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+# (empty without python3 or its headers: tests/run.sh then skips the Python tests)
+PY_INC := $(shell python3 -c 'import os, sysconfig; p = sysconfig.get_paths()["include"]; \
+                               print(p if os.path.exists(p + "/Python.h") else "")' 2>/dev/null)
 $(B)/python/widedeep/_wd.so: python/src/_wd.c $(wildcard python/src/widedeep/*.py) $(HDR) | $(B)
 	@mkdir -p $(B)/python/widedeep
 	cp python/src/widedeep/*.py $(B)/python/widedeep/

@@ -288,9 +288,11 @@ job ecosystem_tests
 python_tests() {
     local hdr='import os, sysconfig; exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'
     if [ ! -x "$B/python/widedeep/_wd.so" ] && ! python3 -c "$hdr" 2>/dev/null; then
-        say "SKIP python: python3 or its headers (python3-dev) are missing: the package's extension was not built"; return
+        say "SKIP python: python3 or its headers (python3-dev) are missing: the package's extension was not built"
+        return
     fi
-    built python "$B/python/widedeep/_wd.so" && check python "$PYTHON_TESTS" python "" python3 tests/test_python.py "$B/wd" "$B/python" "$T/py" "$DATA"
+    built python "$B/python/widedeep/_wd.so" &&
+        check python "$PYTHON_TESTS" python "" python3 tests/test_python.py "$B/wd" "$B/python" "$T/py" "$DATA"
 }
 job python_tests
 # the package: make install (DESTDIR), then tests/consumer/ built through
