@@ -245,7 +245,7 @@ fi
 job gpu_on_cpu_selected
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
-job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams
+job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams and lists
 job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
 job unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 job unit "$B/test_loader" tests/test_loader.c "$T"

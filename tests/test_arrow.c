@@ -853,6 +853,93 @@ static void test_random_streams(void) {
             corrupt_refused);
 }
 
+// Random list columns (list<utf8>, large_list<int64>): valid ones convert,
+// with each sample's ids those of its list's values; corrupted ones are refused.
+static void test_random_lists(void) {
+    char out[300];
+    tmp(out, sizeof out, "rand-lists.wdr");
+    int ok = 0, refused_n = 0;
+    for (int iter = 0; iter < 40; iter++) {
+        producer p;
+        memset(&p, 0, sizeof p);
+        p.fail_at = -1;
+        int large = iter % 2, rows = 1 + (int)(rnd() % 30);
+        sch(&p, "y", "c");
+        struct ArrowSchema *ls = sch(&p, "L", large ? "+L" : "+l");
+        struct ArrowSchema **it = (struct ArrowSchema **)zalloc(sizeof(void *));
+        it[0] = (struct ArrowSchema *)zalloc(sizeof **it);
+        it[0]->format = large ? "l" : "u"; it[0]->name = "item"; it[0]->release = rel_schema;
+        ls->children = it; ls->n_children = 1;
+        static const char *words[] = {"a", "bb", "", "a long value, over twelve", "7"};
+        const char *vals[256];
+        double nums[256];
+        int nulls[256], lnull[64], nv = 0;
+        int64_t offs[65];
+        double y[64];
+        offs[0] = 0;
+        for (int r = 0; r < rows; r++) {   // 0..4 values a row, some null; some rows a null list
+            int n = (int)(rnd() % 5);
+            lnull[r] = rnd() % 6 == 0;
+            for (int e = 0; e < n && !lnull[r]; e++, nv++) {
+                nulls[nv] = rnd() % 5 == 0;
+                vals[nv] = nulls[nv] ? NULL : words[rnd() % 5];
+                nums[nv] = (double)(rnd() % 1000) - 500;
+            }
+            offs[r + 1] = nv;
+            y[r] = (double)(rnd() % 2);
+        }
+        struct ArrowArray *values = large ? col_num("l", nums, nulls, nv, 0) : col_str("u", vals, nv, 0);
+        struct ArrowArray *cols[2] = {
+                col_num("c", y, NULL, rows, 0), col_list(large ? "+L" : "+l", offs, lnull, rows, values)};
+        batch(&p, rows, 0, cols, 2);
+        wd_csv_desc cd;
+        memset(&cd, 0, sizeof cd);
+        cd.label = "y"; cd.cat = "L"; cd.buckets = 997;
+        wd_status st = convert_stream(&p, &cd, out, 1 + (int)(rnd() % 8), 1, 0, NULL);
+        wd_reader *r = NULL;
+        int64_t seen = 0, bad = st != WD_OK;
+        if (!st && wd_reader_open(out, &r) == WD_OK) {
+            for (int64_t blk = 0; blk < wd_reader_nblocks(r); blk++) {
+                const wd_batch *b;
+                if (wd_reader_block(r, blk, &b) != WD_OK) { bad = 1; break; }
+                for (int i = 0; i < b->n; i++, seen++) {
+                    int cnt, q = 0;
+                    const uint32_t *ids = wd_batch_sample_ids(b, 0, i, &cnt);
+                    for (int64_t e = offs[seen]; !lnull[seen] && e < offs[seen + 1]; e++) {
+                        if (nulls[e]) continue;
+                        char txt[32];
+                        const char *v = large ? txt : vals[e];
+                        if (large) snprintf(txt, sizeof txt, "%lld", (long long)nums[e]);
+                        bad |= q >= cnt || ids[q] != wd_hash_bucket(v, strlen(v), 0, 997);
+                        q++;
+                    }
+                    bad |= q != cnt;
+                }
+            }
+            wd_reader_close(r);
+        }
+        if (bad || seen != rows) {
+            printf("  iteration %d: %s\n", iter, st ? wd_last_error() : "the ids differ");
+            tl_fails++;
+        } else ok++;
+        // one corruption: refused
+        struct ArrowArray *l = p.batch[0].children[1];
+        int kind = (int)(rnd() % 3);
+        if (kind == 0) l->length = rows - 1;   // shorter than the batch
+        else if (kind == 1) {   // the last offset past the values (or, with none, an offset below the one before)
+            if (large) ((int64_t *)l->buffers[1])[rows] = nv + 1; else ((int32_t *)l->buffers[1])[rows] = nv + 1;
+        } else l->n_children = 2;
+        st = convert_stream(&p, &cd, out, 4, 1, 0, NULL);
+        if (st == WD_ERR_CORRUPT) refused_n++;
+        else {
+            printf("  iteration %d: corruption %d gave %s: %s\n", iter, kind, wd_status_string(st), wd_last_error());
+            tl_fails++;
+        }
+        pool_free();
+    }
+    printf("  random lists: %d valid ones with their values' ids, %d corrupted ones refused\n", ok, refused_n);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_stream_equals_csv);
@@ -860,5 +947,6 @@ int main(int argc, char **argv) {
     RUN(test_refusals);
     RUN(test_lists);
     RUN(test_random_streams);
+    RUN(test_random_lists);
     return test_summary("test_arrow");
 }
