@@ -1619,7 +1619,14 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    refuse; with WD_ERR_IO: a producer's error, with its get_last_error().
    The interface carries no buffer sizes: a producer whose string data
    buffer is shorter than its last offset breaks the interface's contract,
-   which no consumer can see. */
+   which no consumer can see.
+   Notes. The spec's header holds every column's name (4095 bytes at most).
+   wd_convert cuts a stream into blocks of block_samples rows; a CSV file
+   cuts blocks of lines, its header line one of the first block's, so the
+   file equal to a stream's is the CSV text converted with the header given
+   (wd convert --columns) and no header line. A reader decodes the stream on
+   the calling thread (a training source: between steps, with no prefetch;
+   the loader's threads and RAM budget are the .wdr path's). */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 #define ARROW_FLAG_DICTIONARY_ORDERED 1
