@@ -211,7 +211,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export
+TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
@@ -250,6 +250,16 @@ $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 $(B)/onnx_feed: tests/onnx_feed.c $(B)/impl_san_portable.o | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ tests/onnx_feed.c $(B)/impl_san_portable.o $(LDLIBS)
 
+# the Python package's extension (python/) against this header, for tests/test_python.py
+# (`pip install ./python` builds the same file; the tests import this one)
+# (empty without python3 or its headers: tests/run.sh then skips the Python tests)
+PY_INC := $(shell python3 -c 'import os, sysconfig; p = sysconfig.get_paths()["include"]; \
+                               print(p if os.path.exists(p + "/Python.h") else "")' 2>/dev/null)
+$(B)/python/widedeep/_wd.so: python/src/_wd.c $(wildcard python/src/widedeep/*.py) $(HDR) | $(B)
+	@mkdir -p $(B)/python/widedeep
+	cp python/src/widedeep/*.py $(B)/python/widedeep/
+	$(CC) -std=c11 $(CFLAGS) -fPIC -shared $(WARN) -I. -I$(PY_INC) -o $@ python/src/_wd.c $(LDLIBS)
+
 # examples (built and run by the tests)
 $(B)/train_criteo: examples/train_criteo.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ examples/train_criteo.c $(LDLIBS) $(GEMML)
@@ -277,7 +287,8 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_gpu_on_cpu $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed
+	$(B)/test_cpp $(B)/test_gpu_on_cpu $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed \
+	$(if $(PY_INC),$(B)/python/widedeep/_wd.so)
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps

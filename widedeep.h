@@ -38,6 +38,9 @@
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
                        _values(): raw strings mapped in it (LabelEncoder)
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
+    20. Arrow streams  the Arrow C Data/Stream structs; wd_text_spec_arrow,
+                       wd_convert from a stream, wd_arrow_reader_* (a
+                       training source): columns mapped as CSV's
    (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
    with these subsections, found by their "// ---- name" rules:)
      7.  little-endian helpers, CRC32C; reader
@@ -564,6 +567,7 @@ WDDEF wd_status wd_batch_add_n(const wd_text_spec *t, wd_batch *b, float label, 
 WDDEF wd_status wd_parse_unlabeled(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
 
 // ---- 9. Convert ----------------------------------------------------------------------
+struct ArrowArrayStream;   // section 20
 /* Inputs are text files, gzip- or zstd-compressed text (told by their first
    bytes), or "-" for standard input. Slots with 0 buckets are sized from
    the data: a first pass counts each slot's distinct values d. A slot of
@@ -600,6 +604,13 @@ typedef struct wd_convert_desc {
     // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
     int (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
     void *user;
+    // Instead of inputs (section 20): Arrow C streams, with a CSV spec. Called
+    // once per pass (two when tables are sized from the data or a vocabulary
+    // is built or extended), it fills *out with a fresh stream of the same
+    // rows (the converter releases it); nonzero: failed (wd_last_error() or
+    // the return names why). Progress then counts rows (bytes 0).
+    int (*arrow)(void *arrow_user, struct ArrowArrayStream *out);
+    void *arrow_user;
 } wd_convert_desc;
 typedef struct wd_convert_report {
     int64_t rows, bad_rows, bytes_in, bytes_out, blocks;   // bytes_in: text read (decompressed)
@@ -1628,6 +1639,125 @@ WDDEF wd_status wd_tb_flush(wd_tb *t);
 // Flushes and closes; the first write error of the file's life, if any.
 WDDEF wd_status wd_tb_close(wd_tb *t);
 WDDEF const char *wd_tb_path(const wd_tb *t);
+
+// ---- 20. Arrow streams ---------------------------------------------------------------------------
+/* Input from the Arrow C Data and C Stream interfaces (the ABI that pyarrow,
+   DuckDB, Polars, ADBC drivers and Arrow C++ produce; no Arrow library is
+   needed). The structs below are the specification's, word for word, behind
+   its own guards: a program that includes Arrow's abi.h first keeps its
+   definition.
+
+   Columns are mapped by name through a CSV text spec (section 8), so that a
+   stream and a CSV file of the same rows convert to the same .wdr (the spec,
+   its buckets, vocabularies and extend_vocab are the CSV's, and a model
+   trained from either keeps that input format). A row is mapped as the CSV
+   line of its values would be (wd_parse_line's rules: the label 0 or 1, the
+   dense rule or dense_raw, hashing or the vocabulary, derived slots, the id
+   column): a string or binary value is hashed from the producer's buffer
+   (no copy); a number is mapped from its decimal text (integers exactly;
+   floats with 17 significant digits, which give back the same double). A
+   null is a missing value (an empty field), except in the label column.
+   Column types (format strings):
+     label       b (boolean), c C s S i I l L (integers), f g (floats)
+     dense       the label's types
+     categorical u U (utf8), z Z (binary), vu vz (views), the integers, and
+                 a dictionary (integer indices) of any of these
+     multi-hot   +l +L (lists) of the categorical types but dictionaries: a
+                 list column's slot is multi-hot (wd_text_spec_arrow), its
+                 ids those of its values (a null list or value: none). A
+                 CSV line has no lists: wd_parse_line refuses such a spec.
+   Refused with WD_ERR_UNSUPPORTED naming the column and its format: any
+   other type. Refused with WD_ERR_CORRUPT naming the batch, column and row:
+   an array whose structure does not fit the schema (a schema that changes
+   mid-stream: other children, buffers or dictionary), lengths or offsets
+   out of range (negative, decreasing, past a child's or dictionary's
+   length, or a view past its data buffer), a missing buffer; with
+   WD_ERR_PARSE: a null or other than 0/1 label, a value the CSV rules
+   refuse; with WD_ERR_IO: a producer's error, with its get_last_error().
+   The interface carries no buffer sizes: a producer whose string data
+   buffer is shorter than its last offset breaks the interface's contract,
+   which no consumer can see.
+   Notes. The spec's header holds every column's name (4095 bytes at most).
+   wd_convert cuts a stream into blocks of block_samples rows; a CSV file
+   cuts blocks of lines, its header line one of the first block's, so the
+   file equal to a stream's is the CSV text converted with the header given
+   (wd convert --columns) and no header line. A reader decodes the stream on
+   the calling thread (a training source: between steps, with no prefetch;
+   the loader's threads and RAM budget are the .wdr path's). */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+struct ArrowSchema {
+    // Array type description
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    // Release callback
+    void (*release)(struct ArrowSchema *);
+    // Opaque producer-specific data
+    void *private_data;
+};
+struct ArrowArray {
+    // Array data description
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    // Release callback
+    void (*release)(struct ArrowArray *);
+    // Opaque producer-specific data
+    void *private_data;
+};
+#endif // ARROW_C_DATA_INTERFACE
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+struct ArrowArrayStream {
+    // Callbacks providing stream functionality
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    // Release callback
+    void (*release)(struct ArrowArrayStream *);
+    // Opaque producer-specific data
+    void *private_data;
+};
+#endif // ARROW_C_STREAM_INTERFACE
+
+// A CSV spec (section 8) for a stream's columns: d's header is ignored, the
+// schema's field names (a struct schema, one child per column) make it,
+// joined by d->delimiter (',' unless set); the mapped columns' types are
+// checked. Then wd_convert (wd_convert_desc.arrow) or wd_arrow_reader_open.
+WDDEF wd_status wd_text_spec_arrow(wd_text_spec *t, const struct ArrowSchema *schema, const wd_csv_desc *d);
+/* Reading a stream into batches, on the calling thread: with a CSV spec
+   (wd_text_spec_arrow, a .wdr's or a model's: wd_model_spec), each column
+   the spec maps found by name in the stream's schema. The reader takes the
+   stream (moved: *s is marked released) and releases it on close.
+   unlabeled: 1 lets the label column be absent (prediction; labels 0).
+   The spec must have its buckets or vocabulary (as wd_batch_add's); r
+   keeps a copy of t but not of its vocabulary: t must outlive r. */
+typedef struct wd_arrow_reader wd_arrow_reader;
+WDDEF wd_status wd_arrow_reader_open(const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int batch_size,
+                                     wd_arrow_reader **out);
+// The next batch_size samples (fewer at the end) into a batch owned by r,
+// valid until the next call; *out = NULL at the end of the stream. This is
+// a wd_train_desc.source: wd_arrow_source with source_user = r trains from
+// the stream (the batches of a .wdr's samples in file order, so the model
+// of wd_train over the file converted from the same stream with no_shuffle
+// and the same batch_size, bit for bit).
+WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out);
+WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
+WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows read so far
+WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 
 #ifdef __cplusplus
 }
@@ -3371,7 +3501,10 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
     unsigned char seen[WD_MAX_SLOTS + WD_MAX_DENSE];
     memset(seen, 0, sizeof seen);
     for (int k = 0; !bad && k < S; k++)
-        if (s->slot[k].kind != (format == WD_FMT_LIBSVM ? WD_MULTI_HOT : WD_ONE_HOT)) bad = "a slot's kind does not fit the format";
+        if (format == WD_FMT_CSV
+                        ? k >= S - (int)nder && s->slot[k].kind != WD_ONE_HOT   // CSV: multi-hot from Arrow lists
+                        : s->slot[k].kind != (format == WD_FMT_LIBSVM ? WD_MULTI_HOT : WD_ONE_HOT))
+            bad = "a slot's kind does not fit the format";
     if (bad) {
     } else if (format == WD_FMT_CRITEO) {
         wd_schema c;
@@ -3757,7 +3890,14 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
     return WD_OK;
 }
 
+static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, const size_t *fl, wd_batch *b);
 static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel) {
+    for (int k = 0; k < t->schema.nslots; k++)
+        if (t->schema.slot[k].kind != WD_ONE_HOT)
+            return wd__fail(WD_ERR_UNSUPPORTED,
+                    "slot %s is multi-hot (an Arrow stream's list column): a CSV line has no lists; "
+                    "read such data as a stream (wd_arrow_reader)",
+                    t->schema.slot[k].name);
     const char *fs[WD__CSV_MAXCOLS];
     size_t fl[WD__CSV_MAXCOLS];
     char *scratch = NULL;
@@ -3776,7 +3916,15 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
         memmove(fl + lc + 1, fl + lc, sizeof fl[0] * (size_t)(nf - lc));
         fs[lc] = "0"; fl[lc] = 1; nf++;
     }
-    if (!st) st = wd__begin_sample(b);
+    if (!st) st = wd__csv_fields(t, fs, fl, b);
+    wd__free(scratch);
+    return st;
+}
+// Appends the sample of one row's fields (t->ncols of them, fs[c] of fl[c]
+// bytes: CSV lines, and section 20's Arrow rows through the same mapping).
+static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, const size_t *fl, wd_batch *b) {
+    int nf = t->ncols;
+    wd_status st = wd__begin_sample(b);
     int i = b->n;
     float *dv = st ? NULL : b->dense + (size_t)i * (size_t)t->schema.ndense;
     for (int col = 0; !st && col < nf; col++) {
@@ -3803,7 +3951,9 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
             if (!st) dv[t->col_index[col]] = v;
         } else if (role == 3) {
             int k = t->col_index[col];
-            b->ids[k][i] = wd__cat_id(t, k, p, (size_t)(fe - p));
+            if (b->kind[k] == WD_MULTI_HOT)
+                b->offs[k][i + 1] = b->offs[k][i];   // a stream's list column fills it (section 20)
+            else b->ids[k][i] = wd__cat_id(t, k, p, (size_t)(fe - p));
         }
     }
     int base = t->schema.nslots - t->nderived;
@@ -3819,7 +3969,6 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
         st = wd__buf_put(wd__id_sink, fs[t->id_col], fl[t->id_col]);
         if (!st) st = wd__buf_put(wd__id_sink, "\n", 1);
     }
-    wd__free(scratch);
     if (st) return st;
     b->weight[i] = 1.0f;
     b->n++;
@@ -3911,6 +4060,7 @@ typedef struct wd__job {
     char bad_where[8][400];
     float *prob;                          // gen: true probabilities (nrows)
     wd__sink *sink;                       // convert's first pass: the values this job saw
+    wd__buf segs;                         // convert from an Arrow stream: the job's rows (section 20)
     ZSTD_CCtx *cc;
 } wd__job;
 
@@ -3952,7 +4102,7 @@ static void wd__pipe_free_jobs(wd__pipe *p) {
     for (int i = 0; p->jobs && i < p->njobs; i++) {
         wd__job *j = &p->jobs[i];
         wd__buf_free(&j->text); wd__buf_free(&j->block); wd__buf_free(&j->raw);
-        wd__buf_free(&j->side1); wd__buf_free(&j->side2);
+        wd__buf_free(&j->side1); wd__buf_free(&j->side2); wd__buf_free(&j->segs);
         wd_batch_free(&j->batch);
         wd__free(j->prob);
         wd__sink_free(j->sink);
@@ -4175,7 +4325,11 @@ typedef struct wd__conv {
     wd__blockfile *bf;              // second pass: the output
     wd__outfile *ids;               // second pass: the ids side file (or NULL)
     wd_convert_report *rep;
+    void *arrow;                    // from an Arrow stream: the pass's columns (section 20)
 } wd__conv;
+static void wd__arrow_job(wd__conv *c, wd__job *j);          // section 20: a job's rows of a stream,
+static void wd__arrow_job_done(wd__job *j);                  // its batches released,
+static wd_status wd__arrow_pass(wd__conv *c, int threads, int m);   // a pass over a stream
 
 // A job: parse its lines (first pass: note the values; second: encode a block).
 static void wd__conv_run(wd__pipe *p, wd__job *j) {
@@ -4196,7 +4350,8 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
     } else wd__id_sink = c->ids ? &j->side1 : NULL;
     int64_t line = j->first_line;
     size_t hlen = strlen(t->header);
-    while (s < end) {
+    if (c->arrow) wd__arrow_job(c, j);
+    else while (s < end) {
         const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
         const char *le = nl ? nl : end;
         size_t len = (size_t)(le - s);
@@ -4250,6 +4405,7 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
         if (w->block.len) *st = wd__bf_put(c->bf, w->block.p, w->block.len);
         if (!*st && c->ids && w->side1.len) *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
     }
+    if (c->arrow) wd__arrow_job_done(w);
     wd__pipe_release(p, w);
 }
 
@@ -4258,13 +4414,14 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
 // costs no more than a file), and the pipeline's workers parse them.
 static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, int64_t *text_bytes) {
     const wd_convert_desc *d = c->d;
+    *text_bytes = 0;
+    if (d->arrow) return wd__arrow_pass(c, threads, m);
     wd__pipe pipe;
     WD__TRY(wd__pipe_start(&pipe, threads, &c->spec->schema, wd__conv_run, c));
     int64_t submitted = 0, written = 0, done_raw = 0;
     double last_progress = 0;
     wd__buf rd = {0, 0, 0};
     wd_status st = wd__buf_reserve(&rd, (size_t)1 << 22);
-    *text_bytes = 0;
     for (int fi = 0; !st && fi < d->ninputs; fi++) {
         wd__in in;
         if ((st = wd__in_open(&in, d->inputs[fi])) != WD_OK) break;
@@ -4355,7 +4512,10 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: desc is NULL");
     if (!d->spec) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: spec is NULL");
     if (!d->output) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: output is NULL");
-    if (!d->inputs || d->ninputs <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: inputs and ninputs > 0 are required");
+    if (d->arrow ? d->inputs || d->ninputs : !d->inputs || d->ninputs <= 0)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                d->arrow ? "wd_convert: arrow and inputs: choose one"
+                         : "wd_convert: inputs and ninputs > 0 are required");
     if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: threads %d is outside 0..256", d->threads);
     if (d->min_count < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count %d is negative", d->min_count);
     if (d->block_samples < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: block_samples %d is negative", d->block_samples);
@@ -10065,6 +10225,670 @@ WDDEF wd_status wd_tb_close(wd_tb *t) {
     return st;
 }
 WDDEF const char *wd_tb_path(const wd_tb *t) { return t ? t->path : NULL; }
+
+// ---- 20. Arrow streams ---------------------------------------------------------------------------
+// The types this reader maps (wd__arrow_type); a dictionary column has its
+// index type's code and a value type of its own.
+enum { WD__A_BOOL = 1, WD__A_I8, WD__A_U8, WD__A_I16, WD__A_U16, WD__A_I32, WD__A_U32, WD__A_I64, WD__A_U64,
+       WD__A_F32, WD__A_F64, WD__A_STR32, WD__A_STR64, WD__A_VIEW };
+static int wd__arrow_type(const char *f) {
+    if (!f) return 0;
+    if (f[0] && !f[1]) {
+        const char *codes = "bcCsSiIlLfguzUZ";
+        static const int type[] = {WD__A_BOOL, WD__A_I8, WD__A_U8, WD__A_I16, WD__A_U16, WD__A_I32, WD__A_U32,
+                WD__A_I64, WD__A_U64, WD__A_F32, WD__A_F64, WD__A_STR32, WD__A_STR32, WD__A_STR64, WD__A_STR64};
+        const char *c = strchr(codes, f[0]);
+        return c ? type[c - codes] : 0;
+    }
+    return (strcmp(f, "vu") == 0 || strcmp(f, "vz") == 0) ? WD__A_VIEW : 0;
+}
+static int wd__arrow_int(int t) { return t >= WD__A_I8 && t <= WD__A_U64; }
+static int wd__arrow_numeric(int t) { return t >= WD__A_BOOL && t <= WD__A_F64; }
+
+// One column the spec needs: where it is in the stream and how to read it.
+typedef struct wd__acol {
+    int col;                        // the spec's column (header position)
+    int child;                      // the stream's column
+    int role;                       // 1 label, 2 dense, 3 categorical (also derived slots' and the id's columns)
+    int type, dict;                 // dict: the dictionary's value type (0: not a dictionary)
+    int list;                       // 1 list (+l), 2 large list (+L) of `type`: a multi-hot slot's values
+    char name[64], format[24];      // for messages
+} wd__acol;
+typedef struct wd__abind {
+    int ncols, nchildren;           // the spec's columns; the stream's
+    int n;
+    int unlabeled;                  // the label column is absent (its field reads "0")
+    wd__acol c[WD__CSV_MAXCOLS];
+} wd__abind;
+
+static const char *wd__arrow_role(int role) {
+    return role == 1 ? "the label" : role == 2 ? "a dense column" : "a categorical column";
+}
+// Binds the spec's columns to the stream's schema by name, checking types.
+static wd_status wd__arrow_bind(const wd_text_spec *t, const struct ArrowSchema *s, int unlabeled, wd__abind *b) {
+    memset(b, 0, sizeof *b);
+    if (!s || !s->release) return wd__fail(WD_ERR_INVALID_ARG, "arrow: the stream's schema is NULL or released");
+    if (!s->format || strcmp(s->format, "+s") != 0 || s->n_children < 0 || (s->n_children && !s->children))
+        return wd__fail(WD_ERR_UNSUPPORTED,
+                "arrow: the stream's schema has format '%.20s', not a struct of columns (+s)",
+                s->format ? s->format : "(null)");
+    if (t->format != WD_FMT_CSV)
+        return wd__fail(
+                WD_ERR_INVALID_ARG, "arrow: the spec is not a CSV spec (streams map columns by name as CSV does)");
+    const char *fs[WD__CSV_MAXCOLS];
+    size_t fl[WD__CSV_MAXCOLS];
+    char *scratch = NULL;
+    int nf = wd__csv_split(
+            t->header, strlen(t->header), t->delimiter ? t->delimiter : ',', fs, fl, WD__CSV_MAXCOLS, &scratch);
+    wd_status st = WD_OK;
+    if (nf != t->ncols)
+        st = wd__fail(WD_ERR_INVALID_ARG, "arrow: the spec's header does not hold its %d columns", t->ncols);
+    int need[WD__CSV_MAXCOLS] = {0};
+    for (int i = 0; !st && i < t->ncols; i++) need[i] = t->col_role[i];
+    for (int q = 0; !st && q < t->nderived; q++) if (!need[t->derived[q].col]) need[t->derived[q].col] = 3;
+    if (!st && t->id_col >= 0 && !need[t->id_col]) need[t->id_col] = 3;
+    b->ncols = t->ncols; b->nchildren = (int)s->n_children; b->unlabeled = unlabeled;
+    for (int i = 0; !st && i < t->ncols; i++) {
+        if (!need[i]) continue;
+        int found = -1;
+        for (int64_t k = 0; !st && k < s->n_children; k++) {
+            const struct ArrowSchema *ch = s->children[k];
+            if (!ch || !ch->name || strlen(ch->name) != fl[i] || memcmp(ch->name, fs[i], fl[i]) != 0) continue;
+            if (found >= 0)
+                st = wd__fail(WD_ERR_INVALID_ARG, "arrow: the stream has two columns named '%.*s'",
+                        (int)WD__MIN(fl[i], 64), fs[i]);
+            found = (int)k;
+        }
+        if (st) break;
+        if (found < 0) {
+            if (need[i] == 1 && unlabeled) { b->unlabeled = 1; continue; }
+            st = wd__fail(WD_ERR_INVALID_ARG, "arrow: the stream has no column '%.*s' (%s of the spec)",
+                    (int)WD__MIN(fl[i], 64), fs[i], wd__arrow_role(need[i]));
+            break;
+        }
+        const struct ArrowSchema *ch = s->children[found];
+        wd__acol *c = &b->c[b->n++];
+        c->col = i; c->child = found; c->role = need[i];
+        snprintf(c->name, sizeof c->name, "%.*s", (int)WD__MIN(fl[i], sizeof c->name - 1), fs[i]);
+        snprintf(c->format, sizeof c->format, "%s", ch->format ? ch->format : "(null)");
+        c->type = wd__arrow_type(ch->format);
+        int multi = need[i] == 3 && t->col_role[i] == 3 && t->schema.slot[t->col_index[i]].kind == WD_MULTI_HOT;
+        if (ch->format && (strcmp(ch->format, "+l") == 0 || strcmp(ch->format, "+L") == 0)) {   // a multi-hot slot
+            const struct ArrowSchema *it = ch->n_children == 1 && ch->children ? ch->children[0] : NULL;
+            c->list = ch->format[1] == 'l' ? 1 : 2;
+            c->type = it ? wd__arrow_type(it->format) : 0;
+            snprintf(c->format, sizeof c->format, "%s<%.12s>", ch->format, it && it->format ? it->format : "?");
+            if (!multi || !c->type || c->type == WD__A_BOOL || c->type == WD__A_F32 || c->type == WD__A_F64 ||
+                    it->dictionary)
+                st = wd__fail(WD_ERR_UNSUPPORTED,
+                        "arrow: column '%s' has format '%s': a list column fills a multi-hot slot with strings, binary "
+                        "or integers%s",
+                        c->name, c->format,
+                        multi ? ""
+                              : " (this spec's slot is one-hot: wd_text_spec_arrow makes a list column's slot "
+                                "multi-hot; "
+                                "derived slots and the id column take no lists)");
+        } else if (multi)
+            st = wd__fail(WD_ERR_UNSUPPORTED,
+                    "arrow: column '%s' has format '%s': its slot is multi-hot, filled by a list column", c->name,
+                    c->format);
+        else if (ch->dictionary) {
+            c->dict = wd__arrow_type(ch->dictionary->format);
+            if (!wd__arrow_int(c->type) || !c->dict || c->dict == WD__A_BOOL || c->dict == WD__A_F32 ||
+                    c->dict == WD__A_F64 || c->role != 3 || ch->dictionary->dictionary)
+                st = wd__fail(WD_ERR_UNSUPPORTED,
+                        "arrow: column '%s': a dictionary of '%.15s' with '%s' indices, as %s: not supported "
+                        "(categorical columns take dictionaries of strings, binary or integers)",
+                        c->name, ch->dictionary->format ? ch->dictionary->format : "(null)", c->format,
+                        wd__arrow_role(c->role));
+        } else if (!c->type || (c->role != 3 && !wd__arrow_numeric(c->type)) ||
+                (c->role == 3 && (c->type == WD__A_BOOL || c->type == WD__A_F32 || c->type == WD__A_F64)))
+            st = wd__fail(WD_ERR_UNSUPPORTED, "arrow: column '%s' has format '%s', not supported as %s (%s)", c->name,
+                    c->format, wd__arrow_role(c->role),
+                    c->role == 3 ? "strings, binary, integers or a dictionary of them"
+                                 : "booleans, integers or floats");
+    }
+    wd__free(scratch);
+    return st;
+}
+
+WDDEF wd_status wd_text_spec_arrow(wd_text_spec *t, const struct ArrowSchema *schema, const wd_csv_desc *d) {
+    if (!t || !schema || !d) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_arrow: NULL argument");
+    if (!schema->release || !schema->format || strcmp(schema->format, "+s") != 0 || schema->n_children < 0 ||
+            (schema->n_children && !schema->children))
+        return wd__fail(WD_ERR_UNSUPPORTED,
+                "arrow: the stream's schema has format '%.20s', not a struct of columns (+s)",
+                schema->format ? schema->format : "(null)");
+    char delim = d->delimiter ? d->delimiter : ',';
+    char header[sizeof t->header];
+    size_t n = 0;
+    for (int64_t k = 0; k < schema->n_children; k++) {   // the names as a CSV header line: quoted where needed
+        const char *nm = schema->children[k] ? schema->children[k]->name : NULL;
+        if (!nm) return wd__fail(WD_ERR_INVALID_ARG, "arrow: column %lld has no name", (long long)k + 1);
+        if (strpbrk(nm, "\r\n"))
+            return wd__fail(WD_ERR_INVALID_ARG, "arrow: column %lld's name holds a line break", (long long)k + 1);
+        int quote = strchr(nm, delim) || strchr(nm, '"');
+        size_t need = strlen(nm) + 3 + (size_t)(quote ? strlen(nm) : 0);
+        if (n + need >= sizeof header)
+            return wd__fail(WD_ERR_LIMIT,
+                    "arrow: the column names make a header line longer than %zu bytes "
+                    "(the spec keeps every column's name)",
+                    sizeof header - 1);
+        if (k) header[n++] = delim;
+        if (quote) header[n++] = '"';
+        for (const char *p = nm; *p; p++) { if (*p == '"') header[n++] = '"'; header[n++] = *p; }
+        if (quote) header[n++] = '"';
+    }
+    header[n] = 0;
+    wd_csv_desc cd = *d;
+    cd.header = header;
+    cd.delimiter = delim;
+    WD__TRY(wd_text_spec_csv_desc(t, &cd));
+    for (int64_t k = 0; k < schema->n_children;
+            k++) {   // a list column's slot is multi-hot (header order: the schema's)
+        const char *f = schema->children[k]->format;
+        if (t->col_role[k] == 3 && f && (strcmp(f, "+l") == 0 || strcmp(f, "+L") == 0))
+            t->schema.slot[t->col_index[k]].kind = WD_MULTI_HOT;
+    }
+    wd__abind *b = WD__NEW(wd__abind);
+    if (!b) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    wd_status st = wd__arrow_bind(t, schema, 0, b);
+    wd__free(b);
+    return st;
+}
+
+// Whether value j (physical: offset included) is not null.
+static int wd__arrow_valid(const struct ArrowArray *a, int64_t j) {
+    const uint8_t *v = (const uint8_t *)a->buffers[0];
+    return !v || a->null_count == 0 || (v[j >> 3] >> (j & 7) & 1);
+}
+// Checks one column's array of a batch: its structure against the schema's
+// type, its lengths and offsets, every index and view inside its data.
+// The batch reads rows [from, from + rows) of it (from: its parent's offset).
+static wd_status wd__arrow_check_leaf(
+        const struct ArrowArray *a, int type, int64_t from, int64_t rows, const char *what) {
+    if (!a || !a->release) return wd__fail(WD_ERR_CORRUPT, "%s: the array is missing or released", what);
+    if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset || a->n_buffers < 0 || a->n_children < 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: length %lld, offset %lld: out of range", what, (long long)a->length,
+                (long long)a->offset);
+    if (a->length < from + rows)
+        return wd__fail(WD_ERR_CORRUPT, "%s: length %lld, the batch reads rows %lld..%lld of it", what,
+                (long long)a->length, (long long)from, (long long)(from + rows));
+    int want = type == WD__A_STR32 || type == WD__A_STR64 ? 3 : 2;
+    if (type == WD__A_VIEW ? a->n_buffers < 3 : a->n_buffers != want)
+        return wd__fail(WD_ERR_CORRUPT,
+                "%s: %lld buffers, its format has %s%d (the schema changed mid-stream, or a malformed array)", what,
+                (long long)a->n_buffers, type == WD__A_VIEW ? "at least " : "", type == WD__A_VIEW ? 3 : want);
+    if (a->n_children)
+        return wd__fail(WD_ERR_CORRUPT, "%s: %lld children, its format has none (the schema changed mid-stream?)", what,
+                (long long)a->n_children);
+    if (!a->buffers) return wd__fail(WD_ERR_CORRUPT, "%s: no buffers", what);
+    if (!a->buffers[0] && a->null_count > 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: %lld nulls and no validity buffer", what, (long long)a->null_count);
+    if (rows == 0) return WD_OK;
+    int64_t o = a->offset + from;
+    if (!a->buffers[1])
+        return wd__fail(WD_ERR_CORRUPT, "%s: the %s buffer is missing", what,
+                type == WD__A_VIEW            ? "views"
+                        : type >= WD__A_STR32 ? "offsets"
+                                              : "values");
+    if (type == WD__A_STR32 || type == WD__A_STR64) {
+        int64_t prev = 0, first = 0;
+        for (int64_t i = 0; i <= rows; i++) {
+            int64_t v = type == WD__A_STR32 ? (int64_t)((const int32_t *)a->buffers[1])[o + i]
+                                            : ((const int64_t *)a->buffers[1])[o + i];
+            if (i == 0) first = v;
+            if (v < 0 || (i && v < prev))
+                return wd__fail(WD_ERR_CORRUPT,
+                        "%s: offset %lld at index %lld of the batch's is %s (offsets out of range)", what, (long long)v,
+                        (long long)i, v < 0 ? "negative" : "below the one before");
+            prev = v;
+        }
+        if (prev > first && !a->buffers[2])
+            return wd__fail(
+                    WD_ERR_CORRUPT, "%s: %lld bytes of values and no data buffer", what, (long long)(prev - first));
+    } else if (type == WD__A_VIEW) {
+        int64_t nvar = a->n_buffers - 3;
+        const int64_t *sizes = (const int64_t *)a->buffers[a->n_buffers - 1];
+        if (nvar && !sizes) return wd__fail(WD_ERR_CORRUPT, "%s: the data buffers' sizes are missing", what);
+        for (int64_t i = 0; i < rows; i++) {
+            int64_t j = o + i;
+            if (!wd__arrow_valid(a, j)) continue;
+            const uint8_t *v = (const uint8_t *)a->buffers[1] + 16 * j;
+            int32_t len, bi, off;
+            memcpy(&len, v, 4); memcpy(&bi, v + 8, 4); memcpy(&off, v + 12, 4);
+            if (len < 0 ||
+                    (len > 12 &&
+                            (bi < 0 || bi >= nvar || off < 0 || !a->buffers[2 + bi] || sizes[bi] < 0 ||
+                                    (int64_t)off + len > sizes[bi])))
+                return wd__fail(WD_ERR_CORRUPT,
+                        "%s: row %lld: a view of %d bytes at %d in data buffer %d, outside the data "
+                        "(offsets out of range)",
+                        what, (long long)i + 1, len, off, bi);
+        }
+    }
+    return WD_OK;
+}
+// Checks a list column's array (its offsets, then its values' array).
+static wd_status wd__arrow_check_list(
+        const struct ArrowArray *a, int list, int type, int64_t from, int64_t rows, const char *what) {
+    if (!a || !a->release) return wd__fail(WD_ERR_CORRUPT, "%s: the array is missing or released", what);
+    if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset || a->length < from + rows)
+        return wd__fail(WD_ERR_CORRUPT, "%s: length %lld, offset %lld: out of range for rows %lld..%lld", what,
+                (long long)a->length, (long long)a->offset, (long long)from, (long long)(from + rows));
+    if (a->n_buffers != 2 || a->n_children != 1 || !a->buffers || !a->children || !a->children[0])
+        return wd__fail(WD_ERR_CORRUPT,
+                "%s: %lld buffers and %lld children, a list has 2 and 1 (the schema changed mid-stream?)", what,
+                (long long)a->n_buffers, (long long)a->n_children);
+    if (!a->buffers[0] && a->null_count > 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: %lld nulls and no validity buffer", what, (long long)a->null_count);
+    if (rows == 0) return WD_OK;
+    if (!a->buffers[1]) return wd__fail(WD_ERR_CORRUPT, "%s: the offsets buffer is missing", what);
+    int64_t o = a->offset + from, first = 0, prev = 0;
+    for (int64_t i = 0; i <= rows; i++) {
+        int64_t v =
+                list == 1 ? (int64_t)((const int32_t *)a->buffers[1])[o + i] : ((const int64_t *)a->buffers[1])[o + i];
+        if (i == 0) first = v;
+        if (v < 0 || (i && v < prev))
+            return wd__fail(WD_ERR_CORRUPT, "%s: offset %lld at index %lld of the batch's is %s (offsets out of range)",
+                    what, (long long)v, (long long)i, v < 0 ? "negative" : "below the one before");
+        prev = v;
+    }
+    const struct ArrowArray *c = a->children[0];
+    if (c->release && c->length >= 0 && prev > c->length)
+        return wd__fail(WD_ERR_CORRUPT, "%s: offset %lld past the %lld values of the list (offsets out of range)", what,
+                (long long)prev, (long long)c->length);
+    return wd__arrow_check_leaf(c, type, first, prev - first, what);
+}
+// The bytes of value j (a physical index: offset included) of a string,
+// binary or view array.
+static const char *wd__arrow_bytes(const struct ArrowArray *a, int type, int64_t j, size_t *n) {
+    if (type == WD__A_STR32) {
+        const int32_t *o = (const int32_t *)a->buffers[1];
+        *n = (size_t)(o[j + 1] - o[j]);
+        return *n ? (const char *)a->buffers[2] + o[j] : "";
+    }
+    if (type == WD__A_STR64) {
+        const int64_t *o = (const int64_t *)a->buffers[1];
+        *n = (size_t)(o[j + 1] - o[j]);
+        return *n ? (const char *)a->buffers[2] + o[j] : "";
+    }
+    const char *v = (const char *)a->buffers[1] + 16 * j;
+    int32_t len, bi, off;
+    memcpy(&len, v, 4);
+    *n = (size_t)len;
+    if (len <= 12) return v + 4;
+    memcpy(&bi, v + 8, 4); memcpy(&off, v + 12, 4);
+    return (const char *)a->buffers[2 + bi] + off;
+}
+// Integer j of an integer array, as int64 (*u: the uint64 when unsigned).
+static int64_t wd__arrow_i64(const struct ArrowArray *a, int type, int64_t j, uint64_t *u) {
+    const void *p = a->buffers[1];
+    int64_t v = 0;
+    switch (type) {
+    case WD__A_I8: v = ((const int8_t *)p)[j]; break;
+    case WD__A_U8: v = ((const uint8_t *)p)[j]; break;
+    case WD__A_I16: v = ((const int16_t *)p)[j]; break;
+    case WD__A_U16: v = ((const uint16_t *)p)[j]; break;
+    case WD__A_I32: v = ((const int32_t *)p)[j]; break;
+    case WD__A_U32: v = ((const uint32_t *)p)[j]; break;
+    case WD__A_I64: v = ((const int64_t *)p)[j]; break;
+    case WD__A_U64: *u = ((const uint64_t *)p)[j]; return *u > (uint64_t)INT64_MAX ? -1 : (int64_t)*u;
+    default: break;
+    }
+    *u = v < 0 ? 0 : (uint64_t)v;
+    return v;
+}
+static size_t wd__u64_text(uint64_t v, int neg, char *out) {
+    char tmp[24];
+    size_t n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    size_t k = 0;
+    if (neg) out[k++] = '-';
+    while (n) out[k++] = tmp[--n];
+    return k;
+}
+// The text of value j of a column: into the producer's buffer for strings
+// and binary, into num (32 bytes) for numbers; NULL for a null.
+static const char *wd__arrow_text(const struct ArrowArray *a, int type, int dict, int64_t j, char *num, size_t *n) {
+    if (!wd__arrow_valid(a, j)) { *n = 0; return NULL; }
+    if (dict) {   // an index into the dictionary (checked against its length)
+        uint64_t u;
+        int64_t ix = wd__arrow_i64(a, type, j, &u);
+        const struct ArrowArray *d = a->dictionary;
+        return wd__arrow_text(d, dict, 0, d->offset + ix, num, n);
+    }
+    if (type >= WD__A_STR32) return wd__arrow_bytes(a, type, j, n);
+    if (type == WD__A_BOOL) {
+        num[0] = (char)('0' + (((const uint8_t *)a->buffers[1])[j >> 3] >> (j & 7) & 1));
+        *n = 1;
+        return num;
+    }
+    if (type == WD__A_F32 || type == WD__A_F64) {   // 17 digits: strtod gives the same double back
+        double x = type == WD__A_F32 ? (double)((const float *)a->buffers[1])[j] : ((const double *)a->buffers[1])[j];
+        int k = snprintf(num, 32, "%.17g", x);
+        *n = (size_t)WD__MAX(k, 0);
+        return num;
+    }
+    uint64_t u;
+    int64_t v = wd__arrow_i64(a, type, j, &u);
+    *n = v < 0 ? wd__u64_text((uint64_t)0 - (uint64_t)v, 1, num) : wd__u64_text(u, 0, num);
+    return num;
+}
+
+// A batch of the stream: the record batch (moved from the producer) and its
+// columns checked; refs: jobs and cursors still reading it.
+typedef struct wd__abatch {
+    struct ArrowArray a;
+    int64_t row0, no;               // the stream's row of its first row; its number (1, 2, ...)
+    int refs;
+    const struct ArrowArray *col[WD__CSV_MAXCOLS];   // per bound column (wd__abind.c)
+} wd__abatch;
+static void wd__abatch_unref(wd__abatch *ab) {
+    if (!ab || --ab->refs > 0) return;
+    if (ab->a.release) ab->a.release(&ab->a);
+    wd__free(ab);
+}
+// The stream's next batch (*out = NULL at its end), checked against b.
+static wd_status wd__arrow_next(
+        struct ArrowArrayStream *s, const wd__abind *b, int64_t row0, int64_t no, wd__abatch **out) {
+    *out = NULL;
+    struct ArrowArray a;
+    memset(&a, 0, sizeof a);
+    int rc = s->get_next(s, &a);
+    if (rc) {
+        const char *e = s->get_last_error ? s->get_last_error(s) : NULL;
+        return wd__fail(WD_ERR_IO, "arrow: the producer failed reading batch %lld (error %d): %.600s", (long long)no,
+                rc, e ? e : "(no message)");
+    }
+    if (!a.release) return WD_OK;   // the end of the stream
+    wd__abatch *ab = WD__NEW(wd__abatch);
+    if (!ab) { a.release(&a); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    ab->a = a; ab->row0 = row0; ab->no = no; ab->refs = 1;
+    char what[160];
+    wd_status st = WD_OK;
+    if (a.length < 0 || a.offset < 0 || a.length > INT64_MAX - a.offset || a.n_children != b->nchildren ||
+            (a.n_children && !a.children))
+        st = wd__fail(WD_ERR_CORRUPT,
+                "arrow: batch %lld: %lld columns, length %lld, offset %lld; the stream's schema has %d columns "
+                "(a schema that changes mid-stream, "
+                "or a malformed batch)",
+                (long long)no, (long long)a.n_children, (long long)a.length, (long long)a.offset, b->nchildren);
+    else if (a.null_count > 0)
+        st = wd__fail(WD_ERR_CORRUPT, "arrow: batch %lld: %lld null rows (a record batch has none)", (long long)no,
+                (long long)a.null_count);
+    for (int i = 0; !st && i < b->n; i++) {
+        const wd__acol *c = &b->c[i];
+        const struct ArrowArray *ch = a.children[c->child];
+        snprintf(what, sizeof what, "arrow: batch %lld, column '%s' (%s)", (long long)no, c->name, c->format);
+        st = c->list ? wd__arrow_check_list(ch, c->list, c->type, a.offset, a.length, what)
+                     : wd__arrow_check_leaf(ch, c->type, a.offset, a.length, what);
+        if (!st && c->dict != 0) {
+            const struct ArrowArray *d = ch->dictionary;
+            if (!d) st = wd__fail(WD_ERR_CORRUPT, "%s: no dictionary (the schema changed mid-stream?)", what);
+            if (!st) st = wd__arrow_check_leaf(d, c->dict, 0, d->length, what);
+            for (int64_t r = 0; !st && r < a.length; r++) {   // every index inside the dictionary
+                int64_t j = ch->offset + a.offset + r;
+                uint64_t u;
+                int64_t ix = wd__arrow_valid(ch, j) ? wd__arrow_i64(ch, c->type, j, &u) : 0;
+                if (ix < 0 || ix >= d->length)
+                    st = wd__fail(WD_ERR_CORRUPT, "%s: row %lld: index %lld outside the dictionary's %lld values", what,
+                            (long long)r + 1, (long long)ix, (long long)d->length);
+            }
+        } else if (!st && ch->dictionary)
+            st = wd__fail(
+                    WD_ERR_CORRUPT, "%s: a dictionary the schema does not have (the schema changed mid-stream?)", what);
+        ab->col[i] = ch;
+    }
+    if (st) { wd__abatch_unref(ab); return st; }
+    *out = ab;
+    return WD_OK;
+}
+// Appends the sample of row r of batch ab (the spec's mapping of its fields);
+// num: 32 bytes per bound column.
+static wd_status wd__arrow_row(
+        const wd_text_spec *t, const wd__abind *b, const wd__abatch *ab, int64_t r, char *num, wd_batch *out) {
+    const char *fs[WD__CSV_MAXCOLS];
+    size_t fl[WD__CSV_MAXCOLS];
+    for (int i = 0; i < b->ncols; i++) { fs[i] = ""; fl[i] = 0; }
+    if (b->unlabeled) for (int i = 0; i < b->ncols; i++) if (t->col_role[i] == 1) { fs[i] = "0"; fl[i] = 1; }
+    for (int i = 0; i < b->n; i++) {
+        const wd__acol *c = &b->c[i];
+        const struct ArrowArray *a = ab->col[i];
+        if (c->list) continue;   // below
+        const char *p = wd__arrow_text(a, c->type, c->dict, a->offset + ab->a.offset + r, num + 32 * i, &fl[c->col]);
+        if (!p && c->role == 1) return wd__fail(WD_ERR_PARSE, "column '%s': a null label", c->name);
+        fs[c->col] = p ? p : "";
+    }
+    WD__TRY(wd__csv_fields(t, fs, fl, out));
+    int s = out->n - 1;
+    for (int i = 0; i < b->n; i++) {   // list columns: the ids of a multi-hot slot (null elements left out)
+        const wd__acol *c = &b->c[i];
+        if (!c->list) continue;
+        const struct ArrowArray *a = ab->col[i], *v = a->children[0];
+        int k = t->col_index[c->col];
+        uint32_t cur = out->offs[k][s];
+        int64_t j = a->offset + ab->a.offset + r, lo = 0, hi = 0;
+        if (wd__arrow_valid(a, j)) {
+            lo = c->list == 1 ? ((const int32_t *)a->buffers[1])[j] : ((const int64_t *)a->buffers[1])[j];
+            hi = c->list == 1 ? ((const int32_t *)a->buffers[1])[j + 1] : ((const int64_t *)a->buffers[1])[j + 1];
+        }
+        for (int64_t e = lo; e < hi; e++) {
+            size_t n;
+            const char *p = wd__arrow_text(v, c->type, 0, v->offset + e, num + 32 * i, &n);
+            if (!p) continue;
+            wd_status st = wd__push_id(out, k, wd__cat_id(t, k, p, n), &cur);
+            if (st) { out->n--; return st; }
+        }
+        out->offs[k][s + 1] = cur;
+    }
+    return WD_OK;
+}
+
+// ---- wd_convert from a stream (a pass of wd__conv over jobs of rows)
+typedef struct wd__aseg { wd__abatch *ab; int64_t from, n; } wd__aseg;
+static void wd__arrow_job(wd__conv *c, wd__job *j) {
+    const wd__abind *b = (const wd__abind *)c->arrow;
+    char *num = (char *)wd__malloc(32 * (size_t)WD__MAX(b->n, 1));
+    if (!num) { j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); return; }
+    const wd__aseg *seg = (const wd__aseg *)j->segs.p;
+    size_t nseg = j->segs.len / sizeof *seg;
+    for (size_t g = 0; g < nseg && !j->status; g++)
+        for (int64_t r = seg[g].from; r < seg[g].from + seg[g].n; r++) {
+            size_t ids0 = j->side1.len;
+            wd_status st = wd__arrow_row(c->spec, b, seg[g].ab, r, num, &j->batch);
+            if (st) j->side1.len = ids0;
+            j->bad += st == WD_ERR_PARSE;
+            if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {
+                j->status = st;
+                snprintf(j->err, sizeof j->err, "arrow stream: row %lld (batch %lld, its row %lld): %.800s",
+                        (long long)(seg[g].ab->row0 + r + 1), (long long)seg[g].ab->no, (long long)r + 1,
+                        wd_last_error());
+                break;
+            }
+            if (st && j->nbad_shown < 8)
+                snprintf(j->bad_where[j->nbad_shown++], sizeof j->bad_where[0], "arrow stream: row %lld: %.300s",
+                        (long long)(seg[g].ab->row0 + r + 1), wd_last_error());
+            j->rows += !st;
+        }
+    wd__free(num);
+}
+static void wd__arrow_job_done(wd__job *j) {
+    const wd__aseg *seg = (const wd__aseg *)j->segs.p;
+    for (size_t g = 0; seg && g < j->segs.len / sizeof *seg; g++) wd__abatch_unref(seg[g].ab);
+    j->segs.len = 0;
+}
+static wd_status wd__arrow_open(const wd_convert_desc *d, struct ArrowArrayStream *s, struct ArrowSchema *schema) {
+    memset(s, 0, sizeof *s);
+    memset(schema, 0, sizeof *schema);
+    wd__errbuf[0] = 0;
+    int rc = d->arrow(d->arrow_user, s);
+    if (rc || !s->release) {
+        wd_status st = wd__fail(WD_ERR_IO, "arrow: the stream could not be opened (%d): %.800s", rc,
+                wd__errbuf[0] ? wd__errbuf : "(no message)");
+        if (s->release) s->release(s);
+        return st;
+    }
+    rc = s->get_schema(s, schema);
+    if (rc || !schema->release) {
+        const char *e = s->get_last_error ? s->get_last_error(s) : NULL;
+        wd_status st = wd__fail(WD_ERR_IO, "arrow: the producer failed giving its schema (error %d): %.600s", rc,
+                e ? e : "(no message)");
+        s->release(s);
+        return st;
+    }
+    return WD_OK;
+}
+static wd_status wd__arrow_pass(wd__conv *c, int threads, int m) {
+    const wd_convert_desc *d = c->d;
+    struct ArrowArrayStream s;
+    struct ArrowSchema schema;
+    WD__TRY(wd__arrow_open(d, &s, &schema));
+    wd__abind *b = WD__NEW(wd__abind);
+    wd_status st = b ? wd__arrow_bind(c->spec, &schema, 0, b) : wd__fail(WD_ERR_NOMEM, "out of memory");
+    schema.release(&schema);
+    wd__pipe pipe;
+    int started = 0;
+    if (!st) { c->arrow = b; st = wd__pipe_start(&pipe, threads, &c->spec->schema, wd__conv_run, c); started = !st; }
+    int64_t submitted = 0, written = 0, rows = 0, no = 0;
+    double last_progress = 0;
+    wd__job *j = NULL;   // the job being filled
+    int64_t have = 0;    // its rows
+    while (!st) {
+        wd__abatch *ab;
+        if ((st = wd__arrow_next(&s, b, rows, ++no, &ab)) != WD_OK) break;
+        for (int64_t r = 0; ab && r < ab->a.length && !st;) {
+            while (!j && !st) {   // a free job, writing finished ones in order while none is free
+                if ((j = wd__pipe_free_slot(&pipe)) != NULL && submitted - written < pipe.njobs) {
+                    j->segs.len = 0;
+                    have = 0;
+                    break;
+                }
+                j = NULL;
+                wd__conv_collect(&pipe, written++, &st);
+            }
+            if (st) break;
+            int64_t n = WD__MIN(ab->a.length - r, (int64_t)m - have);
+            wd__aseg seg = {ab, r, n};
+            if ((st = wd__buf_put(&j->segs, &seg, sizeof seg)) != WD_OK) break;
+            ab->refs++;
+            r += n; have += n;
+            if (have == m) { wd__pipe_submit(&pipe, j, submitted++); j = NULL; }
+        }
+        if (!ab) break;
+        rows += ab->a.length;
+        wd__abatch_unref(ab);
+        if (!st && d->progress) {
+            double now = wd__now();
+            if (now - last_progress > 0.1) {
+                last_progress = now;
+                if (d->progress(d->user, 0, 0, c->rep->rows))
+                    st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
+            }
+        }
+    }
+    if (j && !st && have) wd__pipe_submit(&pipe, j, submitted++);   // the last, shorter block
+    else if (j) wd__arrow_job_done(j);
+    if (started) {
+        while (written < submitted) wd__conv_collect(&pipe, written++, &st);   // drain, also after an error
+        char errcopy[WD__ERR_MAX];
+        snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
+        wd__pipe_stop(&pipe);
+        if (st) wd__fail(st, "%s", errcopy);
+    }
+    s.release(&s);
+    c->arrow = NULL;
+    wd__free(b);
+    return st;
+}
+
+// ---- the reader: batches for a training loop's source
+struct wd_arrow_reader {
+    wd_text_spec spec;              // a copy (its vocabulary borrowed from the caller's)
+    struct ArrowArrayStream s;
+    wd__abind b;
+    wd__abatch *ab;                 // the batch being read, and the next row in it
+    int64_t r, rows, no;
+    int batch_size, done;
+    wd_batch out;
+    char *num;
+};
+WDDEF wd_status wd_arrow_reader_open(
+        const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int batch_size, wd_arrow_reader **out) {
+    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: out is NULL");
+    *out = NULL;
+    if (!t || !s || !s->release)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: %s",
+                !t ? "the spec is NULL" : "the stream is NULL or released");
+    struct ArrowArrayStream mine = *s;   // moved: the reader releases it
+    s->release = NULL;
+    wd_status st = WD_OK;
+    if (batch_size <= 0 || batch_size > WD_MAX_BLOCK_SAMPLES)
+        st = wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: batch_size %d is outside 1..%d", batch_size,
+                WD_MAX_BLOCK_SAMPLES);
+    for (int k = 0; !st && k < t->schema.nslots; k++)
+        if (wd__slot_unsized(t, k))
+            st = wd__fail(WD_ERR_INVALID_ARG,
+                    "wd_arrow_reader_open: slot %d (%.31s) has no buckets yet: take them from the training file "
+                    "(wd_text_spec_match or wd_text_spec_vocab)",
+                    k, t->schema.slot[k].name);
+    wd_arrow_reader *r = st ? NULL : WD__NEW(wd_arrow_reader);
+    if (!st && !r) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (st) { mine.release(&mine); return st; }
+    r->spec = *t;
+    r->s = mine;
+    r->batch_size = batch_size;
+    struct ArrowSchema schema;
+    memset(&schema, 0, sizeof schema);
+    int rc = mine.get_schema(&r->s, &schema);
+    if (rc || !schema.release) {
+        const char *e = r->s.get_last_error ? r->s.get_last_error(&r->s) : NULL;
+        st = wd__fail(WD_ERR_IO, "arrow: the producer failed giving its schema (error %d): %.600s", rc,
+                e ? e : "(no message)");
+    } else {
+        st = wd__arrow_bind(&r->spec, &schema, unlabeled, &r->b);
+        schema.release(&schema);
+    }
+    if (!st) st = wd_batch_init(&r->out, &t->schema, batch_size, 0);
+    if (!st && !(r->num = (char *)wd__malloc(32 * (size_t)WD__MAX(r->b.n, 1))))
+        st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (st) { wd_arrow_reader_close(r); return st; }
+    *out = r;
+    return WD_OK;
+}
+WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out) {
+    if (!r || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_next: NULL argument");
+    *out = NULL;
+    wd_batch_clear(&r->out);
+    while (!r->done && r->out.n < r->batch_size) {
+        if (!r->ab || r->r == r->ab->a.length) {
+            if (r->ab) { r->rows += r->ab->a.length; wd__abatch_unref(r->ab); r->ab = NULL; }
+            WD__TRY(wd__arrow_next(&r->s, &r->b, r->rows, ++r->no, &r->ab));
+            r->r = 0;
+            if (!r->ab) { r->done = 1; break; }
+            continue;
+        }
+        wd_status st = wd__arrow_row(&r->spec, &r->b, r->ab, r->r, r->num, &r->out);
+        if (st)
+            return wd__fail(st, "arrow stream: row %lld (batch %lld, its row %lld): %.800s",
+                    (long long)(r->rows + r->r + 1), (long long)r->ab->no, (long long)r->r + 1, wd_last_error());
+        r->r++;
+    }
+    if (r->out.n) *out = &r->out;
+    return WD_OK;
+}
+WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out) {
+    return wd_arrow_reader_next((wd_arrow_reader *)reader, out);
+}
+WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r) { return r ? r->rows + (r->ab ? r->r : 0) : 0; }
+WDDEF void wd_arrow_reader_close(wd_arrow_reader *r) {
+    if (!r) return;
+    wd__abatch_unref(r->ab);
+    if (r->s.release) r->s.release(&r->s);
+    wd_batch_free(&r->out);
+    wd__free(r->num);
+    wd__free(r);
+}
 
 #endif // WIDEDEEP_IMPLEMENTATION_DONE
 #endif // WIDEDEEP_IMPLEMENTATION

@@ -23,6 +23,7 @@ CLI_TESTS=111                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=20                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
+PYTHON_TESTS=8                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
 FUZZERS="wdr criteo libsvm csv wdm api"
@@ -274,6 +275,7 @@ fi
 job gpu_on_cpu_selected
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
+job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams and lists
 job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
 job unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 job unit "$B/test_loader" tests/test_loader.c "$T"
@@ -312,6 +314,19 @@ job mpi_tests
 # tools/install-deps.sh; missing, these tests skip, and CI fails them)
 ecosystem_tests() { built ecosystem "$B/onnx_feed" && check ecosystem "$ECOSYSTEM_TESTS" ecosystem "" bash tests/ecosystem.sh "$B/wd" "$B/onnx_feed" "$T/eco" "$DATA"; }
 job ecosystem_tests
+# the Python package (python/; its extension built against this header as $B/python) over
+# real Arrow producers: pyarrow, DuckDB, Polars (from tools/install-deps.sh; missing, the
+# tests skip, and CI fails them)
+python_tests() {
+    local hdr='import os, sysconfig; exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'
+    if [ ! -x "$B/python/widedeep/_wd.so" ] && ! python3 -c "$hdr" 2>/dev/null; then
+        say "SKIP python: python3 or its headers (python3-dev) are missing: the package's extension was not built"
+        return
+    fi
+    built python "$B/python/widedeep/_wd.so" &&
+        check python "$PYTHON_TESTS" python "" python3 tests/test_python.py "$B/wd" "$B/python" "$T/py" "$DATA"
+}
+job python_tests
 # the package: make install (DESTDIR), then tests/consumer/ built through
 # pkg-config, find_package, add_subdirectory and FetchContent, make uninstall
 consumer_tests() { check consumer "$CONSUMER_TESTS" consumer "" bash tests/consumer.sh "$B" "$T/consumer"; }

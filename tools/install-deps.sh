@@ -16,18 +16,19 @@ have_mpi() { command -v mpirun >/dev/null && printf '#include <mpi.h>\nint main(
 # files with (ONNX Runtime, onnx's checker, TensorBoard's reader), from PyPI.
 # Installed when missing; a failure is reported and the build goes on (those
 # tests then skip, and fail under CI=true).
-PY_PKGS="onnx onnxruntime numpy tensorboard"
-have_py() { command -v python3 >/dev/null && python3 -c 'import onnx, onnxruntime, numpy, tensorboard' >/dev/null 2>&1; }
+# pyarrow, duckdb and polars: the Arrow producers tests/test_python.py feeds the Python package.
+PY_PKGS="onnx onnxruntime numpy tensorboard pyarrow duckdb polars"
+have_py() { command -v python3 >/dev/null && python3 -c 'import onnx, onnxruntime, numpy, tensorboard, pyarrow, duckdb, polars' >/dev/null 2>&1; }
 install_py() {
     have_py && return 0
     echo "widedeep: installing the Python packages the ONNX and TensorBoard tests use ($PY_PKGS)" >&2
     if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
         if command -v apt-get >/dev/null; then
-            $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-pip >/dev/null || true
+            $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-pip python3-dev >/dev/null || true
         fi
     fi
     python3 -m pip install -q $PY_PKGS >&2 || python3 -m pip install -q --break-system-packages $PY_PKGS >&2 || true
-    have_py || echo "widedeep: could not install $PY_PKGS (pip); the ONNX and TensorBoard tests will skip (and fail under CI=true)" >&2
+    have_py || echo "widedeep: could not install $PY_PKGS (pip); the ONNX, TensorBoard and Python package tests will skip (and fail under CI=true)" >&2
 }
 # --check (plain `make`): installs nothing; names what the header needs
 # (zstd and zlib, headers and libraries) and fails when it is missing.

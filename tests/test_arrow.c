@@ -1,0 +1,952 @@
+// Arrow C stream input (widedeep.h section 20), with arrays built by hand:
+// a stream converts to the .wdr that wd_convert makes of the same rows as
+// CSV text (byte for byte), and reads back through wd_arrow_reader as that
+// file's samples; every refusal (unsupported type, offsets out of range, a
+// schema that changes mid-stream, a producer's error, a null label) is an
+// error naming where, with no output file and every producer object
+// released; random valid streams against their CSV text, and random
+// corruptions of them refused (under ASan: never a read out of bounds).
+// Usage: test_arrow [TMPDIR]
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+#include "testlib.h"
+#include <sys/stat.h>
+
+static char TMP[200] = "/tmp";
+static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/ar-%s", TMP, name); }
+
+// ---- what the test allocates for its arrays (freed after each test)
+static void *pool[4096];
+static int npool;
+static void *keep(void *p) { if (npool < 4096) pool[npool++] = p; return p; }
+static void *zalloc(size_t n) { return keep(calloc(1, n ? n : 1)); }
+static void pool_free(void) { while (npool) free(pool[--npool]); }
+
+// A column's array: n rows after `pad` rows of garbage (its offset); v[i]
+// NULL: a null. Formats u U z Z (offsets), vu vz (views), integers, floats, b.
+static void rel_child(struct ArrowArray *a) { a->release = NULL; }   // a parent's child: released with it
+static struct ArrowArray *mk(int64_t len, int64_t off, int64_t nulls, int nbuf) {
+    struct ArrowArray *a = (struct ArrowArray *)zalloc(sizeof *a);
+    a->release = rel_child;
+    a->length = len; a->offset = off; a->null_count = nulls; a->n_buffers = nbuf;
+    a->buffers = (const void **)zalloc(sizeof(void *) * (size_t)(nbuf + 1));
+    return a;
+}
+static uint8_t *bits(const char **v, int n, int pad, int64_t *nulls) {
+    uint8_t *b = (uint8_t *)zalloc((size_t)(n + pad) / 8 + 1);
+    *nulls = 0;
+    for (int i = 0; i < n; i++) { if (v[i]) b[(i + pad) >> 3] |= (uint8_t)(1u << ((i + pad) & 7)); else ++*nulls; }
+    return b;
+}
+static struct ArrowArray *col_str(const char *fmt, const char **v, int n, int pad) {
+    int64_t nulls;
+    uint8_t *valid = bits(v, n, pad, &nulls);
+    if (fmt[0] == 'v') {   // views: inline up to 12 bytes, else in the one data buffer
+        struct ArrowArray *a = mk(n, pad, nulls, 4);
+        uint8_t *views = (uint8_t *)zalloc(16 * (size_t)(n + pad));
+        size_t total = 0;
+        for (int i = 0; i < n; i++) total += v[i] ? strlen(v[i]) : 0;
+        char *data = (char *)zalloc(total);
+        int64_t *sizes = (int64_t *)zalloc(sizeof(int64_t));
+        int32_t at = 0;
+        for (int i = 0; i < n; i++) {
+            uint8_t *w = views + 16 * (i + pad);
+            int32_t len = v[i] ? (int32_t)strlen(v[i]) : 0, zero = 0;
+            memcpy(w, &len, 4);
+            if (len <= 12) { if (len) memcpy(w + 4, v[i], (size_t)len); continue; }
+            memcpy(w + 4, v[i], 4); memcpy(w + 8, &zero, 4); memcpy(w + 12, &at, 4);
+            memcpy(data + at, v[i], (size_t)len);
+            at += len;
+        }
+        *sizes = at;
+        a->buffers[0] = valid; a->buffers[1] = views; a->buffers[2] = data; a->buffers[3] = sizes;
+        return a;
+    }
+    struct ArrowArray *a = mk(n, pad, nulls, 3);
+    int wide = fmt[0] == 'U' || fmt[0] == 'Z';
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += v[i] ? strlen(v[i]) : 0;
+    char *data = (char *)zalloc(total + 8);
+    memset(data, '#', total + 8);
+    void *offs = zalloc((size_t)(n + pad + 1) * 8);
+    int64_t at = 0;
+    for (int i = 0; i <= n + pad; i++) {
+        if (i > pad && v[i - pad - 1]) {
+            memcpy(data + at, v[i - pad - 1], strlen(v[i - pad - 1]));
+            at += (int64_t)strlen(v[i - pad - 1]);
+        }
+        if (i < pad) { if (wide) ((int64_t *)offs)[i] = 0; else ((int32_t *)offs)[i] = 0; continue; }
+        if (wide) ((int64_t *)offs)[i] = at; else ((int32_t *)offs)[i] = (int32_t)at;
+    }
+    a->buffers[0] = valid; a->buffers[1] = offs; a->buffers[2] = data;
+    return a;
+}
+// Numbers: v[i] as the format's type; isnull[i] (NULL: none) a null. The
+// pad rows hold 7 (an invalid label: a reader that ignores the offset fails).
+static struct ArrowArray *col_num(const char *fmt, const double *v, const int *isnull, int n, int pad) {
+    const char *vv[256];
+    for (int i = 0; i < n; i++) vv[i] = isnull && isnull[i] ? NULL : "";
+    int64_t nulls;
+    uint8_t *valid = bits(vv, n, pad, &nulls);
+    struct ArrowArray *a = mk(n, pad, nulls, 2);
+    uint8_t *p = (uint8_t *)zalloc(8 * (size_t)(n + pad) + 8);
+    for (int i = 0; i < n + pad; i++) {
+        double x = i < pad ? 7 : v[i - pad];
+        switch (fmt[0]) {
+        case 'b': if (x != 0) p[i >> 3] |= (uint8_t)(1u << (i & 7)); break;
+        case 'c': ((int8_t *)p)[i] = (int8_t)x; break;
+        case 'C': ((uint8_t *)p)[i] = (uint8_t)x; break;
+        case 's': ((int16_t *)p)[i] = (int16_t)x; break;
+        case 'S': ((uint16_t *)p)[i] = (uint16_t)x; break;
+        case 'i': ((int32_t *)p)[i] = (int32_t)x; break;
+        case 'I': ((uint32_t *)p)[i] = (uint32_t)x; break;
+        case 'l': ((int64_t *)p)[i] = (int64_t)x; break;
+        case 'L': ((uint64_t *)p)[i] = (uint64_t)x; break;
+        case 'f': ((float *)p)[i] = (float)x; break;
+        default: ((double *)p)[i] = x; break;
+        }
+    }
+    a->buffers[0] = valid; a->buffers[1] = p;
+    return a;
+}
+
+// ---- a producer: a schema and batches (parent struct arrays over the
+// columns above), handed out afresh by each stream opened
+static int released_schemas, released_arrays, released_streams, opened;
+static void rel_schema(struct ArrowSchema *s) { released_schemas++; s->release = NULL; }
+static void rel_array(struct ArrowArray *a) { released_arrays++; a->release = NULL; }
+typedef struct producer {
+    struct ArrowSchema schema;
+    struct ArrowArray batch[64];
+    int nbatches;
+    int fail_at;                    // get_next fails at this batch (-1: never)
+    int next;
+} producer;
+static struct ArrowSchema *sch(producer *p, const char *name, const char *fmt) {
+    struct ArrowSchema *c = (struct ArrowSchema *)zalloc(sizeof *c);
+    c->format = fmt; c->name = name; c->flags = ARROW_FLAG_NULLABLE; c->release = rel_schema;
+    if (!p->schema.children) p->schema.children = (struct ArrowSchema **)zalloc(sizeof(void *) * 64);
+    p->schema.children[p->schema.n_children++] = c;
+    p->schema.format = "+s"; p->schema.name = ""; p->schema.release = rel_schema;
+    return c;
+}
+// A batch of `len` rows (from parent offset off) over the columns given.
+static struct ArrowArray *batch(producer *p, int64_t len, int64_t off, struct ArrowArray **cols, int ncols) {
+    struct ArrowArray *b = &p->batch[p->nbatches++];
+    memset(b, 0, sizeof *b);
+    b->length = len; b->offset = off; b->n_buffers = 1; b->n_children = ncols;
+    b->buffers = (const void **)zalloc(sizeof(void *));
+    b->children = (struct ArrowArray **)zalloc(sizeof(void *) * (size_t)(ncols + 1));
+    for (int i = 0; i < ncols; i++) b->children[i] = cols[i];
+    b->release = rel_array;
+    return b;
+}
+static int st_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
+    *out = ((producer *)s->private_data)->schema;
+    out->release = rel_schema;
+    return 0;
+}
+static int st_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
+    producer *p = (producer *)s->private_data;
+    if (p->next == p->fail_at) return 5;   // EIO
+    if (p->next == p->nbatches) { memset(out, 0, sizeof *out); return 0; }
+    *out = p->batch[p->next++];
+    out->release = rel_array;
+    return 0;
+}
+static const char *st_error(struct ArrowArrayStream *s) { (void)s; return "disk on fire (the producer's message)"; }
+static void st_release(struct ArrowArrayStream *s) { released_streams++; s->release = NULL; }
+static int open_stream(void *user, struct ArrowArrayStream *out) {
+    producer *p = (producer *)user;
+    p->next = 0;
+    opened++;
+    out->get_schema = st_schema; out->get_next = st_next; out->get_last_error = st_error;
+    out->release = st_release; out->private_data = p;
+    return 0;
+}
+static void counts_reset(void) { released_schemas = released_arrays = released_streams = opened = 0; }
+
+static int spit(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+static int same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    unsigned char *x = slurp(a, &na), *y = slurp(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x); free(y);
+    return same;
+}
+// CSV text converted with its header line given (as wd convert --columns):
+// blocks of `block` rows, as a stream's (a header line in the file would be
+// one of the first block's lines).
+static wd_status convert_csv(const char *csv, const wd_csv_desc *cd0, const char *out, int block) {
+    size_t n = 0;
+    char *text = (char *)slurp(csv, &n), header[4096], body[300];
+    if (!text) return WD_ERR_IO;
+    size_t hl = strcspn(text, "\n");
+    snprintf(header, sizeof header, "%.*s", (int)hl, text);
+    snprintf(body, sizeof body, "%s.body", csv);
+    FILE *f = fopen(body, "wb");
+    int bad = !f || (hl + 1 < n && fwrite(text + hl + 1, 1, n - hl - 1, f) != n - hl - 1);
+    if (f && fclose(f) != 0) bad = 1;
+    free(text);
+    if (bad) return WD_ERR_IO;
+    csv = body;
+    wd_csv_desc cd = *cd0;
+    cd.header = header;
+    wd_text_spec t;
+    WD__TRY(wd_text_spec_csv_desc(&t, &cd));
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    const char *in[1] = {csv};
+    d.spec = &t; d.inputs = in; d.ninputs = 1; d.output = out; d.block_samples = block;
+    wd_status st = wd_convert(&d, NULL);
+    wd_text_spec_free(&t);
+    return st;
+}
+static wd_status convert_stream(
+        producer *p, const wd_csv_desc *cd, const char *out, int block, int threads, int skip, wd_convert_report *rep) {
+    struct ArrowArrayStream s;
+    struct ArrowSchema schema;
+    open_stream(p, &s);
+    s.get_schema(&s, &schema);
+    wd_text_spec t;
+    wd_status st = wd_text_spec_arrow(&t, &schema, cd);
+    schema.release(&schema);
+    s.release(&s);
+    if (st) return st;
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = &t;
+    d.arrow = open_stream;
+    d.arrow_user = p;
+    d.output = out;
+    d.block_samples = block;
+    d.threads = threads;
+    d.skip_bad_lines = skip;
+    st = wd_convert(&d, rep);
+    wd_text_spec_free(&t);
+    return st;
+}
+
+// ---- the rows every test starts from: 5 rows in 2 batches, the second
+// reading its columns from parent offset 1 (and column C1 from its own offset 2)
+static const char *CSV5 =
+    "y,I1,F,C1,C2,C3,C4,C5,X\n"
+    "0,5,3,a,xx,blue,-7,short,\n"
+    "1,,0,,,red,0,a long string over twelve bytes,\n"
+    "0,-3,-2,,\"q,z\",,123456789012,,\n"
+    "1,100,7,b,w,green,42,another long string value!,\n"
+    "1,0,,a,xx,blue,-7,x,\n";
+static void five_rows(producer *p, const char *yfmt) {
+    memset(p, 0, sizeof *p);
+    p->fail_at = -1;
+    const char *names[9] = {"y", "I1", "F", "C1", "C2", "C3", "C4", "C5", "X"};
+    const char *fmts[9] = {yfmt, "i", "g", "u", "U", "i", "l", "vu", "e"};
+    for (int i = 0; i < 9; i++) sch(p, names[i], fmts[i]);
+    struct ArrowSchema *dict = (struct ArrowSchema *)zalloc(sizeof *dict);
+    dict->format = "u"; dict->name = ""; dict->release = rel_schema;
+    p->schema.children[5]->dictionary = dict;
+    static const char *dwords[3] = {"red", "blue", "green"};
+    struct ArrowArray *dictionary = col_str("u", dwords, 3, 0);
+    // batch 1: rows 0..2
+    double y1[3] = {0, 1, 0}, i1[3] = {5, 0, -3}, f1[3] = {3, 0, -2}, d1[3] = {1, 0, 0},
+           c41[3] = {-7, 0, 123456789012.0};
+    int i1n[3] = {0, 1, 0}, d1n[3] = {0, 0, 1};
+    const char *c1[3] = {"a", NULL, ""}, *c2[3] = {"xx", "", "q,z"},
+               *c5[3] = {"short", "a long string over twelve bytes", NULL};
+    struct ArrowArray *b1[9] = {col_num(yfmt, y1, NULL, 3, 0), col_num("i", i1, i1n, 3, 0),
+            col_num("g", f1, NULL, 3, 0), col_str("u", c1, 3, 0), col_str("U", c2, 3, 0), col_num("i", d1, d1n, 3, 0),
+            col_num("l", c41, NULL, 3, 0), col_str("vu", c5, 3, 0), col_num("g", f1, NULL, 3, 0)};
+    b1[5]->dictionary = dictionary;
+    b1[8]->n_buffers = 2;   // X: half floats, never read (not mapped)
+    batch(p, 3, 0, b1, 9);
+    // batch 2: rows 3..4 at parent offset 1 (row 0 of each column: garbage)
+    double y2[3] = {7, 1, 1}, i2[3] = {9, 100, 0}, f2[3] = {1.5, 7, 0}, d2[3] = {0, 2, 1}, c42[3] = {1, 42, -7};
+    int f2n[3] = {0, 0, 1};
+    const char *c1b[3] = {"junk", "b", "a"}, *c2b[3] = {"junk", "w", "xx"},
+               *c5b[3] = {"junk junk junk", "another long string value!", "x"};
+    struct ArrowArray *b2[9] = {col_num(yfmt, y2, NULL, 3, 0), col_num("i", i2, NULL, 3, 0),
+            col_num("g", f2, f2n, 3, 0), col_str("u", c1b, 3, 2), col_str("U", c2b, 3, 0), col_num("i", d2, NULL, 3, 0),
+            col_num("l", c42, NULL, 3, 0), col_str("vu", c5b, 3, 0), col_num("g", f2, NULL, 3, 0)};
+    b2[3]->offset = 2; b2[3]->length = 3;   // C1 starts 2 rows into its buffers
+    b2[5]->dictionary = dictionary;
+    b2[8]->n_buffers = 2;
+    batch(p, 2, 1, b2, 9);
+}
+static wd_csv_desc five_desc(void) {
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.label = "y"; cd.dense = "I1,F"; cd.cat = "C1,C2,C3,C4,C5";
+    return cd;
+}
+
+static void test_stream_equals_csv(void) {
+    char csv[300], a[300], b[300], c[300];
+    tmp(csv, sizeof csv, "five.csv");
+    tmp(a, sizeof a, "five-text.wdr");
+    tmp(b, sizeof b, "five-arrow.wdr");
+    tmp(c, sizeof c, "five-arrow2.wdr");
+    REQUIRE(spit(csv, CSV5) == 0);
+    wd_csv_desc cd = five_desc();
+    REQUIRE_OK(convert_csv(csv, &cd, a, 2));
+    const char *yfmts[4] = {"c", "b", "g", "L"};   // the label as int8, boolean, double, uint64
+    for (int f = 0; f < 4; f++) {
+        producer p;
+        five_rows(&p, yfmts[f]);
+        counts_reset();
+        wd_convert_report rep;
+        CHECK_OK(convert_stream(&p, &cd, b, 2, 1 + f % 2, 0, &rep));   // tables sized from the data: two passes
+        CHECK(opened == 3);   // the spec's look at the schema, then the two passes
+        CHECK(rep.rows == 5 && rep.blocks == 3);
+        CHECK(same_file(a, b));
+        CHECK(released_streams == opened && released_schemas == opened &&
+                released_arrays == 2 * 2);   // every object handed out, released
+        pool_free();
+    }
+    // buckets given: one pass; the .wdr of the CSV converted with them
+    cd.buckets = 1000;
+    producer p;
+    five_rows(&p, "c");
+    counts_reset();
+    CHECK_OK(convert_stream(&p, &cd, b, 3, 1, 0, NULL));
+    CHECK(opened == 2);
+    CHECK_OK(convert_csv(csv, &cd, c, 3));
+    CHECK(same_file(b, c));
+    pool_free();
+}
+
+// Two models of md: one trained on `file` with no_shuffle, one on p's stream
+// (spec t) through wd_arrow_source, bs samples a step: equal bit for bit.
+static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs) {
+    wd_model *m1 = NULL, *m2 = NULL;
+    wd_arrow_reader *ar = NULL;
+    struct ArrowArrayStream s;
+    open_stream(p, &s);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[1] = {file};
+    td.files = files; td.nfiles = 1; td.batch_size = bs; td.no_shuffle = 1; td.threads = 1;
+    CHECK_OK(wd_model_create(md, &m1));
+    CHECK_OK(wd_model_create(md, &m2));
+    CHECK_OK(wd_arrow_reader_open(t, &s, 0, bs, &ar));
+    if (m1 && m2 && ar) {
+        CHECK_OK(wd_train(m1, &td, NULL));
+        memset(&td, 0, sizeof td);
+        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = bs; td.threads = 1;
+        CHECK_OK(wd_train(m2, &td, NULL));
+        CHECK(tl_params_equal(m1, m2));
+    }
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m1); wd_model_destroy(m2);
+}
+
+// wd_arrow_reader: the batches are the converted file's samples; a model
+// trained from the stream is the model trained from the file (no_shuffle).
+static void test_reader_and_training(void) {
+    char csv[300], w[300];
+    tmp(csv, sizeof csv, "five.csv"); tmp(w, sizeof w, "five-text.wdr");
+    REQUIRE(spit(csv, CSV5) == 0);
+    wd_csv_desc cd = five_desc();
+    REQUIRE_OK(convert_csv(csv, &cd, w, 4096));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(w, &r));
+    const wd_batch *blk;
+    REQUIRE_OK(wd_reader_block(r, 0, &blk));
+    wd_text_spec t;   // the file's ids: the CSV spec with its buckets and vocabulary
+    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
+    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
+    REQUIRE_OK(wd_text_spec_match(&t, wd_reader_schema(r)));
+    if (wd_reader_vocab(r)) REQUIRE_OK(wd_text_spec_vocab(&t, wd_reader_vocab(r)));
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = wd_reader_schema(r);
+    for (int bs = 1; bs <= 5; bs += 2) {
+        producer p;
+        five_rows(&p, "s");
+        struct ArrowArrayStream s;
+        open_stream(&p, &s);
+        wd_arrow_reader *ar;
+        REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, bs, &ar));
+        CHECK(s.release == NULL);   // moved into the reader
+        int seen = 0;
+        const wd_batch *b;
+        while (wd_arrow_reader_next(ar, &b) == WD_OK && b) {
+            for (int i = 0; i < b->n; i++, seen++) {
+                CHECK(b->label[i] == blk->label[seen]);
+                CHECK(!memcmp(b->dense + 2 * i, blk->dense + 2 * seen, 8));
+                for (int k = 0; k < 5; k++) CHECK(b->ids[k][i] == blk->ids[k][seen]);
+            }
+        }
+        CHECK(seen == 5 && wd_arrow_reader_rows(ar) == 5);
+        wd_arrow_reader_close(ar);
+        pool_free();
+    }
+    // training: the stream as a source, the file with no_shuffle, batch 2
+    producer p;
+    five_rows(&p, "i");
+    trains_like_file(&md, w, &p, &t, 2);
+    pool_free();
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
+    // unlabeled: a stream without the label column reads with labels 0
+    producer q;
+    five_rows(&q, "i");
+    q.schema.children[0]->name = "not_y";
+    open_stream(&q, &s);
+    CHECK(wd_arrow_reader_open(&t, &s, 0, 8, &ar) == WD_ERR_INVALID_ARG &&
+            strstr(wd_last_error(), "no column 'y' (the label"));
+    open_stream(&q, &s);
+    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 1, 8, &ar));
+    const wd_batch *b;
+    CHECK_OK(wd_arrow_reader_next(ar, &b));
+    CHECK(b && b->n == 5 && b->label[1] == 0.0f && b->ids[4][1] == blk->ids[4][1]);
+    wd_arrow_reader_close(ar);
+    pool_free();
+    wd_text_spec_free(&t);
+    wd_reader_close(r);
+}
+
+// Each refusal: its status, its message, no output, everything released.
+static void refused_with(producer *p, const wd_csv_desc *cd, wd_status want, const char *msg, int line) {
+    char out[300];
+    tmp(out, sizeof out, "refused.wdr");
+    unlink(out);
+    counts_reset();
+    wd_status st = convert_stream(p, cd, out, 2, 2, 0, NULL);
+    struct stat sb;
+    if (st != want || !strstr(wd_last_error(), msg) || stat(out, &sb) == 0 || released_streams != opened ||
+            released_schemas != opened) {
+        tl_fails++;
+        printf("  check failed: line %d: %s (want %s, '%s'): %s; output %s; released %d/%d streams\n", line,
+                wd_status_string(st), wd_status_string(want), msg, wd_last_error(),
+                stat(out, &sb) == 0 ? "written" : "absent", released_streams, opened);
+    }
+    pool_free();
+}
+static void refused(producer *p, wd_status want, const char *msg, int line) {
+    wd_csv_desc cd = five_desc();
+    cd.buckets = 100;
+    refused_with(p, &cd, want, msg, line);
+}
+static void test_refusals(void) {
+    producer p;
+    wd_csv_desc cd = five_desc();
+    struct ArrowSchema *c;
+    // unsupported types, named with their column and format
+    five_rows(&p, "c");
+    p.schema.children[6]->format = "+l";
+    struct ArrowSchema *item = (struct ArrowSchema *)zalloc(sizeof *item);
+    item->format = "g"; item->name = "item";   // a list of doubles
+    p.schema.children[6]->children = &item; p.schema.children[6]->n_children = 1;
+    wd_text_spec t;
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'C4' has format '+l<g>'"));
+    p.schema.children[6]->format = "+m";   // a map
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'C4' has format '+m'"));
+    pool_free();
+    five_rows(&p, "c");
+    p.schema.children[1]->format = "u";   // a string column as dense
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'I1' has format 'u', not supported as a dense column"));
+    pool_free();
+    five_rows(&p, "c");
+    p.schema.children[3]->format = "g";   // a float column as categorical
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'C1' has format 'g'"));
+    pool_free();
+    five_rows(&p, "c");
+    p.schema.children[5]->dictionary->format = "g";   // a dictionary of floats
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'C3': a dictionary of 'g'"));
+    pool_free();
+    five_rows(&p, "tsn");   // a timestamp label
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'y' has format 'tsn'"));
+    pool_free();
+    // offsets out of range
+    five_rows(&p, "c");
+    ((int32_t *)p.batch[1].children[3]->buffers[1])[4] = 0;   // C1's offsets decrease
+    refused(&p, WD_ERR_CORRUPT,
+            "batch 2, column 'C1' (u): offset 0 at index 1 of the batch's is below the one before "
+            "(offsets out of range)",
+            __LINE__);
+    five_rows(&p, "c");
+    ((int64_t *)p.batch[0].children[4]->buffers[1])[0] = -4;   // C2's first offset negative
+    refused(&p, WD_ERR_CORRUPT, "batch 1, column 'C2' (U): offset -4 at index 0 of the batch's is negative", __LINE__);
+    five_rows(&p, "c");
+    {
+        int32_t big = 1000;
+        memcpy((uint8_t *)p.batch[0].children[7]->buffers[1] + 16 + 12, &big, 4);
+    }   // a view past its data buffer
+    refused(&p, WD_ERR_CORRUPT,
+            "batch 1, column 'C5' (vu): row 2: a view of 31 bytes at 1000 in data buffer 0, outside the data",
+            __LINE__);
+    five_rows(&p, "c");
+    p.batch[1].children[1]->length = 2;   // I1 shorter than the batch reads (offset 1 + 2 rows)
+    refused(&p, WD_ERR_CORRUPT, "batch 2, column 'I1' (i): length 2, the batch reads rows 1..3 of it", __LINE__);
+    five_rows(&p, "c");
+    p.batch[0].children[0]->offset = -1;
+    refused(&p, WD_ERR_CORRUPT, "column 'y' (c): length 3, offset -1: out of range", __LINE__);
+    five_rows(&p, "c");
+    ((int32_t *)p.batch[0].children[5]->buffers[1])[1] = 3;   // a dictionary index past its 3 values
+    refused(&p, WD_ERR_CORRUPT, "column 'C3' (i): row 2: index 3 outside the dictionary's 3 values", __LINE__);
+    five_rows(&p, "c");
+    p.batch[0].children[1]->buffers[1] = NULL;
+    refused(&p, WD_ERR_CORRUPT, "column 'I1' (i): the values buffer is missing", __LINE__);
+    five_rows(&p, "c");
+    p.batch[0].children[1]->buffers[0] = NULL;   // nulls counted, no validity buffer
+    refused(&p, WD_ERR_CORRUPT, "column 'I1' (i): 1 nulls and no validity buffer", __LINE__);
+    // a schema that changes mid-stream
+    five_rows(&p, "c");
+    p.batch[1].n_children = 8;
+    refused(&p, WD_ERR_CORRUPT,
+            "batch 2: 8 columns, length 2, offset 1; the stream's schema has 9 columns "
+            "(a schema that changes mid-stream",
+            __LINE__);
+    five_rows(&p, "c");
+    p.batch[1].children[3] = p.batch[1].children[6];   // C1: an int64 array where the schema says utf8
+    refused(&p, WD_ERR_CORRUPT, "batch 2, column 'C1' (u): 2 buffers, its format has 3 (the schema changed mid-stream",
+            __LINE__);
+    five_rows(&p, "c");
+    p.batch[1].children[5]->dictionary = NULL;
+    refused(&p, WD_ERR_CORRUPT, "batch 2, column 'C3' (i): no dictionary", __LINE__);
+    // the producer's error, with its message
+    five_rows(&p, "c");
+    p.fail_at = 1;
+    refused(&p, WD_ERR_IO, "the producer failed reading batch 2 (error 5): disk on fire (the producer's message)",
+            __LINE__);
+    // a null label; a label other than 0/1; a value the CSV rules refuse
+    five_rows(&p, "c");
+    {
+        int64_t nn;
+        const char *v[3] = {"", NULL, ""};
+        p.batch[0].children[0]->buffers[0] = bits(v, 3, 0, &nn);
+        p.batch[0].children[0]->null_count = nn;
+    }
+    refused(&p, WD_ERR_PARSE, "arrow stream: row 2 (batch 1, its row 2): column 'y': a null label", __LINE__);
+    five_rows(&p, "c");
+    p.batch[1].offset = 0;   // now row 4 is the garbage row: label 7
+    refused(&p, WD_ERR_PARSE, "row 4 (batch 2, its row 1): label '7' is not 0 or 1", __LINE__);
+    five_rows(&p, "c");
+    ((double *)p.batch[1].children[2]->buffers[1])[1] = 7.5;   // F is a count: 7.5 is not an integer
+    refused(&p, WD_ERR_PARSE, "row 4 (batch 2, its row 1): column 3: '7.5' is not an integer", __LINE__);
+    // the same rows skipped with skip_bad_lines: counted, the rest converted
+    five_rows(&p, "c");
+    {
+        int64_t nn;
+        const char *v[3] = {"", NULL, ""};
+        p.batch[0].children[0]->buffers[0] = bits(v, 3, 0, &nn);
+        p.batch[0].children[0]->null_count = nn;
+    }
+    char out[300];
+    tmp(out, sizeof out, "skip.wdr");
+    wd_convert_report rep;
+    cd.buckets = 100;
+    CHECK_OK(convert_stream(&p, &cd, out, 2, 1, 1, &rep));
+    CHECK(rep.rows == 4 && rep.bad_rows == 1 && rep.nbad_shown == 1 &&
+            strstr(rep.bad_where[0], "row 2: column 'y': a null label"));
+    pool_free();
+    // two columns of one name, one of them mapped
+    five_rows(&p, "c");
+    c = p.schema.children[8];
+    c->name = "C1";
+    CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_INVALID_ARG &&
+            strstr(wd_last_error(), "two columns named 'C1'"));
+    pool_free();
+    // the opener's failure
+    wd_text_spec_criteo(&t, 10);
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    const char *in[1] = {"x"};
+    d.spec = &t; d.arrow = open_stream; d.output = out; d.inputs = in; d.ninputs = 1;
+    CHECK(wd_convert(&d, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "arrow and inputs: choose one"));
+}
+
+// ---- list columns: multi-hot slots
+static struct ArrowArray *col_list(
+        const char *fmt, const int64_t *offs, const int *isnull, int n, struct ArrowArray *values) {
+    const char *vv[64];
+    for (int i = 0; i < n; i++) vv[i] = isnull && isnull[i] ? NULL : "";
+    int64_t nulls;
+    uint8_t *valid = bits(vv, n, 0, &nulls);
+    struct ArrowArray *a = mk(n, 0, nulls, 2);
+    void *o = zalloc(8 * (size_t)(n + 1));
+    for (int i = 0; i <= n; i++) {
+        if (fmt[1] == 'l') ((int32_t *)o)[i] = (int32_t)offs[i];
+        else ((int64_t *)o)[i] = offs[i];
+    }
+    a->buffers[0] = valid; a->buffers[1] = o;
+    a->n_children = 1;
+    a->children = (struct ArrowArray **)zalloc(sizeof(void *));
+    a->children[0] = values;
+    return a;
+}
+// Rows: y, T list<utf8>, N large_list<int64>, C utf8 (one-hot beside them).
+static void list_rows(producer *p) {
+    memset(p, 0, sizeof *p);
+    p->fail_at = -1;
+    sch(p, "y", "c");
+    struct ArrowSchema *t = sch(p, "T", "+l"), *nn = sch(p, "N", "+L");
+    sch(p, "C", "u");
+    struct ArrowSchema **ti = (struct ArrowSchema **)zalloc(sizeof(void *)),
+                       **ni = (struct ArrowSchema **)zalloc(sizeof(void *));
+    ti[0] = (struct ArrowSchema *)zalloc(sizeof **ti);
+    ti[0]->format = "u";
+    ti[0]->name = "item";
+    ti[0]->release = rel_schema;
+    ni[0] = (struct ArrowSchema *)zalloc(sizeof **ni);
+    ni[0]->format = "l";
+    ni[0]->name = "item";
+    ni[0]->release = rel_schema;
+    t->children = ti; t->n_children = 1; nn->children = ni; nn->n_children = 1;
+    // 4 rows: T = [a, b], [], null, [c, null, a]; N = [7], [1, 2], [], null
+    double y[4] = {1, 0, 0, 1}, nv[3] = {7, 1, 2};
+    const char *tv[6] = {"a", "b", "c", NULL, "a", "x"}, *cv[4] = {"p", "q", "p", NULL};
+    int64_t to[5] = {0, 2, 2, 2, 5}, no[5] = {0, 1, 3, 3, 3};
+    int tn[4] = {0, 0, 1, 0}, nnul[4] = {0, 0, 0, 1};
+    struct ArrowArray *cols[4] = {col_num("c", y, NULL, 4, 0), col_list("+l", to, tn, 4, col_str("u", tv, 5, 0)),
+                                  col_list("+L", no, nnul, 4, col_num("l", nv, NULL, 3, 0)), col_str("u", cv, 4, 0)};
+    batch(p, 4, 0, cols, 4);
+}
+static void test_lists(void) {
+    char out[300], w2[300];
+    tmp(out, sizeof out, "lists.wdr"); tmp(w2, sizeof w2, "lists-sized.wdr");
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.label = "y"; cd.cat = "T,N,C"; cd.buckets = 1000;
+    producer p;
+    list_rows(&p);
+    CHECK_OK(convert_stream(&p, &cd, out, 3, 1, 0, NULL));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(out, &r));
+    const wd_schema *sc = wd_reader_schema(r);
+    CHECK(sc->nslots == 3 && sc->slot[0].kind == WD_MULTI_HOT && sc->slot[1].kind == WD_MULTI_HOT &&
+            sc->slot[2].kind == WD_ONE_HOT);
+    // the ids: each value hashed as a CSV field would be (slot 0's strings, slot 1's decimal integers)
+    static const char *want_t[4][3] = {{"a", "b"}, {NULL}, {NULL}, {"c", "a"}};
+    static const char *want_n[4][3] = {{"7"}, {"1", "2"}, {NULL}, {NULL}};
+    int64_t samples = 0;
+    for (int64_t blk = 0; blk < wd_reader_nblocks(r); blk++) {
+        const wd_batch *b;
+        REQUIRE_OK(wd_reader_block(r, blk, &b));
+        for (int i = 0; i < b->n; i++, samples++) {
+            for (int k = 0; k < 2; k++) {
+                int cnt;
+                const uint32_t *ids = wd_batch_sample_ids(b, k, i, &cnt);
+                const char *const *want = k == 0 ? want_t[samples] : want_n[samples];
+                int nw = 0;
+                while (nw < 3 && want[nw]) nw++;
+                CHECK(cnt == nw);
+                for (int q = 0; q < cnt && q < nw; q++)
+                    CHECK(ids[q] == wd_hash_bucket(want[q], strlen(want[q]), k, 1000));
+            }
+        }
+    }
+    CHECK(samples == 4);
+    // the reader's batches and a model trained from the stream: the file's, bit for bit
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_arrow(&t, &p.schema, &cd));
+    CHECK(t.schema.slot[0].kind == WD_MULTI_HOT);
+    wd_batch one;
+    REQUIRE_OK(wd_batch_init(&one, &t.schema, 1, 4));
+    CHECK(wd_parse_line(&t, "1,,,p", 5, &one) == WD_ERR_UNSUPPORTED && strstr(wd_last_error(), "slot T is multi-hot"));
+    wd_batch_free(&one);
+    wd_model_desc md;
+    memset(&md, 0, sizeof md);
+    md.schema = sc; md.hidden[0] = 8; md.embed_dim = 4;
+    trains_like_file(&md, out, &p, &t, 2);
+    wd_reader_close(r);
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
+    // sized from the data (two passes: the lists' values counted), then refusals
+    cd.buckets = 0;
+    CHECK_OK(convert_stream(&p, &cd, w2, 4096, 2, 0, NULL));
+    pool_free();
+    list_rows(&p);
+    ((int32_t *)p.batch[0].children[1]->buffers[1])[4] = 6;   // past T's 5 values
+    refused_with(&p, &cd, WD_ERR_CORRUPT, "column 'T' (+l<u>): offset 6 past the 5 values of the list", __LINE__);
+    list_rows(&p);
+    ((int64_t *)p.batch[0].children[2]->buffers[1])[2] = 0;   // N's offsets decrease
+    refused_with(&p, &cd, WD_ERR_CORRUPT,
+            "column 'N' (+L<l>): offset 0 at index 2 of the batch's is below the one before", __LINE__);
+    list_rows(&p);
+    ((int32_t *)p.batch[0].children[1]->children[0]->buffers[1])[3] = 1;   // T's strings' offsets decrease
+    refused_with(&p, &cd, WD_ERR_CORRUPT, "column 'T' (+l<u>): offset 1 at index 3", __LINE__);
+    list_rows(&p);
+    cd.buckets = 100;
+    memset(&t, 0, sizeof t);   // a one-hot spec's slot meets a list column
+    const char *hdr = "y,T,N,C";
+    cd.header = hdr;
+    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
+    open_stream(&p, &s);
+    CHECK(wd_arrow_reader_open(&t, &s, 0, 4, &ar) == WD_ERR_UNSUPPORTED &&
+            strstr(wd_last_error(), "column 'T' has format '+l<u>'") &&
+            strstr(wd_last_error(), "this spec's slot is one-hot"));
+    pool_free();
+}
+
+// ---- random streams: valid ones against their CSV text, then corrupted
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static void test_random_streams(void) {
+    char csv[300], a[300], b[300];
+    tmp(csv, sizeof csv, "rand.csv"); tmp(a, sizeof a, "rand-text.wdr"); tmp(b, sizeof b, "rand-arrow.wdr");
+    static const char *num_fmts[] = {"c", "C", "s", "S", "i", "I", "l", "L", "f", "g", "b"};
+    static const char *cat_fmts[] = {"u", "U", "z", "Z", "vu", "vz", "i", "l", "C", "dict"};
+    int valid_ok = 0, corrupt_refused = 0;
+    for (int iter = 0; iter < 60; iter++) {
+        producer p;
+        memset(&p, 0, sizeof p);
+        p.fail_at = -1;
+        int nd = (int)(rnd() % 3), nc = 1 + (int)(rnd() % 4), rows = 1 + (int)(rnd() % 40);
+        const char *fmt[8];
+        char names[8][8];
+        fmt[0] = num_fmts[rnd() % 11];
+        if (fmt[0][0] == 'f' || fmt[0][0] == 'g') fmt[0] = "l";
+        for (int j = 0; j < nd; j++) fmt[1 + j] = num_fmts[rnd() % 11];
+        for (int k = 0; k < nc; k++) fmt[1 + nd + k] = cat_fmts[rnd() % 10];
+        int ncol = 1 + nd + nc;
+        // the values: text per cell (NULL: null) and numbers
+        static char cell[8][64][40];
+        const char *txt[8][64];
+        double num[8][64];
+        int isnull[8][64];
+        static const char *words[] = {"a", "bb", "", "hello world!", "longer than twelve", "x,y", "q\"uote", "0"};
+        for (int c = 0; c < ncol; c++)
+            for (int r = 0; r < rows; r++) {
+                int null = c > 0 && rnd() % 5 == 0;
+                isnull[c][r] = null;
+                const char *f = fmt[c];
+                if (c == 0) { num[c][r] = (double)(rnd() % 2); snprintf(cell[c][r], 40, "%d", (int)num[c][r]);
+                } else if (c <= nd ||
+                        (f[0] != 'u' && f[0] != 'U' && f[0] != 'z' && f[0] != 'Z' && f[0] != 'v' && f[0] != 'd')) {
+                    double x = (double)(rnd() % 200) - (strchr("CSIL", f[0]) ? 0 : 100);
+                    if (f[0] == 'b') x = (double)(rnd() % 2);
+                    if ((f[0] == 'f' || f[0] == 'g') && rnd() % 2) x = x * 0.25;   // not counts: dense_raw below
+                    num[c][r] = x;
+                    snprintf(cell[c][r], 40, "%.17g", x);
+                } else snprintf(cell[c][r], 40, "%s", words[rnd() % 8]);
+                txt[c][r] = null ? NULL : cell[c][r];
+            }
+        int raw = 0;
+        for (int j = 0; j < nd; j++) raw |= fmt[1 + j][0] == 'f' || fmt[1 + j][0] == 'g';
+        // the CSV text (quoted where needed; a null is an empty field)
+        char *text = (char *)zalloc(64 * 64 * 8 + 4096);
+        size_t n = 0;
+        for (int c = 0; c < ncol; c++) {
+            snprintf(names[c], 8, "c%d", c);
+            n += (size_t)sprintf(text + n, "%s%s", c ? "," : "", names[c]);
+        }
+        text[n++] = '\n';
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < ncol; c++) {
+                const char *v = txt[c][r];
+                if (c) text[n++] = ',';
+                if (!v) continue;
+                int q = strchr(v, ',') || strchr(v, '"');
+                if (q) text[n++] = '"';
+                for (const char *s = v; *s; s++) { if (*s == '"') text[n++] = '"'; text[n++] = *s; }
+                if (q) text[n++] = '"';
+            }
+            text[n++] = '\n';
+        }
+        text[n] = 0;
+        REQUIRE(spit(csv, text) == 0);
+        // the stream: random batch cuts, random padding (offsets)
+        for (int c = 0; c < ncol; c++) {
+            struct ArrowSchema *s = sch(&p, names[c], fmt[c][0] == 'd' ? "s" : fmt[c]);
+            if (fmt[c][0] == 'd') {
+                s->dictionary = (struct ArrowSchema *)zalloc(sizeof *s->dictionary);
+                s->dictionary->format = "U"; s->dictionary->name = ""; s->dictionary->release = rel_schema;
+            }
+        }
+        for (int r0 = 0; r0 < rows;) {
+            int len = 1 + (int)(rnd() % 16);
+            if (len > rows - r0) len = rows - r0;
+            int poff = (int)(rnd() % 3);
+            struct ArrowArray *cols[8];
+            for (int c = 0; c < ncol; c++) {
+                int pad = (int)(rnd() % 3);
+                const char *f = fmt[c];
+                const char *v[64];
+                double x[64];
+                int nul[64];
+                for (int i = 0; i < poff + len; i++) {   // poff rows before the batch's (any value)
+                    int r = i < poff ? 0 : r0 + i - poff;
+                    v[i] = txt[c][r]; x[i] = num[c][r]; nul[i] = isnull[c][r];
+                }
+                if (f[0] == 'd') {   // a dictionary: each value its own entry, indices reversed
+                    cols[c] = col_num("s", x, nul, poff + len, pad);
+                    const char *dv[64];
+                    for (int i = 0; i < poff + len; i++) {
+                        dv[poff + len - 1 - i] = v[i] ? v[i] : "unused";
+                        ((int16_t *)cols[c]->buffers[1])[pad + i] = (int16_t)(poff + len - 1 - i);
+                    }
+                    cols[c]->dictionary = col_str("U", dv, poff + len, (int)(rnd() % 2));
+                } else if (c > nd && (f[0] == 'u' || f[0] == 'U' || f[0] == 'z' || f[0] == 'Z' || f[0] == 'v'))
+                    cols[c] = col_str(f, v, poff + len, pad);
+                else cols[c] = col_num(f, x, nul, poff + len, pad);
+            }
+            batch(&p, len, poff, cols, ncol);
+            r0 += len;
+        }
+        wd_csv_desc cd;
+        memset(&cd, 0, sizeof cd);
+        char dense[64] = "", cat[64] = "";
+        for (int j = 0; j < nd; j++)
+            snprintf(dense + strlen(dense), 64 - strlen(dense), "%s%s", j ? "," : "", names[1 + j]);
+        for (int k = 0; k < nc; k++)
+            snprintf(cat + strlen(cat), 64 - strlen(cat), "%s%s", k ? "," : "", names[1 + nd + k]);
+        cd.label = "c0"; cd.dense = nd ? dense : NULL; cd.cat = cat; cd.dense_raw = raw;
+        int block = 1 + (int)(rnd() % 20);
+        wd_status st = convert_csv(csv, &cd, a, block);
+        if (st) {
+            printf("  iteration %d: the CSV text did not convert: %s\n", iter, wd_last_error());
+            tl_fails++;
+            pool_free();
+            continue;
+        }
+        counts_reset();
+        st = convert_stream(&p, &cd, b, block, 1 + iter % 2, 0, NULL);
+        if (st || !same_file(a, b)) {
+            printf("  iteration %d: %s: %s\n", iter, st ? "refused" : "differs from the CSV's",
+                    st ? wd_last_error() : "");
+            tl_fails++;
+        } else valid_ok++;
+        CHECK(released_streams == opened && released_arrays == 2 * p.nbatches);
+        // one corruption of a random batch: always refused
+        struct ArrowArray *bt = &p.batch[rnd() % (uint64_t)p.nbatches];
+        int c = (int)(rnd() % (uint64_t)ncol);
+        struct ArrowArray *col = bt->children[c];
+        const char *f = fmt[c];
+        int kind = (int)(rnd() % 4);
+        if (kind == 0) col->length = bt->offset + bt->length - 1;   // shorter than the batch reads
+        else if (kind == 1) bt->n_children = ncol + 1;               // other columns (the schema changed)
+        else if (kind == 2) col->n_buffers += 1;                     // other buffers (another type)
+        else if (f[0] == 'u' || f[0] == 'z')
+            ((int32_t *)col->buffers[1])[col->offset + bt->offset + bt->length] = -1;   // an offset out of range
+        else if (f[0] == 'U' || f[0] == 'Z') ((int64_t *)col->buffers[1])[col->offset + bt->offset + bt->length] = -1;
+        else if (f[0] == 'd')
+            ((int16_t *)col->buffers[1])[col->offset + bt->offset] =
+                    (int16_t)col->dictionary->length;   // past the dictionary
+        else bt->n_children = 0;
+        if (kind == 3 && f[0] == 'd' && !wd__arrow_valid(col, col->offset + bt->offset))
+            bt->n_children = 0;   // a null index is not read
+        counts_reset();
+        cd.buckets = 64;
+        st = convert_stream(&p, &cd, b, block, 1, 0, NULL);
+        if (st == WD_ERR_CORRUPT) corrupt_refused++;
+        else {
+            printf("  iteration %d: corruption %d of column %d (%s) gave %s: %s\n", iter, kind, c, f,
+                    wd_status_string(st), wd_last_error());
+            tl_fails++;
+        }
+        CHECK(released_streams == opened);
+        pool_free();
+    }
+    printf("  random streams: %d valid ones equal to their CSV's .wdr, %d corrupted ones refused\n", valid_ok,
+            corrupt_refused);
+}
+
+// Random list columns (list<utf8>, large_list<int64>): valid ones convert,
+// with each sample's ids those of its list's values; corrupted ones are refused.
+static void test_random_lists(void) {
+    char out[300];
+    tmp(out, sizeof out, "rand-lists.wdr");
+    int ok = 0, refused_n = 0;
+    for (int iter = 0; iter < 40; iter++) {
+        producer p;
+        memset(&p, 0, sizeof p);
+        p.fail_at = -1;
+        int large = iter % 2, rows = 1 + (int)(rnd() % 30);
+        sch(&p, "y", "c");
+        struct ArrowSchema *ls = sch(&p, "L", large ? "+L" : "+l");
+        struct ArrowSchema **it = (struct ArrowSchema **)zalloc(sizeof(void *));
+        it[0] = (struct ArrowSchema *)zalloc(sizeof **it);
+        it[0]->format = large ? "l" : "u"; it[0]->name = "item"; it[0]->release = rel_schema;
+        ls->children = it; ls->n_children = 1;
+        static const char *words[] = {"a", "bb", "", "a long value, over twelve", "7"};
+        const char *vals[256];
+        double nums[256];
+        int nulls[256], lnull[64], nv = 0;
+        int64_t offs[65];
+        double y[64];
+        offs[0] = 0;
+        for (int r = 0; r < rows; r++) {   // 0..4 values a row, some null; some rows a null list
+            int n = (int)(rnd() % 5);
+            lnull[r] = rnd() % 6 == 0;
+            for (int e = 0; e < n && !lnull[r]; e++, nv++) {
+                nulls[nv] = rnd() % 5 == 0;
+                vals[nv] = nulls[nv] ? NULL : words[rnd() % 5];
+                nums[nv] = (double)(rnd() % 1000) - 500;
+            }
+            offs[r + 1] = nv;
+            y[r] = (double)(rnd() % 2);
+        }
+        struct ArrowArray *values = large ? col_num("l", nums, nulls, nv, 0) : col_str("u", vals, nv, 0);
+        struct ArrowArray *cols[2] = {
+                col_num("c", y, NULL, rows, 0), col_list(large ? "+L" : "+l", offs, lnull, rows, values)};
+        batch(&p, rows, 0, cols, 2);
+        wd_csv_desc cd;
+        memset(&cd, 0, sizeof cd);
+        cd.label = "y"; cd.cat = "L"; cd.buckets = 997;
+        wd_status st = convert_stream(&p, &cd, out, 1 + (int)(rnd() % 8), 1, 0, NULL);
+        wd_reader *r = NULL;
+        int64_t seen = 0, bad = st != WD_OK;
+        if (!st && wd_reader_open(out, &r) == WD_OK) {
+            for (int64_t blk = 0; blk < wd_reader_nblocks(r); blk++) {
+                const wd_batch *b;
+                if (wd_reader_block(r, blk, &b) != WD_OK) { bad = 1; break; }
+                for (int i = 0; i < b->n; i++, seen++) {
+                    int cnt, q = 0;
+                    const uint32_t *ids = wd_batch_sample_ids(b, 0, i, &cnt);
+                    for (int64_t e = offs[seen]; !lnull[seen] && e < offs[seen + 1]; e++) {
+                        if (nulls[e]) continue;
+                        char txt[32];
+                        const char *v = large ? txt : vals[e];
+                        if (large) snprintf(txt, sizeof txt, "%lld", (long long)nums[e]);
+                        bad |= q >= cnt || ids[q] != wd_hash_bucket(v, strlen(v), 0, 997);
+                        q++;
+                    }
+                    bad |= q != cnt;
+                }
+            }
+            wd_reader_close(r);
+        }
+        if (bad || seen != rows) {
+            printf("  iteration %d: %s\n", iter, st ? wd_last_error() : "the ids differ");
+            tl_fails++;
+        } else ok++;
+        // one corruption: refused
+        struct ArrowArray *l = p.batch[0].children[1];
+        int kind = (int)(rnd() % 3);
+        if (kind == 0) l->length = rows - 1;   // shorter than the batch
+        else if (kind == 1) {   // the last offset past the values (or, with none, an offset below the one before)
+            if (large) ((int64_t *)l->buffers[1])[rows] = nv + 1; else ((int32_t *)l->buffers[1])[rows] = nv + 1;
+        } else l->n_children = 2;
+        st = convert_stream(&p, &cd, out, 4, 1, 0, NULL);
+        if (st == WD_ERR_CORRUPT) refused_n++;
+        else {
+            printf("  iteration %d: corruption %d gave %s: %s\n", iter, kind, wd_status_string(st), wd_last_error());
+            tl_fails++;
+        }
+        pool_free();
+    }
+    printf("  random lists: %d valid ones with their values' ids, %d corrupted ones refused\n", ok, refused_n);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    RUN(test_stream_equals_csv);
+    RUN(test_reader_and_training);
+    RUN(test_refusals);
+    RUN(test_lists);
+    RUN(test_random_streams);
+    RUN(test_random_lists);
+    return test_summary("test_arrow");
+}
