@@ -19,9 +19,9 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=109                       # the tests in tests/cli.sh
+CLI_TESTS=119                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
-MPI_TESTS=20                        # the tests in tests/mpi.sh
+MPI_TESTS=23                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=10                  # the tests in tests/ecosystem.sh
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
