@@ -360,7 +360,7 @@ for o in "--save $T/r1only.wdm" "--tensorboard $T/r1only.tb"; do
         eval '[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ $((SECONDS - t0)) -lt 20 ]'
     # (every rank says it; mpirun may end one before its words reach it: the first to exit got them out)
     ck "${o%% *}: named (got $(grep -c "rank 1's ${o%% *} '$T/r1only" "$T/err"))" \
-        [ "$(grep -c "^wd: rank 1's ${o%% *} '$T/r1only.* is not rank 0's (none): rank 0 alone writes" "$T/err")" -ge 1 ]
+        [ "$(grep -c "rank 1's ${o%% *} '$T/r1only.* is not rank 0's (none): rank 0 alone writes" "$T/err")" -ge 1 ]
     ck "${o%% *}: nothing trained" \
         eval '! grep -q "^trained" "$T/out" && [ ! -e "$T/r1only.wdm" ] && [ ! -e "$T/r1only.tb" ]'
 done

@@ -58,13 +58,13 @@
 static const char *g_cmd = "";   // the command being run, for the usage hint
 
 WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
+    char msg[4096];   // said in one write: the ranks of a job share a stderr
     va_list ap;
     va_start(ap, fmt);
-    fputs("wd: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (*g_cmd) fprintf(stderr, "\n(run 'wd %s --help' for usage)\n", g_cmd);
-    else fputs("\n(run 'wd help' for usage)\n", stderr);
+    if (*g_cmd) fprintf(stderr, "wd: %s\n(run 'wd %s --help' for usage)\n", msg, g_cmd);
+    else fprintf(stderr, "wd: %s\n(run 'wd help' for usage)\n", msg);
     return 2;
 }
 // The last error said (an MPI rank that fails before wd_train votes it: mpi_end)
