@@ -694,7 +694,8 @@ bg "$WD" train --train "$T/tr.wdr" --hidden 8 --epochs 100000 --save "$T/dbl.wdm
 ck "setup: wd blocks writing its log" wait_pipe_write $pid
 kill -INT $pid 2>/dev/null; sleep 0.5
 ck "still running after the first SIGINT (it waits for a step boundary)" eval 'kill -0 $pid 2>/dev/null'
-ck "says it stops before training starts (the log's header blocks)" err_has "stopping before training starts (nothing is written)"
+ck "says it stops before training starts (the log's header blocks)" \
+    err_has "stopping before training starts (nothing is written)"
 t0=$(date +%s%N)
 kill -INT $pid 2>/dev/null; wait_pid $pid 20
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -1237,8 +1238,8 @@ begin cli_resume_finished_run
 "$WD" train --train "$T/te.wdr" --hidden 4 --batch 100 --threads 1 --save "$T/fin.wdm" > /dev/null 2>&1
 run "$WD" train --train "$T/te.wdr" --resume "$T/fin.wdm" --threads 1 --save "$T/fin.wdm"
 ck "exit $rc, wanted 0" [ "$rc" = 0 ]
-ck "says there is nothing to train, and why" grep -q "^trained steps=0 samples=0 .*nothing to train: the model is at epoch 1, step 15, \
-where this run ends (--epochs 1)" "$T/out"
+want="nothing to train: the model is at epoch 1, step 15, where this run ends (--epochs 1)"
+ck "says there is nothing to train, and why" grep -q "^trained steps=0 samples=0 .*$want" "$T/out"
 ck "no loss of a step that never ran" eval '! out_has "last_loss"'
 end
 
