@@ -938,8 +938,11 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    equal on every rank and is compared when the communicator is made).
    Each call is started nonblocking and polled, so that a
    rank whose peer called abort (the reason arrives as a message) or that
-   waited longer than the timeout (3600 s) returns WD_ERR_ABORTED naming the
-   rank and the reason instead of waiting forever. A program whose rank
+   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 3600)
+   returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
+   forever; at the timeout it calls the roll (a message every rank polling a
+   collective answers at once) and names the ranks that did not answer
+   within 2 s (a stopped or hung process), and sends that as its abort. A program whose rank
    failed should then end the job (MPI_Abort, as tools/wd.c does): a
    collective left pending cannot be finished. A process killed outright is
    the launcher's to report: mpirun ends the whole job. Every MPI call is
@@ -2301,17 +2304,24 @@ static uint32_t wd__unshuffle4(void *outv, size_t stride, const uint8_t *src, si
     return mx;
 }
 
-// Checks the values of samples [from, from+n) of b against the schema.
-static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int from, int n, const char *where) {
+// Checks the values of samples [from, from+n) of b against the schema. A
+// label outside [0, 1] or an id outside its slot is `bad`: WD_ERR_CORRUPT
+// in data read from a file, WD_ERR_INVALID_ARG in a caller's batch (as
+// wd_predict's); a NaN or infinity is WD_ERR_NUMERIC.
+static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int from, int n, const char *where,
+                                  wd_status bad) {
     int badlw = 0;   // branch-free scan first; locate only on failure
     for (int i = from; i < from + n; i++)
         badlw |= !(b->label[i] >= 0.0f) | !(b->label[i] <= 1.0f) | !(b->weight[i] >= 0.0f) |
                  !(b->weight[i] <= WD_MAX_WEIGHT);
     for (int i = from; badlw && i < from + n; i++) {
         float y = b->label[i];
-        if (!(y >= 0.0f && y <= 1.0f)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: label %g is not in [0,1]", where, i, (double)y);
+        if (!(y >= 0.0f && y <= 1.0f))
+            return wd__fail(isnan(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
+                            (double)y);
         if (!(b->weight[i] >= 0.0f && b->weight[i] <= WD_MAX_WEIGHT))
-            return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is outside [0, %g] (WD_MAX_WEIGHT)", where, i,
+            return wd__fail(isnan(b->weight[i]) || isinf(b->weight[i]) ? WD_ERR_NUMERIC : bad,
+                            "%s: sample %d: weight %g is outside [0, %g] (WD_MAX_WEIGHT)", where, i,
                             (double)b->weight[i], (double)WD_MAX_WEIGHT);
     }
     const float *dv = b->dense + (size_t)from * (size_t)s->ndense;
@@ -2335,7 +2345,8 @@ static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int fro
                 for (int j = 0; j < c; j++) hit |= q[j] >= s->slot[k].buckets;
                 if (hit) break;
             }
-            return wd__fail(WD_ERR_CORRUPT, "%s: sample %d: slot %d (%s): id %u is outside its %u buckets", where, i, k, s->slot[k].name, mx, s->slot[k].buckets);
+            return wd__fail(bad, "%s: sample %d: slot %d (%s): id %u is outside its %u buckets", where, i, k,
+                            s->slot[k].name, mx, s->slot[k].buckets);
         }
     }
     return WD_OK;
@@ -2446,14 +2457,14 @@ static wd_status wd__out_open(wd__outfile *o, const char *path) {
     wd__temp_name(o->tmp, n, path);
     o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (o->fd < 0) {
-        wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+        wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create: %s", path, strerror(errno));   // the name as written
         wd__free(o->path); wd__free(o->tmp);
         return st;
     }
     return WD_OK;
 }
 static wd_status wd__out_write(wd__outfile *o, const void *p, size_t n) {
-    WD__TRY(wd__write_all(o->fd, p, n, o->tmp));
+    WD__TRY(wd__write_all(o->fd, p, n, o->path));
     o->bytes += (int64_t)n;
     return WD_OK;
 }
@@ -2467,7 +2478,7 @@ static void wd__out_abort(wd__outfile *o) {
 // fsync, close, rename onto the final name, fsync the directory.
 static wd_status wd__out_commit(wd__outfile *o) {
     if (fsync(o->fd) != 0) {
-        wd_status st = wd__fail(WD_ERR_IO, "%s: fsync failed: %s", o->tmp, strerror(errno));
+        wd_status st = wd__fail(WD_ERR_IO, "%s: fsync failed: %s", o->path, strerror(errno));
         wd__out_abort(o);
         return st;
     }
@@ -2739,7 +2750,7 @@ WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b) {
         return wd__fail(WD_ERR_SCHEMA, "%s: appended batch has %d dense/%d slots, file has %d/%d", w->file.out.path, b->ndense, b->nslots, w->file.schema.ndense, w->file.schema.nslots);
     for (int k = 0; k < b->nslots; k++)
         if (b->kind[k] != w->file.schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "%s: slot %d kind differs", w->file.out.path, k);
-    WD__TRY(wd__check_values(&w->file.schema, b, 0, b->n, w->file.out.path));
+    WD__TRY(wd__check_values(&w->file.schema, b, 0, b->n, w->file.out.path, WD_ERR_INVALID_ARG));
     for (int at = 0; at < b->n;) {
         int take = WD__MIN(b->n - at, w->block_samples - w->pending.n);
         wd_status st = wd_batch_append(&w->pending, b, at, take);
@@ -3070,7 +3081,7 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     if (suspect | nonfinite) {   // find and name the offending sample
         char where[300];
         snprintf(where, sizeof where, "%s: block %lld", path, blk);
-        wd_status st = wd__check_values(s, dst, at, (int)n, where);
+        wd_status st = wd__check_values(s, dst, at, (int)n, where, WD_ERR_CORRUPT);
         if (st) return st;   // dst->n unchanged: the bad samples are not exposed
     }
     dst->n = at + (int)n;
@@ -3177,7 +3188,8 @@ static wd_status wd__each_item(const char *list, wd_status (*fn)(const char *, s
 #define WD__CSV_MAXCOLS (WD_MAX_SLOTS + WD_MAX_DENSE + 64)
 // Splits one CSV line (RFC 4180) into at most max fields: spans into the
 // line, or into *scratch (caller frees) for quoted fields holding "" escapes.
-// Returns the field count, or -1 (too many fields) / -2 (a stray quote);
+// Returns the field count, or -1 (too many fields) / -2 (a stray quote) /
+// -4 (a quote the line does not close) / -3 (out of memory);
 // *scratch is set (and the caller frees it) whatever the result.
 static int wd__csv_split(const char *line, size_t len, char delim, const char **fs, size_t *fl, int max, char **scratch) {
     const char *p = line, *end = line + len;
@@ -3191,7 +3203,7 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
             const char *q = p + 1, *start = q;
             int esc = 0;
             for (;; q++) {
-                if (q >= end) return -2;
+                if (q >= end) return -4;
                 if (*q == '"') { if (q + 1 < end && q[1] == '"') { esc = 1; q++; continue; } break; }
             }
             if (!esc) { fs[n] = start; fl[n] = (size_t)(q - start); }
@@ -3302,8 +3314,16 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
     int nc = wd__csv_split(t->header, hl, delim, c->cols, c->lens, WD__CSV_MAXCOLS, &scratch);
     wd_status st = WD_OK;
     if (nc == -1) st = wd__fail(WD_ERR_LIMIT, "csv: more than %d columns", WD__CSV_MAXCOLS);
-    else if (nc < 0) st = wd__fail(WD_ERR_INVALID_ARG, "csv: the header is not valid CSV (a stray quote)");
+    else if (nc == -3) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    else if (nc < 0)
+        st = wd__fail(WD_ERR_INVALID_ARG, "csv: the header is not valid CSV (%s)",
+                      nc == -4 ? "an unterminated quote" : "a stray quote");
     else t->ncols = nc;
+    for (int i = 0; !st && i < t->ncols; i++)   // a name given twice would silently mean its first column
+        for (int j = i + 1; !st && j < t->ncols; j++)
+            if (c->lens[i] && c->lens[i] == c->lens[j] && memcmp(c->cols[i], c->cols[j], c->lens[i]) == 0)
+                st = wd__fail(WD_ERR_INVALID_ARG, "csv: columns %d and %d of the header are both named '%.*s': "
+                              "a name must be given once", i + 1, j + 1, (int)WD__MIN(c->lens[i], 100), c->cols[i]);
     if (!st) { c->role = 1; st = wd__csv_assign(d->label, strlen(d->label), c); }
     if (!st) { c->role = 2; st = wd__each_item(d->dense, wd__csv_assign, c); }
     if (!st) { c->role = 3; st = wd__each_item(d->cat, wd__csv_assign, c); }
@@ -3908,6 +3928,9 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
     wd_status st = WD_OK;
     if (nf == -1) st = wd__fail(WD_ERR_PARSE, "more than %d fields", want);
     else if (nf == -2) st = wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
+    else if (nf == -4)
+        st = wd__fail(WD_ERR_PARSE, "an unterminated quote: a quoted field the line does not close "
+                      "(a quoted field cannot hold a line break)");
     else if (nf < 0) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { wd__free(scratch); return st; }
     if (nf != want) st = wd__fail(WD_ERR_PARSE, lc >= 0 ? "%d fields, the header has %d besides the label" : "%d fields, the header has %d", nf, want);
@@ -4546,6 +4569,10 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed", wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
     }
     if (d->ids_output && wd__same_file(d->ids_output, d->output)) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
+    if (d->vocab_capacity && !sized)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: vocab_capacity sizes a new vocabulary's tables, and here "
+                        "every slot hashes into the buckets given (no vocabulary is made): set min_count for one "
+                        "(the CLI: --min-count K), or leave the buckets to be sized from the data");
     if (sized && once)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->extend_vocab ? "extend_vocab (counting new values)" : d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
     wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
@@ -4574,9 +4601,14 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             // slots of at most WD__EXACT_MAX values: an id per value (no
             // collisions, d + 1 rows), unless a vocabulary came with the spec
             int exact[WD_MAX_SLOTS] = {0}, nexact = 0;
-            for (int k = 0; !spec->vocab && k < spec->schema.nslots; k++)
+            for (int k = 0; !st && !spec->vocab && k < spec->schema.nslots; k++)
                 if (!spec->schema.slot[k].buckets && !c.sink->over[k]) { exact[k] = 1; nexact++; }
-            if (nexact) st = wd__vocab_from(c.sink, 1, d->vocab_capacity, exact, &vocab);
+                else if (!spec->schema.slot[k].buckets && d->vocab_capacity)   // it hashes: no room to grow into
+                    st = wd__fail(WD_ERR_INVALID_ARG, "wd_convert: slot %s has more than %d distinct values, "
+                                  "so it hashes and vocab_capacity cannot give it room to grow: set min_count "
+                                  "for a vocabulary of every slot (the CLI: --min-count K)",
+                                  spec->schema.slot[k].name, WD__EXACT_MAX);
+            if (nexact && !st) st = wd__vocab_from(c.sink, 1, d->vocab_capacity, exact, &vocab);
             if (nexact && !st) st = wd__spec_use_vocab(spec, vocab);
             for (int k = 0; !st && k < spec->schema.nslots; k++) {
                 if (spec->schema.slot[k].buckets) continue;
@@ -5022,7 +5054,7 @@ static void wd__loader_decode(wd_loader *l, wd__lworker *w, int64_t j) {
         if (!st) {
             char where[WD__ERR_MAX / 2];
             snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300), (long long)p->block);
-            if ((st = wd__check_values(&l->schema, &s->b, 0, s->b.n, where)) != WD_OK) corrupt = 0;
+            if ((st = wd__check_values(&l->schema, &s->b, 0, s->b.n, where, WD_ERR_INVALID_ARG)) != WD_OK) corrupt = 0;
         }
     }
     double t3 = wd__now();
@@ -6852,6 +6884,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
 // ---- MPI: one rank per process ----
 #define WD__MPI_NOTE 400            // an abort notice: the reason, NUL-padded
 #define WD__MPI_TAG 7
+#define WD__MPI_ASK 8               // a roll call (a rank that waited past the timeout asks who is there)
+#define WD__MPI_HERE 9              // its answer
 enum { WD__MPI_SUMS, WD__MPI_GATHERS, WD__MPI_ROUNDS };   // MPI_Iallreduce calls, whole MPI_Iallgatherv, rounds of broadcasts
 typedef struct wd__mpi {
     wd_comm self;
@@ -6880,10 +6914,56 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
         if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
     }
 }
+// A roll call from a rank that waited past its timeout: answered at once
+// (any rank polling a collective is there; a stopped one is not).
+static void wd__mpi_answer(wd__mpi *h) {
+    int flag = 0, x = 0;
+    MPI_Status s;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_ASK, h->ctl, &flag, &s) == MPI_SUCCESS && flag) {
+        if (MPI_Recv(&x, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_ASK, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
+        MPI_Request rq;
+        if (MPI_Isend(&h->self.rank, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE, h->ctl, &rq) == MPI_SUCCESS)
+            MPI_Request_free(&rq);
+    }
+}
+// The timeout's reason, naming the ranks that do not answer a roll call
+// within `grace` seconds (a stopped or hung process; the others, waiting in
+// a collective, answer at once) into why.
+static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double grace, char *why, size_t n) {
+    wd__mpi *h = (wd__mpi *)c->impl;
+    unsigned char *here = (unsigned char *)wd__calloc((size_t)c->size);
+    int ask = c->rank, x = 0, flag = 0, missing = 0;
+    size_t k = (size_t)snprintf(why, n, "waited %.0f s in %s for the other ranks: timeout", waited, what);
+    if (!here) return;
+    here[c->rank] = 1;
+    for (int q = 0; q < c->size; q++) {
+        MPI_Request rq;
+        if (q != c->rank && MPI_Isend(&ask, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
+            MPI_Request_free(&rq);
+    }
+    for (double t0 = wd__now(); wd__now() - t0 < grace;) {
+        MPI_Status s;
+        wd__mpi_answer(h);
+        while (MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_HERE, h->ctl, &flag, &s) == MPI_SUCCESS && flag &&
+               MPI_Recv(&x, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE, h->ctl, MPI_STATUS_IGNORE) == MPI_SUCCESS)
+            here[s.MPI_SOURCE] = 1;
+        int all = 1;
+        for (int q = 0; q < c->size; q++) all &= here[q];
+        if (all) break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int q = 0; q < c->size && k < n; q++)
+        if (!here[q]) k += (size_t)snprintf(why + k, n - k, "%s%d", missing++ ? ", " : "; rank ", q);
+    if (missing && k < n) snprintf(why + k, n - k, " did not answer within %.0f s (stopped or hung)", grace);
+    else if (k < n) snprintf(why + k, n - k, "; every rank answered (a slow rank; raise WD_COMM_TIMEOUT)");
+    wd__free(here);
+}
 // An abort notice from another rank: this rank is aborted too, with its reason.
 static void wd__mpi_notice(wd__mpi *h) {
     int flag = 0;
     MPI_Status s;
+    if (!h->aborted) wd__mpi_answer(h);
     if (h->aborted || MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_TAG, h->ctl, &flag, &s) != MPI_SUCCESS || !flag) return;
     char msg[WD__MPI_NOTE];
     if (MPI_Recv(msg, WD__MPI_NOTE, MPI_CHAR, s.MPI_SOURCE, WD__MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
@@ -6919,7 +6999,7 @@ static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, int n, const char *wh
         }
         if (waited > h->timeout) {
             char why[WD__MPI_NOTE];
-            snprintf(why, sizeof why, "waited %.0f s in %s for the other ranks: timeout", waited, what);
+            wd__mpi_rollcall(c, what, waited, WD__MIN(2.0, h->timeout), why, sizeof why);
             wd__mpi_abort(c, WD_ERR_ABORTED, why);
             return wd__fail(WD_ERR_ABORTED, "%s", h->why);
         }
@@ -7030,7 +7110,8 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    h->timeout = 3600.0;
+    h->timeout = wd_env_number("WD_COMM_TIMEOUT", 3600.0);   // seconds, as the other communicators' (0 or less: 3600)
+    if (!(h->timeout > 0)) h->timeout = 3600.0;
     h->parent = getppid();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -8125,7 +8206,7 @@ static wd_status wd__batch_check(const wd_batch *b, const wd_schema *s, const ch
                 if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
                     return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s): offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who, k, s->slot[k].name, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
     }
-    return wd__check_values(s, b, 0, b->n, who);
+    return wd__check_values(s, b, 0, b->n, who, WD_ERR_INVALID_ARG);
 }
 // A stream's next batch from the source, checked and padded to the rank's
 // batch with weight-0 samples (as the loader pads); *out = NULL at its end.
@@ -9182,9 +9263,20 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
     }
     return 0;
 }
+// A training position a file may hold: counters at most 2^53 (far from
+// overflow), a batch size at most 2^30; save and load both ask.
+static int wd__position_bad(const wd_model *m) {
+    const int64_t lim = (int64_t)1 << 53;
+    return m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim ||
+           m->batch_size < 0 || m->batch_size > (1 << 30);
+}
 static wd_status wd__model_write(const wd_model *m, const char *path, int weights_only) {
     char why[200];
     if (wd__model_unsound(m, why, sizeof why)) return wd__fail(WD_ERR_NUMERIC, "%s: not saved: %s (it could not be loaded)", wd__tail(path, 400), why);
+    if (wd__position_bad(m))
+        return wd__fail(WD_ERR_LIMIT, "%s: not saved: the training position (epoch %lld, batch %lld, step %lld) "
+                        "is past 2^53 (it could not be loaded)", wd__tail(path, 400), (long long)m->epoch,
+                        (long long)m->batch, (long long)m->step);
     wd__outfile o;
     WD__TRY(wd__out_open(&o, path));
     uint8_t head[12];
@@ -9328,8 +9420,7 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         m->after_error = (int)(flags & 1);
         m->weights_only = (int)(flags >> 1 & 1);
         if (flags > (version >= 3 ? 3u : 1u)) st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path, (unsigned long long)flags);
-        const int64_t lim = (int64_t)1 << 53;   // counters stay far from overflow
-        if (!st && (m->epoch < 0 || m->epoch > lim || m->batch < 0 || m->batch > lim || m->step < 0 || m->step > lim || m->batch_size < 0 || m->batch_size > (1 << 30)))
+        if (!st && wd__position_bad(m))
             st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path, (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
     }
     if (!st && version >= 3) {   // the input contract (older files have none: m->in.known stays 0)

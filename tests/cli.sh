@@ -694,7 +694,8 @@ bg "$WD" train --train "$T/tr.wdr" --hidden 8 --epochs 100000 --save "$T/dbl.wdm
 ck "setup: wd blocks writing its log" wait_pipe_write $pid
 kill -INT $pid 2>/dev/null; sleep 0.5
 ck "still running after the first SIGINT (it waits for a step boundary)" eval 'kill -0 $pid 2>/dev/null'
-ck "says it stops after the current step" err_has "stopping after the current step"
+ck "says it stops before training starts (the log's header blocks)" \
+    err_has "stopping before training starts (nothing is written)"
 t0=$(date +%s%N)
 kill -INT $pid 2>/dev/null; wait_pid $pid 20
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -722,19 +723,11 @@ ck "no output and no temporary file" eval '[ ! -e "$T/ci.wdr" ] && no_temps'
 rm -f "$T/cin.tsv"
 end
 # a second SIGINT exits at once, removing the output's temporary file; here
-# wd waits for more input
+# wd waits for more input (tests/sigint_convert.sh)
+. "$(dirname "$0")/sigint_convert.sh"
 begin cli_double_sigint_convert
-rm -f "$T/cd.wdr" "$T/cdin.tsv"; mkfifo "$T/cdin.tsv"
-exec 8<>"$T/cdin.tsv"
-bg "$WD" convert --format criteo --buckets 1000 -o "$T/cd.wdr" "$T/cdin.tsv"
-timeout 10 head -100 "$T/g.tsv" >&8
-ck "setup: the conversion started (cd.wdr.tmp-$pid)" wait_file "$T/cd.wdr.tmp-$pid"
-kill -INT $pid 2>/dev/null; sleep 0.5
-ck "still running after the first SIGINT" eval 'kill -0 $pid 2>/dev/null'
-kill -INT $pid 2>/dev/null; wait_pid $pid 20
-ck "exit $rc after the second SIGINT, wanted 130" [ "$rc" = 130 ]
-ck "no output and no temporary file" eval '[ ! -e "$T/cd.wdr" ] && no_temps'
-exec 8>&-; rm -f "$T/cdin.tsv"
+ck "setup: g.tsv" have "$T/g.tsv"
+double_sigint_convert "$WD" "$T" "$T/g.tsv"
 end
 
 # ---- training options ---------------------------------------------------------------------------------------
@@ -1168,6 +1161,205 @@ fails_with "export --onnx M.wdm (no output)" 2 "export [--onnx] M.wdm OUT: the o
     "$WD" export --onnx "$T/im.wdm"
 ck "export --help gives the one order" \
     eval '"$WD" export --help | grep -qF "export [--onnx [--values-from TEXT,...]] M.wdm OUT"'
+# ---- lost output, hangs, misleading errors (issue 30, items 7-13) and second checks -------------------------
+# A closed standard stream is opened on /dev/null: the output's file cannot
+# take its number (convert's progress lines used to land in the .wdr, predict's
+# summary in PRED.txt)
+begin cli_closed_std_streams
+ck "setup: g.tsv, m.wdm, te.wdr" have "$T/g.tsv" "$T/m.wdm" "$T/te.wdr"
+rm -f "$T/cs1.wdr" "$T/cs2.wdr"
+cs=(convert --format criteo --buckets 1000 --block 500 --progress-every 0.0001)
+"$WD" "${cs[@]}" -o "$T/cs1.wdr" "$T/g.tsv" > /dev/null 2>&1
+"$WD" "${cs[@]}" -o "$T/cs2.wdr" "$T/g.tsv" > /dev/null 2>&-; rc=$?
+ck "convert 2>&-: exit $rc" [ "$rc" = 0 ]
+ck "convert 2>&-: the output verifies" \
+    eval '"$WD" inspect --verify "$T/cs2.wdr" 2>&1 | grep -q "^verify:   OK, 40 blocks"'
+ck "convert 2>&-: its blocks are those of convert 2>/dev/null" same_blocks 0 "$T/cs1.wdr" 0 "$T/cs2.wdr" 800
+"$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/cs1.txt" > /dev/null 2>&1
+"$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/cs2.txt" >&- 2>&-; rc=$?
+ck "predict >&- 2>&-: exit $rc, the same 1500 lines" \
+    eval '[ "$rc" = 0 ] && have "$T/cs1.txt" && cmp -s "$T/cs1.txt" "$T/cs2.txt"'
+end
+
+# Signal handlers come before any temporary file (check_output's probe of
+# the output's directory included): an LD_PRELOAD shim fails wd (exit 99) when
+# it creates a "NAME.tmp-PID" file while SIGTERM still has no handler, the
+# window where a signal killed wd and left the file
+begin cli_handlers_before_temporaries
+cat > "$T/shim.c" <<'SHIM'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+int open(const char *p, int fl, ...) {
+    va_list ap; va_start(ap, fl); int mode = (fl & O_CREAT) ? va_arg(ap, int) : 0; va_end(ap);
+    struct sigaction sa;
+    if (strstr(p, ".tmp-") && sigaction(SIGTERM, NULL, &sa) == 0
+        && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)) {
+        static const char m[] = "shim: a temporary file before the signal handlers\n";
+        if (write(2, m, sizeof m - 1)) {}
+        _exit(99);
+    }
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    return real(p, fl, mode);
+}
+SHIM
+if ${CC:-cc} -shared -fPIC -O1 -o "$T/shim.so" "$T/shim.c" -ldl > "$T/cc.err" 2>&1; then
+    bad=
+    hs() { local name=$1; shift; LD_PRELOAD="$T/shim.so" "$@" > "$T/out" 2> "$T/err"; rc=$?
+           { [ "$rc" = 0 ] && ! err_has "shim:"; } || bad="$bad | $name: exit $rc $(head -c 120 "$T/err")"; }
+    hs convert "$WD" convert --format criteo --buckets 100 -o "$T/hs.wdr" "$T/g.tsv"
+    hs train "$WD" train --train "$T/te.wdr" --hidden 4 --max-steps 1 --threads 1 --save "$T/hs.wdm"
+    hs gen "$WD" gen -o "$T/hs-g.wdr" --rows 10
+    hs predict "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/hs.txt"
+    hs export "$WD" export "$T/m.wdm" "$T/hs-e.wdm"
+    hs export-onnx "$WD" export --onnx "$T/hs.onnx" "$T/m.wdm"
+    hs dump "$WD" dump "$T/te.wdr" "$T/hs-dump"
+    ck "handlers before the first temporary file:$bad" [ -z "$bad" ]
+    LD_PRELOAD="$T/shim.so" bash -c ': > "$1"' - "$T/ctl.tmp-1" 2> /dev/null; rc=$?
+    ck "control: the shim stops a shell creating NAME.tmp-1 (exit $rc, wanted 99)" [ "$rc" = 99 ]
+    end
+else skip cli_handlers_before_temporaries "cannot build the shim: $(head -c 200 "$T/cc.err")"; fi
+
+# Every output's name is checked as it will be written, before any work: a
+# last component over NAME_MAX (255 bytes) used to pass (the probe tried a
+# shortened temporary name) and fail after training, losing the model
+begin cli_output_names_checked
+long=$(printf 'n%.0s' $(seq 252))
+rm -f "$T/onc.csv"
+fails_with "--save of 256 bytes" 1 "--save $T/$long.wdm: cannot be written: File name too long" \
+    "$WD" train --train "$T/te.wdr" --hidden 4 --max-steps 3 --threads 1 --save "$T/$long.wdm" --log "$T/onc.csv"
+ck "--save of 256 bytes: refused before training (no log)" [ ! -e "$T/onc.csv" ]
+fails_with "convert -o of 256 bytes" 1 "-o $T/$long.wdr: cannot be written: File name too long" \
+    "$WD" convert --format criteo --buckets 100 -o "$T/$long.wdr" "$T/g.tsv"
+fails_with "--id-column's OUT.wdr.ids of 256 bytes" 1 "$T/${long}a.ids: cannot be written: File name too long" \
+    "$WD" convert --format csv --label click --cat c --id-column c -o "$T/${long}a" "$T/va.csv"
+fails_with "--log of 256 bytes" 1 "--log $T/$long.csv: cannot be written: File name too long" \
+    "$WD" train --train "$T/te.wdr" --hidden 4 --max-steps 3 --threads 1 --log "$T/$long.csv"
+fails_with "--tensorboard of 256 bytes" 1 "--tensorboard $T/$long.tbd: cannot be written: File name too long" \
+    "$WD" train --train "$T/te.wdr" --hidden 4 --max-steps 3 --threads 1 --tensorboard "$T/$long.tbd"
+fails_with "--tensorboard naming a file" 2 "is not a directory" \
+    "$WD" train --train "$T/te.wdr" --hidden 4 --max-steps 3 --tensorboard "$T/g.tsv"
+fails_with "predict -o of 256 bytes" 1 "-o $T/$long.txt: cannot be written" \
+    "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/$long.txt"
+ck "nothing written, no temporary file" eval '[ -z "$(find "$T" -name "nnnn*" | head -1)" ] && no_temps'
+end
+
+# Misleading errors: a bad setting is named as such; a write error names the
+# file as given, never its temporary name; CSV says what is wrong with a line
+begin cli_errors_say_what
+WD_MEMORY_LIMIT=garbage run "$WD" inspect --verify "$T/g.wdr"
+ck "WD_MEMORY_LIMIT=garbage: exit $rc, the setting named" \
+    eval '[ "$rc" = 1 ] && err_has "WD_MEMORY_LIMIT '"'"'garbage'"'"' is not a size" && ! err_has "is bad"'
+(ulimit -f 64; trap '' XFSZ; exec \
+    "$WD" convert --format criteo --buckets 1000 -o "$T/fsz.wdr" "$T/g.tsv") > "$T/out" 2> "$T/err"; rc=$?
+ck "convert past a 64 KiB file size limit: exit $rc, names fsz.wdr, not its temporary name" \
+    eval '[ "$rc" = 1 ] && err_has "$T/fsz.wdr: " && ! err_has ".tmp-" && no_temps'
+printf 'y,a,b\n1,x,"y\n0,z,w\n' > "$T/q.csv"
+fails_with "an unterminated quote" 1 "q.csv:2: an unterminated quote" \
+    "$WD" convert --format csv --label y --cat a,b -o "$T/q.wdr" "$T/q.csv"
+printf 'y,a,b,a\n1,x,y,z\n' > "$T/dup.csv"
+fails_with "a column named twice" 1 "columns 2 and 4 of the header are both named 'a'" \
+    "$WD" convert --format csv --label y --cat a,b -o "$T/dup.wdr" "$T/dup.csv"
+ck "no output" eval '[ ! -e "$T/q.wdr" ] && [ ! -e "$T/dup.wdr" ]'
+end
+
+# --vocab-capacity is honoured or refused, never ignored: with --buckets (no
+# vocabulary) and for a slot of more than 4096 values (it hashes: no room)
+begin cli_vocab_capacity_never_ignored
+fails_with "with --buckets" 1 "vocab_capacity sizes a new vocabulary" \
+    "$WD" convert --format csv --label click --cat c,d --buckets 100 --vocab-capacity 50 -o "$T/vc.wdr" "$T/va.csv"
+fails_with "a slot of more than 4096 values" 1 "has more than 4096 distinct values" \
+    "$WD" convert --format criteo --vocab-capacity 100 -o "$T/vc.wdr" "$T/g.tsv"
+run "$WD" convert --format csv --label click --cat c,d --buckets 100 --min-count 1 --vocab-capacity 50 \
+    -o "$T/vc.wdr" "$T/va.csv"
+ck "with --min-count (a vocabulary): exit $rc, tables of 51 rows" \
+    eval '[ "$rc" = 0 ] && "$WD" inspect "$T/vc.wdr" | grep -q "^  slot 0   c  *51 buckets"'
+end
+
+# Resuming a run that has finished trains nothing and says so (it printed
+# "trained steps=0 ... last_loss=0.00000")
+begin cli_resume_finished_run
+"$WD" train --train "$T/te.wdr" --hidden 4 --batch 100 --threads 1 --save "$T/fin.wdm" > /dev/null 2>&1
+run "$WD" train --train "$T/te.wdr" --resume "$T/fin.wdm" --threads 1 --save "$T/fin.wdm"
+ck "exit $rc, wanted 0" [ "$rc" = 0 ]
+want="nothing to train: the model is at epoch 1, step 15, where this run ends (--epochs 1)"
+ck "says there is nothing to train, and why" grep -q "^trained steps=0 samples=0 .*$want" "$T/out"
+ck "no loss of a step that never ran" eval '! out_has "last_loss"'
+end
+
+# wd dump leaves no directory it made when it fails (a corrupt block)
+begin cli_dump_failure_leaves_nothing
+rm -rf "$T/dd"
+run "$WD" dump "$T/flip.wdr" "$T/dd/sub"
+ck "dump of a corrupt file: exit $rc, wanted 1" [ "$rc" = 1 ]
+ck "no directory left" [ ! -e "$T/dd" ]
+mkdir -p "$T/dd2"
+run "$WD" dump "$T/flip.wdr" "$T/dd2"
+ck "a directory that existed stays" [ -d "$T/dd2" ]
+end
+
+# Second checks of areas one test alone caught (tests/ecosystem.sh needs
+# Python's onnx and onnxruntime and skips without them):
+# the ONNX export: its graph names every input the help lists and the output,
+# an overwrite of its model is refused, a failure leaves no file
+begin cli_export_onnx
+rm -f "$T/x.onnx"
+run "$WD" export --onnx "$T/x.onnx" "$T/m.wdm"
+ck "export --onnx: exit $rc" [ "$rc" = 0 ]
+ck "reports opset 17 and the inputs (13 dense, 26 slots, the cross)" eval 'out_has "ONNX opset 17" \
+    && out_has "dense[N,13]" && out_has "ids.C1[N]" && out_has "ids.C26[N]" && out_has "cross0[N]" \
+    && out_has "output: probability[N]"'
+ck "the file holds those names and the opset's domain" eval 'have "$T/x.onnx" \
+    && for n in dense ids.C1 ids.C26 cross0 probability; do grep -aq "$n" "$T/x.onnx" || exit 1; done'
+ck "the reported size is the file's" out_has "$(stat -c %s "$T/x.onnx" 2>/dev/null) bytes"
+fails_with "onto its model" 2 "an output may not replace an input" "$WD" export --onnx "$T/m.wdm" "$T/m.wdm"
+fails_with "from a file that is no model" 1 "te.wdr" "$WD" export --onnx "$T/y.onnx" "$T/te.wdr"
+ck "no output, no temporary file" eval '[ ! -e "$T/y.onnx" ] && no_temps'
+end
+# the one-epoch warning: several epochs without validation, and not with it
+begin cli_overfit_warning
+run "$WD" train --train "$T/te.wdr" --hidden 4 --batch 100 --epochs 3 --threads 1
+ck "--epochs 3 without --valid: exit $rc, warns naming the epochs and the remedy" \
+    eval '[ "$rc" = 0 ] && err_has "--epochs 3 without --valid" \
+        && err_has "one-epoch phenomenon" && err_has "--early-stop 1"'
+run "$WD" train --train "$T/te.wdr" --valid "$T/te.wdr" --hidden 4 --batch 100 --epochs 3 --threads 1
+ck "with --valid: exit $rc, no warning" eval '[ "$rc" = 0 ] && ! err_has "one-epoch phenomenon"'
+end
+# each signal path: SIGHUP stops training as SIGINT does (129, saved); SIGTERM
+# stops a conversion (143, nothing written); a command that stops at once
+# (gen) removes its temporary files; a SIGINT ignored at start stays ignored
+begin cli_signal_paths
+bg "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 100000 --threads 1 --save "$T/hup.wdm"
+ck "setup: train catches SIGHUP" caught $pid 1 "$(readlink -f "$WD")"
+sleep 0.3; kill -HUP $pid 2>/dev/null; wait_pid $pid 60
+ck "train, SIGHUP: exit $rc, wanted 129, saved" \
+    eval '[ "$rc" = 129 ] && err_has "interrupted by SIGHUP" && have "$T/hup.wdm"'
+rm -f "$T/ct.wdr" "$T/ctin.tsv"; mkfifo "$T/ctin.tsv"; exec 8<>"$T/ctin.tsv"
+bg "$WD" convert --format criteo --buckets 1000 -o "$T/ct.wdr" "$T/ctin.tsv"
+ck "setup: convert catches SIGTERM" caught $pid 15 "$(readlink -f "$WD")"
+timeout 10 head -5000 "$T/g.tsv" >&8
+kill -TERM $pid 2>/dev/null   # it stops at its next chunk (progress is called at most every 0.1 s): fed until it does
+for i in 1 2 3 4 5; do sleep 0.3; kill -0 $pid 2>/dev/null && timeout 3 head -5000 "$T/g.tsv" >&8; done
+exec 8>&-; wait_pid $pid 30
+ck "convert, SIGTERM: exit $rc, wanted 143, nothing written" \
+    eval '[ "$rc" = 143 ] && err_has "ct.wdr was not written" && [ ! -e "$T/ct.wdr" ] && no_temps'
+rm -f "$T/ctin.tsv"
+bg "$WD" gen -o "$T/sg.wdr" --rows 100000000 --threads 1
+ck "setup: gen catches SIGTERM" caught $pid 15 "$(readlink -f "$WD")"
+sleep 0.3; kill -TERM $pid 2>/dev/null; wait_pid $pid 30
+ck "gen, SIGTERM: exit $rc, wanted 143, no output, no temporary file" \
+    eval '[ "$rc" = 143 ] && [ ! -e "$T/sg.wdr" ] && no_temps'
+(trap '' INT; exec "$WD" train --train "$T/tr.wdr" --hidden 8 --batch 32 --epochs 100000 --threads 1) \
+    > "$T/out" 2> "$T/err" & pid=$!
+ck "setup: train catches SIGTERM" caught $pid 15 "$(readlink -f "$WD")"
+kill -INT $pid 2>/dev/null; sleep 0.5
+ck "an ignored SIGINT stays ignored" kill -0 $pid
+kill -TERM $pid 2>/dev/null; wait_pid $pid 60
+ck "then SIGTERM: exit $rc, wanted 143" [ "$rc" = 143 ]
 end
 
 tl_summary cli

@@ -156,16 +156,23 @@ end
 
 # kill -9 one rank mid-run: every rank and mpirun end within 30 s, mpirun
 # names the lost rank, the last checkpoint loads
+# job3 M.wdm: 3 ranks training long in the background, saving M.wdm every 20
+# steps; once it is saved: $mpid (the timeout's), $mpirun_pid, $ranks and
+# $victim (rank 1's process)
+job3() {
+    rm -f "$1"
+    (exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 \
+        "$WD" train $C --threads 1 --epochs 2000 --save "$1" --checkpoint-every 20) > "$T/out" 2> "$T/err" &
+    mpid=$!
+    ck "no checkpoint within 30 s" wait_file "$1"
+    sleep 0.3
+    mpirun_pid=$(pgrep -P $mpid | head -1)
+    victim=$(rank_pid "$mpirun_pid" 1)
+    ranks=$(pgrep -P "$mpirun_pid")
+    ck "rank 1's process not found among mpirun's ($mpirun_pid) children" [ -n "$victim" ]
+}
 begin mpi_kill9_one_rank
-rm -f "$T/k.wdm"
-(exec timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 3 "$WD" train $C --threads 1 --epochs 2000 --save "$T/k.wdm" --checkpoint-every 20) > "$T/out" 2> "$T/err" &
-mpid=$!
-ck "no checkpoint within 30 s" wait_file "$T/k.wdm"
-sleep 0.3
-mpirun_pid=$(pgrep -P $mpid | head -1)
-victim=$(rank_pid "$mpirun_pid" 1)
-ranks=$(pgrep -P "$mpirun_pid")
-ck "rank 1's process not found among mpirun's ($mpirun_pid) children" [ -n "$victim" ]
+job3 "$T/k.wdm"
 t0=$SECONDS
 [ -n "$victim" ] && kill -9 "$victim"
 wait $mpid; rc=$?
@@ -340,5 +347,59 @@ run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train
 ck "mpirun exit $rc: $(grep -m1 'error' "$T/err")" [ "$rc" = 0 ]
 ck "2 steps logged" [ "$(tail -n1 "$T/diff0.csv" | cut -d, -f1)" = 2 ]
 end
+
+# Rank 0 alone writes --save and --tensorboard: given to another rank and
+# not to rank 0 (or another name), every rank refuses it at once, naming the
+# rank (it used to be ignored: exit 0, no file)
+begin mpi_outputs_of_rank0_only
+for o in "--save $T/r1only.wdm" "--tensorboard $T/r1only.tb"; do
+    t0=$SECONDS
+    run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train $C --threads 1 --max-steps 1 : \
+        -np 1 "$WD" train $C --threads 1 --max-steps 1 $o
+    ck "${o%% *} on rank 1 alone: exit $rc, wanted non-zero (not a timeout), $((SECONDS - t0)) s" \
+        eval '[ "$rc" != 0 ] && [ "$rc" != 124 ] && [ $((SECONDS - t0)) -lt 20 ]'
+    # (every rank says it; mpirun may end one before its words reach it: the first to exit got them out)
+    ck "${o%% *}: named (got $(grep -c "rank 1's ${o%% *} '$T/r1only" "$T/err"))" \
+        [ "$(grep -c "rank 1's ${o%% *} '$T/r1only.* is not rank 0's (none): rank 0 alone writes" "$T/err")" -ge 1 ]
+    ck "${o%% *}: nothing trained" \
+        eval '! grep -q "^trained" "$T/out" && [ ! -e "$T/r1only.wdm" ] && [ ! -e "$T/r1only.tb" ]'
+done
+end
+
+# A stopped rank (SIGSTOP) ends the job within WD_COMM_TIMEOUT (3 s here)
+# and the end barrier's as long: the rank that waited names it (a roll call
+# it does not answer), and the survivors say which checkpoint is on disk
+begin mpi_stopped_rank_ends_job
+WD_COMM_TIMEOUT=3 job3 "$T/st.wdm"
+t0=$SECONDS
+[ -n "$victim" ] && kill -STOP "$victim"
+wait $mpid; rc=$?
+[ -n "$victim" ] && kill -9 "$victim" 2>/dev/null
+ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
+ck "took $((SECONDS - t0)) s, wanted under 20" [ $((SECONDS - t0)) -lt 20 ]
+ck "the stopped rank is named" grep -q "rank 1 did not answer within 2 s (stopped or hung)" "$T/err"
+ck "the survivors say what st.wdm holds: $(grep -c 'st.wdm holds ' "$T/err")" \
+    eval 'grep -q "^wd: $T/st.wdm holds the state before the error (step [1-9]" "$T/err" \
+        && grep -q "^wd: rank 0'"'"'s $T/st.wdm holds the checkpoint of step [1-9][0-9]*0 " "$T/err"'
+ck "ranks left running" gone $ranks
+ck "the checkpoint does not load" \
+    eval '"$WD1" eval --model "$T/st.wdm" "$T/v.wdr" 2>/dev/null | grep -q "^auc=0\.[0-9]"'
+end "($((SECONDS - t0)) s)"
+
+# The chunked collectives through wd-mpi itself (beside tests/mpi_chunks.c):
+# 300-byte chunks train and validate to the same checkpoint, bit for bit,
+# and the same validation AUC as one call per collective
+begin mpi_chunked_wd_mpi_same_checkpoint
+run mp 2 train $C --threads 1 --max-steps 4 --valid "$T/v150.wdr" --eval-every 2 --save "$T/ch1.wdm"
+ck "unchunked: exit $rc" [ "$rc" = 0 ]
+a1=$(sed -n 's/.* valid_auc=\([0-9.]*\) .*/\1/p' "$T/out")
+export WD_MPI_CHUNK_BYTES=300
+run mp 2 train $C --threads 1 --max-steps 4 --valid "$T/v150.wdr" --eval-every 2 --save "$T/ch2.wdm"
+unset WD_MPI_CHUNK_BYTES
+a2=$(sed -n 's/.* valid_auc=\([0-9.]*\) .*/\1/p' "$T/out")
+ck "300-byte chunks: exit $rc" [ "$rc" = 0 ]
+ck "the checkpoints differ" eval 'have "$T/ch1.wdm" && cmp -s "$T/ch1.wdm" "$T/ch2.wdm"'
+ck "the validation AUCs differ: '$a1' '$a2'" eval '[ -n "$a1" ] && [ "$a1" = "$a2" ]'
+end "(auc $a1)"
 
 tl_summary mpi

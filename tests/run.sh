@@ -19,9 +19,9 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=111                       # the tests in tests/cli.sh
+CLI_TESTS=121                       # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
-MPI_TESTS=20                        # the tests in tests/mpi.sh
+MPI_TESTS=23                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 PYTHON_TESTS=8                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary

@@ -544,7 +544,8 @@ static void test_loader_map_contract(void) {
     wd_batch_free(&b);
     REQUIRE_OK(st);
     const char *files[1] = {path};
-    const wd_status want[5] = {WD_ERR_NUMERIC, WD_ERR_NUMERIC, WD_ERR_CORRUPT, WD_ERR_NUMERIC, WD_ERR_INVALID_ARG};
+    const wd_status want[5] = {WD_ERR_INVALID_ARG, WD_ERR_NUMERIC, WD_ERR_INVALID_ARG, WD_ERR_NUMERIC,
+                               WD_ERR_INVALID_ARG};   // a label 2 and an id out of range from the callback: invalid
     for (int policy = WD_CORRUPT_FAIL; policy <= WD_CORRUPT_SKIP; policy++)
         for (int mode = 0; mode < 5; mode++) {
             g_map_mode = mode;

@@ -310,9 +310,20 @@ static void test_poisoned_checkpoints(void) {
     // save refuses what load would refuse
     wd_model_view v;
     wd_model_view_get(m, &v);
+    float e3 = v.emb[3];
     v.emb[3] = NAN;
     unlink(bad);
     CHECK(wd_model_save(m, bad) == WD_ERR_NUMERIC && strstr(wd_last_error(), "embeddings") && !file_exists(bad));
+    v.emb[3] = e3;
+    // a step past 2^53 (a crafted checkpoint at 2^53 trained on): refused at the save, not by every later load
+    m->step = ((int64_t)1 << 53) + 1;
+    CHECK(wd_model_save(m, bad) == WD_ERR_LIMIT && strstr(wd_last_error(), "past 2^53") && !file_exists(bad));
+    m->step = (int64_t)1 << 53;   // the last step load accepts: saved and loaded
+    CHECK_OK(wd_model_save(m, bad));
+    x = NULL;
+    CHECK(wd_model_load(bad, &x) == WD_OK && x && x->step == m->step);
+    wd_model_destroy(x);
+    unlink(bad);
     free(src); free(f);
     wd_model_destroy(m);
 }

@@ -254,7 +254,7 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
         one.weight[5] = bad[q];
         wd_status st = wd_trainer_push(t, &one);
         const char *e = wd_last_error();
-        CHECK(st == WD_ERR_NUMERIC && tl_has(e, "wd_trainer_push: batch 2") && tl_has(e, "sample 5: weight") &&
+        CHECK(st == (q == 1 ? WD_ERR_NUMERIC : WD_ERR_INVALID_ARG) && tl_has(e, "wd_trainer_push: batch 2") && tl_has(e, "sample 5: weight") &&
               !strstr(e, "dense"));
         if (q == 0) printf("  %s\n", e);
     }
@@ -265,7 +265,7 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
     CHECK_OK(wd_trainer_push(t, &one));
     for (int i = 3; i < 8; i++) { CHECK_OK(batch_of(&one, i)); CHECK_OK(wd_trainer_push(t, &one)); }
     one.label[9] = 2.0f;
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_NUMERIC && tl_has(wd_last_error(), "wd_trainer_push: batch 8") &&
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "wd_trainer_push: batch 8") &&
           tl_has(wd_last_error(), "sample 9: label 2"));
     wd_train_report rep;
     CHECK_OK(wd_trainer_close(t, &rep));

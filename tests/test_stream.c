@@ -148,10 +148,12 @@ static void test_bad_input(void) {
     CHECK_OK(wd_batch_append(&one, &g_all, 0, B));
     CHECK_OK(wd_trainer_push(t, &one));
     one.label[5] = 2.0f;
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_NUMERIC && tl_has(wd_last_error(), "batch 1") && tl_has(wd_last_error(), "sample 5: label 2"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "batch 1") &&
+          tl_has(wd_last_error(), "sample 5: label 2"));   // an invalid label, not a non-finite number
     one.label[5] = 1.0f;
     one.ids[3][7] = wd_model_schema(m)->slot[3].buckets;
-    CHECK(wd_trainer_push(t, &one) == WD_ERR_CORRUPT && tl_has(wd_last_error(), "sample 7") && tl_has(wd_last_error(), "outside its"));
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "sample 7") &&
+          tl_has(wd_last_error(), "outside its"));   // as wd_predict says it
     one.ids[3][7] = 0;
     one.n = 0;
     CHECK_OK(wd_batch_append(&one, &g_all, 0, B + 1));

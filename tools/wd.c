@@ -25,6 +25,9 @@
 // the temporary files ("<path>.tmp-<pid>") the library or wd may be writing.
 // Other commands exit at once on the first signal, the same way. A SIGINT or
 // SIGHUP that was ignored when wd started (nohup, a background job) stays ignored.
+// The handlers are installed before any temporary file can exist (the
+// up-front probe of an output's directory included: check_output), and a
+// closed fd 0, 1 or 2 is opened on /dev/null first (main).
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 
@@ -34,6 +37,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +45,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -53,13 +58,13 @@
 static const char *g_cmd = "";   // the command being run, for the usage hint
 
 WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
+    char msg[4096];   // said in one write: the ranks of a job share a stderr
     va_list ap;
     va_start(ap, fmt);
-    fputs("wd: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (*g_cmd) fprintf(stderr, "\n(run 'wd %s --help' for usage)\n", g_cmd);
-    else fputs("\n(run 'wd help' for usage)\n", stderr);
+    if (*g_cmd) fprintf(stderr, "wd: %s\n(run 'wd %s --help' for usage)\n", msg, g_cmd);
+    else fprintf(stderr, "wd: %s\n(run 'wd help' for usage)\n", msg);
     return 2;
 }
 // The last error said (an MPI rank that fails before wd_train votes it: mpi_end)
@@ -96,13 +101,14 @@ static volatile sig_atomic_t g_signal;     // the first signal caught (0: none)
 static volatile sig_atomic_t g_graceful;   // 1: the first signal asks the command to stop
 static volatile sig_atomic_t g_ntemps;
 static char g_temps[MAX_TEMPS][TEMP_MAX];  // unlinked on a hard exit
-static const char *g_stop_msg = "";
-static size_t g_stop_len;
+static char g_stop_msg[2][PATH_MAX + 200];  // what the first signal says, two copies: one is rewritten
+static volatile sig_atomic_t g_stop_cur;   //   (set_stop_msg) while the handler may read the other
 
 static void on_signal(int sig) {
     if (g_graceful && !g_signal) {
         g_signal = sig;
-        ssize_t w = write(2, g_stop_msg, g_stop_len);
+        const char *m = g_stop_msg[g_stop_cur];
+        ssize_t w = write(2, m, strlen(m));
         (void)w;
         return;
     }
@@ -114,16 +120,18 @@ static void on_signal(int sig) {
 }
 // The temporary name the library (and wd) write `path` under until it is complete.
 static void temp_name(char *buf, size_t n, const char *path) { wd__temp_name(buf, n, path); }
-// Registers path's temporary file for removal on a hard exit (before install_signals).
+// Registers path's temporary file for removal on a hard exit, before it
+// can exist (and after install_signals): the name is whole before the
+// handler can see it.
 static void add_temp(const char *path) {
     if (!path || strcmp(path, "-") == 0 || g_ntemps >= MAX_TEMPS) return;
     temp_name(g_temps[g_ntemps], TEMP_MAX, path);
+    atomic_signal_fence(memory_order_seq_cst);
     g_ntemps++;
 }
 static void install_signals(int graceful, const char *stop_msg) {
     g_graceful = graceful;
-    g_stop_msg = stop_msg;
-    g_stop_len = strlen(stop_msg);
+    snprintf(g_stop_msg[g_stop_cur], sizeof g_stop_msg[0], "%s", stop_msg);
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int i = 0; i < 3; i++) {
         struct sigaction old, sa;
@@ -134,6 +142,16 @@ static void install_signals(int graceful, const char *stop_msg) {
         sa.sa_flags = SA_RESTART;
         sigaction(sigs[i], &sa, NULL);
     }
+}
+// A new stop message (say what is true now), made in the copy the handler does not read.
+WD_PRINTF(1, 2) static void set_stop_msg(const char *fmt, ...) {
+    int next = !g_stop_cur;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_stop_msg[next], sizeof g_stop_msg[0], fmt, ap);
+    va_end(ap);
+    atomic_signal_fence(memory_order_seq_cst);
+    g_stop_cur = next;
 }
 static const char *signal_name(int sig) {
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
@@ -186,14 +204,47 @@ static int count_items(const char *s) {
 static int refuse_same(const char *out_opt, const char *out, const char *what, const char *in) {
     return usage_error("%s '%s' is %s '%s': an output may not replace an input of the same command", out_opt, out, what, in);
 }
+// A name an output will be written as, checked before any work starts:
+// its last component within NAME_MAX, the whole within PATH_MAX, every
+// directory on the way searchable (what rename() onto it needs; the
+// temporary name may be a shortened one). Returns 0 or the exit status.
+static int check_name(const char *opt_name, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno != ENOENT)
+        return fail_msg("%s %s: cannot be written: %s", opt_name, path, strerror(errno));
+    return 0;
+}
+// --tensorboard DIR: a directory (made if needed) that can hold the events
+// file wd_tb_open names (events.out.tfevents.TIME.HOST.PID.N.widedeep).
+static int check_tb_dir(const char *dir) {
+    struct stat sb;
+    int rc = check_name("--tensorboard", dir);
+    if (rc) return rc;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) return usage_error("--tensorboard '%s' is not a directory", dir);
+    char host[64] = "host", name[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
+    host[sizeof host - 1] = 0;
+    int n = snprintf(name, sizeof name, "/events.out.tfevents.%lld.%s.%ld.%d.widedeep", (long long)time(NULL), host,
+                     (long)getpid(), 99);
+    if (strlen(dir) + (size_t)n + 8 >= PATH_MAX)
+        return fail_msg("--tensorboard %s: cannot be written: %s (its events file's name)", dir,
+                        strerror(ENAMETOOLONG));
+    return 0;
+}
 // An output written under its temporary name and renamed when complete: it
 // may not be a directory or a special file (renaming over /dev/null would
-// replace the device), and its directory must let us create the temporary
-// file: both checked before any work starts. Returns 0 or the exit status.
+// replace the device), its name must be one it can have (check_name), and
+// its directory must let us create the temporary file: all checked before
+// any work starts. The temporary name is registered for removal on a hard
+// exit first: install_signals comes before, so a signal during the probe
+// removes it. Returns 0 or the exit status.
 static int check_output(const char *opt_name, const char *path) {
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return usage_error("%s '%s' is %s, not a regular file", opt_name, path, S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
+    int rc = check_name(opt_name, path);
+    if (rc) return rc;
+    add_temp(path);
     char tmp[TEMP_MAX];
     temp_name(tmp, sizeof tmp, path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -201,17 +252,20 @@ static int check_output(const char *opt_name, const char *path) {
     if (fd >= 0) { close(fd); unlink(tmp); }
     return 0;
 }
-// mkdir -p; 0 or -1 (errno set).
-static int make_dirs(const char *path) {
+// mkdir -p; 0 or -1 (errno set). *made: where in path the first directory
+// it created ends (strlen(path) + 1: none; for unmake_dirs).
+static int make_dirs(const char *path, size_t *made) {
     char buf[PATH_MAX];
     size_t n = strlen(path);
+    *made = n + 1;
     if (n == 0 || n >= sizeof buf) { errno = ENAMETOOLONG; return -1; }
     memcpy(buf, path, n + 1);
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char c = *p;
             *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            if (mkdir(buf, 0777) == 0) { if (*made > n) *made = (size_t)(p - buf); }
+            else if (errno != EEXIST) return -1;
             *p = c;
             if (!c) break;
         }
@@ -220,6 +274,21 @@ static int make_dirs(const char *path) {
     if (stat(path, &sb) != 0) return -1;
     if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
     return 0;
+}
+// Removes the directories make_dirs created (made: its *made), deepest first,
+// each only if empty.
+static void unmake_dirs(const char *path, size_t made) {
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (made > n || n >= sizeof buf) return;
+    memcpy(buf, path, n + 1);
+    for (;;) {
+        if (rmdir(buf) != 0) return;
+        char *slash = strrchr(buf, '/');
+        while (slash && slash > buf && slash[-1] == '/') slash--;
+        if (!slash || (size_t)(slash - buf) < made) return;
+        *slash = 0;
+    }
 }
 
 // ---- option tables ------------------------------------------------------------------------------
@@ -925,6 +994,8 @@ static int cmd_convert(int argc, char **argv) {
         if (ids_path[0] && wd__same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
     }
     if (a.schema_from && wd__same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
+    // handlers first: a signal from here on removes every temporary file (check_output's probes too)
+    install_signals(1, "\nwd: stopping the conversion (no output is written); interrupt again to quit at once\n");
     if ((rc = check_output("-o", a.out)) != 0) goto done;
     if (ids_path[0] && (rc = check_output("--id-column's output", ids_path)) != 0) goto done;
     rc = 2;
@@ -999,9 +1070,6 @@ static int cmd_convert(int argc, char **argv) {
     d.min_count = a.min_count; d.ids_output = ids_path[0] ? ids_path : NULL;
     d.vocab_capacity = a.vocab_capacity; d.extend_vocab = a.extend_vocab;
     d.progress = convert_progress; d.user = &ui;
-    add_temp(a.out);
-    if (ids_path[0]) add_temp(ids_path);
-    install_signals(1, "\nwd: stopping the conversion (no output is written); interrupt again to quit at once\n");
     wd_convert_report rep;
     st = wd_convert(&d, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
@@ -1166,8 +1234,12 @@ static int cmd_inspect(int argc, char **argv) {
         for (int j = 0; j < b->n; j++) pos_labels += b->label[j];
     }
     double dt = wd__now() - t0;
-    if (st) {
-        fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb, wd_last_error());
+    if (st) {   // a block that does not decode is bad; out of memory, or a setting, is said as it is
+        if (st == WD_ERR_CORRUPT || st == WD_ERR_IO || st == WD_ERR_FORMAT || st == WD_ERR_NUMERIC)
+            fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb,
+                    wd_last_error());
+        else fprintf(stderr, "wd: %s: block %lld of %lld cannot be read: %s: %s\n", path, (long long)bad, (long long)nb,
+                     wd_status_string(st), wd_last_error());
         if (a.verify) printf("verify:   FAILED at block %lld\n", (long long)bad);
         wd_reader_close(r);
         sv_free(&pos);
@@ -1198,9 +1270,8 @@ static int cmd_gen(int argc, char **argv) {
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
             if (outs[i] && outs[j] && wd__same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
-    for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
-    for (int i = 0; i < 3; i++) add_temp(outs[i]);
     install_signals(0, "");
+    for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
     wd_gen_report rep;
     wd_status st = wd_gen(d, &rep);
     if (st) return fail(st);
@@ -1285,6 +1356,9 @@ typedef struct train_ui {
     char tb_err[WD__ERR_MAX];
     double lr_deep, lr_wide;
     int64_t step0;                  // the model's step before this run
+    const char *save;               // --save (rank 0 writes it), every --checkpoint-every steps,
+    int64_t ckpt_every, saved;      //   the last step saved there this run (-1: none yet)
+    int keep_best_save, rank;
     int64_t epoch, last_step;       // the epoch being trained; the last step reported
     double epoch_loss;              // its steps' summed loss, and their count
     int64_t epoch_steps;
@@ -1364,9 +1438,37 @@ static void log_flush(train_ui *u) {
     if (u->holding) log_row(u, &u->held, NAN, NAN);
     u->holding = 0;
 }
+// What --save holds now (rank 0 saves step multiples of --checkpoint-every
+// before the next step's progress call), said by every rank.
+static void checkpoint_state(const train_ui *u, char *buf, size_t n) {
+    if (u->keep_best_save) snprintf(buf, n, "%s holds the best model validated so far, if any", u->save);
+    else if (u->saved >= 0) snprintf(buf, n, "%s holds the checkpoint of step %lld", u->save, (long long)u->saved);
+    else snprintf(buf, n, "%s is not written yet by this run", u->save);
+}
+// The stop message of this rank: never a promise it does not keep (rank 0
+// alone writes --save, and only when the step completes).
+static void train_stop_msg(const train_ui *u) {
+    char now[PATH_MAX + 80];
+    static const char again[] = "interrupt again to quit at once";
+    if (!u->save) set_stop_msg("\nwd: stopping after the current step (no --save: the model is lost); %s\n", again);
+    else {
+        checkpoint_state(u, now, sizeof now);
+        if (u->rank)
+            set_stop_msg("\nwd: rank %d: stopping after the current step (rank 0 then writes --save; %s); %s\n",
+                         u->rank, now, again);
+        else set_stop_msg("\nwd: stopping after the current step, then writing --save (until then, %s); %s\n", now,
+                          again);
+    }
+}
+static void note_checkpoints(train_ui *u, int64_t step) {
+    if (!u->save || u->ckpt_every <= 0) return;
+    int64_t s = (step - 1) / u->ckpt_every * u->ckpt_every;   // saved after its step, before this call
+    if (s > u->step0 && s > u->saved) { u->saved = s; train_stop_msg(u); }
+}
 static int train_progress(void *user, const wd_progress *p) {
     train_ui *u = (train_ui *)user;
     int valid = !isnan(p->valid_auc) || !isnan(p->valid_logloss);
+    note_checkpoints(u, p->step);
     emit_progress(u, p, valid);
     if (u->log && !u->jsonl) {   // CSV: one row per step
         if (valid && u->holding && u->held.step == p->step) {   // the step's row with its validation
@@ -1426,7 +1528,7 @@ static FILE *open_log(const char *path) {
 }
 // The progress of the ranks other than 0 of a job: silent; a signal stops them too.
 static int train_follow(void *user, const wd_progress *p) {
-    (void)user; (void)p;
+    note_checkpoints((train_ui *)user, p->step);
     return g_signal != 0;
 }
 // The MLP on a slow GEMM engine: say so (report.engine names it).
@@ -1508,8 +1610,33 @@ static int env_int(const char *a, const char *b, int dflt) {
 }
 static int mpi_rank(void) { return g_mpi_rank; }
 static void mpi_trained(void) { g_mpi_trained = 1; }
+// Rank 0 alone writes --save and --tensorboard: a rank given one that is
+// not rank 0's (rank 0 has another, or none) would leave it unwritten, so
+// every rank refuses it alike. The names are gathered before anything can
+// fail on one rank (every rank calls this collective). 0 or the exit status.
+static int mpi_same_outputs(const char *save, const char *tb) {
+    enum { NAME = 1024 };
+    static const char *const opt_names[2] = {"--save", "--tensorboard"};
+    const char *mine[2] = {save, tb};
+    char own[2][NAME];
+    for (int o = 0; o < 2; o++) snprintf(own[o], NAME, "%s", mine[o] ? mine[o] : "");
+    char *all = (char *)malloc((size_t)g_mpi_size * sizeof own);
+    if (!all) return fail_msg("rank %d: out of memory", g_mpi_rank);
+    int e = MPI_Allgather(own, (int)sizeof own, MPI_CHAR, all, (int)sizeof own, MPI_CHAR, MPI_COMM_WORLD);
+    int rc = e != MPI_SUCCESS ? fail_msg("rank %d: MPI_Allgather of the output names failed", g_mpi_rank) : 0;
+    for (int q = 1; !rc && q < g_mpi_size; q++)
+        for (int o = 0; !rc && o < 2; o++) {
+            const char *r0 = all + o * NAME, *rq = all + (size_t)q * sizeof own + o * NAME;
+            if (rq[0] && strcmp(rq, r0) != 0)
+                rc = usage_error("rank %d's %s '%.300s' is not rank 0's (%s%.300s%s): rank 0 alone writes it; "
+                                 "give every rank the same %s", q, opt_names[o], rq, r0[0] ? "'" : "none", r0,
+                                 r0[0] ? "'" : "", opt_names[o]);
+        }
+    free(all);
+    return rc;
+}
 // MPI and the job's communicator when mpirun launched this process; 0 or the exit status.
-static int mpi_begin(wd_train_desc *td) {
+static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     int size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 0);
     if (size <= 0) return 0;   // not launched by mpirun/srun: one process
     int level = 0;
@@ -1520,6 +1647,8 @@ static int mpi_begin(wd_train_desc *td) {
     // before anything can fail on one rank: its mpi_end then never meets
     // another rank's collective on MPI_COMM_WORLD
     if (MPI_Comm_dup(MPI_COMM_WORLD, &g_mpi_end) != MPI_SUCCESS) { g_mpi_end = MPI_COMM_NULL; return fail_msg("rank %d: MPI_Comm_dup failed", g_mpi_rank); }
+    int rc = mpi_same_outputs(save, tb);
+    if (rc) return rc;
     if (level < MPI_THREAD_FUNNELED) return fail_msg("rank %d: MPI gives thread level %d, the trainer needs MPI_THREAD_FUNNELED", g_mpi_rank, level);
     int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", g_mpi_rank);
     int nlocal = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", g_mpi_size);
@@ -1544,8 +1673,8 @@ static int mpi_begin(wd_train_desc *td) {
     return 0;
 }
 // Ends MPI. The ranks wait for each other here (a barrier on a
-// communicator of its own, at most 60 s: rank 0 may be saving the model
-// after an error): when every rank came, all finalize, each with its own
+// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when less:
+// rank 0 may be saving the model after an error): when every rank came, all finalize, each with its own
 // exit status and message (a failure they share: one rank's failure vote
 // ends them all at the same step; rank 0 alone failing its final save).
 // Else a failed rank ends the job (MPI_Abort), since some rank may still
@@ -1560,8 +1689,10 @@ static int mpi_end(int rc) {
     if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
+        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a stopped rank never comes
+        most = most > 0 && most < 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
-            for (double t0 = wd__now(); !done && wd__now() - t0 < 60.0;) {
+            for (double t0 = wd__now(); !done && wd__now() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
                 if (!done) usleep(1000);
             }
@@ -1583,7 +1714,7 @@ static int mpi_end(int rc) {
 #else
 static int mpi_rank(void) { return 0; }
 static void mpi_trained(void) {}
-static int mpi_begin(wd_train_desc *td) { (void)td; return 0; }
+static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) { (void)td; (void)save; (void)tb; return 0; }
 static int mpi_end(int rc) { return rc; }
 #endif
 
@@ -1629,7 +1760,11 @@ static int cmd_train(int argc, char **argv) {
     }
     if (a.log && a.resume && wd__same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
     if (a.log && a.save && wd__same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
+    // handlers first: a signal from here on removes every temporary file (check_output's probe too)
+    install_signals(1, "\nwd: stopping before training starts (nothing is written); interrupt again to quit at once\n");
     if (a.save && !a.plan && (rc = check_output("--save", a.save)) != 0) goto done;
+    if (a.log && !a.plan && (rc = check_name("--log", a.log)) != 0) goto done;
+    if (a.tensorboard && !a.plan && (rc = check_tb_dir(a.tensorboard)) != 0) goto done;
     rc = 1;
 
     wd_status st = WD_OK;
@@ -1668,13 +1803,11 @@ static int cmd_train(int argc, char **argv) {
     }
     wd_reader_close(r);
     r = NULL;
-    if ((rc = mpi_begin(td)) != 0) goto done;
+    if ((rc = mpi_begin(td, a.save, a.tensorboard)) != 0) goto done;
     rc = 1;
     ui.tty = isatty(2) && mpi_rank() == 0;
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
     ui.last_line = wd__now();
-    add_temp(a.save);
-    install_signals(1, "\nwd: stopping after the current step (then --save is written); interrupt again to quit at once\n");
     signal(SIGPIPE, SIG_IGN);   // a closed pipe (stdout, stderr, a --log FIFO) is a write error: stop and save
     if (a.log && mpi_rank() == 0) {   // written line by line: a stopped run leaves whole lines
         ui.log = open_log(a.log);
@@ -1701,6 +1834,9 @@ static int cmd_train(int argc, char **argv) {
     ui.lr_wide = wd_model_description(m)->lr_wide;
     wd_model_position(m, &ui.epoch, NULL, &ui.step0);
     ui.last_step = ui.step0;
+    ui.save = a.save; ui.ckpt_every = td->checkpoint_every; ui.saved = -1;
+    ui.keep_best_save = td->keep_best; ui.rank = mpi_rank();
+    train_stop_msg(&ui);
     if (a.tensorboard && mpi_rank() == 0) {   // rank 0 writes the scalars, as the log
         st = wd_tb_open(a.tensorboard, &ui.tb);
         if (st) { rc = fail(st); goto done; }
@@ -1752,8 +1888,22 @@ static int cmd_train(int argc, char **argv) {
     } else if (st) {
         rc = fail(st);
         if (rep.error_saved) fprintf(stderr, "wd: %s holds the state before the error (step %lld); continue with --resume %s once its cause is fixed\n", a.save, (long long)step, a.save);
+        else if (a.save) {   // what is on disk (a stopped or failed rank: no save after the error)
+            char now[PATH_MAX + 80];
+            checkpoint_state(&ui, now, sizeof now);
+            fprintf(stderr, "wd: %s%s%s\n", mpi_rank() ? "rank 0's " : "", now,
+                    mpi_rank() ? " (or, where rank 0 ran on, its state at this error: its message says)" : "");
+        }
     } else if (mpi_rank() != 0) {
         rc = 0;   // rank 0 reports the job
+    } else if (rep.steps == 0) {   // a finished run resumed: no loss to report
+        int epochs = td->epochs > 0 ? td->epochs : 1;
+        printf("trained steps=0 samples=0 seconds=%.2f: nothing to train: the model is at epoch %lld, step %lld, "
+               "where this run ends (", rep.seconds, (long long)epoch, (long long)step);
+        if (td->max_steps > 0 && step >= td->max_steps) printf("--max-steps %lld", (long long)td->max_steps);
+        else printf("--epochs %d", epochs);
+        printf("); raise it to train on%s\n", a.save ? "" : " (no --save: nothing is written)");
+        rc = 0;
     } else {
         printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
                rep.samples_per_s, rep.last_loss);
@@ -1872,10 +2022,10 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
         for (int i = 0; i < files.n; i++) if (wd__same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
         for (int i = 0; i < ids.n; i++) if (wd__same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
         struct stat sb;
+        install_signals(0, "");
         if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) direct = 1;   // a pipe or a device: written as it is
         else if ((rc = check_output("-o", a.out)) != 0) goto done;
-        if (!direct) { temp_name(tmp, sizeof tmp, a.out); add_temp(a.out); }
-        install_signals(0, "");
+        if (!direct) temp_name(tmp, sizeof tmp, a.out);
     }
     rc = 1;
     wd_status st = wd_model_load(a.model, &m);
@@ -1921,7 +2071,7 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     }
     const char *wpath = direct ? a.out : tmp;
     f = to_stdout ? stdout : fopen(wpath, "w");
-    if (!f) { rc = fail_msg("%s: cannot create: %s", wpath, strerror(errno)); goto done; }
+    if (!f) { rc = fail_msg("%s: cannot create: %s", a.out, strerror(errno)); goto done; }
     if (write_predictions(f, to_stdout ? "standard output" : a.out, pred, counts, &files, &ids)) goto done;
     if (!to_stdout) {
         if (!direct && fsync(fileno(f)) != 0) { rc = fail_msg("%s: fsync failed: %s", a.out, strerror(errno)); goto done; }
@@ -1967,9 +2117,10 @@ static int cmd_export(int argc, char **argv) {
     if (rc >= 0) { sv_free(&pos); return rc; }
     const char *in = pos.v[0], *out = pos.v[1];
     wd_model *m = NULL;
+    install_signals(0, "");
     if ((rc = check_output("export:", out)) != 0) goto done;
     wd_status st = wd_model_load(in, &m);
-    if (!st) { add_temp(out); install_signals(0, ""); st = wd_model_export(m, out); }
+    if (!st) st = wd_model_export(m, out);
     if (st) { rc = fail(st); goto done; }
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)
@@ -1997,22 +2148,26 @@ static int cmd_dump(int argc, char **argv) {
     uint32_t *row = NULL;
     wd_reader *r = NULL;
     int created = 0;   // temporary files created (removed on failure)
+    size_t made = strlen(dir) + 1;   // the directories made (removed on failure, when empty)
     wd_status st = wd_reader_open(in, &r);
     if (st) { rc = fail(st); goto done; }
     const wd_schema *s = wd_reader_schema(r);
     for (int k = 0; k < s->nslots; k++)
         if (s->slot[k].kind != WD_ONE_HOT) { rc = fail_msg("dump: slot %s is multi-hot (dump writes one id per slot)", s->slot[k].name); goto done; }
-    if (make_dirs(dir) != 0) { rc = fail_msg("%s: cannot create the directory: %s", dir, strerror(errno)); goto done; }
+    install_signals(0, "");
+    if (make_dirs(dir, &made) != 0) {
+        rc = fail_msg("%s: cannot create the directory: %s", dir, strerror(errno));
+        goto done;
+    }
     for (int i = 0; i < NF; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
         if (wd__same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
         temp_name(tmp[i], sizeof tmp[i], path[i]);
         add_temp(path[i]);
     }
-    install_signals(0, "");
     for (; created < NF; created++) {
         f[created] = fopen(tmp[created], "wb");
-        if (!f[created]) { rc = fail_msg("%s: cannot create: %s", tmp[created], strerror(errno)); goto done; }
+        if (!f[created]) { rc = fail_msg("%s: cannot create: %s", path[created], strerror(errno)); goto done; }
     }
     row = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(s->nslots ? s->nslots : 1));
     if (!row) { rc = fail_msg("out of memory"); goto done; }
@@ -2050,6 +2205,7 @@ done:
         if (f[i]) fclose(f[i]);
         if (rc != 0) unlink(tmp[i]);
     }
+    if (rc != 0) unmake_dirs(dir, made);
     free(row);
     if (r) wd_reader_close(r);
     sv_free(&pos);
@@ -2059,6 +2215,11 @@ done:
 static int run_command(int argc, char **argv);
 // Every command's results go to stdout: a failed write there fails the command.
 int main(int argc, char **argv) {
+    // A closed standard stream (`wd convert ... 2>&-`) would hand its number
+    // to the first file opened, an output among them, and messages meant for
+    // it would land in that file: each closed one is opened on /dev/null.
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd) return 127;
     signal(SIGXFSZ, SIG_IGN);   // past a file size limit (ulimit -f) a write fails with EFBIG: the write error every output handles
     int rc = run_command(argc, argv);
     errno = 0;
@@ -2080,9 +2241,8 @@ static int export_onnx(const export_args *a, strvec *pos) {
             refuse_same("export --onnx:", onnx, "the --values-from file", texts.v[i]);
             goto done;
         }
-    if ((rc = check_output("export --onnx:", onnx)) != 0) goto done;
-    add_temp(onnx);
     install_signals(0, "");
+    if ((rc = check_output("export --onnx:", onnx)) != 0) goto done;
     wd_status st = wd_model_load(in, &m);
     if (!st && texts.n) st = wd_model_export_onnx_values(m, onnx, (const char *const *)texts.v, texts.n);
     else if (!st) st = wd_model_export_onnx(m, onnx);
@@ -2126,6 +2286,8 @@ static int run_command(int argc, char **argv) {
         printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
         return 0;
     }
+    uint64_t limit;   // a bad setting is said as such up front, not as the first thing it fails (a block "is bad")
+    if (wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
