@@ -1317,7 +1317,8 @@ WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
    every value the same id, section 7). A model records them on its first
    wd_train over files, and records a training file's longer vocabulary
    when the file extends it (wd_convert's extend_vocab; a model refuses
-   files whose ids differ, also on resume and warm start); .wdm version 3
+   files whose contract differs, also on resume and warm start: the one
+   comparison, wd_text_spec_compare in section 8); .wdm version 3
    stores them ('INPT' section). wd_model_spec then gives a spec that maps
    raw strings exactly as wd_convert mapped the training data: a service
    needs the .wdm file and nothing else:
