@@ -211,7 +211,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow
+TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow test_spec
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)

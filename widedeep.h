@@ -17,7 +17,10 @@
      6. Hashing        wd_hash_bytes(), wd_hash_bucket(): categorical strings
      7. Records        the .wdr file format, wd_writer_*, wd_reader_*
      8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample (labeled or
-                       not); wd_batch_add(_n): raw values -> one sample
+                       not); wd_batch_add: a request's raw values (sized,
+                       the dense rule applied) -> one sample;
+                       wd_text_spec_compare: the one comparison of input
+                       contracts (files, models, requests)
      9. Convert        wd_convert(): text files -> .wdr on T threads
     10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
     11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
@@ -154,7 +157,15 @@
             voted, unequal settings refused, naming the rank: wd_train_fail);
             wd_backend_ops.reach (appended; NULL = WD_REACH_NONE): how far a
             failed step reached the other ranks (a backend object built
-            from an older header lacks it: rebuild widedeep_cuda.o with it).
+            from an older header lacks it: rebuild widedeep_cuda.o with it);
+            the whole input contract compared by one function wherever a
+            file or a request meets a model or another file
+            (wd_text_spec_compare, wd_model_check_spec, wd_reader_spec:
+            dense columns, their rule and sources, derived slots, the label
+            too), no slot derived from the label, wd gen's files record the
+            Criteo format, ids files bound to their data (wd_ids_check),
+            wd_batch_add sized (counts checked, the dense rule applied;
+            wd_batch_add_n folded into it).
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -386,6 +397,13 @@ WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
 WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
 // The file's vocabulary (see wd_vocab; valid while r is open), or NULL.
 WDDEF const struct wd_vocab *wd_reader_vocab(const wd_reader *r);
+// The input format the file was converted with, as a spec that converts
+// (and maps raw input) as it did: its bucket counts and a copy of its
+// vocabulary (*out owns it: wd_text_spec_free). WD_ERR_UNSUPPORTED for a
+// file that records none (written by wd_writer, or converted before .wdr
+// version 3). wd_model_spec is the same for a model.
+struct wd_text_spec;
+WDDEF wd_status wd_reader_spec(const wd_reader *r, struct wd_text_spec *out);
 // The digest of slot `slot`'s vocabulary: its values in id order (0 when the
 // slot has none: hashed ids, or ids its writer chose). Equal fingerprints,
 // equal ids for every value.
@@ -477,6 +495,30 @@ WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char
 // LibSVM: "name=lo-hi,..." slot ranges, optional "lo-hi" dense range.
 WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense,
                                     uint32_t buckets);
+/* The one comparison of input contracts, made wherever a file or a request
+   meets a model or another file (training, validation, evaluation,
+   prediction, warm start and resume compare each file with the model;
+   wd convert --schema-from compares its spec with the file's or model's;
+   wd_model_check_spec a serving spec with the model): WD_OK when `have`
+   maps raw input to the ids and features `want` does, else WD_ERR_SCHEMA
+   naming the first difference and the fix, compared in this order: the
+   format; the dense columns (count, rule: counts through log1p or values as
+   they are, and each one's source column, in order); the label's column;
+   the slots (count, names, kinds, each one's source column or LibSVM range,
+   a derived slot's column, bytes and weekday rule); bucket counts; each
+   slot's vocabulary (hashed against a vocabulary is a difference).
+   extend: 0 the vocabularies must be equal; 1 either may extend the other
+   (a training day converted with extend_vocab); -1 have's may be a prefix
+   of want's (an earlier day's file). A CSV file's column positions,
+   delimiter, unused and id columns are its layout, not its contract:
+   columns are compared by name (a file with its columns in another order
+   maps the same). A side that records no input format (wd_writer's files,
+   files and models from before .wdr / .wdm version 3) cannot be compared
+   with one that does, and is refused; two such sides compare schema and
+   vocabularies; a model that records no contract at all (never trained on
+   files: created, or trained from a stream; .wdm before version 3) is
+   compared by its schema alone, until a wd_train over files records one. */
+WDDEF wd_status wd_text_spec_compare(const wd_text_spec *have, const wd_text_spec *want, int extend);
 // Sets the bucket count of a named slot ("C3=100000,C4=50").
 WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
 // Takes every slot's bucket count from `s` (e.g. a training file's schema, so
@@ -544,22 +586,27 @@ WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n);
 // sample to b. On failure returns WD_ERR_PARSE with a reason in
 // wd_last_error() and leaves b unchanged.
 WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
-// Appends one sample made from raw values to b, mapped exactly as
-// wd_convert maps a line with t (Criteo or CSV specs), so that a serving
-// program scores what training saw: label in [0, 1] (0 when serving);
-// dense: the schema's ndense values as they are stored (counts through
-// wd_count_feature; NULL: all 0); cat: one string per slot (NULL, or a NULL
-// entry: missing, hashed like ""; derived slots take the derived value, e.g.
-// the hour's two digits). t must have its buckets or vocabulary from the
-// training data: wd_model_spec (the model's own, the serving path), or
-// wd_text_spec_match / wd_text_spec_vocab from the training file. On failure
-// b is unchanged. wd_parse_line does the same from a whole text line.
-WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat);
-// wd_batch_add from (pointer, length) pairs: value k is the cat_len[k] bytes
-// at cat[k], not NUL-terminated (a std::string_view's data() and size());
-// cat_len NULL: NUL-terminated strings, as wd_batch_add.
-WDDEF wd_status wd_batch_add_n(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat,
-                               const size_t *cat_len);
+// Appends one sample made from a request's raw values to b, mapped exactly
+// as wd_convert maps a line with t (Criteo or CSV specs), so that a serving
+// program scores what training saw. Every array comes with its count,
+// checked against t's schema (a request for another model is refused, never
+// read short or past its end): dense holds the ndense raw values as they
+// arrive and the library applies t's dense rule itself (counts: integers
+// within +-2^63, exact to 2^53, through wd_count_feature; a value that is not
+// such an integer, 1e30 say, is refused as convert refuses its text; CSV
+// --dense-raw: finite values taken as they are); NAN is a missing value
+// (convert's empty field: 0). cat holds ncat values, one per slot in schema
+// order (NULL, or a NULL entry: missing, hashed like ""; derived slots take
+// the derived value, e.g. the hour's two digits); cat_len NULL: NUL-terminated
+// strings, else value k is the cat_len[k] bytes at cat[k] (a
+// std::string_view's data() and size()). label in [0, 1] (0 when serving).
+// t must have its buckets or vocabulary from the training data:
+// wd_model_spec (the model's own, the serving path; a spec built otherwise:
+// wd_model_check_spec), or wd_text_spec_match / wd_text_spec_vocab from the
+// training file. On failure b is unchanged. wd_parse_line does the same from
+// a whole text line.
+WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const double *dense, int ndense,
+                             const char *const *cat, const size_t *cat_len, int ncat);
 // A serving line, which has no label: wd_parse_line's format less the label
 // field (Criteo: 39 fields, the 13 integers and 26 categorical; CSV: the
 // header's columns but the label's, in their order; LibSVM: the features
@@ -599,7 +646,10 @@ typedef struct wd_convert_desc {
     // table has rows left; every old value keeps its id. Values that find
     // no room take the out-of-vocabulary id 0 (report: vocab_no_room).
     int extend_vocab;
-    const char *ids_output;         // optional: the spec's id column, one line per converted row
+    // Optional: the spec's id column, one line per converted row, then a line
+    // binding the file to the output: "#wd-ids rows=N data=F ids=G" (F: a
+    // digest of the output's blocks, G: of the id lines in order; wd_ids_check).
+    const char *ids_output;
     // progress: called from the calling thread, about 10 times a second at
     // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
     int (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
@@ -624,6 +674,14 @@ typedef struct wd_convert_report {
     char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
 } wd_convert_report;
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
+// WD_OK when ids_path is the ids file wd_convert wrote beside data_path (its
+// binding line names data_path's blocks, and its ids are the rows' count, in
+// the order written); WD_ERR_SCHEMA for another file's ids or ids edited,
+// cut or reordered since; WD_ERR_FORMAT for a file without the binding line
+// (written before ids were bound to their data: convert again). A program
+// pairing ids with rows (wd predict) checks first, and reads the ids lines,
+// the binding line last and not an id.
+WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path);
 
 // ---- 10. Synthetic data ------------------------------------------------------------------
 typedef struct wd_gen_desc {
@@ -640,6 +698,8 @@ typedef struct wd_gen_desc {
     int block_samples;              // (0: 4096)
 } wd_gen_desc;
 typedef struct wd_gen_report { int64_t rows; double ctr, oracle_auc, oracle_logloss, seconds; } wd_gen_report;
+// The output records the Criteo TSV input format (.wdr version 3): its rows
+// are what wd_convert makes of its tsv with a Criteo spec of its buckets.
 WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep);
 // The Criteo Kaggle per-slot cardinalities (26 values).
 WDDEF const uint32_t *wd_criteo_cardinalities(void);
@@ -1304,7 +1364,8 @@ WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
    every value the same id, section 7). A model records them on its first
    wd_train over files, and records a training file's longer vocabulary
    when the file extends it (wd_convert's extend_vocab; a model refuses
-   files whose ids differ, also on resume and warm start); .wdm version 3
+   files whose contract differs, also on resume and warm start: the one
+   comparison, wd_text_spec_compare in section 8); .wdm version 3
    stores them ('INPT' section). wd_model_spec then gives a spec that maps
    raw strings exactly as wd_convert mapped the training data: a service
    needs the .wdm file and nothing else:
@@ -1319,6 +1380,10 @@ WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
    one trained on files that carry none (written by wd_writer, or converted
    before .wdr version 3). */
 WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out);
+// A spec a service built itself (not wd_model_spec's) against the model's
+// recorded contract: wd_text_spec_compare(t, the model's, -1). Call it once
+// before serving requests built with t (wd_batch_add, wd_parse_line).
+WDDEF wd_status wd_model_check_spec(const wd_model *m, const wd_text_spec *t);
 
 // ---- 17. Device interface ----------------------------------------------------------------------
 /* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
@@ -3281,6 +3346,10 @@ static wd_status wd__csv_derive(const char *item, size_t n, void *u) {
         return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b", (int)n, item, col);
     int i = wd__csv_col(c, col, (size_t)(br - col));
     if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp, (int)(br - col), col);
+    if (t->col_role[i] == 1)   // serving lines have no label: the slot would be derived from "0"
+        return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is the label; a slot derived "
+                        "from it would show the model the answer (and a request, which has no label, another "
+                        "value): derive from another column", tmp, (int)(br - col), col);
     if (weekday && to - from != 6 && to - from != 8) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': weekday() takes 6 (YYMMDD) or 8 (YYYYMMDD) bytes", tmp);
     int k;
     WD__TRY(wd__csv_add_slot(t, tmp, strlen(tmp), &k));
@@ -3548,6 +3617,7 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
         for (uint32_t i = 0; !bad && i < nder; i++) {
             int c = t->derived[i].col, a = t->derived[i].from, b = t->derived[i].to, w = t->derived[i].weekday;
             if (c < 0 || (uint32_t)c >= ncols || a < 0 || b <= a || b > 4096 || w < 0 || w > 1 || (w && b - a != 6 && b - a != 8)) bad = "a derived slot outside its column";
+            else if (c == label_col) bad = "a slot derived from the label column";
         }
     } else {   // libsvm
         if (ncols || nder || hl || flags || delim || label_col != -1 || nr != (uint32_t)S) bad = "a LibSVM format with other fields set, or not a range per slot";
@@ -3845,30 +3915,51 @@ static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) 
 // Slot k of t has neither buckets nor a vocabulary yet (wd_convert sizes it).
 static int wd__slot_unsized(const wd_text_spec *t, int k) { return t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0); }
 
-WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat) {
-    return wd_batch_add_n(t, b, label, dense, cat, NULL);
+// Raw dense value x of column j through t's dense rule (wd_batch_add): *v,
+// or WD_ERR_NUMERIC naming the column when the rule does not take x.
+static wd_status wd__dense_raw_value(const wd_text_spec *t, int j, double x, float *v) {
+    if (isnan(x)) { *v = 0.0f; return WD_OK; }   // missing, as an empty field
+    if (t->format == WD_FMT_CSV && t->dense_raw) {
+        *v = (float)x;
+        if (isfinite(*v)) return WD_OK;
+        return wd__fail(WD_ERR_NUMERIC, "wd_batch_add: dense value %d is %g, not a finite float (the spec takes "
+                        "dense values as they are)", j, x);
+    }
+    if (x == floor(x) && x >= -9223372036854775808.0 && x < 9223372036854775808.0) {
+        *v = wd_count_feature((int64_t)x);
+        return WD_OK;
+    }
+    return wd__fail(WD_ERR_NUMERIC, "wd_batch_add: dense value %d is %g, not a count: the spec's dense rule takes "
+                    "integers within +-2^63 (log1p of the count; pass the raw count, not a transformed value)", j, x);
 }
-WDDEF wd_status wd_batch_add_n(const wd_text_spec *t, wd_batch *b, float label, const float *dense, const char *const *cat,
-                               const size_t *cat_len) {
+WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const double *dense, int ndense,
+                             const char *const *cat, const size_t *cat_len, int ncat) {
     if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: %s is NULL", !t ? "the text spec" : "the batch");
     const wd_schema *s = &t->schema;
-    if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_UNSUPPORTED, "wd_batch_add: a libsvm spec maps feature indices, not strings: set the batch's ids directly");
+    if (t->format == WD_FMT_LIBSVM)
+        return wd__fail(WD_ERR_UNSUPPORTED, "wd_batch_add: a libsvm spec maps feature indices, not strings: set the "
+                        "batch's ids directly");
+    if (ndense != s->ndense || ncat != s->nslots || (ndense && !dense))
+        return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: a request of %d dense and %d categorical values%s; the spec "
+                        "takes %d dense and %d categorical (a request for another model?)", ndense, ncat,
+                        ndense && !dense ? " (dense NULL)" : "", s->ndense, s->nslots);
     WD__TRY(wd__batch_layout(b, s, "wd_batch_add", -1, "spec"));
     if (!(label >= 0.0f && label <= 1.0f)) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: label %g is outside [0, 1]", (double)label);
-    for (int j = 0; dense && j < s->ndense; j++)
-        if (!isfinite(dense[j])) return wd__fail(WD_ERR_NUMERIC, "wd_batch_add: dense value %d is %g", j, (double)dense[j]);
     for (int k = 0; k < s->nslots; k++) {
         if (s->slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot", k, s->slot[k].name);
         if (wd__slot_unsized(t, k))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: slot %d (%.31s) has no buckets yet: take them from the training file (wd_text_spec_match or wd_text_spec_vocab)", k, s->slot[k].name);
     }
+    float v = 0.0f;
+    for (int j = 0; j < s->ndense; j++) WD__TRY(wd__dense_raw_value(t, j, dense[j], &v));   // before b changes
     WD__TRY(wd__begin_sample(b));
     int i = b->n;
     b->label[i] = label; b->weight[i] = 1.0f;
-    for (int j = 0; j < s->ndense; j++) b->dense[(size_t)i * (size_t)s->ndense + (size_t)j] = dense ? dense[j] : 0.0f;
+    float *row = b->dense + (size_t)i * (size_t)s->ndense;
+    for (int j = 0; j < s->ndense; j++) (void)wd__dense_raw_value(t, j, dense[j], &row[j]);
     for (int k = 0; k < s->nslots; k++) {
-        const char *v = cat && cat[k] ? cat[k] : "";
-        b->ids[k][i] = wd__cat_id(t, k, v, cat && cat[k] ? (cat_len ? cat_len[k] : strlen(v)) : 0);
+        const char *c = cat && cat[k] ? cat[k] : "";
+        b->ids[k][i] = wd__cat_id(t, k, c, cat && cat[k] ? (cat_len ? cat_len[k] : strlen(c)) : 0);
     }
     b->n++;
     return WD_OK;
@@ -4347,12 +4438,112 @@ typedef struct wd__conv {
     wd__sink *sink;                 // first pass: every job's values, merged in order
     wd__blockfile *bf;              // second pass: the output
     wd__outfile *ids;               // second pass: the ids side file (or NULL)
+    uint64_t ids_digest;            // second pass: its lines so far (wd__ids_digest)
     wd_convert_report *rep;
     void *arrow;                    // from an Arrow stream: the pass's columns (section 20)
 } wd__conv;
 static void wd__arrow_job(wd__conv *c, wd__job *j);          // section 20: a job's rows of a stream,
 static void wd__arrow_job_done(wd__job *j);                  // its batches released,
 static wd_status wd__arrow_pass(wd__conv *c, int threads, int m);   // a pass over a stream
+
+// The digest of an ids file's lines (each line's bytes, newline excluded), in
+// order: h = mix(h ^ wd__id_line(line)) from 0; continued from h over the
+// whole lines at p (n bytes).
+static uint64_t wd__id_line(const void *p, size_t n) { return wd_hash_bytes(p, n, 0x1D5D16E57ull); }
+static uint64_t wd__ids_digest(uint64_t h, const char *p, size_t n) {
+    for (const char *e = p + n; p < e;) {
+        const char *nl = (const char *)memchr(p, '\n', (size_t)(e - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(e - p);
+        h = wd_mix64(h ^ wd__id_line(p, len));
+        p += len + (nl != NULL);
+    }
+    return h;
+}
+// The digest of a .wdr file's blocks (each block's header, which holds its
+// payload's CRC32C, in order) and sample count: what an ids file is bound to.
+static wd_status wd__data_digest(const wd_reader *r, uint64_t *out) {
+    uint64_t h = wd_mix64(0xDA7AD16E57ull ^ (uint64_t)r->nsamples);
+    for (int64_t i = 0; i < r->nblocks; i++) {
+        uint8_t bh[32];
+        WD__TRY(wd__pread_all(r->fd, bh, sizeof bh, r->index[i].offset, r->path));
+        h = wd_mix64(h ^ wd_hash_bytes(bh, sizeof bh, (uint64_t)i));
+    }
+    *out = h;
+    return WD_OK;
+}
+#define WD__IDS_BIND "#wd-ids rows=%lld data=%016llx ids=%016llx"
+// Ends ids (the ids of `rows` rows, digest h) with the line binding it to the .wdr at data.
+static wd_status wd__ids_bind(wd__outfile *ids, const char *data, int64_t rows, uint64_t h) {
+    wd_reader *r;
+    WD__TRY(wd_reader_open(data, &r));
+    uint64_t fp = 0;
+    wd_status st = wd__data_digest(r, &fp);
+    wd_reader_close(r);
+    char line[120];
+    int n = snprintf(line, sizeof line, WD__IDS_BIND "\n", (long long)rows, (unsigned long long)fp,
+                     (unsigned long long)h);
+    return st ? st : wd__out_write(ids, line, (size_t)n);
+}
+WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path) {
+    if (!ids_path || !data_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_ids_check: a NULL path");
+    wd_reader *r;
+    WD__TRY(wd_reader_open(data_path, &r));
+    uint64_t fp = 0;
+    wd_status st = wd__data_digest(r, &fp);
+    int64_t rows = r->nsamples;
+    wd_reader_close(r);
+    if (st) return st;
+    const char *ip = wd__tail(ids_path, 300);
+    int fd = open(ids_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", ip, strerror(errno));
+    // Line by line: h covers every line but the latest, whose digest waits in
+    // `pending` and whose first bytes in `last` (the binding, if it is the end).
+    wd__buf b = {0, 0, 0};
+    char last[120] = "";
+    uint64_t h = 0, pending = 0;
+    int64_t lines = 0;
+    size_t ll = 0;
+    for (int eof = 0; !st && !eof;) {
+        b.len = ll;   // the line begun, kept if b grows
+        st = wd__buf_reserve(&b, ll + 65536);
+        ssize_t got = st ? 0 : read(fd, b.p + ll, 65536);
+        if (got < 0) { st = wd__fail(WD_ERR_IO, "%s: read failed: %s", ip, strerror(errno)); break; }
+        eof = got == 0;
+        size_t have = ll + (size_t)got, at = 0;
+        for (;;) {
+            const char *nl = (const char *)memchr(b.p + at, '\n', have - at);
+            if (!nl && !(eof && at < have)) break;   // a last line without its newline counts at the end
+            size_t len = nl ? (size_t)(nl - (const char *)b.p) - at : have - at;
+            if (lines++) h = wd_mix64(h ^ pending);
+            pending = wd__id_line(b.p + at, len);
+            snprintf(last, sizeof last, "%.*s", (int)WD__MIN(len, sizeof last - 1), (const char *)b.p + at);
+            at += len + (nl != NULL);
+        }
+        memmove(b.p, b.p + at, have - at);
+        ll = have - at;
+    }
+    close(fd);
+    wd__buf_free(&b);
+    if (st) return st;
+    long long n = -1;
+    unsigned long long dfp = 0, ifp = 0;
+    char tail;
+    const char *dp = wd__tail(data_path, 300);
+    if (sscanf(last, "#wd-ids rows=%lld data=%16llx ids=%16llx%c", &n, &dfp, &ifp, &tail) != 3)
+        return wd__fail(WD_ERR_FORMAT, "%s: no line binding it to its data file at its end (an ids file from before "
+                        "ids were bound, or not one wd convert --id-column wrote): convert the data again to pair its "
+                        "ids with its rows", ip);
+    if ((uint64_t)dfp != fp)
+        return wd__fail(WD_ERR_SCHEMA, "%s: these are the ids of another data file (data fingerprint %016llx; %s's "
+                        "is %016llx): give the ids file its conversion wrote beside it", ip, dfp, dp,
+                        (unsigned long long)fp);
+    if (n != rows || lines - 1 != rows || ifp != h)
+        return wd__fail(WD_ERR_SCHEMA, "%s: %lld ids (its binding line says %lld) for the %lld rows of %s%s: the file "
+                        "was edited, cut or reordered after wd convert wrote it; convert the data again", ip,
+                        (long long)(lines - 1), n, (long long)rows, dp,
+                        n == rows && lines - 1 == rows ? ", in another order or with other values" : "");
+    return WD_OK;
+}
 
 // A job: parse its lines (first pass: note the values; second: encode a block).
 static void wd__conv_run(wd__pipe *p, wd__job *j) {
@@ -4426,7 +4617,10 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
         wd_oov_count(c->spec->vocab, &w->batch, &rep->oov);
         for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
         if (w->block.len) *st = wd__bf_put(c->bf, w->block.p, w->block.len);
-        if (!*st && c->ids && w->side1.len) *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
+        if (!*st && c->ids && w->side1.len) {
+            *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
+            c->ids_digest = wd__ids_digest(c->ids_digest, (const char *)w->side1.p, w->side1.len);
+        }
     }
     if (c->arrow) wd__arrow_job_done(w);
     wd__pipe_release(p, w);
@@ -4644,6 +4838,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         for (int k = 0; k < spec->schema.nslots; k++) { rep->buckets[k] = spec->schema.slot[k].buckets; rep->vocab_size[k] = wd_vocab_size(spec->vocab, k); }
         st = wd__bf_close(&bf);
         bf_open = 0;
+        if (!st && ids_open) st = wd__ids_bind(&ids, d->output, rep->rows, c.ids_digest);
         if (!st && ids_open) { st = wd__out_commit(&ids); ids_open = 0; }
         if (st) unlink(d->output);   // both files or neither
     }
@@ -4728,6 +4923,7 @@ typedef struct wd__gen {
     wd__zipf zipf[26];
     uint32_t card[26];
     int want_tsv;
+    wd_text_spec format;            // Criteo TSV: the rows' ids and features are its TSV's, converted
 } wd__gen;
 
 static const int wd__gen_pairs[8][2] = {{0, 1}, {2, 3}, {4, 9}, {5, 10}, {6, 12}, {7, 13}, {14, 15}, {16, 23}};
@@ -4842,7 +5038,8 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     wd__pipe pipe;
     int piped = 0, bfo = 0;
     wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities", (long long)d->rows);
-    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL, NULL); bfo = !st; }
+    wd_text_spec_criteo(&g->format, 0);
+    if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL, &g->format); bfo = !st; }
     if (!st && d->tsv) st = wd__out_open(&tsv, d->tsv);
     if (!st) st = wd__out_open(&prob, probpath);
     if (!st) { st = wd__pipe_start(&pipe, d->threads > 0 ? d->threads : 1, &g->schema, wd__gen_run, g); piped = !st; }
@@ -5581,8 +5778,9 @@ WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out) {
         return wd__fail(WD_ERR_UNSUPPORTED, "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
                         "Train it again on its files (the CLI's --init-from) to record them, or map raw input with its training file's spec (wd_text_spec_match, wd_text_spec_vocab)");
     if (!m->in.spec)
-        return wd__fail(WD_ERR_UNSUPPORTED, "the model's training files carry no input format (written by wd_writer or wd gen, or converted before .wdr version 3): "
-                        "build its batches as those files were built, or convert the text again and train on that");
+        return wd__fail(WD_ERR_UNSUPPORTED, "the model's training files carry no input format (written by wd_writer, "
+                        "or converted before .wdr version 3): build its batches as those files were built, or convert "
+                        "the text again and train on that");
     *out = *m->in.spec;
     out->schema = m->schema;
     out->vocab = NULL;
@@ -7565,24 +7763,6 @@ static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
 // ---- evaluation: predictions through a backend, in file order ---------------------------------
-// The first difference between two schemas, for messages ("slot 3 (C4): ...").
-static void wd__schema_diff(const wd_schema *data, const wd_schema *model, char *buf, size_t n) {
-    if (data->ndense != model->ndense) { snprintf(buf, n, "%d dense columns, the model has %d", data->ndense, model->ndense); return; }
-    if (data->nslots != model->nslots) { snprintf(buf, n, "%d slots, the model has %d", data->nslots, model->nslots); return; }
-    for (int k = 0; k < data->nslots; k++) {
-        const wd_slot *a = &data->slot[k], *b = &model->slot[k];
-        if (strncmp(a->name, b->name, WD_NAME_MAX) != 0) { snprintf(buf, n, "slot %d is '%.31s', the model's is '%.31s'", k, a->name, b->name); return; }
-        if (a->kind != b->kind) { snprintf(buf, n, "slot %d (%.31s) is %s, the model's is %s", k, a->name, a->kind ? "multi-hot" : "one-hot", b->kind ? "multi-hot" : "one-hot"); return; }
-        if (a->buckets != b->buckets) { snprintf(buf, n, "slot %d (%.31s) has %u buckets, the model's has %u", k, a->name, a->buckets, b->buckets); return; }
-    }
-    snprintf(buf, n, "no difference");
-}
-// Slot k's ids in words: "a vocabulary of N values (fingerprint F)" or "hashed ids".
-static void wd__vocab_words(const wd_vocab *v, int k, char *buf, size_t n) {
-    uint64_t f = wd_vocab_fingerprint(v, k);
-    if (f) snprintf(buf, n, "ids from a vocabulary of %lld values (fingerprint %016llx)", (long long)v->n[k], (unsigned long long)f);
-    else snprintf(buf, n, "ids without a vocabulary (hashed, or chosen by its writer)");
-}
 // How slot k's ids of vocabulary a stand to b's: 0 the same (the same
 // list, or neither has one), 1 a extends b (b's list is a prefix of a's),
 // -1 b extends a, 2 neither (a value with two ids, or one of them hashes).
@@ -7614,60 +7794,221 @@ static wd_status wd__vocab_longer(const wd_vocab *a, const wd_vocab *b, wd_vocab
     if (st) { wd__vocab_free(v); *out = NULL; }
     return st;
 }
-// WD_OK when file r's ids mean what they mean to want (whose holder is
-// named by `whose`, e.g. "the model"): every value both vocabularies hold
-// has the same id, one list a prefix of the other. training: r may extend
-// want (new values, new ids: the model then records r's). Otherwise (a
-// file read for validation or evaluation) r's list must be want's or a
-// prefix of it: ids past the model's vocabulary were never trained.
-static wd_status wd__check_vocab(const wd_reader *r, const wd__contract *want, const char *whose, int training) {
-    for (int k = 0; k < r->schema.nslots; k++) {
-        int rel = wd__vocab_rel(r->vocab, want->vocab, k);
-        if (rel == 0 || rel == -1 || (rel == 1 && training)) continue;
-        char a[120], b[120];
-        wd__vocab_words(r->vocab, k, a, sizeof a);
-        wd__vocab_words(want->vocab, k, b, sizeof b);
-        if (rel == 1)
-            return wd__fail(WD_ERR_SCHEMA, "%s: slot %d (%.31s) has %s, which extends %s %s: the values past it have ids the model never trained; "
-                            "train on this file first (the CLI's --init-from), or convert it with --schema-from the model's last training file (no --extend-vocab)",
-                            wd__tail(r->path, 300), k, r->schema.slot[k].name, a, whose, b);
-        return wd__fail(WD_ERR_SCHEMA, "%s: slot %d (%.31s) has %s, %s has %s: the same value would have another id "
-                        "(files converted separately number their values by their own counts); convert it with --schema-from a training file",
-                        wd__tail(r->path, 300), k, r->schema.slot[k].name, a, whose, b);
+// ---- the input contract: one comparison (section 8, wd_text_spec_compare) ----
+// One side of a comparison: a schema, the input format its ids and features
+// were mapped with (NULL: none recorded) and its vocabulary (NULL: no slot
+// has one); who names it in messages ("this file", "the model").
+typedef struct wd__side { const wd_schema *s; const wd_text_spec *t; const wd_vocab *v; const char *who; } wd__side;
+// How vocabularies may differ: not at all; a's lists prefixes of b's (a file
+// of an earlier day read by a model); one a prefix of the other (training);
+// or b records none (a model that never trained on files: the schema alone).
+enum { WD__MEET_SAME, WD__MEET_READ, WD__MEET_TRAIN, WD__MEET_SCHEMA };
+// The first difference found (wd__contract_diff), in the order compared.
+enum {
+    WD__DIFF_NONE, WD__DIFF_FORMAT, WD__DIFF_NDENSE, WD__DIFF_DENSE_RULE, WD__DIFF_DENSE_COL, WD__DIFF_LABEL,
+    WD__DIFF_NSLOTS, WD__DIFF_SLOT_NAME, WD__DIFF_SLOT_KIND, WD__DIFF_SLOT_COL, WD__DIFF_DERIVED, WD__DIFF_BUCKETS,
+    WD__DIFF_VOCAB, WD__DIFF_COUNT
+};
+// Column i's name in t's CSV header (quotes removed, "" a quote), cut to n - 1 bytes.
+static void wd__csv_colname(const wd_text_spec *t, int i, char *buf, size_t n) {
+    char d = t->delimiter ? t->delimiter : ',';
+    size_t o = 0;
+    int col = 0, q = 0;
+    for (const char *p = t->header; *p && col <= i; p++) {
+        if (q && *p == '"') { if (p[1] != '"') { q = 0; continue; } p++; }
+        else if (!q && *p == '"') { q = 1; continue; }
+        else if (!q && *p == d) { col++; continue; }
+        if (col == i && o + 1 < n) buf[o++] = *p;
     }
-    return WD_OK;
+    buf[o] = 0;
 }
-// Opens every file and checks its schema against the model's, and its
-// vocabularies against want's (NULL: not checked; see wd__check_vocab).
-// capture (training files): every file may extend want, the files' ids
-// must agree with each other, and *capture gets the first file's contract
-// with the longest vocabulary of each slot. *samples gets their total, *fp
-// a fingerprint of the list (each file's samples, blocks and bytes, in
-// order: what a resumed run must see again).
+// Where dense column j (slot k; the label: j and k -1) of side x takes its
+// value from, in words: a CSV column by name (its position is the file's
+// layout, not its meaning), a derived slot's bytes, a LibSVM index range, a
+// Criteo field.
+static void wd__source(const wd__side *x, int j, int k, char *buf, size_t n) {
+    const wd_text_spec *t = x->t;
+    char name[160];
+    if (t->format == WD_FMT_CRITEO) {
+        snprintf(buf, n, "Criteo field %d", j >= 0 ? 2 + j : k >= 0 ? 15 + k : 1);
+        return;
+    }
+    if (t->format == WD_FMT_LIBSVM) {
+        if (j >= 0) { snprintf(buf, n, "feature index %lld", (long long)t->dense_lo + j); return; }
+        for (int r = 0; r < t->nranges; r++)
+            if (t->ranges[r].slot == k) {
+                snprintf(buf, n, "feature indexes %u-%u", t->ranges[r].lo, t->ranges[r].hi);
+                return;
+            }
+        snprintf(buf, n, "no feature indexes");
+        return;
+    }
+    int q = k - (x->s->nslots - t->nderived);
+    if (k >= 0 && q >= 0) {
+        int w = t->derived[q].weekday;
+        wd__csv_colname(t, t->derived[q].col, name, sizeof name);
+        snprintf(buf, n, "%sbytes %d..%d of column '%s'%s", w ? "the weekday of " : "", t->derived[q].from,
+                 t->derived[q].to - 1, name, w ? "" : " (derived)");
+        return;
+    }
+    int role = j >= 0 ? 2 : k >= 0 ? 3 : 1, index = j >= 0 ? j : k;
+    for (int c = 0; c < t->ncols; c++)
+        if (t->col_role[c] == role && (role == 1 || t->col_index[c] == index)) {
+            wd__csv_colname(t, c, name, sizeof name);
+            snprintf(buf, n, "column '%s'", name);
+            return;
+        }
+    snprintf(buf, n, "no column");
+}
+static const char *wd__rule_words(const wd_text_spec *t) {
+    if (t->format == WD_FMT_LIBSVM) return "the feature values as they are";
+    return t->format == WD_FMT_CSV && t->dense_raw ? "values as they are (--dense-raw)" : "counts through log1p";
+}
+// "FIELD: a's value, b's value: the fix" into why; returns code.
+static int wd__diff_say(char *why, size_t n, int code, const char *field, const wd__side *a, const char *av,
+                        const wd__side *b, const char *bv, const char *fix) {
+    snprintf(why, n, "%s: %s %s, %s %s: %s", field, a->who, av, b->who, bv, fix);
+    return code;
+}
+// Slot k's ids in words: "has ids from a vocabulary of N values (fingerprint F)" or "has hashed ids".
+static void wd__vocab_words(const wd_vocab *v, int k, char *buf, size_t n) {
+    uint64_t f = wd_vocab_fingerprint(v, k);
+    if (f) snprintf(buf, n, "has ids from a vocabulary of %lld values (fingerprint %016llx)", (long long)v->n[k],
+                    (unsigned long long)f);
+    else snprintf(buf, n, "has ids without a vocabulary (hashed, or chosen by its writer)");
+}
+/* THE comparison of two input contracts: whether side a's ids and features
+   mean what side b's mean. Compared in this order, the first difference
+   returned (WD__DIFF_*, WD__DIFF_NONE: none) and said in why ("FIELD: a's
+   value, b's value: the fix"): the input format (a side that records none
+   against one that does cannot be decided, and is refused); the dense
+   columns, their rule and each one's source; the label's column; the slots,
+   each one's name, kind and source (a CSV column, a derived slot's column,
+   bytes and weekday rule, a LibSVM index range); bucket counts; each slot's
+   vocabulary (hashed against a vocabulary, or another list: mode says which
+   prefixes pass). A CSV file's column positions, delimiter, unused and id
+   columns are its layout, not what its values mean: columns are compared by
+   name. Every place where a file or a request meets a model or another file
+   calls this: training, validation, evaluation, prediction, warm start and
+   resume (wd__check_files), convert's schema_from and serving
+   (wd_text_spec_compare, wd_model_check_spec). */
+static int wd__contract_diff(const wd__side *a, const wd__side *b, int mode, char *why, size_t n) {
+    static const char *fmt[3] = {"Criteo TSV", "LibSVM", "CSV"};
+    static const char *none = "records none (written by wd_writer, or converted before .wdr version 3)";
+    static const char *fix_map = "convert it with the options the training data was converted with "
+                                 "(--format, --label, --dense, --dense-raw, --cat, --derive, --slots, --dense-range)";
+    static const char *fix_ids = "convert it with --schema-from a training file or the model";
+    const wd_text_spec *x = a->t, *y = b->t;
+    const wd_schema *sa = a->s, *sb = b->s;
+    char av[400], bv[400], field[120];
+    if (mode != WD__MEET_SCHEMA && !x != !y)
+        return wd__diff_say(why, n, WD__DIFF_FORMAT, "the input format", a, x ? fmt[x->format] : none, b,
+                            y ? fmt[y->format] : none, "whether their columns and ids mean the same cannot be "
+                            "told; convert the text again with this version");
+    if (mode == WD__MEET_SCHEMA) x = y = NULL;
+    if (x && x->format != y->format)
+        return wd__diff_say(why, n, WD__DIFF_FORMAT, "the input format", a, fmt[x->format], b, fmt[y->format], fix_map);
+    if (sa->ndense != sb->ndense) {
+        snprintf(av, sizeof av, "has %d", sa->ndense);
+        snprintf(bv, sizeof bv, "%d", sb->ndense);
+        return wd__diff_say(why, n, WD__DIFF_NDENSE, "the dense columns", a, av, b, bv, fix_map);
+    }
+    if (x && sa->ndense && strcmp(wd__rule_words(x), wd__rule_words(y)) != 0)
+        return wd__diff_say(why, n, WD__DIFF_DENSE_RULE, "the dense rule", a, wd__rule_words(x), b,
+                            wd__rule_words(y), fix_map);
+    for (int j = 0; x && j < sa->ndense; j++) {
+        wd__source(a, j, -1, av, sizeof av);
+        wd__source(b, j, -1, bv, sizeof bv);
+        snprintf(field, sizeof field, "dense column %d", j + 1);
+        if (strcmp(av, bv) != 0) return wd__diff_say(why, n, WD__DIFF_DENSE_COL, field, a, av, b, bv, fix_map);
+    }
+    if (x) {
+        wd__source(a, -1, -1, av, sizeof av);
+        wd__source(b, -1, -1, bv, sizeof bv);
+        if (strcmp(av, bv) != 0) return wd__diff_say(why, n, WD__DIFF_LABEL, "the label", a, av, b, bv, fix_map);
+    }
+    if (sa->nslots != sb->nslots) {
+        snprintf(av, sizeof av, "has %d", sa->nslots);
+        snprintf(bv, sizeof bv, "%d", sb->nslots);
+        return wd__diff_say(why, n, WD__DIFF_NSLOTS, "the slots", a, av, b, bv, fix_map);
+    }
+    for (int k = 0; k < sa->nslots; k++) {
+        const wd_slot *p = &sa->slot[k], *q = &sb->slot[k];
+        snprintf(field, sizeof field, "slot %d (%.31s)", k, q->name);
+        if (strncmp(p->name, q->name, WD_NAME_MAX) != 0) {
+            snprintf(av, sizeof av, "names it '%.31s'", p->name);
+            snprintf(bv, sizeof bv, "'%.31s'", q->name);
+            return wd__diff_say(why, n, WD__DIFF_SLOT_NAME, field, a, av, b, bv, fix_map);
+        }
+        if (p->kind != q->kind)
+            return wd__diff_say(why, n, WD__DIFF_SLOT_KIND, field, a, p->kind ? "is multi-hot" : "is one-hot", b,
+                                q->kind ? "multi-hot" : "one-hot", fix_map);
+        if (x) {
+            char as[300];
+            wd__source(a, -1, k, as, sizeof as);
+            wd__source(b, -1, k, bv, sizeof bv);
+            int derived = k >= sa->nslots - x->nderived || k >= sb->nslots - y->nderived;
+            snprintf(av, sizeof av, "takes %s", as);
+            if (strcmp(as, bv) != 0)
+                return wd__diff_say(why, n, derived ? WD__DIFF_DERIVED : WD__DIFF_SLOT_COL, field, a, av, b, bv,
+                                    fix_map);
+        }
+        if (p->buckets != q->buckets) {
+            snprintf(av, sizeof av, "has %u buckets", p->buckets);
+            snprintf(bv, sizeof bv, "%u", q->buckets);
+            return wd__diff_say(why, n, WD__DIFF_BUCKETS, field, a, av, b, bv, fix_ids);
+        }
+        if (mode == WD__MEET_SCHEMA) continue;
+        int rel = wd__vocab_rel(a->v, b->v, k);
+        if (rel == 0 || (rel == -1 && mode != WD__MEET_SAME) || (rel == 1 && mode == WD__MEET_TRAIN)) continue;
+        wd__vocab_words(a->v, k, av, sizeof av);
+        wd__vocab_words(b->v, k, bv, sizeof bv);
+        if (rel == 1)
+            snprintf(why, n, "%s: %s %s, which extends %s's (%s): the values past it have ids %s never trained; "
+                     "train on it first (the CLI's --init-from), or convert it with --schema-from the last training "
+                     "file (no --extend-vocab)", field, a->who, av, b->who, bv + 4, b->who);
+        else
+            snprintf(why, n, "%s: %s %s, %s %s: the same value would have another id (files converted separately "
+                     "number their values by their own counts); %s", field, a->who, av, b->who, bv, fix_ids);
+        return WD__DIFF_VOCAB;
+    }
+    snprintf(why, n, "no difference");
+    return WD__DIFF_NONE;
+}
+// Opens every file and compares its input contract with want's (the
+// model's; NULL: the model records none yet, the schema alone is compared):
+// wd__contract_diff, naming the file. capture (training files): every file
+// may extend want's vocabularies, the files must agree with each other, and
+// *capture gets the first file's contract with the longest vocabulary of
+// each slot; otherwise (validation, evaluation) a file's lists may be
+// prefixes of want's, never longer (ids the model never trained). *samples
+// gets their total, *fp a fingerprint of the list (each file's samples,
+// blocks and bytes, in order: what a resumed run must see again).
 static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp,
                                  const wd__contract *want, wd__contract *capture) {
     if (samples) *samples = 0;
     if (fp) *fp = wd_mix64(0x5EEDF11E5ull + (uint64_t)nfiles);
-    const char *whose = want == &m->in ? "the model's" : "the training files'";
+    const char *whose = !want ? "the model's schema" : m->in.known ? "the model" : "the training files";
+    wd__side model = {&m->schema, want ? want->spec : NULL, want ? want->vocab : NULL, whose};
+    int mode = !want ? WD__MEET_SCHEMA : capture ? WD__MEET_TRAIN : WD__MEET_READ;
     for (int f = 0; f < nfiles; f++) {
         if (!files[f]) return wd__fail(WD_ERR_INVALID_ARG, "%s file %d is NULL", what, f);
         wd_reader *r;
         wd_status st = wd_reader_open(files[f], &r);
         if (st) return wd__fail(st, "%s file: %s", what, wd_last_error());
-        if (!wd_schema_equal(wd_reader_schema(r), &m->schema)) {
-            char why[200];
-            wd__schema_diff(wd_reader_schema(r), &m->schema, why, sizeof why);
-            wd_reader_close(r);
-            return wd__fail(WD_ERR_SCHEMA, "%s: the data's schema differs from the model's: %s (convert it with --schema-from a training file)", wd__tail(files[f], 400), why);
-        }
-        if (want) st = wd__check_vocab(r, want, whose, capture != NULL);
-        if (!st && capture && f == 0) st = wd__contract_of(r, capture);
-        else if (!st && capture) {   // agrees with the files before it; the longest lists kept
-            st = wd__check_vocab(r, capture, "the training files before it", 1);
+        char who[40], why[1200];
+        snprintf(who, sizeof who, "this %s file", what);
+        wd__side file = {&r->schema, r->spec, r->vocab, who};
+        int d = wd__contract_diff(&file, &model, mode, why, sizeof why);
+        if (!d && capture && f == 0) st = wd__contract_of(r, capture);
+        else if (!d && capture) {   // agrees with the files before it; the longest lists kept
+            wd__side before = {&m->schema, capture->spec, capture->vocab, "the training files before it"};
+            d = wd__contract_diff(&file, &before, WD__MEET_TRAIN, why, sizeof why);
             wd_vocab *v = NULL;
-            if (!st) st = wd__vocab_longer(capture->vocab, r->vocab, &v);
-            if (!st) { wd__vocab_free(capture->vocab); capture->vocab = v; }
+            if (!d) st = wd__vocab_longer(capture->vocab, r->vocab, &v);
+            if (!d && !st) { wd__vocab_free(capture->vocab); capture->vocab = v; }
         }
+        if (d) st = wd__fail(WD_ERR_SCHEMA, "%s: %s", wd__tail(files[f], 400), why);
         if (st) { wd_reader_close(r); return st; }
         if (samples) *samples += wd_reader_nsamples(r);
         if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull ^ (uint64_t)wd_reader_nblocks(r) << 40 ^ (uint64_t)wd_reader_file_bytes(r)));
@@ -7675,6 +8016,41 @@ static wd_status wd__check_files(const wd_model *m, const char *const *files, in
     }
     return WD_OK;
 }
+WDDEF wd_status wd_text_spec_compare(const wd_text_spec *have, const wd_text_spec *want, int extend) {
+    if (!have || !want) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_compare: a NULL spec");
+    wd__side a = {&have->schema, have, have->vocab, "this spec"}, b = {&want->schema, want, want->vocab, "the other"};
+    char why[1200];
+    int mode = extend > 0 ? WD__MEET_TRAIN : extend < 0 ? WD__MEET_READ : WD__MEET_SAME;
+    if (wd__contract_diff(&a, &b, mode, why, sizeof why))
+        return wd__fail(WD_ERR_SCHEMA, "%s", why);
+    return WD_OK;
+}
+WDDEF wd_status wd_model_check_spec(const wd_model *m, const wd_text_spec *t) {
+    if (!m || !t) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_check_spec: a NULL argument");
+    wd__side a = {&t->schema, t, t->vocab, "the spec"}, b = {&m->schema, m->in.spec, m->in.vocab, "the model"};
+    char why[1200];
+    if (!m->in.known)
+        return wd__fail(WD_ERR_UNSUPPORTED, "wd_model_check_spec: the model records no input contract (never "
+                        "trained on files, or saved before .wdm version 3): what its ids mean cannot be compared");
+    if (wd__contract_diff(&a, &b, WD__MEET_READ, why, sizeof why)) return wd__fail(WD_ERR_SCHEMA, "%s", why);
+    return WD_OK;
+}
+WDDEF wd_status wd_reader_spec(const wd_reader *r, wd_text_spec *out) {
+    if (!r || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_spec: a NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!r->spec)
+        return wd__fail(WD_ERR_UNSUPPORTED, "%s: the file records no input format (written by wd_writer, or "
+                        "converted before .wdr version 3): what its ids mean cannot be told; convert the text again "
+                        "with this version", wd__tail(r->path, 300));
+    *out = *r->spec;
+    out->vocab = NULL;
+    if (!r->vocab) return WD_OK;
+    wd_vocab *v = NULL;
+    WD__TRY(wd__vocab_copy(r->vocab, &v));
+    out->vocab = v;
+    return WD_OK;
+}
+
 typedef struct wd__evalio {
     const char *const *files;
     int nfiles, batch, loader_threads;
@@ -8637,6 +9013,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     else {
         cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
         if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
+        next.spec = want ? want->spec : NULL;   // borrowed: validation meets the model's format and its longer lists
         if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
     }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }

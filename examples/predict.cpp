@@ -39,10 +39,14 @@ int main(int argc, char **argv) {
     if (spec->format == WD_FMT_LIBSVM) { std::fprintf(stderr, "a libsvm model takes feature indexes: build its batch with wd_parse_line\n"); return 1; }
     std::unique_ptr<wd_batch, BatchDeleter> one(new wd_batch());
     if (wd_batch_init(one.get(), s, 1, 0) != WD_OK) return 1;
-    std::vector<float> dense((size_t)s->ndense);
-    for (int d = 0; d < s->ndense; d++) dense[(size_t)d] = wd_count_feature(d + 1);   // counts, as convert stores them
-    std::vector<const char *> cat((size_t)s->nslots, "example");                      // one raw string per slot
-    if (wd_batch_add(spec.get(), one.get(), 0.0f, dense.data(), cat.data()) != WD_OK) { std::fprintf(stderr, "%s\n", wd_last_error()); return 1; }
+    std::vector<double> dense((size_t)s->ndense);
+    for (int d = 0; d < s->ndense; d++) dense[(size_t)d] = d + 1;   // raw values: the spec's rule applies
+    std::vector<const char *> cat((size_t)s->nslots, "example");    // one raw string per slot
+    if (wd_batch_add(spec.get(), one.get(), 0.0f, dense.data(), (int)dense.size(), cat.data(), nullptr,
+                     (int)cat.size()) != WD_OK) {
+        std::fprintf(stderr, "%s\n", wd_last_error());
+        return 1;
+    }
     float q = 0;
     if (wd_predict(model.get(), one.get(), &q) != WD_OK) { std::fprintf(stderr, "%s\n", wd_last_error()); return 1; }
     std::printf("hand-built sample: p = %.4f\n", q);

@@ -19,7 +19,7 @@
 # - with CI=true, any SKIP except the GPU tests': CI must have the sample data,
 #   clang's libFuzzer, nvcc and every compiler of the compile_* checks.
 B=${1:-build}; DATA=${2:-../shared/data}
-CLI_TESTS=121                       # the tests in tests/cli.sh
+CLI_TESTS=125                      # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
 MPI_TESTS=23                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
@@ -277,6 +277,7 @@ job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
 job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams and lists
 job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats
+job unit "$B/test_spec" tests/test_spec.c "$T"   # the one comparison of input contracts: each field refused by name; ids bound; sized requests
 job unit "$B/test_cpp" tests/test_cpp.cpp "$T"
 job unit "$B/test_loader" tests/test_loader.c "$T"
 job unit "$B/test_train" tests/test_train.c "$T"

@@ -626,8 +626,8 @@ static void test_spec_owns_vocabulary(void) {
     memset(&b, 0, sizeof b);
     CHECK_OK(wd_batch_init(&b, &t.schema, 2, 0));
     const char *cat[2] = {"u", "z"}, *unseen[2] = {"never", ""};
-    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, cat));   // after the reader closed
-    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, unseen));
+    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, 0, cat, NULL, 2));   // after the reader closed
+    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, 0, unseen, NULL, 2));
     CHECK(b.n == 2 && b.ids[0][0] == 1 && b.ids[1][0] != 0 && b.ids[0][1] == 0 && b.ids[1][1] == 0);   // u most frequent: id 1; unseen: 0
     wd_batch_free(&b);
     wd_text_spec_free(&t);
@@ -640,7 +640,20 @@ static void test_spec_owns_vocabulary(void) {
 static void test_contract_in_checkpoint(void) {
     char g[300], mp[400], bad[400];
     tmp(g, sizeof g, "writer.wdr"); tmp(mp, sizeof mp, "writer.wdm"); tmp(bad, sizeof bad, "bad.wdm");
-    REQUIRE_OK(tl_gen(g, 500, 0, 4, 50, 100));   // wd gen: ids of its own, no input format
+    char gg[300];
+    tmp(gg, sizeof gg, "gen.wdr");
+    REQUIRE_OK(tl_gen(gg, 500, 0, 4, 50, 100));   // wd gen records the Criteo format; its rows through wd_writer: none
+    wd_reader *gr;
+    const wd_batch *gb;
+    wd_writer *w;
+    REQUIRE_OK(wd_reader_open(gg, &gr));
+    REQUIRE_OK(wd_reader_block(gr, 0, &gb));
+    REQUIRE_OK(wd_writer_open(g, wd_reader_schema(gr), NULL, &w));
+    wd_status wst = wd_writer_append(w, gb);
+    if (wst) wd_writer_abort(w);
+    else wst = wd_writer_close(w);
+    wd_reader_close(gr);
+    REQUIRE_OK(wst);
     const char *f[1] = {g};
     REQUIRE_OK(train_small(f, 1, mp));
     wd_model *m = NULL;

@@ -200,8 +200,9 @@ static void test_csv(void) {
     CHECK(rep.rows == 3 && rep.bad_rows == 0);
     size_t n;
     char *got = (char *)slurp(ids, &n);
-    CHECK(got && n == 10 && memcmp(got, "a1\na\"2\na3\n", 10) == 0);
+    CHECK(got && n > 10 && memcmp(got, "a1\na\"2\na3\n#wd-ids rows=3 data=", 30) == 0);   // then the binding line
     free(got);
+    CHECK_OK(wd_ids_check(ids, out));
     wd_reader *r;
     REQUIRE_OK(wd_reader_open(out, &r));
     const wd_batch *b;
@@ -411,7 +412,8 @@ static void test_number_edges(void) {
 }
 
 // wd_batch_add maps raw values as wd_parse_line maps the line they came from
-// (a serving program scores what training saw), and refuses what it cannot map.
+// (a serving program scores what training saw): the raw counts, through the
+// spec's dense rule applied by the library; and refuses what it cannot map.
 static void test_batch_from_values(void) {
     wd_text_spec t;
     wd_text_spec_criteo(&t, 5000);
@@ -420,31 +422,49 @@ static void test_batch_from_values(void) {
     REQUIRE_OK(wd_batch_init(&a, &t.schema, 0, 0));
     REQUIRE_OK(wd_batch_init(&b, &t.schema, 0, 0));
     REQUIRE_OK(wd_parse_line(&t, line, strlen(line), &a));
-    const int64_t counts[13] = {3, -2, 0, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8};
-    float dense[13];
-    for (int j = 0; j < 13; j++) dense[j] = j == 2 ? 0.0f : wd_count_feature(counts[j]);   // I3 missing: 0
-    const char *cat[26] = {"68fd1e64", "80e26c9b", NULL, "x", "y", "z", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
-    CHECK_OK(wd_batch_add(&t, &b, 1.0f, dense, cat));
-    CHECK(a.n == 1 && b.n == 1 && a.label[0] == b.label[0] && b.weight[0] == 1.0f && !memcmp(a.dense, b.dense, sizeof dense));
+    const double dense[13] = {3, -2, NAN, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8};   // I3 missing: NAN
+    const char *cat[26] = {"68fd1e64", "80e26c9b", NULL, "x", "y", "z", "a", "b", "c", "d", "e", "f", "g",
+                           "h",        "i",        "j",  "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
+    CHECK_OK(wd_batch_add(&t, &b, 1.0f, dense, 13, cat, NULL, 26));
+    CHECK(a.n == 1 && b.n == 1 && a.label[0] == b.label[0] && b.weight[0] == 1.0f &&
+          !memcmp(a.dense, b.dense, 13 * sizeof(float)));
     int same = 1;
     for (int k = 0; k < 26; k++) same &= a.ids[k][0] == b.ids[k][0];
     CHECK(same);
-    // bad values: the batch keeps its one sample
-    float nan_dense[13];
-    memcpy(nan_dense, dense, sizeof dense);
-    nan_dense[4] = NAN;
-    CHECK(wd_batch_add(&t, &b, 1.0f, nan_dense, cat) == WD_ERR_NUMERIC && strstr(wd_last_error(), "dense value 4"));
-    CHECK(wd_batch_add(&t, &b, 2.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "label"));
-    CHECK(wd_batch_add(NULL, &b, 0.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "text spec"));
+    // bad values: the batch keeps its one sample. A count the rule cannot take
+    // (1e30, 2.5: convert refuses such text), a value already transformed, Inf
+    double bad[13];
+    const double refused[3] = {1e30, 2.5, INFINITY};
+    for (int r = 0; r < 3; r++) {
+        memcpy(bad, dense, sizeof bad);
+        bad[4] = refused[r];
+        CHECK(wd_batch_add(&t, &b, 1.0f, bad, 13, cat, NULL, 26) == WD_ERR_NUMERIC &&
+              strstr(wd_last_error(), "dense value 4") && strstr(wd_last_error(), "not a count"));
+    }
+    CHECK(wd_batch_add(&t, &b, 2.0f, dense, 13, cat, NULL, 26) == WD_ERR_INVALID_ARG &&
+          strstr(wd_last_error(), "label"));
+    CHECK(wd_batch_add(NULL, &b, 0.0f, dense, 13, cat, NULL, 26) == WD_ERR_INVALID_ARG &&
+          strstr(wd_last_error(), "text spec"));
+    // counts checked against the spec: a request of another shape (an Avazu
+    // model's 0 dense and 22 values, a Criteo request) is refused, never read short
+    CHECK(wd_batch_add(&t, &b, 0.0f, dense, 12, cat, NULL, 26) == WD_ERR_SCHEMA &&
+          strstr(wd_last_error(), "12 dense and 26 categorical"));
+    CHECK(wd_batch_add(&t, &b, 0.0f, dense, 13, cat, NULL, 22) == WD_ERR_SCHEMA &&
+          strstr(wd_last_error(), "takes 13 dense and 26"));
+    CHECK(wd_batch_add(&t, &b, 0.0f, NULL, 13, cat, NULL, 26) == WD_ERR_SCHEMA &&
+          strstr(wd_last_error(), "dense NULL"));
     wd_text_spec unsized;
     wd_text_spec_criteo(&unsized, 0);   // buckets from the data: none yet
-    CHECK(wd_batch_add(&unsized, &b, 0.0f, dense, cat) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "no buckets"));
+    CHECK(wd_batch_add(&unsized, &b, 0.0f, dense, 13, cat, NULL, 26) == WD_ERR_INVALID_ARG &&
+          strstr(wd_last_error(), "no buckets"));
     wd_text_spec svm;
     REQUIRE_OK(wd_text_spec_libsvm(&svm, "a=1-10", NULL, 0));
-    CHECK(wd_batch_add(&svm, &b, 0.0f, NULL, NULL) == WD_ERR_UNSUPPORTED);
+    CHECK(wd_batch_add(&svm, &b, 0.0f, NULL, 0, NULL, NULL, 1) == WD_ERR_UNSUPPORTED);
     CHECK(b.n == 1);
-    // NULL dense and values: zeros and missing values
-    CHECK_OK(wd_batch_add(&t, &b, 0.0f, NULL, NULL));
+    // missing values: NAN dense values and NULL strings
+    double none[13];
+    for (int j = 0; j < 13; j++) none[j] = NAN;
+    CHECK_OK(wd_batch_add(&t, &b, 0.0f, none, 13, NULL, NULL, 26));
     CHECK(b.n == 2 && b.dense[13 + 5] == 0.0f && b.ids[7][1] == wd_hash_bucket("", 0, 7, 5000));
     wd_batch_free(&a);
     wd_batch_free(&b);

@@ -138,7 +138,7 @@ static void test_cpp_train_save_predict() {
 }
 
 // A C++ server's path: a predictor (const model, one per thread, reused),
-// requests as std::string_view values (wd_batch_add_n: no copies) and as
+// requests as std::string_view values (wd_batch_add with lengths: no copies; raw counts) and as
 // label-less lines (wd_parse_unlabeled), one batch refilled with
 // wd_batch_clear. Each request's probability must equal wd_predict's on the
 // same sample, bit for bit, and the string_view path must map as the line does.
@@ -165,8 +165,8 @@ static void test_cpp_serving() {
     REQUIRE(fields.size() == 39);
     const char *cat[26];
     size_t len[26];
-    float dense[13];
-    for (int j = 0; j < 13; j++) dense[j] = fields[j].empty() ? 0.0f : wd_count_feature(std::stoll(std::string(fields[j])));
+    double dense[13];
+    for (int j = 0; j < 13; j++) dense[j] = fields[j].empty() ? NAN : (double)std::stoll(std::string(fields[j]));
     for (int k = 0; k < 26; k++) { cat[k] = fields[13 + k].data(); len[k] = fields[13 + k].size(); }
     wd_batch b;
     REQUIRE_OK(wd_batch_init(&b, &s, 4, 0));
@@ -177,7 +177,7 @@ static void test_cpp_serving() {
     int rounds = 0;
     for (int r = 0; p && r < 3; r++, rounds++) {
         wd_batch_clear(&b);
-        CHECK_OK(wd_batch_add_n(&spec, &b, 0.0f, dense, cat, len));
+        CHECK_OK(wd_batch_add(&spec, &b, 0.0f, dense, 13, cat, len, 26));
         CHECK_OK(wd_parse_unlabeled(&spec, line.data(), line.size(), &b));
         CHECK(b.n == 2 && std::memcmp(b.dense, b.dense + 13, 13 * sizeof(float)) == 0);
         for (int k = 0; k < 26; k++) CHECK(b.ids[k][0] == b.ids[k][1] && b.ids[k][0] == wd_hash_bucket(cat[k], len[k], k, 1000));

@@ -678,7 +678,7 @@ static void test_parse_csv_libsvm(void) {
 }
 
 /* Serving input: wd_parse_unlabeled (the line less its label field) and
-   wd_batch_add_n (values as pointer + length, not NUL-terminated) must give
+   wd_batch_add (values as pointer + length, not NUL-terminated) must give
    exactly the sample wd_parse_line gives for the labeled line with label 0,
    for Criteo, CSV (label in the middle, a derived slot from a column before
    it, a slot after it: the columns shift) and LibSVM; wrong field counts
@@ -700,26 +700,34 @@ static void test_parse_unlabeled_add_n(void) {
     const char *cat[26];
     size_t len[26];
     const char *p = nolabel;
-    float dense[13];
+    double dense[13];
     for (int f = 0; f < 39; f++) {
         const char *tab = strchr(p, '\t');
         size_t n = tab ? (size_t)(tab - p) : strlen(p);
-        if (f < 13) { char tmp[32]; snprintf(tmp, sizeof tmp, "%.*s", (int)n, p); dense[f] = n ? wd_count_feature(strtoll(tmp, NULL, 10)) : 0.0f; }
-        else { cat[f - 13] = p; len[f - 13] = n; }
+        if (f < 13) {
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, "%.*s", (int)n, p);
+            dense[f] = n ? (double)strtoll(tmp, NULL, 10) : NAN;
+        } else {
+            cat[f - 13] = p;
+            len[f - 13] = n;
+        }
         p = tab ? tab + 1 : p + n;
     }
-    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cat, len));
+    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, 13, cat, len, 26));
     CHECK(b.n == 3 && batch_sample_equal(&b, 0, &b, 2));
-    // NUL-terminated copies through wd_batch_add and through cat_len NULL; a NULL entry is the empty value
+    // NUL-terminated copies (cat_len NULL); a NULL entry is the empty value
     char own[26][16];
     const char *cz[26];
     for (int k = 0; k < 26; k++) { snprintf(own[k], sizeof own[k], "%.*s", (int)len[k], cat[k]); cz[k] = own[k]; }
     cz[21] = NULL;   // C22 is empty in the line
-    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, cz));
-    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cz, NULL));
+    size_t zl[26];
+    for (int k = 0; k < 26; k++) zl[k] = cz[k] ? strlen(cz[k]) : 0;
+    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, 13, cz, NULL, 26));
+    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, 13, cz, zl, 26));
     CHECK(b.n == 5 && batch_sample_equal(&b, 0, &b, 3) && batch_sample_equal(&b, 0, &b, 4));
     len[0] = 7;   // a different value: "68fd1e6"
-    CHECK_OK(wd_batch_add_n(t, &b, 0.0f, dense, cat, len));
+    CHECK_OK(wd_batch_add(t, &b, 0.0f, dense, 13, cat, len, 26));
     CHECK(b.n == 6 && b.ids[0][5] == wd_hash_bucket("68fd1e6", 7, 0, 1000) && b.ids[0][5] != b.ids[0][0]);
     // wrong field counts
     CHECK(wd_parse_unlabeled(t, CRITEO_OK, strlen(CRITEO_OK), &b) == WD_ERR_PARSE && strstr(wd_last_error(), "too many fields (more than 39)"));

@@ -608,8 +608,11 @@ static const opt CONVERT_OPTS[] = {
     {.name = "--min-count", .kind = K_INT, .type = T_INT, .meta = "K", .ilo = 1, .ihi = INT_MAX, .off = CA(min_count),
      .sets = "wd_convert_desc.min_count", .example = "2",
      .help = "a vocabulary instead of hashing: values seen K times or more get\nids of their own, the others one out-of-vocabulary id (stored in OUT.wdr)"},
-    {.name = "--schema-from", .kind = K_IN, .type = T_STR, .meta = "F.wdr", .off = CA(schema_from), .sets = "wd_text_spec_match, wd_text_spec_vocab",
-     .example = "{data}", .help = "the bucket counts, and vocabulary if any, of an existing file,\nso that a test set shares the training set's ids"},
+    {.name = "--schema-from", .kind = K_IN, .type = T_STR, .meta = "F.wdr|M.wdm", .off = CA(schema_from),
+     .sets = "wd_reader_spec, wd_model_spec, wd_text_spec_compare", .example = "{data}",
+     .help = "the bucket counts, and vocabulary if any, of a converted file or a\n"
+             "model, so that a test set shares the training set's ids; the input\n"
+             "format (columns, dense rule, derived slots) must be F's"},
     {.name = "--extend-vocab", .kind = K_FLAG, .type = T_INT, .off = CA(extend_vocab), .sets = "wd_convert_desc.extend_vocab",
      .help = "with --schema-from: values F.wdr's vocabulary lacks get the next ids\n(every old id kept) while the slot's table has rows; a day's file\nfor --init-from (see --vocab-capacity)"},
     {.name = "--vocab-capacity", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFEll, .off = CA(vocab_capacity),
@@ -632,7 +635,8 @@ static const opt CONVERT_OPTS[] = {
      .example = ";", .help = "the field separator: one character, or 'tab' (default ',')"},
     {.name = "--id-column", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(id_column), .group = G_CSV,
      .sets = "wd_csv_desc.id, wd_convert_desc.ids_output", .example = "id",
-     .help = "copy this column to OUT.wdr.ids, one line per converted row;\nwd predict then writes id<TAB>probability"},
+     .help = "copy this column to OUT.wdr.ids, one line per converted row, then\n"
+             "a line binding it to OUT.wdr; wd predict then writes id<TAB>probability"},
     {.name = "--derive", .kind = K_STR, .type = T_STR, .meta = "NAME=COL[a:b],...", .off = CA(derive), .group = G_CSV,
      .sets = "wd_csv_desc.derive", .example = "h=hour[6:8]",
      .help = "derived categorical slots: bytes a..b-1 of COL, or\nNAME=weekday(COL[a:b]), the day of the week of a YYMMDD or YYYYMMDD date"},
@@ -860,7 +864,9 @@ static const cmdinfo CMDS[C_COUNT] = {
      "Data without samples is an error; an AUC that is undefined (one class) prints as nan.\n"},
     {"predict", "predict --model M.wdm [options] DATA.wdr... -o PRED.txt",
      "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
-     "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability.\n"
+     "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability;\n"
+     "an ids file that is not the one its conversion wrote beside DATA.wdr (another file's,\n"
+     "or reordered, cut or edited since) is refused before any work.\n"
      "PRED.txt is written under a temporary name and renamed when complete.\n"},
     {"export", "export [--onnx [--values-from TEXT,...]] M.wdm OUT",
      "Writes a model for serving: its weights and input contract without optimizer state;\n"
@@ -946,6 +952,36 @@ static int read_first_line(const char *path, char *buf, size_t cap) {
     return 0;
 }
 
+// --schema-from F (a .wdr, or a .wdm: told by its first bytes): spec takes
+// F's bucket counts and vocabulary, and must map raw input as F's spec does
+// (wd_text_spec_compare: format, columns, dense rule, derived slots).
+static wd_status take_schema(const char *path, wd_text_spec *spec) {
+    wd_text_spec want;
+    memset(&want, 0, sizeof want);
+    char magic[4] = "";
+    FILE *f = fopen(path, "rb");
+    int model = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "\x89WDM", 4) == 0;
+    if (f) fclose(f);
+    wd_status st;
+    if (model) {
+        wd_model *m;
+        st = wd_model_load(path, &m);
+        if (!st) { st = wd_model_spec(m, &want); wd_model_destroy(m); }
+    } else {
+        wd_reader *r;
+        st = wd_reader_open(path, &r);
+        if (!st) { st = wd_reader_spec(r, &want); wd_reader_close(r); }
+    }
+    if (st) { wd_text_spec_free(&want); return wd__fail(st, "--schema-from %s: %s", path, wd_last_error()); }
+    wd_status mt = wd_text_spec_match(spec, &want.schema);
+    if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
+    st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one that wd_text_spec_match refused
+    if (st) st = wd__fail(st, "--schema-from %s: %s", path, wd_last_error());
+    else st = mt;
+    wd_text_spec_free(&want);
+    return st;
+}
+
 static int cmd_convert(int argc, char **argv) {
     const cmdinfo *c = &CMDS[C_CONVERT];
     convert_args a;
@@ -954,7 +990,6 @@ static int cmd_convert(int argc, char **argv) {
     unsigned char given[NOPTS(CONVERT_OPTS)];
     strvec in = {0};
     wd_text_spec *spec = NULL;
-    wd_reader *ref = NULL;
     char ids_path[PATH_MAX + 8] = "";
     int rc = parse_args(c, &a, argc, argv, &in, given);
     if (rc >= 0) goto done;
@@ -1044,18 +1079,7 @@ static int cmd_convert(int argc, char **argv) {
         st = wd_text_spec_libsvm(spec, a.slots, a.dense_range, 0);
     }
     if (!st && a.slot_buckets) st = wd_text_spec_buckets(spec, a.slot_buckets);
-    if (!st && a.schema_from) {   // its bucket counts and its vocabulary (copied into the spec)
-        st = wd_reader_open(a.schema_from, &ref);
-        static const char *fmt_names[3] = {"criteo", "libsvm", "csv"};
-        if (!st && ref->spec && (ref->spec->format != spec->format || ref->spec->dense_raw != spec->dense_raw)) {   // the same input rule as F.wdr's
-            rc = fail_msg("--schema-from %s: that file was converted from --format %s%s, this conversion is --format %s%s: its ids and features would not mean the same",
-                             a.schema_from, fmt_names[ref->spec->format], ref->spec->dense_raw ? " --dense-raw" : "", fmt_names[spec->format], spec->dense_raw ? " --dense-raw" : "");
-            goto done;
-        }
-        if (!st) st = wd_text_spec_match(spec, wd_reader_schema(ref));
-        if (!st && wd_reader_vocab(ref)) st = wd_text_spec_vocab(spec, wd_reader_vocab(ref));
-    }
-    if (ref) { wd_reader_close(ref); ref = NULL; }
+    if (!st && a.schema_from) st = take_schema(a.schema_from, spec);
     if (st) { rc = fail(st); goto done; }
 
     conv_ui ui;
@@ -1109,7 +1133,6 @@ static int cmd_convert(int argc, char **argv) {
     }
     rc = 0;
 done:
-    if (ref) wd_reader_close(ref);
     wd_text_spec_free(spec);
     free(spec);
     sv_free(&in);
@@ -1963,7 +1986,11 @@ static int write_predictions(FILE *f, const char *path, const float *pred, const
                 if (fprintf(f, "%s\t%.9g\n", line, (double)pred[at]) < 0) break;
             } else if (fprintf(f, "%.9g\n", (double)pred[at]) < 0) break;
         }
-        if (in && !rc && getline(&line, &cap, in) >= 0) rc = fail_msg("%s: more ids than the %lld samples of %s", ids->v[k], (long long)counts[k], files->v[k]);
+        // then the line binding the ids to their data (wd_ids_check passed), and nothing after it
+        if (in && !rc && (getline(&line, &cap, in) < 0 || strncmp(line, "#wd-ids ", 8) != 0 ||
+                          getline(&line, &cap, in) >= 0))
+            rc = fail_msg("%s: changed while it was read: not the ids of the %lld samples of %s", ids->v[k],
+                          (long long)counts[k], files->v[k]);
         if (in) fclose(in);
         if (ferror(f)) break;
     }
@@ -2028,7 +2055,10 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
         if (!direct) temp_name(tmp, sizeof tmp, a.out);
     }
     rc = 1;
-    wd_status st = wd_model_load(a.model, &m);
+    wd_status st = WD_OK;
+    for (int i = 0; i < ids.n; i++)   // every ids file bound to its data file before any work
+        if ((st = wd_ids_check(ids.v[i], files.v[i])) != WD_OK) { rc = fail(st); goto done; }
+    st = wd_model_load(a.model, &m);
     if (st) { rc = fail(st); goto done; }
     warn_after_error(a.model, m);
     counts = (int64_t *)calloc((size_t)files.n, sizeof *counts);
