@@ -1597,9 +1597,15 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    line of its values would be (wd_parse_line's rules: the label 0 or 1, the
    dense rule or dense_raw, hashing or the vocabulary, derived slots, the id
    column): a string or binary value is hashed from the producer's buffer
-   (no copy); a number is mapped from its decimal text (integers exactly;
-   floats with 17 significant digits, which give back the same double). A
+   (no copy); a number is mapped from its decimal text (integers exactly,
+   uint64 from its unsigned value; floats with 17 significant digits,
+   printf's %.17g, which give back the same double: a dense value or label
+   equals the CSV's, but a derived slot on a float column hashes that text,
+   "0.10000000000000001" where a CSV writer may have written "0.1"). A
    null is a missing value (an empty field), except in the label column.
+   A list column feeds its own slot only: a derived slot or the id column
+   on it is refused (they read a field's text). An unlabeled reader
+   (predictions) does not read the label column, present or not.
    Column types (format strings):
      label       b (boolean), c C s S i I l L (integers), f g (floats)
      dense       the label's types
@@ -1611,12 +1617,18 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
                  CSV line has no lists: wd_parse_line refuses such a spec.
    Refused with WD_ERR_UNSUPPORTED naming the column and its format: any
    other type. Refused with WD_ERR_CORRUPT naming the batch, column and row:
-   an array whose structure does not fit the schema (a schema that changes
-   mid-stream: other children, buffers or dictionary), lengths or offsets
-   out of range (negative, decreasing, past a child's or dictionary's
-   length, or a view past its data buffer), a missing buffer; with
+   an array whose structure does not fit the schema (a batch with another
+   number of columns, a column with another number of buffers or children,
+   or a dictionary where the schema has none or none where it has one; a
+   producer that changes a column's type within the same layout, i to f or
+   u to U, breaks the interface and is not detected: its buffers are read
+   as the schema's type), lengths or offsets out of range (negative,
+   decreasing, past a child's or dictionary's length, or a view past its
+   data buffer), a missing buffer; with
    WD_ERR_PARSE: a null or other than 0/1 label, a value the CSV rules
-   refuse; with WD_ERR_IO: a producer's error, with its get_last_error().
+   refuse; with WD_ERR_IO: a producer's error, with its get_last_error(),
+   and a source whose second pass (tables sized from the data) gives another
+   number of rows than its first.
    The interface carries no buffer sizes: a producer whose string data
    buffer is shorter than its last offset breaks the interface's contract,
    which no consumer can see.
