@@ -1722,9 +1722,15 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    line of its values would be (wd_parse_line's rules: the label 0 or 1, the
    dense rule or dense_raw, hashing or the vocabulary, derived slots, the id
    column): a string or binary value is hashed from the producer's buffer
-   (no copy); a number is mapped from its decimal text (integers exactly;
-   floats with 17 significant digits, which give back the same double). A
+   (no copy); a number is mapped from its decimal text (integers exactly,
+   uint64 from its unsigned value; floats with 17 significant digits,
+   printf's %.17g, which give back the same double: a dense value or label
+   equals the CSV's, but a derived slot on a float column hashes that text,
+   "0.10000000000000001" where a CSV writer may have written "0.1"). A
    null is a missing value (an empty field), except in the label column.
+   A list column feeds its own slot only: a derived slot or the id column
+   on it is refused (they read a field's text). An unlabeled reader
+   (predictions) does not read the label column, present or not.
    Column types (format strings):
      label       b (boolean), c C s S i I l L (integers), f g (floats)
      dense       the label's types
@@ -1736,12 +1742,18 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
                  CSV line has no lists: wd_parse_line refuses such a spec.
    Refused with WD_ERR_UNSUPPORTED naming the column and its format: any
    other type. Refused with WD_ERR_CORRUPT naming the batch, column and row:
-   an array whose structure does not fit the schema (a schema that changes
-   mid-stream: other children, buffers or dictionary), lengths or offsets
-   out of range (negative, decreasing, past a child's or dictionary's
-   length, or a view past its data buffer), a missing buffer; with
+   an array whose structure does not fit the schema (a batch with another
+   number of columns, a column with another number of buffers or children,
+   or a dictionary where the schema has none or none where it has one; a
+   producer that changes a column's type within the same layout, i to f or
+   u to U, breaks the interface and is not detected: its buffers are read
+   as the schema's type), lengths or offsets out of range (negative,
+   decreasing, past a child's or dictionary's length, or a view past its
+   data buffer), a missing buffer; with
    WD_ERR_PARSE: a null or other than 0/1 label, a value the CSV rules
-   refuse; with WD_ERR_IO: a producer's error, with its get_last_error().
+   refuse; with WD_ERR_IO: a producer's error, with its get_last_error(),
+   and a source whose second pass (tables sized from the data) gives another
+   number of rows than its first.
    The interface carries no buffer sizes: a producer whose string data
    buffer is shorter than its last offset breaks the interface's contract,
    which no consumer can see.
@@ -4441,6 +4453,7 @@ typedef struct wd__conv {
     uint64_t ids_digest;            // second pass: its lines so far (wd__ids_digest)
     wd_convert_report *rep;
     void *arrow;                    // from an Arrow stream: the pass's columns (section 20)
+    int64_t arrow_rows;             // from an Arrow stream: the first pass's rows + 1 (0: no first pass yet)
 } wd__conv;
 static void wd__arrow_job(wd__conv *c, wd__job *j);          // section 20: a job's rows of a stream,
 static void wd__arrow_job_done(wd__job *j);                  // its batches released,
@@ -10751,13 +10764,15 @@ static wd_status wd__arrow_bind(const wd_text_spec *t, const struct ArrowSchema 
     wd_status st = WD_OK;
     if (nf != t->ncols)
         st = wd__fail(WD_ERR_INVALID_ARG, "arrow: the spec's header does not hold its %d columns", t->ncols);
-    int need[WD__CSV_MAXCOLS] = {0};
+    int need[WD__CSV_MAXCOLS] = {0}, text[WD__CSV_MAXCOLS] = {0};   // text: a derived slot or the ids read it
     for (int i = 0; !st && i < t->ncols; i++) need[i] = t->col_role[i];
-    for (int q = 0; !st && q < t->nderived; q++) if (!need[t->derived[q].col]) need[t->derived[q].col] = 3;
-    if (!st && t->id_col >= 0 && !need[t->id_col]) need[t->id_col] = 3;
+    for (int q = 0; !st && q < t->nderived; q++) text[t->derived[q].col] = 1;
+    if (!st && t->id_col >= 0) text[t->id_col] = 1;
+    for (int i = 0; !st && i < t->ncols; i++) if (text[i] && !need[i]) need[i] = 3;
     b->ncols = t->ncols; b->nchildren = (int)s->n_children; b->unlabeled = unlabeled;
     for (int i = 0; !st && i < t->ncols; i++) {
         if (!need[i]) continue;
+        if (need[i] == 1 && unlabeled && !text[i]) { b->unlabeled = 1; continue; }   // predictions read no label
         int found = -1;
         for (int64_t k = 0; !st && k < s->n_children; k++) {
             const struct ArrowSchema *ch = s->children[k];
@@ -10769,7 +10784,6 @@ static wd_status wd__arrow_bind(const wd_text_spec *t, const struct ArrowSchema 
         }
         if (st) break;
         if (found < 0) {
-            if (need[i] == 1 && unlabeled) { b->unlabeled = 1; continue; }
             st = wd__fail(WD_ERR_INVALID_ARG, "arrow: the stream has no column '%.*s' (%s of the spec)",
                     (int)WD__MIN(fl[i], 64), fs[i], wd__arrow_role(need[i]));
             break;
@@ -10786,16 +10800,16 @@ static wd_status wd__arrow_bind(const wd_text_spec *t, const struct ArrowSchema 
             c->list = ch->format[1] == 'l' ? 1 : 2;
             c->type = it ? wd__arrow_type(it->format) : 0;
             snprintf(c->format, sizeof c->format, "%s<%.12s>", ch->format, it && it->format ? it->format : "?");
-            if (!multi || !c->type || c->type == WD__A_BOOL || c->type == WD__A_F32 || c->type == WD__A_F64 ||
-                    it->dictionary)
+            if (!multi || text[i] || !c->type || c->type == WD__A_BOOL || c->type == WD__A_F32 ||
+                    c->type == WD__A_F64 || it->dictionary)
                 st = wd__fail(WD_ERR_UNSUPPORTED,
                         "arrow: column '%s' has format '%s': a list column fills a multi-hot slot with strings, binary "
                         "or integers%s",
                         c->name, c->format,
-                        multi ? ""
-                              : " (this spec's slot is one-hot: wd_text_spec_arrow makes a list column's slot "
-                                "multi-hot; "
-                                "derived slots and the id column take no lists)");
+                        text[i]   ? " (derived slots and the id column take no lists)"
+                        : multi ? ""
+                                : " (this spec's slot is one-hot: wd_text_spec_arrow makes a list column's slot "
+                                  "multi-hot; derived slots and the id column take no lists)");
         } else if (multi)
             st = wd__fail(WD_ERR_UNSUPPORTED,
                     "arrow: column '%s' has format '%s': its slot is multi-hot, filled by a list column", c->name,
@@ -11038,9 +11052,9 @@ static const char *wd__arrow_text(const struct ArrowArray *a, int type, int dict
         *n = (size_t)WD__MAX(k, 0);
         return num;
     }
-    uint64_t u;
+    uint64_t u;   // uint64 from its unsigned value (2^63 and above have no int64)
     int64_t v = wd__arrow_i64(a, type, j, &u);
-    *n = v < 0 ? wd__u64_text((uint64_t)0 - (uint64_t)v, 1, num) : wd__u64_text(u, 0, num);
+    *n = v < 0 && type != WD__A_U64 ? wd__u64_text((uint64_t)0 - (uint64_t)v, 1, num) : wd__u64_text(u, 0, num);
     return num;
 }
 
@@ -11242,18 +11256,18 @@ static wd_status wd__arrow_pass(wd__conv *c, int threads, int m) {
             ab->refs++;
             r += n; have += n;
             if (have == m) { wd__pipe_submit(&pipe, j, submitted++); j = NULL; }
+            if (d->progress) {   // after each block, not each batch: one batch may be the whole table
+                double now = wd__now();
+                if (now - last_progress > 0.1) {
+                    last_progress = now;
+                    if (d->progress(d->user, 0, 0, c->rep->rows))
+                        st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
+                }
+            }
         }
         if (!ab) break;
         rows += ab->a.length;
         wd__abatch_unref(ab);
-        if (!st && d->progress) {
-            double now = wd__now();
-            if (now - last_progress > 0.1) {
-                last_progress = now;
-                if (d->progress(d->user, 0, 0, c->rep->rows))
-                    st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
-            }
-        }
     }
     if (j && !st && have) wd__pipe_submit(&pipe, j, submitted++);   // the last, shorter block
     else if (j) wd__arrow_job_done(j);
@@ -11264,6 +11278,12 @@ static wd_status wd__arrow_pass(wd__conv *c, int threads, int m) {
         wd__pipe_stop(&pipe);
         if (st) wd__fail(st, "%s", errcopy);
     }
+    if (!st && c->count_pass) c->arrow_rows = rows + 1;
+    else if (!st && c->arrow_rows && rows != c->arrow_rows - 1)
+        st = wd__fail(WD_ERR_IO,
+                "arrow: the stream gave %lld rows on the second pass, %lld on the first: the source changed between "
+                "the passes (the tables were sized from the first)",
+                (long long)rows, (long long)(c->arrow_rows - 1));
     s.release(&s);
     c->arrow = NULL;
     wd__free(b);

@@ -156,10 +156,12 @@ static int st_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
 }
 static const char *st_error(struct ArrowArrayStream *s) { (void)s; return "disk on fire (the producer's message)"; }
 static void st_release(struct ArrowArrayStream *s) { released_streams++; s->release = NULL; }
+static int shrink_on_open;   // from this open (1, 2, ...) on, the producer's first batch only: a source that changed
 static int open_stream(void *user, struct ArrowArrayStream *out) {
     producer *p = (producer *)user;
     p->next = 0;
     opened++;
+    if (shrink_on_open && opened >= shrink_on_open) p->nbatches = 1;
     out->get_schema = st_schema; out->get_next = st_next; out->get_last_error = st_error;
     out->release = st_release; out->private_data = p;
     return 0;
@@ -319,6 +321,42 @@ static void test_stream_equals_csv(void) {
     pool_free();
 }
 
+// uint64 values of 2^63 and above: their decimal text, as the CSV of the same
+// values (they were all read as "-1": one id for half of a hashed id range)
+static void test_uint64(void) {
+    char csv[300], a[300], b[300];
+    tmp(csv, sizeof csv, "u64.csv");
+    tmp(a, sizeof a, "u64-text.wdr");
+    tmp(b, sizeof b, "u64-arrow.wdr");
+    producer p;
+    memset(&p, 0, sizeof p);
+    p.fail_at = -1;
+    sch(&p, "y", "c");
+    sch(&p, "L", "L");
+    double y[3] = {0, 1, 0}, zero[3] = {0, 0, 0};
+    struct ArrowArray *cols[2] = {col_num("c", y, NULL, 3, 0), col_num("L", zero, NULL, 3, 0)};
+    uint64_t *v = (uint64_t *)cols[1]->buffers[1];
+    v[0] = 9223372036854775813ull; v[1] = UINT64_MAX; v[2] = 1;
+    batch(&p, 3, 0, cols, 2);
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.label = "y"; cd.cat = "L";
+    REQUIRE(spit(csv, "y,L\n0,9223372036854775813\n1,18446744073709551615\n0,1\n") == 0);
+    REQUIRE_OK(convert_csv(csv, &cd, a, 4));
+    CHECK_OK(convert_stream(&p, &cd, b, 4, 1, 0, NULL));
+    CHECK(same_file(a, b));
+    cd.buckets = 1000;   // hashed: the same ids as the CSV's
+    REQUIRE_OK(convert_csv(csv, &cd, a, 4));
+    CHECK_OK(convert_stream(&p, &cd, b, 4, 1, 0, NULL));
+    CHECK(same_file(a, b));
+    // a dense column: refused as the CSV refuses the text (too large for an int64), not read as -1
+    cd.cat = NULL; cd.dense = "L";
+    wd_status want = convert_csv(csv, &cd, a, 4);
+    CHECK(want != WD_OK);
+    CHECK(convert_stream(&p, &cd, b, 4, 1, 0, NULL) == want);
+    pool_free();
+}
+
 // Two models of md: one trained on `file` with no_shuffle, one on p's stream
 // (spec t) through wd_arrow_source, bs samples a step: equal bit for bit.
 static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs) {
@@ -404,6 +442,19 @@ static void test_reader_and_training(void) {
     const wd_batch *b;
     CHECK_OK(wd_arrow_reader_next(ar, &b));
     CHECK(b && b->n == 5 && b->label[1] == 0.0f && b->ids[4][1] == blk->ids[4][1]);
+    wd_arrow_reader_close(ar);
+    pool_free();
+    // unlabeled with the label column present: not read (a label of 7 was refused though nothing needs it)
+    five_rows(&q, "i");
+    ((int32_t *)q.batch[0].children[0]->buffers[1])[1] = 7;
+    open_stream(&q, &s);
+    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 8, &ar));
+    CHECK(wd_arrow_reader_next(ar, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "label '7' is not 0 or 1"));
+    wd_arrow_reader_close(ar);
+    open_stream(&q, &s);
+    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 1, 8, &ar));
+    CHECK_OK(wd_arrow_reader_next(ar, &b));
+    CHECK(b && b->n == 5 && b->label[1] == 0.0f && b->label[3] == 0.0f && b->ids[4][1] == blk->ids[4][1]);
     wd_arrow_reader_close(ar);
     pool_free();
     wd_text_spec_free(&t);
@@ -558,6 +609,13 @@ static void test_refusals(void) {
     CHECK(wd_text_spec_arrow(&t, &p.schema, &cd) == WD_ERR_INVALID_ARG &&
             strstr(wd_last_error(), "two columns named 'C1'"));
     pool_free();
+    // a source that gives other rows on the second pass than on the first: refused (was written from tables
+    // sized on rows it no longer gave)
+    five_rows(&p, "c");
+    cd = five_desc();
+    shrink_on_open = 3;   // the spec's look at the schema, the first pass, then the second
+    refused_with(&p, &cd, WD_ERR_IO, "the stream gave 3 rows on the second pass, 5 on the first", __LINE__);
+    shrink_on_open = 0;
     // the opener's failure
     wd_text_spec_criteo(&t, 10);
     wd_convert_desc d;
@@ -565,6 +623,44 @@ static void test_refusals(void) {
     const char *in[1] = {"x"};
     d.spec = &t; d.arrow = open_stream; d.output = out; d.inputs = in; d.ninputs = 1;
     CHECK(wd_convert(&d, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "arrow and inputs: choose one"));
+}
+
+// A stop request acted on after the block it came in, not at the end of the batch: a one-batch table
+// (pyarrow's combine_chunks) was converted whole before its first progress call
+static int64_t stop_rows = -1;
+static int stop_calls;
+static int stop_now(void *user, int64_t done, int64_t total, int64_t rows) {
+    (void)user; (void)done; (void)total;
+    if (!stop_calls++) stop_rows = rows;
+    return 1;
+}
+static void test_progress_stop(void) {
+    char out[300];
+    tmp(out, sizeof out, "stopped.wdr");
+    unlink(out);
+    producer p;
+    memset(&p, 0, sizeof p);
+    p.fail_at = -1;
+    sch(&p, "y", "c");
+    sch(&p, "C", "l");
+    double y[256], v[256];
+    for (int i = 0; i < 256; i++) { y[i] = i & 1; v[i] = i % 50; }
+    struct ArrowArray *cols[2] = {col_num("c", y, NULL, 256, 0), col_num("l", v, NULL, 256, 0)};
+    batch(&p, 256, 0, cols, 2);
+    wd_csv_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.label = "y"; cd.cat = "C"; cd.buckets = 100;
+    wd_text_spec t;
+    REQUIRE_OK(wd_text_spec_arrow(&t, &p.schema, &cd));
+    wd_convert_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = &t; d.arrow = open_stream; d.arrow_user = &p; d.output = out; d.block_samples = 2; d.threads = 1;
+    d.progress = stop_now;
+    CHECK(wd_convert(&d, NULL) == WD_ERR_ABORTED);
+    struct stat sb;
+    CHECK(stop_calls == 1 && stop_rows == 0 && stat(out, &sb) != 0);   // was: 248 rows written when first asked
+    wd_text_spec_free(&t);
+    pool_free();
 }
 
 // ---- list columns: multi-hot slots
@@ -677,6 +773,17 @@ static void test_lists(void) {
     list_rows(&p);
     ((int32_t *)p.batch[0].children[1]->children[0]->buffers[1])[3] = 1;   // T's strings' offsets decrease
     refused_with(&p, &cd, WD_ERR_CORRUPT, "column 'T' (+l<u>): offset 1 at index 3", __LINE__);
+    list_rows(&p);
+    // a list column read as text by a derived slot or as the id column: refused (the slot was "" on every row)
+    wd_csv_desc cd2 = cd;
+    cd2.derive = "t1=T[0:1]";
+    refused_with(&p, &cd2, WD_ERR_UNSUPPORTED,
+            "column 'T' has format '+l<u>': a list column fills a multi-hot slot with strings, binary or integers "
+            "(derived slots and the id column take no lists)", __LINE__);
+    list_rows(&p);
+    cd2 = cd;
+    cd2.id = "N";
+    refused_with(&p, &cd2, WD_ERR_UNSUPPORTED, "column 'N' has format '+L<l>'", __LINE__);
     list_rows(&p);
     cd.buckets = 100;
     memset(&t, 0, sizeof t);   // a one-hot spec's slot meets a list column
@@ -943,8 +1050,10 @@ static void test_random_lists(void) {
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_stream_equals_csv);
+    RUN(test_uint64);
     RUN(test_reader_and_training);
     RUN(test_refusals);
+    RUN(test_progress_stop);
     RUN(test_lists);
     RUN(test_random_streams);
     RUN(test_random_lists);

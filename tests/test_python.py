@@ -211,6 +211,9 @@ def _():
     ps = m2.predict(crit.drop(["label"]))   # unlabeled rows
     if not isinstance(ps, np.ndarray) or ps.dtype != np.float32 or len(ps) != 7200 or not np.array_equal(pf, ps):
         raise AssertionError("predictions from the stream differ from the file's")
+    unknown = crit.set_column(0, "label", pa.nulls(len(crit), pa.int8()))   # outcomes not known yet: not read
+    if not np.array_equal(pf, m2.predict(unknown)):
+        raise AssertionError("predictions with a null label column differ")
     ef, es = m2.evaluate(CRIT_TEXT_WDR), m2.evaluate(pl.read_parquet(CRIT_PQ))
     if ef["auc"] != es["auc"] or ef["samples"] != es["samples"] or not 0.5 < ef["auc"] < 1:
         raise AssertionError("auc %r from the file, %r from the stream" % (ef["auc"], es["auc"]))
@@ -251,12 +254,27 @@ def _():
     refused(lambda: widedeep.convert(pa.RecordBatchReader.from_batches(schema, gen()), out, "y", cat="s", buckets=10),
             "the producer failed reading batch 2", "the disk went away")
     rd = pa.RecordBatchReader.from_batches(schema, iter([]))
+    sink = pa.BufferOutputStream()   # and a subclass: ipc.open_stream's RecordBatchStreamReader (passed a name test)
+    with pa.ipc.new_stream(sink, schema) as w:
+        w.write_batch(pa.record_batch([pa.array([0, 1], pa.int8()), pa.array(["a", "b"])], schema=schema))
+    for rd in (rd, pa.ipc.open_stream(sink.getvalue())):
+        try:
+            widedeep.convert(rd, out, "y", cat="s")
+            raise AssertionError("a one-shot %s sized from the data was not refused" % type(rd).__name__)
+        except ValueError as e:
+            if "can be read once" not in str(e):
+                raise
+    once = pa.ipc.open_stream(sink.getvalue())   # a callable giving the same reader: 0 rows on the second pass
+    refused(lambda: widedeep.convert(lambda: once, out, "y", cat="s"),
+            "the stream gave 0 rows on the second pass, 2 on the first")
+    name = "a" + "\u4e2d" * 30   # cut at 63 bytes inside a character: was a UnicodeDecodeError, no .status
     try:
-        widedeep.convert(rd, out, "y", cat="s")
-        raise AssertionError("a one-shot reader sized from the data was not refused")
-    except ValueError as e:
-        if "can be read once" not in str(e):
-            raise
+        widedeep.convert(pa.table({"y": pa.array([0, 1], pa.int8()), name: [0.5, 1.5]}), out, "y", cat=name,
+                         buckets=10)
+        raise AssertionError("a float categorical column was not refused")
+    except widedeep.Error as e:
+        if "not supported as" not in str(e) or e.status != 11:   # WD_ERR_UNSUPPORTED
+            raise AssertionError("status %r: %s" % (getattr(e, "status", None), e))
     return "; ".join(s.split(": ", 1)[1][:90] for s in seen)
 
 
@@ -300,8 +318,27 @@ def _():
     saved = widedeep.load(ck)   # the step boundary after the signal: the step in flight finishes
     if saved.info()["step"] != m.info()["step"] or not 5 <= m.info()["step"] <= 6 or saved.state() != m.state():
         raise AssertionError("stopped at step %d, saved step %d" % (m.info()["step"], saved.info()["step"]))
+    stopped_at = m.info()["step"]
+    m = widedeep.Model.create(CRIT_TEXT_WDR, embed_dim=8, hidden=[16], seed=1)
+
+    def raises(p):   # the callback's own exception comes back as it is (was widedeep.Error)
+        if p["step"] == 2:
+            raise ZeroDivisionError("the callback's own")
+    try:
+        m.train(CRIT_PQ, batch_size=256, progress=raises)
+        raise AssertionError("training went on past the callback's exception")
+    except ZeroDivisionError as e:
+        if str(e) != "the callback's own":
+            raise
+    m = widedeep.Model.create(CRIT_TEXT_WDR, embed_dim=8, hidden=[16], seed=1)   # a true result: stopped, no error
+    r = m.train(CRIT_PQ, batch_size=256, checkpoint=ck, progress=lambda p: p["step"] == 3)
+    saved = widedeep.load(ck)   # as Ctrl-C: the step in flight finishes
+    if r["stopped"] != 1 or not 3 <= r["steps"] <= 4 or saved.info()["step"] != r["steps"] or \
+            saved.state() != m.state():
+        raise AssertionError("stopped %r after %r steps" % (r["stopped"], r["steps"]))
     return "SIGINT at step 5 of training from a stream: KeyboardInterrupt, the checkpoint saved at step %d " \
-           "(the model's state, bit for bit)" % m.info()["step"]
+           "(the model's state, bit for bit); the callback's exception raised as it is; its True stops at step 3 or 4" \
+        % stopped_at
 
 
 print("# python: %d passed, %d failed, %d skipped" % (results["PASS"], results["FAIL"], results["SKIP"]))

@@ -10,16 +10,19 @@
 
 static PyObject *WdError;
 
-// Raises widedeep.Error with wd_last_error()'s text (and a pending Python
-// exception's, when a callback raised one).
+// Raises widedeep.Error with wd_last_error()'s text (which holds a pending
+// Python exception's, when opening a stream raised one). The text is decoded
+// with errors='replace': the library cuts names and values at a byte count,
+// maybe inside a UTF-8 character.
 static PyObject *raise_wd(wd_status st) {
     char msg[WD__ERR_MAX + 64];
     snprintf(msg, sizeof msg, "%s: %s", wd_status_string(st), wd_last_error());
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) PyErr_Clear();
     if (PyErr_Occurred()) return NULL;   // Ctrl-C: KeyboardInterrupt stays
-    PyObject *e = PyObject_CallFunction(WdError, "s", msg), *code = PyLong_FromLong((long)st);
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    PyObject *e = text ? PyObject_CallFunctionObjArgs(WdError, text, NULL) : NULL, *code = PyLong_FromLong((long)st);
     if (e && code && PyObject_SetAttrString(e, "status", code) == 0) PyErr_SetObject(WdError, e);
-    Py_XDECREF(e); Py_XDECREF(code);
+    Py_XDECREF(text); Py_XDECREF(e); Py_XDECREF(code);
     return NULL;
 }
 
@@ -307,6 +310,7 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     const char **fv = NULL, **vv = NULL;
     wd_arrow_reader *ar = NULL;
     wd_status st = WD_OK;
+    int raised = 0;   // the progress callback raised (or Ctrl-C): that exception, as it is
     if (files != Py_None && !(fv = paths_of(files, &td.nfiles, &kf))) goto fail;
     if (valid != Py_None && !(vv = paths_of(valid, &td.nvalid, &kv))) goto fail;
     td.files = fv;
@@ -336,8 +340,11 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     memset(&rep, 0, sizeof rep);
     Py_BEGIN_ALLOW_THREADS
     st = wd_train(o->m, &td, &rep);
-    Py_END_ALLOW_THREADS if (st == WD_ERR_ABORTED && rep.stopped == 1 &&
-            PyErr_Occurred()) goto fail;   // Ctrl-C or the callback raised: saved, re-raised
+    Py_END_ALLOW_THREADS
+    if (st == WD_ERR_ABORTED && rep.stopped == 1) {   // stopped by progress: the checkpoint saved
+        raised = PyErr_Occurred() != NULL;
+        if (!raised) st = WD_OK;   // the callback's true result: the report, its "stopped" 1
+    }
     if (st) goto fail;
     wd_arrow_reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
@@ -350,7 +357,7 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
 fail:
     wd_arrow_reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
-    if (PyErr_Occurred() && !st) return NULL;
+    if (PyErr_Occurred() && (raised || !st)) return NULL;
     return raise_wd(st ? st : WD_ERR_INVALID_ARG);
 }
 // Probabilities (and labels) of a stream's rows, batch by batch: bytes of float32.

@@ -10,6 +10,7 @@ CSV file of the same rows give the same .wdr. Errors raise
 :class:`widedeep.Error` with the library's message.
 """
 import os
+import sys
 
 import numpy as np
 
@@ -49,6 +50,12 @@ def _ipc_stream(path):
         return ipc.open_stream(path)
 
 
+def _one_shot(source):
+    """A pyarrow RecordBatchReader, or one of its subclasses (ipc.open_stream's): read once."""
+    pa = sys.modules.get("pyarrow")   # a pyarrow object means pyarrow is imported
+    return pa is not None and isinstance(source, pa.RecordBatchReader)
+
+
 def _capsule_of(obj):
     if _is_path(obj):
         p = os.fspath(obj)
@@ -71,7 +78,7 @@ def _factory(source, what):
     used = []
 
     def f():
-        if used and type(source).__name__ == "RecordBatchReader":
+        if used and _one_shot(source):
             raise ValueError(("a %s " % type(source).__name__) + _ONCE.format(what=what))
         used.append(1)
         return _capsule_of(source)
@@ -89,7 +96,7 @@ def convert(source, out, label, dense=None, cat=None, id=None, derive=None, buck
         delimiter = "\t"
     what = "extend_vocab" if extend_vocab else "min_count" if min_count else "sizing the tables from the data"
     two_passes = extend_vocab or min_count or (not buckets and schema_from is None and slot_buckets is None)
-    if type(source).__name__ == "RecordBatchReader" and two_passes:
+    if _one_shot(source) and two_passes:
         raise ValueError("a RecordBatchReader " + _ONCE.format(what=what))
     return _wd.convert(_factory(source, what), os.fspath(out), label, dense=_names(dense), cat=_names(cat), id=id,
                        derive=_names(derive), buckets=buckets, slot_buckets=_names(slot_buckets), delimiter=delimiter,
@@ -130,8 +137,10 @@ class Model:
     def train(self, data, valid=None, batch_size=0, epochs=0, threads=0, no_shuffle=False, max_steps=0, checkpoint=None,
               checkpoint_every=0, eval_every=0, progress=None):
         """Trains on .wdr files or an Arrow stream (read once, in order, batch_size rows a step: a stream has no
-        epochs). The GIL is released; progress(dict) is called after every step (a true result stops). Ctrl-C
-        stops at the next step, saves the checkpoint (if given) and raises KeyboardInterrupt."""
+        epochs). The GIL is released; progress(dict) is called after every step: a true result stops training
+        there (the checkpoint, if given, saved; the report's "stopped" is 1), an exception it raises stops it the
+        same way and is raised again as it is. Ctrl-C stops at the next step, saves the checkpoint (if given) and
+        raises KeyboardInterrupt."""
         files = _wdr_files(data)
         valid_files = _wdr_files(valid) if valid is not None else None
         if valid is not None and valid_files is None:
