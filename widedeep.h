@@ -3039,9 +3039,19 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
 }
 // The header's column names ("\xEF\xBB\xBF" before the first ignored).
 typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD__CSV_MAXCOLS]; size_t lens[WD__CSV_MAXCOLS]; int role; } wd__csv_ctx;
+// The column called name: its index, -1 if none, or -2 (the error set) when
+// two columns have that name (a name an option gives must mean one column;
+// a repeated name no option gives is left alone, as any unused column).
 static int wd__csv_col(const wd__csv_ctx *c, const char *name, size_t n) {
-    for (int i = 0; i < c->t->ncols; i++) if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) return i;
-    return -1;
+    int at = -1;
+    for (int i = 0; i < c->t->ncols; i++)
+        if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) {
+            if (at < 0) { at = i; continue; }
+            (void)wd__fail(WD_ERR_INVALID_ARG, "csv: columns %d and %d of the header are both named '%.*s': "
+                           "a column an option names must be named once", at + 1, i + 1, (int)WD__MIN(n, 100), name);
+            return -2;
+        }
+    return at;
 }
 static wd_status wd__csv_add_slot(wd_text_spec *t, const char *name, size_t n, int *k) {
     if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical slots (limit %d)", WD_MAX_SLOTS);
@@ -3058,6 +3068,7 @@ static wd_status wd__csv_assign(const char *name, size_t n, void *u) {
     wd__csv_ctx *c = (wd__csv_ctx *)u;
     wd_text_spec *t = c->t;
     int i = wd__csv_col(c, name, n);
+    if (i == -2) return WD_ERR_INVALID_ARG;
     if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is not in the header", (int)n, name);
     if (c->role == 4) { t->id_col = i; return WD_OK; }
     if (t->col_role[i]) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is named twice", (int)n, name);
@@ -3088,6 +3099,7 @@ static wd_status wd__csv_derive(const char *item, size_t n, void *u) {
     if (!br || !colon || !close || close[1] || wd__parse_i64(br + 1, colon, &from) || wd__parse_i64(colon + 1, close, &to) || from < 0 || to <= from || to > 4096)
         return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b", (int)n, item, col);
     int i = wd__csv_col(c, col, (size_t)(br - col));
+    if (i == -2) return WD_ERR_INVALID_ARG;
     if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp, (int)(br - col), col);
     if (weekday && to - from != 6 && to - from != 8) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': weekday() takes 6 (YYMMDD) or 8 (YYYYMMDD) bytes", tmp);
     int k;
@@ -3127,11 +3139,6 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
         st = wd__fail(WD_ERR_INVALID_ARG, "csv: the header is not valid CSV (%s)",
                       nc == -4 ? "an unterminated quote" : "a stray quote");
     else t->ncols = nc;
-    for (int i = 0; !st && i < t->ncols; i++)   // a name given twice would silently mean its first column
-        for (int j = i + 1; !st && j < t->ncols; j++)
-            if (c->lens[i] && c->lens[i] == c->lens[j] && memcmp(c->cols[i], c->cols[j], c->lens[i]) == 0)
-                st = wd__fail(WD_ERR_INVALID_ARG, "csv: columns %d and %d of the header are both named '%.*s': "
-                              "a name must be given once", i + 1, j + 1, (int)WD__MIN(c->lens[i], 100), c->cols[i]);
     if (!st) { c->role = 1; st = wd__csv_assign(d->label, strlen(d->label), c); }
     if (!st) { c->role = 2; st = wd__each_item(d->dense, wd__csv_assign, c); }
     if (!st) { c->role = 3; st = wd__each_item(d->cat, wd__csv_assign, c); }

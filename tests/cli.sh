@@ -1213,10 +1213,13 @@ ck "convert past a 64 KiB file size limit: exit $rc, names fsz.wdr, not its temp
 printf 'y,a,b\n1,x,"y\n0,z,w\n' > "$T/q.csv"
 fails_with "an unterminated quote" 1 "q.csv:2: an unterminated quote" \
     "$WD" convert --format csv --label y --cat a,b -o "$T/q.wdr" "$T/q.csv"
-printf 'y,a,b,a\n1,x,y,z\n' > "$T/dup.csv"
+printf 'y,a,b,a\n1,x,y,z\n0,p,q,r\n' > "$T/dup.csv"
 fails_with "a column named twice" 1 "columns 2 and 4 of the header are both named 'a'" \
     "$WD" convert --format csv --label y --cat a,b -o "$T/dup.wdr" "$T/dup.csv"
 ck "no output" eval '[ ! -e "$T/q.wdr" ] && [ ! -e "$T/dup.wdr" ]'
+run "$WD" convert --format csv --label y --cat b --buckets 10 -o "$T/dup.wdr" "$T/dup.csv"
+ck "a repeated name no option gives (an unused column): exit $rc, 2 samples" \
+    eval '[ "$rc" = 0 ] && [ "$(samples "$T/dup.wdr")" = 2 ]'
 end
 
 # --vocab-capacity is honoured or refused, never ignored: with --buckets (no
