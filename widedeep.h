@@ -927,7 +927,10 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
    forever; at the timeout it calls the roll (a message every rank polling a
    collective answers at once) and names the ranks that did not answer
-   within 2 s (a stopped or hung process), and sends that as its abort. A program whose rank
+   within 2 s (stopped, hung, or busy outside the collectives longer than
+   the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
+   between two collectives, a checkpoint write included), and sends that as
+   its abort. A program whose rank
    failed should then end the job (MPI_Abort, as tools/wd.c does): a
    collective left pending cannot be finished. A process killed outright is
    the launcher's to report: mpirun ends the whole job. Every MPI call is
@@ -6678,8 +6681,9 @@ static void wd__mpi_answer(wd__mpi *h) {
     }
 }
 // The timeout's reason, naming the ranks that do not answer a roll call
-// within `grace` seconds (a stopped or hung process; the others, waiting in
-// a collective, answer at once) into why.
+// within `grace` seconds into why: a stopped or hung process, or one busy
+// outside the collectives (a checkpoint write, a validation) for longer than
+// the timeout; the others, waiting in a collective, answer at once.
 static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double grace, char *why, size_t n) {
     wd__mpi *h = (wd__mpi *)c->impl;
     unsigned char *here = (unsigned char *)wd__calloc((size_t)c->size);
@@ -6706,7 +6710,9 @@ static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double
     }
     for (int q = 0; q < c->size && k < n; q++)
         if (!here[q]) k += (size_t)snprintf(why + k, n - k, "%s%d", missing++ ? ", " : "; rank ", q);
-    if (missing && k < n) snprintf(why + k, n - k, " did not answer within %.0f s (stopped or hung)", grace);
+    if (missing && k < n)
+        snprintf(why + k, n - k, " did not answer within %.0f s (stopped, hung, or busy longer than WD_COMM_TIMEOUT, "
+                 "e.g. writing a checkpoint)", grace);
     else if (k < n) snprintf(why + k, n - k, "; every rank answered (a slow rank; raise WD_COMM_TIMEOUT)");
     wd__free(here);
 }

@@ -1586,8 +1586,9 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     return 0;
 }
 // Ends MPI. The ranks wait for each other here (a barrier on a
-// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when less:
-// rank 0 may be saving the model after an error): when every rank came, all finalize, each with its own
+// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when longer:
+// rank 0 may be saving the model after an error, and a shorter wait's
+// MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
 // exit status and message (a failure they share: one rank's failure vote
 // ends them all at the same step; rank 0 alone failing its final save).
 // Else a failed rank ends the job (MPI_Abort), since some rank may still
@@ -1602,8 +1603,8 @@ static int mpi_end(int rc) {
     if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
-        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a stopped rank never comes
-        most = most > 0 && most < 60.0 ? most : 60.0;
+        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a step (a save) may take that long
+        most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
             for (double t0 = wd__now(); !done && wd__now() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
