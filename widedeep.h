@@ -2131,7 +2131,7 @@ static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int fro
     for (int i = from; badlw && i < from + n; i++) {
         float y = b->label[i];
         if (!(y >= 0.0f && y <= 1.0f))
-            return wd__fail(isnan(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
+            return wd__fail(!isfinite(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
                             (double)y);
         if (!(b->weight[i] >= 0.0f && b->weight[i] < INFINITY)) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is not finite and >= 0", where, i, (double)b->weight[i]);
     }
@@ -6687,13 +6687,14 @@ static void wd__mpi_answer(wd__mpi *h) {
 static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double grace, char *why, size_t n) {
     wd__mpi *h = (wd__mpi *)c->impl;
     unsigned char *here = (unsigned char *)wd__calloc((size_t)c->size);
-    int ask = c->rank, x = 0, flag = 0, missing = 0;
+    int x = 0, flag = 0, missing = 0;
     size_t k = (size_t)snprintf(why, n, "waited %.0f s in %s for the other ranks: timeout", waited, what);
     if (!here) return;
     here[c->rank] = 1;
     for (int q = 0; q < c->size; q++) {
         MPI_Request rq;
-        if (q != c->rank && MPI_Isend(&ask, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
+        // from the communicator's own storage: the freed request's send may outlive this call
+        if (q != c->rank && MPI_Isend(&h->self.rank, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
             MPI_Request_free(&rq);
     }
     for (double t0 = wd__now(); wd__now() - t0 < grace;) {
