@@ -151,6 +151,10 @@
             wd_backend_ops.reach (appended; NULL = WD_REACH_NONE): how far a
             failed step reached the other ranks (a backend object built
             from an older header lacks it: rebuild widedeep_cuda.o with it).
+            Status codes moved: a caller's batch with a label outside [0,1] or
+            an id outside its slot (push, append, predict, source, map
+            callback) WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT); such a label
+            in a file WD_ERR_CORRUPT (was NUMERIC); NaN/Inf stays NUMERIC.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -359,7 +363,9 @@ typedef struct wd_writer_desc {
 // a hash of it) and renames to path on close (after fsync).
 WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
                                const wd_writer_desc *d, wd_writer **out);
-// Appends all b->n samples; validates ids, labels and dense values.
+// Appends all b->n samples; validates ids, labels and dense values: a label
+// outside [0,1] or an id outside its slot is WD_ERR_INVALID_ARG; a NaN or
+// infinite label, weight or dense value, or a negative weight, WD_ERR_NUMERIC.
 WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b);
 WDDEF wd_status wd_writer_close(wd_writer *w);   // always frees w
 WDDEF void wd_writer_abort(wd_writer *w);        // removes the temporary file, frees w
@@ -1140,7 +1146,9 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 /* Pushing batches: wd_train over a stream on a thread of its own, fed by
    wd_trainer_push from any one thread at a time. open takes the desc's
    settings (files and source must be unset); push checks the batch (its
-   errors name the push; the training goes on), copies it into one of two
+   errors name the push; the training goes on: a label outside [0,1] or an
+   id outside its slot is WD_ERR_INVALID_ARG; a NaN or infinite label,
+   weight or dense value, or a negative weight, WD_ERR_NUMERIC), copies it into one of two
    buffers and returns while the step runs (it waits when both are full), or
    returns the training's error once it failed or stopped (progress stop,
    max_steps: a batch still queued then is not trained; report.steps counts
