@@ -364,6 +364,15 @@ for o in "--save $T/r1only.wdm" "--tensorboard $T/r1only.tb"; do
     ck "${o%% *}: nothing trained" \
         eval '! grep -q "^trained" "$T/out" && [ ! -e "$T/r1only.wdm" ] && [ ! -e "$T/r1only.tb" ]'
 done
+# whole names compared: two --save names alike in their first 1023 bytes (they used to pass as one)
+L=$T; for i in 1 2 3 4 5; do L=$L/$(printf 'l%.0s' {1..250}); done   # 1255 bytes past $T
+mkdir -p "$L"
+run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train $C --threads 1 --max-steps 1 \
+    --save "$L/long_a.wdm" : -np 1 "$WD" train $C --threads 1 --max-steps 1 --save "$L/long_b.wdm"
+ck "names of $((${#L} + 11)) bytes differing after 1023: exit $rc, wanted non-zero (not a timeout), named" \
+    eval '[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "rank 1'"'"'s --save .* is not rank 0'"'"'s" "$T/err"'
+ck "long names: nothing trained" eval '! grep -q "^trained" "$T/out" && [ -z "$(ls "$L")" ]'
+rm -rf "$T/llll"*
 end
 
 # A stopped rank (SIGSTOP) is found: the ranks that waited WD_COMM_TIMEOUT

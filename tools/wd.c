@@ -1528,15 +1528,22 @@ static void mpi_trained(void) { g_mpi_trained = 1; }
 // every rank refuses it alike. The names are gathered before anything can
 // fail on one rank (every rank calls this collective). 0 or the exit status.
 static int mpi_same_outputs(const char *save, const char *tb) {
-    enum { NAME = 1024 };
+    enum { NAME = PATH_MAX + 2 };   // a name, its NUL and a last byte set when it is longer (refused)
     static const char *const opt_names[2] = {"--save", "--tensorboard"};
     const char *mine[2] = {save, tb};
-    char own[2][NAME];
-    for (int o = 0; o < 2; o++) snprintf(own[o], NAME, "%s", mine[o] ? mine[o] : "");
+    char own[2][NAME] = {{0}};
+    for (int o = 0; o < 2; o++) {
+        snprintf(own[o], NAME - 1, "%s", mine[o] ? mine[o] : "");
+        own[o][NAME - 1] = mine[o] && strlen(mine[o]) > NAME - 2;   // whole names are compared, never prefixes
+    }
     char *all = (char *)malloc((size_t)g_mpi_size * sizeof own);
     if (!all) return fail_msg("rank %d: out of memory", g_mpi_rank);
     int e = MPI_Allgather(own, (int)sizeof own, MPI_CHAR, all, (int)sizeof own, MPI_CHAR, MPI_COMM_WORLD);
     int rc = e != MPI_SUCCESS ? fail_msg("rank %d: MPI_Allgather of the output names failed", g_mpi_rank) : 0;
+    for (int q = 0; !rc && q < g_mpi_size; q++)   // every rank gives the same verdict
+        for (int o = 0; !rc && o < 2; o++)
+            if (all[(size_t)q * sizeof own + o * NAME + NAME - 1])
+                rc = usage_error("rank %d's %s is longer than %d bytes", q, opt_names[o], PATH_MAX);
     for (int q = 1; !rc && q < g_mpi_size; q++)
         for (int o = 0; !rc && o < 2; o++) {
             const char *r0 = all + o * NAME, *rq = all + (size_t)q * sizeof own + o * NAME;
