@@ -1220,6 +1220,11 @@ ck "no output" eval '[ ! -e "$T/q.wdr" ] && [ ! -e "$T/dup.wdr" ]'
 run "$WD" convert --format csv --label y --cat b --buckets 10 -o "$T/dup.wdr" "$T/dup.csv"
 ck "a repeated name no option gives (an unused column): exit $rc, 2 samples" \
     eval '[ "$rc" = 0 ] && [ "$(samples "$T/dup.wdr")" = 2 ]'
+D=$T; for i in $(seq 11); do D=$D/$(printf 'm%.0s' {1..250}); done   # a name of 2700+ bytes
+mkdir -p "$D" && printf '1\t2\n' > "$D/in.tsv"
+fails_with "an output named as its input, 2 x 2700+ bytes: said whole" 2 "an input of the same command" \
+    "$WD" convert --format criteo --buckets 10 -o "$D/in.tsv" "$D/in.tsv"
+rm -rf "$T/mmmm"*
 end
 
 # --vocab-capacity is honoured or refused, never ignored: with --buckets (no

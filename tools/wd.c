@@ -58,7 +58,7 @@
 static const char *g_cmd = "";   // the command being run, for the usage hint
 
 WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
-    char msg[4096];   // said in one write: the ranks of a job share a stderr
+    char msg[2 * PATH_MAX + 512];   // two names and the why, said in one write: the ranks of a job share a stderr
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
