@@ -272,7 +272,9 @@ static int make_dirs(const char *path, size_t *made) {
     return 0;
 }
 // Removes the directories make_dirs created (made: its *made), deepest first,
-// each only if empty.
+// each only if empty: on a failure's return, not on a hard exit by signal
+// (on_signal removes the registered temporary files only; empty
+// directories may stay).
 static void unmake_dirs(const char *path, size_t made) {
     char buf[PATH_MAX];
     size_t n = strlen(path);
