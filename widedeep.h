@@ -590,6 +590,8 @@ typedef struct wd_convert_desc {
     // A new vocabulary's table capacity: each slot that gets one has
     // max(values, vocab_capacity) + 1 rows, room for later extend_vocab days
     // (0: no room). Not with a spec that holds a vocabulary (its rows stay).
+    // A slot given its buckets hashes into them and gets no vocabulary, so
+    // no room: the capacity applies to the slots sized from the data.
     uint32_t vocab_capacity;
     // 1: with a spec that holds a vocabulary (--schema-from), values it lacks
     // seen at least max(min_count, 1) times in the inputs get the next ids
