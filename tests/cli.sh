@@ -1206,6 +1206,10 @@ begin cli_errors_say_what
 WD_MEMORY_LIMIT=garbage run "$WD" inspect --verify "$T/g.wdr"
 ck "WD_MEMORY_LIMIT=garbage: exit $rc, the setting named" \
     eval '[ "$rc" = 1 ] && err_has "WD_MEMORY_LIMIT '"'"'garbage'"'"' is not a size" && ! err_has "is bad"'
+WD_MEMORY_LIMIT=garbage run "$WD" inspect --help
+ck "WD_MEMORY_LIMIT=garbage inspect --help: exit $rc, the help" eval '[ "$rc" = 0 ] && out_has "wd inspect"'
+WD_MEMORY_LIMIT=garbage run "$WD" bogus-command
+ck "WD_MEMORY_LIMIT=garbage bogus-command: exit $rc, its usage error" err_has "unknown command 'bogus-command'"
 (ulimit -f 64; trap '' XFSZ; exec \
     "$WD" convert --format criteo --buckets 1000 -o "$T/fsz.wdr" "$T/g.tsv") > "$T/out" 2> "$T/err"; rc=$?
 ck "convert past a 64 KiB file size limit: exit $rc, names fsz.wdr, not its temporary name" \

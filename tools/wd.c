@@ -2191,8 +2191,14 @@ static int run_command(int argc, char **argv) {
         printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
         return 0;
     }
-    uint64_t limit;   // a bad setting is said as such up front, not as the first thing it fails (a block "is bad")
-    if (wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
+    // a bad setting is said as such up front, not as the first thing it fails (a block "is bad"), once the
+    // command is known and will run (its --help, --list-options and an unknown command's usage come first)
+    int runs = 0;
+    for (int i = 0; i < C_COUNT; i++) runs |= strcmp(cmd, CMDS[i].name) == 0;
+    for (int i = 2; runs && i < argc && strcmp(argv[i], "--") != 0; i++)
+        runs = strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--list-options") != 0;
+    uint64_t limit;
+    if (runs && wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
