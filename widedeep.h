@@ -166,6 +166,10 @@
             Criteo format, ids files bound to their data (wd_ids_check),
             wd_batch_add sized (counts checked, the dense rule applied;
             wd_batch_add_n folded into it).
+            Status codes moved: a caller's batch with a label outside [0,1] or
+            an id outside its slot (push, append, predict, source, map
+            callback) WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT); such a label
+            in a file WD_ERR_CORRUPT (was NUMERIC); NaN/Inf stays NUMERIC.
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
@@ -377,7 +381,9 @@ typedef struct wd_writer_desc {
 // a hash of it) and renames to path on close (after fsync).
 WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
                                const wd_writer_desc *d, wd_writer **out);
-// Appends all b->n samples; validates ids, labels and dense values.
+// Appends all b->n samples; validates ids, labels and dense values: a label
+// outside [0,1] or an id outside its slot is WD_ERR_INVALID_ARG; a NaN or
+// infinite label, weight or dense value, or a negative weight, WD_ERR_NUMERIC.
 WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b);
 WDDEF wd_status wd_writer_close(wd_writer *w);   // always frees w
 WDDEF void wd_writer_abort(wd_writer *w);        // removes the temporary file, frees w
@@ -639,6 +645,8 @@ typedef struct wd_convert_desc {
     // A new vocabulary's table capacity: each slot that gets one has
     // max(values, vocab_capacity) + 1 rows, room for later extend_vocab days
     // (0: no room). Not with a spec that holds a vocabulary (its rows stay).
+    // A slot given its buckets hashes into them and gets no vocabulary, so
+    // no room: the capacity applies to the slots sized from the data.
     uint32_t vocab_capacity;
     // 1: with a spec that holds a vocabulary (--schema-from), values it lacks
     // seen at least max(min_count, 1) times in the inputs get the next ids
@@ -1002,7 +1010,10 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
    forever; at the timeout it calls the roll (a message every rank polling a
    collective answers at once) and names the ranks that did not answer
-   within 2 s (a stopped or hung process), and sends that as its abort. A program whose rank
+   within 2 s (stopped, hung, or busy outside the collectives longer than
+   the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
+   between two collectives, a checkpoint write included), and sends that as
+   its abort. A program whose rank
    failed should then end the job (MPI_Abort, as tools/wd.c does): a
    collective left pending cannot be finished. A process killed outright is
    the launcher's to report: mpirun ends the whole job. Every MPI call is
@@ -1238,7 +1249,10 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
    thread's parameters; it costs a copy of the parameters, no optimizer
    state) after waiting for predictions that read m in place. push checks
    the batch (its errors name the push, numbered from 0 among accepted
-   pushes; training goes on), copies it into one of two
+   pushes; training goes on: a label outside [0,1] or an id outside its slot
+   is WD_ERR_INVALID_ARG; a NaN or infinite label, weight or dense value
+   WD_ERR_NUMERIC; a weight outside [0, WD_MAX_WEIGHT] WD_ERR_INVALID_ARG),
+   copies it into one of two
    buffers and returns while the step runs (it waits when both are full), or
    returns the training's error once it failed or stopped (progress stop,
    max_steps: a batch still queued then is not trained; report.steps counts
@@ -2394,7 +2408,7 @@ static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int fro
     for (int i = from; badlw && i < from + n; i++) {
         float y = b->label[i];
         if (!(y >= 0.0f && y <= 1.0f))
-            return wd__fail(isnan(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
+            return wd__fail(!isfinite(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
                             (double)y);
         if (!(b->weight[i] >= 0.0f && b->weight[i] <= WD_MAX_WEIGHT))
             return wd__fail(isnan(b->weight[i]) || isinf(b->weight[i]) ? WD_ERR_NUMERIC : bad,
@@ -3308,9 +3322,19 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
 }
 // The header's column names ("\xEF\xBB\xBF" before the first ignored).
 typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD__CSV_MAXCOLS]; size_t lens[WD__CSV_MAXCOLS]; int role; } wd__csv_ctx;
+// The column called name: its index, -1 if none, or -2 (the error set) when
+// two columns have that name (a name an option gives must mean one column;
+// a repeated name no option gives is left alone, as any unused column).
 static int wd__csv_col(const wd__csv_ctx *c, const char *name, size_t n) {
-    for (int i = 0; i < c->t->ncols; i++) if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) return i;
-    return -1;
+    int at = -1;
+    for (int i = 0; i < c->t->ncols; i++)
+        if (c->lens[i] == n && memcmp(c->cols[i], name, n) == 0) {
+            if (at < 0) { at = i; continue; }
+            (void)wd__fail(WD_ERR_INVALID_ARG, "csv: columns %d and %d of the header are both named '%.*s': "
+                           "a column an option names must be named once", at + 1, i + 1, (int)WD__MIN(n, 100), name);
+            return -2;
+        }
+    return at;
 }
 static wd_status wd__csv_add_slot(wd_text_spec *t, const char *name, size_t n, int *k) {
     if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical slots (limit %d)", WD_MAX_SLOTS);
@@ -3327,6 +3351,7 @@ static wd_status wd__csv_assign(const char *name, size_t n, void *u) {
     wd__csv_ctx *c = (wd__csv_ctx *)u;
     wd_text_spec *t = c->t;
     int i = wd__csv_col(c, name, n);
+    if (i == -2) return WD_ERR_INVALID_ARG;
     if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is not in the header", (int)n, name);
     if (c->role == 4) { t->id_col = i; return WD_OK; }
     if (t->col_role[i]) return wd__fail(WD_ERR_INVALID_ARG, "csv: column '%.*s' is named twice", (int)n, name);
@@ -3357,6 +3382,7 @@ static wd_status wd__csv_derive(const char *item, size_t n, void *u) {
     if (!br || !colon || !close || close[1] || wd__parse_i64(br + 1, colon, &from) || wd__parse_i64(colon + 1, close, &to) || from < 0 || to <= from || to > 4096)
         return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b", (int)n, item, col);
     int i = wd__csv_col(c, col, (size_t)(br - col));
+    if (i == -2) return WD_ERR_INVALID_ARG;
     if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp, (int)(br - col), col);
     if (t->col_role[i] == 1)   // serving lines have no label: the slot would be derived from "0"
         return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is the label; a slot derived "
@@ -3400,11 +3426,6 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
         st = wd__fail(WD_ERR_INVALID_ARG, "csv: the header is not valid CSV (%s)",
                       nc == -4 ? "an unterminated quote" : "a stray quote");
     else t->ncols = nc;
-    for (int i = 0; !st && i < t->ncols; i++)   // a name given twice would silently mean its first column
-        for (int j = i + 1; !st && j < t->ncols; j++)
-            if (c->lens[i] && c->lens[i] == c->lens[j] && memcmp(c->cols[i], c->cols[j], c->lens[i]) == 0)
-                st = wd__fail(WD_ERR_INVALID_ARG, "csv: columns %d and %d of the header are both named '%.*s': "
-                              "a name must be given once", i + 1, j + 1, (int)WD__MIN(c->lens[i], 100), c->cols[i]);
     if (!st) { c->role = 1; st = wd__csv_assign(d->label, strlen(d->label), c); }
     if (!st) { c->role = 2; st = wd__each_item(d->dense, wd__csv_assign, c); }
     if (!st) { c->role = 3; st = wd__each_item(d->cat, wd__csv_assign, c); }
@@ -7138,18 +7159,20 @@ static void wd__mpi_answer(wd__mpi *h) {
     }
 }
 // The timeout's reason, naming the ranks that do not answer a roll call
-// within `grace` seconds (a stopped or hung process; the others, waiting in
-// a collective, answer at once) into why.
+// within `grace` seconds into why: a stopped or hung process, or one busy
+// outside the collectives (a checkpoint write, a validation) for longer than
+// the timeout; the others, waiting in a collective, answer at once.
 static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double grace, char *why, size_t n) {
     wd__mpi *h = (wd__mpi *)c->impl;
     unsigned char *here = (unsigned char *)wd__calloc((size_t)c->size);
-    int ask = c->rank, x = 0, flag = 0, missing = 0;
+    int x = 0, flag = 0, missing = 0;
     size_t k = (size_t)snprintf(why, n, "waited %.0f s in %s for the other ranks: timeout", waited, what);
     if (!here) return;
     here[c->rank] = 1;
     for (int q = 0; q < c->size; q++) {
         MPI_Request rq;
-        if (q != c->rank && MPI_Isend(&ask, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
+        // from the communicator's own storage: the freed request's send may outlive this call
+        if (q != c->rank && MPI_Isend(&h->self.rank, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
             MPI_Request_free(&rq);
     }
     for (double t0 = wd__now(); wd__now() - t0 < grace;) {
@@ -7166,7 +7189,9 @@ static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double
     }
     for (int q = 0; q < c->size && k < n; q++)
         if (!here[q]) k += (size_t)snprintf(why + k, n - k, "%s%d", missing++ ? ", " : "; rank ", q);
-    if (missing && k < n) snprintf(why + k, n - k, " did not answer within %.0f s (stopped or hung)", grace);
+    if (missing && k < n)
+        snprintf(why + k, n - k, " did not answer within %.0f s (stopped, hung, or busy longer than WD_COMM_TIMEOUT, "
+                 "e.g. writing a checkpoint)", grace);
     else if (k < n) snprintf(why + k, n - k, "; every rank answered (a slow rank; raise WD_COMM_TIMEOUT)");
     wd__free(here);
 }

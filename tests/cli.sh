@@ -1252,6 +1252,10 @@ begin cli_errors_say_what
 WD_MEMORY_LIMIT=garbage run "$WD" inspect --verify "$T/g.wdr"
 ck "WD_MEMORY_LIMIT=garbage: exit $rc, the setting named" \
     eval '[ "$rc" = 1 ] && err_has "WD_MEMORY_LIMIT '"'"'garbage'"'"' is not a size" && ! err_has "is bad"'
+WD_MEMORY_LIMIT=garbage run "$WD" inspect --help
+ck "WD_MEMORY_LIMIT=garbage inspect --help: exit $rc, the help" eval '[ "$rc" = 0 ] && out_has "wd inspect"'
+WD_MEMORY_LIMIT=garbage run "$WD" bogus-command
+ck "WD_MEMORY_LIMIT=garbage bogus-command: exit $rc, its usage error" err_has "unknown command 'bogus-command'"
 (ulimit -f 64; trap '' XFSZ; exec \
     "$WD" convert --format criteo --buckets 1000 -o "$T/fsz.wdr" "$T/g.tsv") > "$T/out" 2> "$T/err"; rc=$?
 ck "convert past a 64 KiB file size limit: exit $rc, names fsz.wdr, not its temporary name" \
@@ -1259,10 +1263,18 @@ ck "convert past a 64 KiB file size limit: exit $rc, names fsz.wdr, not its temp
 printf 'y,a,b\n1,x,"y\n0,z,w\n' > "$T/q.csv"
 fails_with "an unterminated quote" 1 "q.csv:2: an unterminated quote" \
     "$WD" convert --format csv --label y --cat a,b -o "$T/q.wdr" "$T/q.csv"
-printf 'y,a,b,a\n1,x,y,z\n' > "$T/dup.csv"
+printf 'y,a,b,a\n1,x,y,z\n0,p,q,r\n' > "$T/dup.csv"
 fails_with "a column named twice" 1 "columns 2 and 4 of the header are both named 'a'" \
     "$WD" convert --format csv --label y --cat a,b -o "$T/dup.wdr" "$T/dup.csv"
 ck "no output" eval '[ ! -e "$T/q.wdr" ] && [ ! -e "$T/dup.wdr" ]'
+run "$WD" convert --format csv --label y --cat b --buckets 10 -o "$T/dup.wdr" "$T/dup.csv"
+ck "a repeated name no option gives (an unused column): exit $rc, 2 samples" \
+    eval '[ "$rc" = 0 ] && [ "$(samples "$T/dup.wdr")" = 2 ]'
+D=$T; for i in $(seq 11); do D=$D/$(printf 'm%.0s' {1..250}); done   # a name of 2700+ bytes
+mkdir -p "$D" && printf '1\t2\n' > "$D/in.tsv"
+fails_with "an output named as its input, 2 x 2700+ bytes: said whole" 2 "an input of the same command" \
+    "$WD" convert --format criteo --buckets 10 -o "$D/in.tsv" "$D/in.tsv"
+rm -rf "$T/mmmm"*
 end
 
 # --vocab-capacity is honoured or refused, never ignored: with --buckets (no

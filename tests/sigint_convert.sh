@@ -23,10 +23,21 @@ caught() {
     return 1
 }
 
+# holds PID TEXT: until process PID has a file open whose name holds TEXT
+# (its /proc/PID/fd; 10 s at most)
+holds() {
+    local i
+    for i in $(seq 1000); do
+        ls -l "/proc/$1/fd" 2>/dev/null | grep -qF -- "$2" && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
 # double_sigint_convert WD DIR TSV: converts a pipe fed 100 lines of TSV
 # (then kept open: wd waits for more) into DIR/cd.wdr; the first SIGINT asks
 # it to stop at its next chunk (it keeps waiting), the second exits at once
-# (130), removing the temporary output
+# (130), removing the temporary output (seen open before the SIGINTs)
 double_sigint_convert() {
     local wd=$1 d=$2 tsv=$3 pid rc i
     rm -f "$d/cd.wdr" "$d/cdin.tsv"; mkfifo "$d/cdin.tsv"
@@ -36,6 +47,7 @@ double_sigint_convert() {
     pid=$!
     ck "setup: wd catches SIGINT" caught $pid 2 "$(readlink -f "$wd")"
     timeout 10 head -100 "$tsv" >&8
+    ck "setup: wd has the output's temporary file open" holds $pid "$d/cd.wdr.tmp-"
     kill -INT $pid 2>/dev/null; sleep 0.5
     ck "still running after the first SIGINT" kill -0 $pid
     kill -INT $pid 2>/dev/null

@@ -150,6 +150,8 @@ static void test_bad_input(void) {
     one.label[5] = 2.0f;
     CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "batch 1") &&
           tl_has(wd_last_error(), "sample 5: label 2"));   // an invalid label, not a non-finite number
+    one.label[5] = -INFINITY;   // a non-finite label: a number gone wrong, as NaN
+    CHECK(wd_trainer_push(t, &one) == WD_ERR_NUMERIC && tl_has(wd_last_error(), "sample 5: label -inf"));
     one.label[5] = 1.0f;
     one.ids[3][7] = wd_model_schema(m)->slot[3].buckets;
     CHECK(wd_trainer_push(t, &one) == WD_ERR_INVALID_ARG && tl_has(wd_last_error(), "sample 7") &&

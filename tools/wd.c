@@ -58,7 +58,7 @@
 static const char *g_cmd = "";   // the command being run, for the usage hint
 
 WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
-    char msg[4096];   // said in one write: the ranks of a job share a stderr
+    char msg[2 * PATH_MAX + 512];   // two names and the why, said in one write: the ranks of a job share a stderr
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -276,7 +276,9 @@ static int make_dirs(const char *path, size_t *made) {
     return 0;
 }
 // Removes the directories make_dirs created (made: its *made), deepest first,
-// each only if empty.
+// each only if empty: on a failure's return, not on a hard exit by signal
+// (on_signal removes the registered temporary files only; empty
+// directories may stay).
 static void unmake_dirs(const char *path, size_t made) {
     char buf[PATH_MAX];
     size_t n = strlen(path);
@@ -1638,15 +1640,22 @@ static void mpi_trained(void) { g_mpi_trained = 1; }
 // every rank refuses it alike. The names are gathered before anything can
 // fail on one rank (every rank calls this collective). 0 or the exit status.
 static int mpi_same_outputs(const char *save, const char *tb) {
-    enum { NAME = 1024 };
+    enum { NAME = PATH_MAX + 2 };   // a name, its NUL and a last byte set when it is longer (refused)
     static const char *const opt_names[2] = {"--save", "--tensorboard"};
     const char *mine[2] = {save, tb};
-    char own[2][NAME];
-    for (int o = 0; o < 2; o++) snprintf(own[o], NAME, "%s", mine[o] ? mine[o] : "");
+    char own[2][NAME] = {{0}};
+    for (int o = 0; o < 2; o++) {
+        snprintf(own[o], NAME - 1, "%s", mine[o] ? mine[o] : "");
+        own[o][NAME - 1] = mine[o] && strlen(mine[o]) > NAME - 2;   // whole names are compared, never prefixes
+    }
     char *all = (char *)malloc((size_t)g_mpi_size * sizeof own);
     if (!all) return fail_msg("rank %d: out of memory", g_mpi_rank);
     int e = MPI_Allgather(own, (int)sizeof own, MPI_CHAR, all, (int)sizeof own, MPI_CHAR, MPI_COMM_WORLD);
     int rc = e != MPI_SUCCESS ? fail_msg("rank %d: MPI_Allgather of the output names failed", g_mpi_rank) : 0;
+    for (int q = 0; !rc && q < g_mpi_size; q++)   // every rank gives the same verdict
+        for (int o = 0; !rc && o < 2; o++)
+            if (all[(size_t)q * sizeof own + o * NAME + NAME - 1])
+                rc = usage_error("rank %d's %s is longer than %d bytes", q, opt_names[o], PATH_MAX);
     for (int q = 1; !rc && q < g_mpi_size; q++)
         for (int o = 0; !rc && o < 2; o++) {
             const char *r0 = all + o * NAME, *rq = all + (size_t)q * sizeof own + o * NAME;
@@ -1696,8 +1705,9 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     return 0;
 }
 // Ends MPI. The ranks wait for each other here (a barrier on a
-// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when less:
-// rank 0 may be saving the model after an error): when every rank came, all finalize, each with its own
+// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when longer:
+// rank 0 may be saving the model after an error, and a shorter wait's
+// MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
 // exit status and message (a failure they share: one rank's failure vote
 // ends them all at the same step; rank 0 alone failing its final save).
 // Else a failed rank ends the job (MPI_Abort), since some rank may still
@@ -1712,8 +1722,8 @@ static int mpi_end(int rc) {
     if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
-        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a stopped rank never comes
-        most = most > 0 && most < 60.0 ? most : 60.0;
+        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a step (a save) may take that long
+        most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
             for (double t0 = wd__now(); !done && wd__now() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
@@ -2316,8 +2326,14 @@ static int run_command(int argc, char **argv) {
         printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
         return 0;
     }
-    uint64_t limit;   // a bad setting is said as such up front, not as the first thing it fails (a block "is bad")
-    if (wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
+    // a bad setting is said as such up front, not as the first thing it fails (a block "is bad"), once the
+    // command is known and will run (its --help, --list-options and an unknown command's usage come first)
+    int runs = 0;
+    for (int i = 0; i < C_COUNT; i++) runs |= strcmp(cmd, CMDS[i].name) == 0;
+    for (int i = 2; runs && i < argc && strcmp(argv[i], "--") != 0; i++)
+        runs = strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--list-options") != 0;
+    uint64_t limit;
+    if (runs && wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
