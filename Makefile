@@ -245,9 +245,11 @@ $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
 $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
-# every test of test_gpu.cu at its full shapes (make test runs the quick ones)
+# every test of test_gpu.cu at its full shapes on 2 emulated devices (make test runs the quick ones;
+# the NCCL tests need build/libnccl_cpu.so)
 test-gpu-emu-full: $(B)/test_gpu_emu
-	mkdir -p $(B)/emu-full && $(B)/test_gpu_emu $(B)/emu-full
+	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=90 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
+	    $(B)/test_gpu_emu $(B)/emu-full
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
