@@ -248,7 +248,7 @@ $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 # every test of test_gpu.cu at its full shapes on 2 emulated devices (make test runs the quick ones;
 # the NCCL tests need build/libnccl_cpu.so)
 test-gpu-emu-full: $(B)/test_gpu_emu
-	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=90 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
+	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=150 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
 	    $(B)/test_gpu_emu $(B)/emu-full
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)

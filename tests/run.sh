@@ -274,9 +274,9 @@ gpu_emu_part() {  # gpu_emu_part K: part K of test_gpu.cu's tests on the emulate
     for t in $skip; do say "SKIP $t (emulated): no $B/libnccl_cpu.so (the NCCL of threads) to run it on"; done
     [ -n "$sel" ] || return
     local t0=$SECONDS
-    # (WD_COMM_TIMEOUT 90: the failure tests' "promptly" is 60 s, two thirds of it, at the emulator's pace)
+    # (WD_COMM_TIMEOUT 150: the failure tests' "promptly" is 100 s, two thirds of it, at the emulator's pace)
     # shellcheck disable=SC2086   # EMU_POLICY's words are NAME=VALUE settings
-    env ${EMU_POLICY[$k]} WD_GPU_TEST_QUICK=1 WD_GPU_TESTS="$sel" WD_COMM_TIMEOUT=90 CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" \
+    env ${EMU_POLICY[$k]} WD_GPU_TEST_QUICK=1 WD_GPU_TESTS="$sel" WD_COMM_TIMEOUT=150 CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" \
         timeout -k 10 "$EMU_TIMEOUT" "$B/test_gpu_emu" "$T" > "$out" 2>&1; rc=$?
     # the tests of the other parts say "SKIP ...: not in WD_GPU_TESTS": not results of this part
     grep -v '^SKIP test_[a-z0-9_]*: not in WD_GPU_TESTS$' "$out" | sed -E 's/^(PASS|FAIL|SKIP) (test_[a-z0-9_]*)/\1 \2 (emulated)/' |

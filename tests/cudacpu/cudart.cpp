@@ -88,11 +88,11 @@ struct device_state {
     int workers, idle;
 };
 // never destroyed: the workers still wait on them while the program exits
-static std::mutex &mu = *new std::mutex;      // every structure of this file
+static std::mutex &mu = *new std::mutex;   // every structure of this file
 static std::condition_variable &work_cv = *new std::condition_variable, &done_cv = *new std::condition_variable;
 static std::vector<device_state> &devs = *new std::vector<device_state>;
 static unsigned long long op_seq;
-static __thread int cur_dev = -1;             // a host thread's current device; a worker's is its operation's
+static __thread int cur_dev = -1;   // a host thread's current device; a worker's is its operation's
 static __thread cudaError_t last_error;
 static int current_device() { return cur_dev < 0 ? 0 : cur_dev; }
 
@@ -102,7 +102,8 @@ static cudaError_t fail(cudaError_t e) {
 }
 static bool ready(const op *o) {
     if (!o->demanded) return false;
-    for (auto &d : o->deps) if (!d->done) return false;
+    for (auto &d : o->deps)
+        if (!d->done) return false;
     return true;
 }
 static void demand(const opp &o) {   // o and everything it waits for (under mu)
@@ -114,14 +115,23 @@ static void worker(int d);
 static void kick(int d) {   // a ready operation gets a worker (under mu)
     device_state &ds = devs[d];
     bool any = false;
-    for (auto &o : ds.pending) if (ready(o.get())) { any = true; break; }
+    for (auto &o : ds.pending)
+        if (ready(o.get())) {
+            any = true;
+            break;
+        }
     if (!any) return;
-    if (ds.idle > 0) { work_cv.notify_all(); return; }
-    if (ds.workers >= (int)env_long("CUDACPU_WORKERS", 32)) fatal("device %d: every one of its %d workers is blocked", d, ds.workers);
+    if (ds.idle > 0) {
+        work_cv.notify_all();
+        return;
+    }
+    if (ds.workers >= (int)env_long("CUDACPU_WORKERS", 32)) return;   // it runs when a worker is free
     ds.workers++;
     std::thread(worker, d).detach();
 }
-static void kick_all() { for (int d = 0; d < (int)devs.size(); d++) kick(d); }
+static void kick_all() {
+    for (int d = 0; d < (int)devs.size(); d++) kick(d);
+}
 static void worker(int d) {
     std::unique_lock<std::mutex> lk(mu);
     device_state &ds = devs[d];
@@ -131,9 +141,11 @@ static void worker(int d) {
             op *o = ds.pending[i].get();
             if (!ready(o)) continue;
             nready++;
-            if (policy() == P_RANDOM) { if (seeded_random() % nready == 0) best = i; }
-            else if (best == SIZE_MAX || o->prio < ds.pending[best]->prio ||
-                     (o->prio == ds.pending[best]->prio && o->seq < ds.pending[best]->seq)) best = i;
+            if (policy() == P_RANDOM) {
+                if (seeded_random() % nready == 0) best = i;
+            } else if (best == SIZE_MAX || o->prio < ds.pending[best]->prio ||
+                       (o->prio == ds.pending[best]->prio && o->seq < ds.pending[best]->seq))
+                best = i;
         }
         if (best == SIZE_MAX) {
             ds.idle++;
@@ -183,8 +195,12 @@ struct gnode {
     const char *what;
     std::vector<int> deps;
 };
-struct CUgraph_st { std::vector<gnode> nodes; };
-struct CUgraphExec_st { std::vector<gnode> nodes; };
+struct CUgraph_st {
+    std::vector<gnode> nodes;
+};
+struct CUgraphExec_st {
+    std::vector<gnode> nodes;
+};
 struct capture {
     CUgraph_st *g;
     std::vector<CUstream_st *> members;   // every stream in the capture, the origin first
@@ -193,19 +209,20 @@ struct capture {
 struct CUstream_st {
     int dev, prio;
     bool blocking;
-    opp last;                 // the last operation enqueued
-    capture *cap;             // the capture this stream takes part in, or NULL
-    std::vector<int> tail;    // its last captured nodes (what the next node depends on)
+    opp last;                // the last operation enqueued
+    capture *cap;            // the capture this stream takes part in, or NULL
+    std::vector<int> tail;   // its last captured nodes (what the next node depends on)
 };
 struct CUevent_st {
     bool timing;
-    opp rec;                  // the operation of its last record outside a capture
-    capture *cap;             // recorded in a capture: the nodes it stands for
+    opp rec;        // the operation of its last record outside a capture
+    capture *cap;   // recorded in a capture: the nodes it stands for
     std::vector<int> nodes;
 };
 namespace cudacpu {
-static std::vector<CUstream_st> &null_streams = *new std::vector<CUstream_st>;          // each device's legacy stream
-static std::vector<CUstream_st *> &blocking_streams = *new std::vector<CUstream_st *>;   // made without cudaStreamNonBlocking
+static std::vector<CUstream_st> &null_streams = *new std::vector<CUstream_st>;   // each device's legacy stream
+static std::vector<CUstream_st *> &blocking_streams =
+    *new std::vector<CUstream_st *>;   // made without cudaStreamNonBlocking
 static CUstream_st *S(cudaStream_t s) {
     init_devices();
     if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) return (CUstream_st *)s;
@@ -230,7 +247,8 @@ static opp add_op(CUstream_st *s, std::function<void()> fn, const char *what, st
     // the legacy default stream and the blocking streams wait for each other
     CUstream_st *ns = &null_streams[(size_t)s->dev];
     if (s == ns) {
-        for (CUstream_st *b : blocking_streams) if (b->dev == s->dev && b->last && !b->last->done) o->deps.push_back(b->last);
+        for (CUstream_st *b : blocking_streams)
+            if (b->dev == s->dev && b->last && !b->last->done) o->deps.push_back(b->last);
     } else if (s->blocking && ns->last && !ns->last->done) o->deps.push_back(ns->last);
     s->last = o;
     devs[(size_t)s->dev].pending.push_back(o);
@@ -252,15 +270,23 @@ cudaError_t enqueue(cudaStream_t st, std::function<void()> fn, const char *what)
 }
 void launch(dim3 grid, dim3 block, cudaStream_t st, const char *name, std::function<void()> body) {
     cudaError_t e = check_config(grid, block);
-    if (e != cudaSuccess) { fail(e); return; }
-    enqueue(st, [grid, block, name, body]() { run_grid(grid, block, body, name); }, name);
+    if (e != cudaSuccess) {
+        fail(e);
+        return;
+    }
+    enqueue(
+        st, [grid, block, name, body]() { run_grid(grid, block, body, name); }, name);
 }
 }   // namespace cudacpu
 
 // ---- memory ----------------------------------------------------------------------------------
 namespace cudacpu {
 enum { M_DEVICE, M_PINNED };
-struct alloc { size_t n; int kind, dev; bool mapped; };
+struct alloc {
+    size_t n;
+    int kind, dev;
+    bool mapped;
+};
 static std::map<uintptr_t, alloc> &allocs = *new std::map<uintptr_t, alloc>;
 static size_t device_bytes;
 static const alloc *find_alloc(const void *p, uintptr_t *base) {   // under mu
@@ -279,15 +305,25 @@ static int kind_of(const void *p) {   // M_DEVICE, M_PINNED or -1 (pageable host
 }   // namespace cudacpu
 
 extern "C" {
-cudaError_t cudaGetDeviceCount(int *n) { *n = ndevices(); return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int *n) {
+    *n = ndevices();
+    return cudaSuccess;
+}
 cudaError_t cudaSetDevice(int d) {
     if (d < 0 || d >= ndevices()) return fail(cudaErrorInvalidDevice);
     init_devices();
     cur_dev = d;
     return cudaSuccess;
 }
-cudaError_t cudaGetDevice(int *d) { *d = current_device(); return cudaSuccess; }
-cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
+cudaError_t cudaGetDevice(int *d) {
+    *d = current_device();
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) {
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
 cudaError_t cudaPeekAtLastError(void) { return last_error; }
 const char *cudaGetErrorName(cudaError_t e) {
     switch (e) {
@@ -317,7 +353,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureUnjoined: return "capture unjoined";
-    case cudaErrorStreamCaptureIsolation: return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureIsolation:
+        return "operation would make the legacy stream depend on a capturing blocking stream";
     case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
     case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
     default: return "cudacpu: an error the emulator does not name";
@@ -327,11 +364,17 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     if (d < 0 || d >= ndevices()) return fail(cudaErrorInvalidDevice);
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cudacpu emulated device %d", d);
-    p->major = 9; p->minor = 0; p->warpSize = 32; p->maxThreadsPerBlock = 1024;
+    p->major = 9;
+    p->minor = 0;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
     p->multiProcessorCount = (int)env_long("CUDACPU_SMS", 132);
-    p->totalGlobalMem = (size_t)16 << 30; p->sharedMemPerBlock = 48 << 10;
-    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
-    p->maxGridSize[0] = INT32_MAX; p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->totalGlobalMem = (size_t)16 << 30;
+    p->sharedMemPerBlock = 48 << 10;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = INT32_MAX;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
@@ -343,10 +386,14 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
     default: return fail(cudaErrorInvalidValue);
     }
 }
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *f, int bs, size_t sh, unsigned fl) {
-    (void)f; (void)sh; (void)fl;
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *f, int bs, size_t sh,
+                                                                   unsigned fl) {
+    (void)f;
+    (void)sh;
+    (void)fl;
     if (bs <= 0 || bs > 1024) return fail(cudaErrorInvalidValue);
-    *n = 2048 / bs < 32 ? 2048 / bs : 32;   // sm_90: 2048 threads and 32 blocks per multiprocessor (no registers modelled)
+    *n = 2048 / bs < 32 ? 2048 / bs
+                        : 32;   // sm_90: 2048 threads and 32 blocks per multiprocessor (no registers modelled)
     return cudaSuccess;
 }
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *f, int bs, size_t sh) {
@@ -390,7 +437,8 @@ static cudaError_t free_alloc(void *p, int kind) {
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end() || it->second.kind != kind) return fail(cudaErrorInvalidValue);
     if (kind == M_DEVICE) drain(lk, it->second.dev);
-    else for (int d = 0; d < (int)devs.size(); d++) drain(lk, d);
+    else
+        for (int d = 0; d < (int)devs.size(); d++) drain(lk, d);
     it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) return fail(cudaErrorInvalidValue);   // freed by another thread meanwhile
     if (kind == M_DEVICE) device_bytes -= it->second.n;
@@ -401,7 +449,9 @@ static cudaError_t free_alloc(void *p, int kind) {
 }
 cudaError_t cudaMalloc(void **p, size_t n) { return new_alloc(p, n, M_DEVICE, false); }
 cudaError_t cudaFree(void *p) { return free_alloc(p, M_DEVICE); }
-cudaError_t cudaHostAlloc(void **p, size_t n, unsigned fl) { return new_alloc(p, n, M_PINNED, (fl & cudaHostAllocMapped) != 0); }
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned fl) {
+    return new_alloc(p, n, M_PINNED, (fl & cudaHostAllocMapped) != 0);
+}
 cudaError_t cudaMallocHost(void **p, size_t n) { return new_alloc(p, n, M_PINNED, false); }
 cudaError_t cudaFreeHost(void *p) { return free_alloc(p, M_PINNED); }
 cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned fl) {
@@ -441,9 +491,15 @@ static cudaError_t copy2d(void *dst, size_t dp, const void *src, size_t sp, size
         src = staged->data();
         sp = w;
     }
-    auto fn = [=]() { for (size_t r = 0; r < h; r++) memmove((char *)dst + r * dp, (const char *)src + r * sp, w); (void)staged; };
+    auto fn = [=]() {
+        for (size_t r = 0; r < h; r++) memmove((char *)dst + r * dp, (const char *)src + r * sp, w);
+        (void)staged;
+    };
     std::unique_lock<std::mutex> lk(mu);
-    if (s->cap) { capture_node(s, fn, what); return cudaSuccess; }
+    if (s->cap) {
+        capture_node(s, fn, what);
+        return cudaSuccess;
+    }
     opp o = add_op(s, fn, what);
     if (sync || to_pageable) wait_done(lk, o);
     return cudaSuccess;
@@ -453,7 +509,10 @@ static cudaError_t set(void *p, int v, size_t n, cudaStream_t st, bool sync) {
     CUstream_st *s = S(st);
     auto fn = [=]() { memset(p, v, n); };
     std::unique_lock<std::mutex> lk(mu);
-    if (s->cap) { capture_node(s, fn, "cudaMemsetAsync"); return cudaSuccess; }
+    if (s->cap) {
+        capture_node(s, fn, "cudaMemsetAsync");
+        return cudaSuccess;
+    }
     opp o = add_op(s, fn, "cudaMemset");
     if (sync) wait_done(lk, o);
     return cudaSuccess;
@@ -467,7 +526,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k) {
     return copy2d(dst, n, src, n, n, 1, k, 0, true, "cudaMemcpy");
 }
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, enum cudaMemcpyKind k, cudaStream_t st) {
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h,
+                              enum cudaMemcpyKind k, cudaStream_t st) {
     return copy2d(dst, dp, src, sp, w, h, k, st, false, "cudaMemcpy2DAsync");
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st) { return set(p, v, n, st, false); }
@@ -488,14 +548,20 @@ static cudaError_t new_stream(cudaStream_t *st, unsigned fl, int prio) {
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return new_stream(s, 0, 0); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned fl) { return new_stream(s, fl, 0); }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned fl, int prio) { return new_stream(s, fl, prio); }
-cudaError_t cudaStreamGetPriority(cudaStream_t st, int *prio) { *prio = S(st)->prio; return cudaSuccess; }
+cudaError_t cudaStreamGetPriority(cudaStream_t st, int *prio) {
+    *prio = S(st)->prio;
+    return cudaSuccess;
+}
 // destroying a stream with work in it: the work still runs (CUDA's rule), so under lazy it is demanded now
 cudaError_t cudaStreamDestroy(cudaStream_t st) {
     if (!st) return fail(cudaErrorInvalidResourceHandle);
     CUstream_st *s = S(st);
     std::lock_guard<std::mutex> g(mu);
     if (s->cap) return fail(cudaErrorIllegalState);
-    if (s->last) { demand(s->last); kick_all(); }
+    if (s->last) {
+        demand(s->last);
+        kick_all();
+    }
     blocking_streams.erase(std::remove(blocking_streams.begin(), blocking_streams.end(), s), blocking_streams.end());
     delete s;
     return cudaSuccess;
@@ -503,21 +569,28 @@ cudaError_t cudaStreamDestroy(cudaStream_t st) {
 cudaError_t cudaStreamSynchronize(cudaStream_t st) {
     CUstream_st *s = S(st);
     std::unique_lock<std::mutex> lk(mu);
-    if (s->cap) { s->cap->broken = true; return fail(cudaErrorStreamCaptureUnsupported); }
+    if (s->cap) {
+        s->cap->broken = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
     if (s->last) wait_done(lk, s->last);
     return cudaSuccess;
 }
 cudaError_t cudaStreamQuery(cudaStream_t st) {
     CUstream_st *s = S(st);
     std::lock_guard<std::mutex> g(mu);
-    if (s->cap) { s->cap->broken = true; return fail(cudaErrorStreamCaptureUnsupported); }
+    if (s->cap) {
+        s->cap->broken = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
     if (!s->last || s->last->done) return cudaSuccess;
     demand(s->last);
     kick_all();
     return cudaErrorNotReady;
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t st, cudaHostFn_t fn, void *data) {
-    return enqueue(st, [fn, data]() { fn(data); }, "cudaLaunchHostFunc");
+    return enqueue(
+        st, [fn, data]() { fn(data); }, "cudaLaunchHostFunc");
 }
 
 // ---- events ----
@@ -535,10 +608,16 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st) {
     CUevent_st *e = (CUevent_st *)ev;
     CUstream_st *s = S(st);
     std::lock_guard<std::mutex> g(mu);
-    if (s->cap) { e->cap = s->cap; e->nodes = s->tail; e->rec = nullptr; return cudaSuccess; }
+    if (s->cap) {
+        e->cap = s->cap;
+        e->nodes = s->tail;
+        e->rec = nullptr;
+        return cudaSuccess;
+    }
     e->cap = nullptr;
     e->nodes.clear();
-    e->rec = add_op(s, [] {}, "cudaEventRecord");
+    e->rec = add_op(
+        s, [] {}, "cudaEventRecord");
     return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned fl) {
@@ -552,11 +631,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned fl) {
             s->tail.clear();
             e->cap->members.push_back(s);
         } else if (s->cap != e->cap) return fail(cudaErrorStreamCaptureIsolation);
-        for (int n : e->nodes) if (std::find(s->tail.begin(), s->tail.end(), n) == s->tail.end()) s->tail.push_back(n);
+        for (int n : e->nodes)
+            if (std::find(s->tail.begin(), s->tail.end(), n) == s->tail.end()) s->tail.push_back(n);
         return cudaSuccess;
     }
     if (s->cap) {
-        if (e->rec && !e->rec->done) return fail(cudaErrorStreamCaptureIsolation);   // an external dependency: not emulated
+        if (e->rec && !e->rec->done)
+            return fail(cudaErrorStreamCaptureIsolation);   // an external dependency: not emulated
         return cudaSuccess;
     }
     if (e->rec && !e->rec->done) add_op(s, [] {}, "cudaStreamWaitEvent", {e->rec});
@@ -601,7 +682,8 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t st, enum cudaStreamCaptureMode m
 cudaError_t cudaStreamIsCapturing(cudaStream_t st, enum cudaStreamCaptureStatus *cs) {
     CUstream_st *s = S(st);
     std::lock_guard<std::mutex> g(mu);
-    *cs = s->cap ? (s->cap->broken ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive) : cudaStreamCaptureStatusNone;
+    *cs = s->cap ? (s->cap->broken ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive)
+                 : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 // every stream forked into the capture must have joined the origin back: each of
@@ -630,7 +712,10 @@ cudaError_t cudaStreamEndCapture(cudaStream_t st, cudaGraph_t *out) {
     bool broken = c->broken;
     CUgraph_st *gr = c->g;
     delete c;
-    if (unjoined || broken) { delete gr; return fail(broken ? cudaErrorStreamCaptureInvalidated : cudaErrorStreamCaptureUnjoined); }
+    if (unjoined || broken) {
+        delete gr;
+        return fail(broken ? cudaErrorStreamCaptureInvalidated : cudaErrorStreamCaptureUnjoined);
+    }
     *out = (cudaGraph_t)gr;
     return cudaSuccess;
 }
@@ -639,7 +724,10 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *x, cudaGraph_t g, uns
     *x = (cudaGraphExec_t) new CUgraphExec_st{((CUgraph_st *)g)->nodes};
     return cudaSuccess;
 }
-cudaError_t cudaGraphDestroy(cudaGraph_t g) { delete (CUgraph_st *)g; return cudaSuccess; }
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete (CUgraph_st *)g;
+    return cudaSuccess;
+}
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
     std::lock_guard<std::mutex> g(mu);   // (a launch in flight holds its own copy of the nodes)
     delete (CUgraphExec_st *)x;
@@ -647,22 +735,25 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t st) {
     auto nodes = std::make_shared<std::vector<gnode>>(((CUgraphExec_st *)x)->nodes);
-    return enqueue(st, [nodes]() {
-        // a topological order: among the nodes whose dependencies ran, the first (or, seeded, any)
-        size_t n = nodes->size();
-        std::vector<char> ran(n, 0);
-        for (size_t done = 0; done < n; done++) {
-            std::vector<size_t> ready;
-            for (size_t i = 0; i < n; i++) {
-                if (ran[i]) continue;
-                bool ok = true;
-                for (int d : (*nodes)[i].deps) ok &= ran[(size_t)d] != 0;
-                if (ok) ready.push_back(i);
+    return enqueue(
+        st,
+        [nodes]() {
+            // a topological order: among the nodes whose dependencies ran, the first (or, seeded, any)
+            size_t n = nodes->size();
+            std::vector<char> ran(n, 0);
+            for (size_t done = 0; done < n; done++) {
+                std::vector<size_t> ready;
+                for (size_t i = 0; i < n; i++) {
+                    if (ran[i]) continue;
+                    bool ok = true;
+                    for (int d : (*nodes)[i].deps) ok &= ran[(size_t)d] != 0;
+                    if (ok) ready.push_back(i);
+                }
+                size_t pick = ready[getenv("CUDACPU_SEED") ? seeded_random() % ready.size() : 0];
+                (*nodes)[pick].fn();
+                ran[pick] = 1;
             }
-            size_t pick = ready[getenv("CUDACPU_SEED") ? seeded_random() % ready.size() : 0];
-            (*nodes)[pick].fn();
-            ran[pick] = 1;
-        }
-    }, "cudaGraphLaunch");
+        },
+        "cudaGraphLaunch");
 }
 }   // extern "C"

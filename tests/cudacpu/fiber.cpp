@@ -91,7 +91,7 @@ struct block_state {
     size_t sched_size;
     std::mt19937_64 *rng;
     int sched;
-    std::vector<uint32_t> prio;                        // CUDACPU_SCHED=warp: per warp
+    std::vector<uint32_t> prio;                            // CUDACPU_SCHED=warp: per warp
     std::vector<std::pair<const void *, void *>> arrays;   // CUDACPU_SHARED: site -> this block's copy
     char *region;
     size_t region_used;
@@ -103,11 +103,12 @@ constexpr size_t REGION = 64 << 10;   // shared memory per block, at most
 size_t stack_bytes() {
     static size_t b = (size_t)env_long("CUDACPU_STACK_KB",
 #ifdef CUDACPU_ASAN
-                                      256
+                                       256
 #else
-                                      64
+                                       64
 #endif
-                                      ) * 1024;
+                                       ) *
+                      1024;
     return b;
 }
 // this executor thread's free fiber stacks, a guard page below each (a kernel's
@@ -159,8 +160,8 @@ void yield_to_sched(bool dying) {
 }
 void where(char *out, size_t n) {
     fiber *f = curf;
-    snprintf(out, n, "%s block (%u,%u,%u) thread (%u,%u,%u) (warp %d lane %d)", blk->kname, blk->bid.x, blk->bid.y, blk->bid.z,
-             f->ctx.tid.x, f->ctx.tid.y, f->ctx.tid.z, f->ctx.warp, f->ctx.lane);
+    snprintf(out, n, "%s block (%u,%u,%u) thread (%u,%u,%u) (warp %d lane %d)", blk->kname, blk->bid.x, blk->bid.y,
+             blk->bid.z, f->ctx.tid.x, f->ctx.tid.y, f->ctx.tid.z, f->ctx.warp, f->ctx.lane);
 }
 void fiber_main() {
     asan_finish(NULL, &blk->sched_bottom, &blk->sched_size);
@@ -174,7 +175,8 @@ void fiber_main() {
     for (int p = 0; p < 2; p++)
         if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
             where(at, sizeof at);
-            fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at, w.mask[p]);
+            fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
+                  w.mask[p]);
         }
     if (!blk->bar_wait.empty()) {
         where(at, sizeof at);
@@ -209,14 +211,16 @@ void block_barrier() {
     char at[200];
     if (blk->done) {
         where(at, sizeof at);
-        fatal("synccheck: %s reached __syncthreads after %d threads of its block exited (a divergent barrier)", at, blk->done);
+        fatal("synccheck: %s reached __syncthreads after %d threads of its block exited (a divergent barrier)", at,
+              blk->done);
     }
     f->state = F_BAR;
     blk->bar_wait.push_back(f->idx);
     if ((int)blk->bar_wait.size() == blk->n) {   // the last one: every waiter goes on
         for (int i : blk->bar_wait) make_ready(i);
         blk->bar_wait.clear();
-        if (blk->sched == 2) for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
+        if (blk->sched == 2)
+            for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
     }
     yield_to_sched(false);
 }
@@ -231,9 +235,11 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
     if (w.arrived[p] == 0) w.mask[p] = mask;
     if (!(mask >> lane & 1) || width != 32 || w.mask[p] != mask || (mask & w.exited)) {
         where(at, sizeof at);
-        if (!(mask >> lane & 1)) fatal("synccheck: %s calls __shfl_sync with mask 0x%08x, which leaves out its own lane", at, mask);
+        if (!(mask >> lane & 1))
+            fatal("synccheck: %s calls __shfl_sync with mask 0x%08x, which leaves out its own lane", at, mask);
         if (width != 32) fatal("%s: __shfl_sync of width %d is not emulated", at, width);
-        if (w.mask[p] != mask) fatal("synccheck: %s: lanes disagree on the __shfl_sync mask (0x%08x, 0x%08x)", at, w.mask[p], mask);
+        if (w.mask[p] != mask)
+            fatal("synccheck: %s: lanes disagree on the __shfl_sync mask (0x%08x, 0x%08x)", at, w.mask[p], mask);
         fatal("synccheck: %s calls __shfl_sync with mask 0x%08x, but lanes 0x%08x of its warp have exited", at, mask,
               mask & w.exited);
     }
@@ -255,7 +261,8 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
 
 void *shared_array(const void *site, size_t bytes) {
     if (!blk) fatal("a __shared__ array outside a kernel");
-    for (auto &a : blk->arrays) if (a.first == site) return a.second;
+    for (auto &a : blk->arrays)
+        if (a.first == site) return a.second;
     // the next piece of the block's region, ending on a 16-byte boundary with a
     // poisoned gap of 64 bytes before the next (ASan: an element past either end faults)
     size_t start = (blk->region_used + 64 + 15) & ~(size_t)15, end = start + ((bytes + 15) & ~(size_t)15);
@@ -270,13 +277,19 @@ void *shared_array(const void *site, size_t bytes) {
     return p;
 }
 
-static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name, std::mt19937_64 *rng,
-                      int sched) {
+static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name,
+                      std::mt19937_64 *rng, int sched) {
     static __thread block_state *bs;
     if (!bs) bs = new block_state();
     block_state &b = *bs;
     int n = (int)(block.x * block.y * block.z);
-    b.n = n; b.done = 0; b.body = &body; b.kname = name; b.bid = bid; b.rng = rng; b.sched = sched;
+    b.n = n;
+    b.done = 0;
+    b.body = &body;
+    b.kname = name;
+    b.bid = bid;
+    b.rng = rng;
+    b.sched = sched;
     if ((int)b.f.size() < n) b.f.resize(n);
     b.w.assign((n + 31) / 32, warp_state{});
     for (size_t q = 0; q < b.w.size(); q++) {
@@ -288,7 +301,8 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
     b.bar_wait.reserve(n);
     b.head = b.count = 0;
     b.prio.resize(b.w.size());
-    if (sched == 2) for (auto &p : b.prio) p = (uint32_t)(*rng)();
+    if (sched == 2)
+        for (auto &p : b.prio) p = (uint32_t)(*rng)();
     b.arrays.clear();
     if (!b.region) {   // the executor thread's shared memory, poisoned but for the arrays a block uses
         b.region = (char *)malloc(REGION);
@@ -298,7 +312,8 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
 #endif
     }
     b.region_used = 0;
-    b.sched_bottom = NULL; b.sched_size = 0;
+    b.sched_bottom = NULL;
+    b.sched_size = 0;
 #ifdef CUDACPU_TSAN
     b.sched_tsan = __tsan_get_current_fiber();
 #endif
@@ -308,11 +323,19 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
     blk = &b;
     for (int i = 0; i < n; i++) {
         fiber &f = b.f[i];
-        f.idx = i; f.shfl_seq = 0; f.fake = NULL;
-        f.ctx.tid = uint3{(unsigned)i % block.x, (unsigned)(i / block.x) % block.y, (unsigned)(i / (block.x * block.y))};
-        f.ctx.bid = bid; f.ctx.bdim = block; f.ctx.gdim = grid;
-        f.ctx.lane = i % 32; f.ctx.warp = i / 32;
-        f.stk = NULL; f.sp = NULL; f.stk_size = stack_bytes();   // a stack when it first runs
+        f.idx = i;
+        f.shfl_seq = 0;
+        f.fake = NULL;
+        f.ctx.tid =
+            uint3{(unsigned)i % block.x, (unsigned)(i / block.x) % block.y, (unsigned)(i / (block.x * block.y))};
+        f.ctx.bid = bid;
+        f.ctx.bdim = block;
+        f.ctx.gdim = grid;
+        f.ctx.lane = i % 32;
+        f.ctx.warp = i / 32;
+        f.stk = NULL;
+        f.sp = NULL;
+        f.stk_size = stack_bytes();   // a stack when it first runs
 #ifdef CUDACPU_TSAN
         f.tsan = __tsan_create_fiber(0);
 #endif
@@ -322,8 +345,9 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         if (b.count == 0) {
             int warp = 0;
             for (int q = 0; q < n; q++) warp += b.f[q].state == F_WARP;
-            fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d exited", name,
-                  bid.x, bid.y, bid.z, b.bar_wait.size(), warp, b.done);
+            fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d "
+                  "exited",
+                  name, bid.x, bid.y, bid.z, b.bar_wait.size(), warp, b.done);
         }
         size_t N = (size_t)n, pick = 0;
 #define RING(q) b.ring[(b.head + (q)) % N]
@@ -340,8 +364,8 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         if (!f.sp) {
             f.stk = stack_take();
             void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
-            *--sp = NULL;                          // the entry's return-address slot (keeps the ABI's alignment)
-            *--sp = (void *)fiber_main;            // cudacpu_switch's ret goes here
+            *--sp = NULL;                               // the entry's return-address slot (keeps the ABI's alignment)
+            *--sp = (void *)fiber_main;                 // cudacpu_switch's ret goes here
             for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
             f.sp = sp;
         }
@@ -359,13 +383,16 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
 #ifdef CUDACPU_ASAN
     __asan_poison_memory_region(b.region, REGION);   // the next block's arrays are its own
 #endif
-    blk = saved_blk; curf = saved_f; cur = saved_cur;
+    blk = saved_blk;
+    curf = saved_f;
+    cur = saved_cur;
 }
 
 // launch-time checks: what cudaGetLastError reports for a bad configuration
 cudaError_t check_config(dim3 g, dim3 b) {
     unsigned long long t = (unsigned long long)b.x * b.y * b.z;
-    if (t == 0 || t > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535)
+    if (t == 0 || t > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 ||
+        g.z > 65535)
         return cudaErrorInvalidConfiguration;
     return cudaSuccess;
 }
@@ -379,7 +406,8 @@ void run_grid(dim3 grid, dim3 block, const std::function<void()> &body, const ch
     for (size_t i = 0; i < nb; i++) order[i] = i;
     if (sched) std::shuffle(order.begin(), order.end(), rng);   // blocks in any order
     for (size_t o : order) {
-        uint3 bid = {(unsigned)(o % grid.x), (unsigned)((o / grid.x) % grid.y), (unsigned)(o / ((size_t)grid.x * grid.y))};
+        uint3 bid = {(unsigned)(o % grid.x), (unsigned)((o / grid.x) % grid.y),
+                     (unsigned)(o / ((size_t)grid.x * grid.y))};
         run_block(grid, block, bid, body, name, &rng, sched);
     }
 }

@@ -32,7 +32,7 @@ __global__ void top_k(float *gb, const float *dlogit, int n, int bug) {
     __syncthreads();
     for (int w = bug == 2 ? TOP_THREADS : TOP_THREADS / 2; w > 0; w >>= 1) {   // 2: reads sh[t + 1024]
         if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
-        if (bug != 1) __syncthreads();                                       // 1: no barrier between levels
+        if (bug != 1) __syncthreads();   // 1: no barrier between levels
     }
     if (threadIdx.x == 0) *gb = sh[0];
 }
@@ -72,7 +72,8 @@ __global__ void warp_sum_k(float *out, const float *terms, int n, int count, int
 // ---- the cases -------------------------------------------------------------------------------
 static float *dev_copy(const std::vector<float> &h) {
     float *d = NULL;
-    if (cudaMalloc((void **)&d, h.size() * sizeof(float)) || cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice))
+    if (cudaMalloc((void **)&d, h.size() * sizeof(float)) ||
+        cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice))
         exit(WRONG);
     return d;
 }
@@ -109,7 +110,9 @@ static int colsum(int bug, bool write_input) {
         for (int i = 0; i < n; i++) want += h[(size_t)i * m + j];
         if (!near(r[(size_t)j], want)) return WRONG;
     }
-    cudaFree(a); cudaFree(part); cudaFree(out);
+    cudaFree(a);
+    cudaFree(part);
+    cudaFree(out);
     return OK;
 }
 static int top(int bug) {
@@ -120,7 +123,8 @@ static int top(int bug) {
     CUDACPU_GO(top_k, 1, TOP_THREADS, 0)(gb, d, n, bug);
     double want = sum_of(h);
     float r = host_copy(gb, 1)[0];
-    cudaFree(d); cudaFree(gb);
+    cudaFree(d);
+    cudaFree(gb);
     return near(r, want) ? OK : WRONG;
 }
 static int warp_sum(int bug) {
@@ -135,7 +139,8 @@ static int warp_sum(int bug) {
         for (int u = 0; u < count; u++) z += h[(size_t)i * count + u];
         if (r[(size_t)i] != z) return WRONG;   // the same order of float additions: bit for bit
     }
-    cudaFree(t); cudaFree(out);
+    cudaFree(t);
+    cudaFree(out);
     return OK;
 }
 // the overlap's fork and join (wdc_step_enqueue): a producer on one stream, a
@@ -158,7 +163,9 @@ static int streams(int bug) {
     cudaMemcpyAsync(&res, gb, sizeof res, cudaMemcpyDeviceToHost, compute);   // pageable: returns once copied
     double want = sum_of(h);
     cudaStreamSynchronize(side);
-    cudaFree(src); cudaFree(mid); cudaFree(gb);
+    cudaFree(src);
+    cudaFree(mid);
+    cudaFree(gb);
     return near(res, want) ? OK : WRONG;
 }
 // results into pinned memory (wdc_complete): bug: read before the stream's sync
@@ -178,7 +185,9 @@ static int host_sync(int bug) {
     __atomic_load(pinned, &r, __ATOMIC_ACQUIRE);
     double want = sum_of(h);
     cudaStreamSynchronize(st);
-    cudaFree(d); cudaFree(gb); cudaFreeHost(pinned);
+    cudaFree(d);
+    cudaFree(gb);
+    cudaFreeHost(pinned);
     return near(r, want) ? OK : WRONG;
 }
 // the sparse path's sort (wdc_sort_runs): the result is where Current() says; bug: d_buffers[0]
@@ -186,10 +195,16 @@ static int sort(int bug) {
     int n = 1000;
     std::vector<unsigned long long> k((size_t)n);
     std::vector<unsigned> v((size_t)n);
-    for (int i = 0; i < n; i++) { k[(size_t)i] = (unsigned long long)((i * 7919) % 1009); v[(size_t)i] = (unsigned)i; }
+    for (int i = 0; i < n; i++) {
+        k[(size_t)i] = (unsigned long long)((i * 7919) % 1009);
+        v[(size_t)i] = (unsigned)i;
+    }
     unsigned long long *dk[2];
     unsigned *dv[2];
-    for (int b = 0; b < 2; b++) { cudaMalloc((void **)&dk[b], (size_t)n * 8); cudaMalloc((void **)&dv[b], (size_t)n * 4); }
+    for (int b = 0; b < 2; b++) {
+        cudaMalloc((void **)&dk[b], (size_t)n * 8);
+        cudaMalloc((void **)&dv[b], (size_t)n * 4);
+    }
     for (int rep = 0; rep < 8; rep++) {   // each call flips the selector or not at random
         cudaMemcpy(dk[0], k.data(), (size_t)n * 8, cudaMemcpyHostToDevice);
         cudaMemcpy(dv[0], v.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
@@ -268,23 +283,28 @@ struct tcase {
     const char *name;
     int (*fn)(int bug);
     int bug;
-    const char *env;       // the case's switches, NAME=VALUE,...
-    const char *caught;    // "wrong": a wrong result; else a word the report must hold
+    const char *env;      // the case's switches, NAME=VALUE,...
+    const char *caught;   // "wrong": a wrong result; else a word the report must hold
     const char *what;
 };
 static int colsum_bug(int bug) { return colsum(bug, true); }
 static int uninit(int bug) { return colsum(0, bug == 0); }
 static const tcase CASES[] = {
-    {"missing_barrier", top, 1, "CUDACPU_SCHED=warp,CUDACPU_SEED=3", "wrong", "wdc_top_k without the barrier between tree levels"},
+    {"missing_barrier", top, 1, "CUDACPU_SCHED=warp,CUDACPU_SEED=3", "wrong",
+     "wdc_top_k without the barrier between tree levels"},
     {"shared_out_of_bounds", top, 2, "", "AddressSanitizer", "wdc_top_k reading sh[t + 1024]"},
     {"global_out_of_bounds", colsum_bug, 4, "", "AddressSanitizer", "wdc_colsum_final_k writing out[m]"},
     {"divergent_barrier", colsum_bug, 3, "", "synccheck", "wdc_colsum_part_k: a thread returns before __syncthreads"},
     {"lane_exit_before_shuffle", warp_sum, 5, "", "synccheck", "wdc_warp_add_in_order after lane 31 returned"},
-    {"missing_event_wait", streams, 6, "CUDACPU_STREAMS=lazy", "wrong", "the join: no cudaStreamWaitEvent between the streams"},
-    {"missing_host_sync", host_sync, 7, "CUDACPU_STREAMS=lazy", "wrong", "pinned results read before cudaStreamSynchronize"},
+    {"missing_event_wait", streams, 6, "CUDACPU_STREAMS=lazy", "wrong",
+     "the join: no cudaStreamWaitEvent between the streams"},
+    {"missing_host_sync", host_sync, 7, "CUDACPU_STREAMS=lazy", "wrong",
+     "pinned results read before cudaStreamSynchronize"},
     {"uninitialised_read", uninit, 1, "", "wrong", "column sums of device memory nobody wrote (the poison)"},
-    {"double_buffer_selector", sort, 8, "CUDACPU_SEED=5", "wrong", "SortPairs' result read from d_buffers[0], not Current()"},
-    {"epilogue_refusal", lt_offer, 9, "", "wrong", "CUDACPU_LT_REFUSE=relu_bias,relu_aux_bias: no algorithm for RELU_AUX_BIAS"},
+    {"double_buffer_selector", sort, 8, "CUDACPU_SEED=5", "wrong",
+     "SortPairs' result read from d_buffers[0], not Current()"},
+    {"epilogue_refusal", lt_offer, 9, "", "wrong",
+     "CUDACPU_LT_REFUSE=relu_bias,relu_aux_bias: no algorithm for RELU_AUX_BIAS"},
     {"capture_unjoined", capture, 10, "CUDACPU_SEED=2", "wrong", "a graph whose side stream never rejoins"},
 };
 
@@ -332,8 +352,8 @@ int main(int argc, char **argv) {
         if (!want) continue;
         std::string e0, e1;
         int r0 = run_child(c, 0, e0), r1 = run_child(c, 1, e1);
-        bool clean = r0 == OK && e0.find("cudacpu:") == std::string::npos && e0.find("Sanitizer") == std::string::npos &&
-                     e0.find("runtime error") == std::string::npos;
+        bool clean = r0 == OK && e0.find("cudacpu:") == std::string::npos &&
+                     e0.find("Sanitizer") == std::string::npos && e0.find("runtime error") == std::string::npos;
         bool caught = !strcmp(c.caught, "wrong") ? r1 == WRONG : r1 != OK && e1.find(c.caught) != std::string::npos;
         if (clean && caught) {
             pass++;
@@ -341,8 +361,12 @@ int main(int argc, char **argv) {
                    !strcmp(c.caught, "wrong") ? "a wrong result" : first_line(e1, c.caught).c_str());
         } else {
             failed++;
-            if (!clean) printf("FAIL %s: the control (no bug) did not run clean: exit %d: %s\n", c.name, r0, first_line(e0, "").c_str());
-            else printf("FAIL %s: %s: not caught (exit %d, want %s): %s\n", c.name, c.what, r1, c.caught, first_line(e1, "").c_str());
+            if (!clean)
+                printf("FAIL %s: the control (no bug) did not run clean: exit %d: %s\n", c.name, r0,
+                       first_line(e0, "").c_str());
+            else
+                printf("FAIL %s: %s: not caught (exit %d, want %s): %s\n", c.name, c.what, r1, c.caught,
+                       first_line(e1, "").c_str());
         }
     }
     printf("# cudacpu_selftest: %d passed, %d failed, 0 skipped\n", pass, failed);
