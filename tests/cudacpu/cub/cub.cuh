@@ -34,6 +34,14 @@ template <typename T> struct DoubleBuffer {
 namespace detail {
 // the emulator's temporary storage need: at least what a plan must hold (CUB's own depends on the device)
 static inline size_t temp_bytes(long long n, size_t per) { return 4096 + (size_t)(n > 0 ? n : 0) * per / 16; }
+// CUB's two calls: with temp NULL the first only sizes the storage; true when
+// the call ends there (e says how: sized, or too little storage)
+static inline bool sizing(void *temp, size_t &bytes, size_t need, int n, cudaError_t &e) {
+    e = cudaSuccess;
+    if (!temp) bytes = need;
+    else if (bytes < need || n < 0) e = cudaErrorInvalidValue;
+    return !temp || e != cudaSuccess;
+}
 }   // namespace detail
 struct DeviceRadixSort {
     template <typename K, typename V>
@@ -41,12 +49,9 @@ struct DeviceRadixSort {
                                  int begin_bit = 0, int end_bit = sizeof(K) * 8, cudaStream_t st = 0) {
         static_assert(std::is_unsigned<K>::value, "the emulator sorts unsigned keys only");
         size_t need = detail::temp_bytes(n, sizeof(K) + sizeof(V));
-        if (!temp) {
-            bytes = need;
-            return cudaSuccess;
-        }
-        if (bytes < need || n < 0 || begin_bit < 0 || end_bit > (int)sizeof(K) * 8 || begin_bit >= end_bit)
-            return cudaErrorInvalidValue;
+        cudaError_t e;
+        if (detail::sizing(temp, bytes, need, n, e)) return e;
+        if (begin_bit < 0 || end_bit > (int)sizeof(K) * 8 || begin_bit >= end_bit) return cudaErrorInvalidValue;
         K *kin = keys.Current(), *kalt = keys.Alternate();
         V *vin = vals.Current(), *valt = vals.Alternate();
         bool flip = cudacpu::seeded_random() & 1;   // an odd or even number of passes
@@ -92,11 +97,8 @@ struct DeviceRunLengthEncode {
     static cudaError_t Encode(void *temp, size_t &bytes, I in, U unique_out, C counts_out, R num_runs_out, int n,
                               cudaStream_t st = 0) {
         size_t need = detail::temp_bytes(n, 8);
-        if (!temp) {
-            bytes = need;
-            return cudaSuccess;
-        }
-        if (bytes < need || n < 0) return cudaErrorInvalidValue;
+        cudaError_t e;
+        if (detail::sizing(temp, bytes, need, n, e)) return e;
         return cudacpu::enqueue(
             st,
             [=]() {
@@ -119,11 +121,8 @@ struct DeviceScan {
     template <typename I, typename O>
     static cudaError_t ExclusiveSum(void *temp, size_t &bytes, I in, O out, int n, cudaStream_t st = 0) {
         size_t need = detail::temp_bytes(n, 4);
-        if (!temp) {
-            bytes = need;
-            return cudaSuccess;
-        }
-        if (bytes < need || n < 0) return cudaErrorInvalidValue;
+        cudaError_t e;
+        if (detail::sizing(temp, bytes, need, n, e)) return e;
         return cudacpu::enqueue(
             st,
             [=]() {
