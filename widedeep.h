@@ -7951,7 +7951,7 @@ static int wd__contract_diff(const wd__side *a, const wd__side *b, int mode, cha
         snprintf(bv, sizeof bv, "%d", sb->ndense);
         return wd__diff_say(why, n, WD__DIFF_NDENSE, "the dense columns", a, av, b, bv, fix_map);
     }
-    if (x && sa->ndense && strcmp(wd__rule_words(x), wd__rule_words(y)) != 0)
+    if (x && sa->ndense && wd__rule_words(x) != wd__rule_words(y))   // (one literal per rule)
         return wd__diff_say(why, n, WD__DIFF_DENSE_RULE, "the dense rule", a, wd__rule_words(x), b,
                             wd__rule_words(y), fix_map);
     for (int j = 0; x && j < sa->ndense; j++) {

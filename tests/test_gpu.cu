@@ -10,7 +10,8 @@
 // runs); every test still runs. WD_GPU_TESTS=a,b runs only the tests named
 // (with or without "test_"; the others print SKIP). WD_COMM_TIMEOUT: the
 // communicators' timeout in seconds (default here 30; the tests that need a
-// failure to end the other ranks want it within 20 s, never at the timeout).
+// failure to end the other ranks want it within two thirds of that, 20 s,
+// never at the timeout).
 // Output is line-buffered (a run killed at its time limit keeps every line).
 //
 // What can fail, and the tolerances. An element passes when
@@ -23,8 +24,17 @@
 //    TOL 1e-4 (the CPU backend, float too, stays within 0.06 of it here and
 //    within 0.21 after 4 steps: the dry run below; a 1% gradient error fails
 //    by 90x, a 1% error in lr_deep or lr_wide by 80x or more); TF32 (the
-//    default): 2e-2 (TF32 rounds GEMM inputs to 11 bits: about 1e-3 of a
-//    tensor's RMS; a 1% error passes there, it is the FP32 runs' to catch).
+//    default): 0.25. TF32 rounds every GEMM input to 11 bits (u = 2^-11 to
+//    nearest, 2^-10 truncated: cuBLASLt does not say which), so a product's
+//    error is up to 2u of the sum of its terms' magnitudes, not of its value,
+//    and an embedding row's gradient is three chained products summed over
+//    the row's samples: where those cancel, the error is many times 2u of
+//    the tensor's RMS. Measured on the emulated device (tests/cudacpu: the
+//    same code, only the compute type differs from the FP32 runs, which agree
+//    to 0.063 of 1e-4): worst 0.066 of (RMS + |ref|) rounding to nearest
+//    (hidden 63-31's embeddings), 0.20 truncating (criteo-shaped); 2e-2
+//    failed both. Errors of a quarter of a tensor's RMS are caught here,
+//    smaller ones are the FP32 runs' to catch.
 //  - Parameters and every optimizer state after several steps with nonzero
 //    adagrad_init, ftrl_beta, l1, l2 and Adam betas/eps, so that a step's
 //    size depends on the gradient's scale (with the zero defaults the first
@@ -79,6 +89,10 @@
 
 static char TMP[200] = "/tmp", CRITEO[300], VALID[300], ZIPF[300], MH[300], DENSE[300], HOT[300];
 static int QUICK;                   // WD_GPU_TEST_QUICK=1
+// "promptly": two thirds of WD_COMM_TIMEOUT (20 s at the default 30), so that
+// a rank left waiting for the timeout fails while a slower device (the
+// emulated one, tests/cudacpu, with a longer timeout) is not failed for its pace
+static double PROMPT = 20;
 static int NDEV;
 #define BLOCK 256                   // samples per block of every test file
 #define NB 1024                     // the batch of the direct backend tests
@@ -628,7 +642,7 @@ static const cfg C_HOT_ADAM = {"hot runs, adam, mean", HOT, WD_ADAM, 1, WD_POOL_
 #define SCREEN_TF32 5e-3
 #define SCREEN_BF16 1e-3
 #define TOL_FP32 1e-4
-#define TOL_TF32 2e-2
+#define TOL_TF32 0.25
 #define TOL_BF16 1e-3
 
 static void test_gradients_fp32(void) {
@@ -669,7 +683,10 @@ static void test_gradients_bf16(void) {
 // The separate kernels (WD_CUDA_EPILOGUE=0) against the reference in FP32,
 // as test_gradients_fp32 does with the epilogues (the default); the report
 // names what ran: mlp= per layer, no RELU_AUX_BIAS or DRELU_BGRAD without
-// them, and with them every product of the criteo-shaped model (three layers,
+// them (WD_CUDA_EPILOGUE=0 turns off the ReLU-mask epilogues only, as the
+// backend's header and README say: the forward products still fuse their
+// bias and ReLU, RELU_BIAS or BIAS, "fused"; the backward ones run
+// relu_grad and the column sums, "kernel"), and with them every product of the criteo-shaped model (three layers,
 // 64-32-1, 16-byte aligned biases: layer 0 has no ReLU below it, the top no
 // ReLU of its own) fused where cuBLASLt documents the epilogue, at TF32 and
 // at bf16 (the hidden outputs in fp32, rounded after: "+r"); at bf16 with
@@ -682,7 +699,7 @@ static void test_epilogue_off(void) {
     for (int i = 0; i < 3; i++) gradients_case(cs[i], M_FP32, TOL_FP32, SCREEN_FP32);
     wd_model_destroy(steps_case(&C_CRITEO, QUICK ? 2 : 4, M_FP32, TOL_FP32, SCREEN_FP32));
     static const struct { int mode, epi, direct; const char *mlp; } v[4] = {
-        {M_TF32, 0, 0, "kernel/-,kernel/kernel,kernel/kernel"},
+        {M_TF32, 0, 0, "fused/-,fused/kernel,fused/kernel"},
         {M_TF32, 1, 0, "aux/-,aux/fused,fused/fused"},
         {M_BF16, 1, 0, "aux+r/-,aux+r/fused+r,fused/fused+r"},
         {M_BF16, 1, 1, NULL}};
@@ -845,7 +862,7 @@ static void test_sparse_paths(void) {
             // takes 57 passes or more, wdc_hot_chunk_k 10 and 52, wdc_hot_merge_k 7 (ZIPF).
             // A run or chunk a pass leaves out or takes twice changes the model.
             for (int g = 1; p == 1 && !ON_CPU && g <= 2; g++) {
-                char gs[8], want[40], what[300];
+                char gs[16], want[48], what[300];
                 snprintf(gs, sizeof gs, "%d", g);
                 wd_schema s;
                 wd_model *m = cfg_model(cs[i], &s);
@@ -1546,7 +1563,7 @@ static void test_rank_failure_aborts_all(void) {
             wd_status st = wd_train(m, &td, NULL);
             double dt = now_s() - t0;
             printf("  %d ranks, rank 1 fails at block %lld: %s after %.2f s: %s\n", N, (long long)blk, wd_status_string(st), dt, wd_last_error());
-            CHECK(st == WD_ERR_PARSE && strstr(wd_last_error(), "injected") && dt < 20);
+            CHECK(st == WD_ERR_PARSE && strstr(wd_last_error(), "injected") && dt < PROMPT);
             wd_model_destroy(m);
         }
     wd_reader_close(rd);
@@ -1562,7 +1579,7 @@ static void test_rank_failure_aborts_all(void) {
         wd_status st = wd_train(m, &td, NULL);
         unsetenv("WD_CUDA_MAX_BYTES");
         printf("  %d rank(s), a 1 MB device: %s after %.2f s: %s\n", N, wd_status_string(st), now_s() - t0, wd_last_error());
-        CHECK(st == WD_ERR_NOMEM && strstr(wd_last_error(), "plan needs") && now_s() - t0 < 20);
+        CHECK(st == WD_ERR_NOMEM && strstr(wd_last_error(), "plan needs") && now_s() - t0 < PROMPT);
         wd_model_destroy(m);
     }
 #endif
@@ -1647,7 +1664,7 @@ static void test_failure_vote(void) {
     CHECK(v[1].st == WD_ERR_PARSE && strstr(v[1].err, "injected failure of one rank's loader"));
     for (int p = 0; p < N; p += 2)
         CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, ON_CPU ? "rank 1 failed (parse error): " : "rank 1 ") && strstr(v[p].err, "injected failure of one rank's loader"));
-    CHECK(dt < 20);
+    CHECK(dt < PROMPT);
     wd_model *saved = NULL;
     int64_t ep, bt, stp = -1;
     CHECK_OK(wd_model_load(ck, &saved));
@@ -1677,11 +1694,16 @@ static void test_failure_vote(void) {
 // wait that polls too), so that submit would itself fail once the poll aborts.
 #ifndef WD_TEST_GPU_ON_CPU
 typedef struct { volatile int *flag, *dflag; int armed; } stall_comm;
+#ifdef CUDACPU   // the emulated device (tests/cudacpu): widedeep_cuda.cu's WDC_GO
+#define TEST_GO(k, grid, block, stream) CUDACPU_GO(k, grid, block, stream)
+#else
+#define TEST_GO(k, grid, block, stream) k<<<grid, block, 0, stream>>>
+#endif
 __global__ static void stall_k(volatile int *flag) { while (*flag == 0) __nanosleep(1000); }
 static wd_status stall_allreduce(wd_comm *c, float *buf, size_t n, void *stream) {
     (void)buf; (void)n;
     stall_comm *s = (stall_comm *)c->impl;
-    if (s->armed) { stall_k<<<1, 1, 0, (cudaStream_t)stream>>>(s->dflag); s->armed = 0; }
+    if (s->armed) { TEST_GO(stall_k, 1, 1, (cudaStream_t)stream)(s->dflag); s->armed = 0; }
     return cudaGetLastError() == cudaSuccess ? WD_OK : WD_ERR_DEVICE;
 }
 static wd_status stall_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
@@ -1820,7 +1842,7 @@ static void test_rank_fails_mid_step(void) {
         CHECK(v[1].st == WD_ERR_DEVICE && strstr(v[1].err, "injected"));
         for (int p = 0; p < N; p += 2)
             CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, "rank 1 failed (device error): ") && strstr(v[p].err, "injected"));
-        CHECK(dt < 20);
+        CHECK(dt < PROMPT);
         CHECK_OK(c[0]->ops->poll(c[0], 0));   // ended by the vote, not an abort
         wd_model *saved = NULL;
         int64_t ep, bt, stp = -1;
@@ -1877,7 +1899,7 @@ static void test_rank_fails_mid_step(void) {
         wd_comm_nccl_destroy(nc[0]);
         double dt = now_s() - t0;
         printf("  the NCCL communicator finalized and destroyed in %.2f s\n", dt);
-        CHECK(dt < 10);
+        CHECK(dt < PROMPT / 2);
         wd_batch_free(&b);
         wd_model_destroy(m);
     }
@@ -1942,7 +1964,7 @@ static void test_rank_fails_after_collectives(void) {
         printf("  %s=%s, %s: %.2f s\n", env, cs[k].fail, cs[k].name, dt);
         for (int p = 0; p < N; p++) printf("    rank %d: %s (step %lld): %s\n", p, wd_status_string(v[p].st), (long long)(v[p].m ? v[p].m->step : -1), v[p].err);
         int create = strstr(cs[k].fail, "create") != NULL;
-        CHECK(dt < (create ? 10 : 20));
+        CHECK(dt < (create ? PROMPT / 2 : PROMPT));
         CHECK(v[1].st == WD_ERR_DEVICE && strstr(v[1].err, "injected"));
         for (int p = 0; made && p < N; p += 2) {
             if (k == 0) CHECK(v[p].st == WD_OK);
@@ -2118,6 +2140,7 @@ int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     ONLY = getenv("WD_GPU_TESTS");
     setenv("WD_COMM_TIMEOUT", "30", 0);   // the caller's, else 30 s
+    PROMPT = atof(getenv("WD_COMM_TIMEOUT")) * 2 / 3;
     const char *q = getenv("WD_GPU_TEST_QUICK"), *req = getenv("WD_REQUIRE_GPU");
     QUICK = q && *q && strcmp(q, "0") != 0;
     switches_save();

@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         b.n = (int8_t)data[4];   // maybe negative, maybe past the capacity
         int64_t bi = (int8_t)data[7] % 5;
         if (wd_reader_read_block(fa_reader, bi, &b) == WD_OK &&
-            (b.n < 0 || b.n > b.cap || wd__check_values(&fa_schema, &b, 0, b.n, "fuzz") != WD_OK)) abort();
+            (b.n < 0 || b.n > b.cap || wd__check_values(&fa_schema, &b, 0, b.n, "fuzz", WD_ERR_INVALID_ARG) != WD_OK)) abort();
         wd_batch_free(&b);
         return 0;
     }

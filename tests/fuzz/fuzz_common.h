@@ -30,7 +30,7 @@ static inline void fz_lines(const wd_text_spec *t, const uint8_t *data, size_t n
         wd_parse_line(t, p, (size_t)(le - p), &b);
         p = le + 1;
     }
-    if (wd__check_values(&t->schema, &b, 0, b.n, "fuzz") != WD_OK) abort();   // parsed garbage would be a bug
+    if (wd__check_values(&t->schema, &b, 0, b.n, "fuzz", WD_ERR_CORRUPT) != WD_OK) abort();   // parsed garbage would be a bug
     wd_batch_free(&b);
 }
 #endif

@@ -6,7 +6,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     wd_batch b;
     if (wd_batch_init(&b, wd_reader_schema(r), 0, 0) == WD_OK) {
         for (int64_t i = 0; i < wd_reader_nblocks(r); i++)
-            if (wd_reader_read_block(r, i, &b) == WD_OK && wd__check_values(wd_reader_schema(r), &b, 0, b.n, "fuzz") != WD_OK) abort();
+            if (wd_reader_read_block(r, i, &b) == WD_OK && wd__check_values(wd_reader_schema(r), &b, 0, b.n, "fuzz", WD_ERR_CORRUPT) != WD_OK) abort();
         wd_batch_free(&b);
     }
     wd_reader_close(r);
