@@ -1,0 +1,404 @@
+// test_nccl_cpu.c - build/libnccl_cpu.so (tests/cudacpu/nccl_cpu.c) against
+// NCCL's rules, on the emulated device: loaded by dlopen as the backend loads
+// it (WD_NCCL_LIB, else build/libnccl_cpu.so), ranks on devices 0 and 1
+// (CUDACPU_DEVICES=2), its collectives on the devices' streams. Each test
+// names what it pins; the fault injection of CUDACPU_NCCL_FAULT is tested
+// here at the library, and the backend's answer to it in test_nccl_faults.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+#include "../testlib.h"
+
+static struct {
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
+    ncclResult_t (*CommFinalize)(ncclComm_t);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*CommAbort)(ncclComm_t);
+} nc;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static ncclConfig_t nonblocking(void) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    return cfg;
+}
+// polls comm until its state is not ncclInProgress or `s` seconds passed;
+// the state, and in *polls the in-progress answers
+static ncclResult_t settle(ncclComm_t comm, double s, int *polls) {
+    double t0 = now_s();
+    int n = 0;
+    for (;;) {
+        ncclResult_t st = ncclInProgress;
+        if (nc.CommGetAsyncError(comm, &st) != ncclSuccess) return ncclInternalError;
+        if (st != ncclInProgress || now_s() - t0 > s) { if (polls) *polls = n; return st; }
+        n++;
+        usleep(100);
+    }
+}
+// 1 when stream st has run everything within `s` seconds
+static int drains(cudaStream_t st, double s) {
+    double t0 = now_s();
+    while (now_s() - t0 <= s) {
+        cudaError_t e = cudaStreamQuery(st);
+        if (e == cudaSuccess) return 1;
+        if (e != cudaErrorNotReady) return 0;
+        usleep(200);
+    }
+    return 0;
+}
+
+// n ranks on devices dev[i], made by one thread in a group, each with a stream
+typedef struct { int n; ncclComm_t c[4]; cudaStream_t st[4]; int dev[4]; } clique;
+static int make(clique *q, int n, const int *dev) {
+    memset(q, 0, sizeof *q);
+    q->n = n;
+    ncclUniqueId id;
+    if (nc.GetUniqueId(&id) != ncclSuccess) return 0;
+    int ok = nc.GroupStart() == ncclSuccess;
+    for (int i = 0; ok && i < n; i++) {
+        q->dev[i] = dev ? dev[i] : i;
+        ncclConfig_t cfg = nonblocking();
+        ok = cudaSetDevice(q->dev[i]) == cudaSuccess && cudaStreamCreate(&q->st[i]) == cudaSuccess &&
+             nc.CommInitRankConfig(&q->c[i], n, id, i, &cfg) == ncclInProgress;
+    }
+    return nc.GroupEnd() == ncclInProgress && ok;
+}
+static int make_settled(clique *q, int n) {
+    if (!make(q, n, NULL)) return 0;
+    for (int i = 0; i < n; i++) if (settle(q->c[i], 5, NULL) != ncclSuccess) return 0;
+    return 1;
+}
+static void end(clique *q, int abort) {
+    for (int i = 0; i < q->n; i++) {
+        if (q->c[i]) {
+            if (abort) CHECK(nc.CommAbort(q->c[i]) == ncclSuccess);
+            else {
+                CHECK(nc.CommFinalize(q->c[i]) == ncclInProgress && settle(q->c[i], 5, NULL) == ncclSuccess);
+                CHECK(nc.CommDestroy(q->c[i]) == ncclSuccess);
+            }
+        }
+        if (q->st[i]) { CHECK(drains(q->st[i], 5)); cudaSetDevice(q->dev[i]); cudaStreamDestroy(q->st[i]); }
+    }
+    memset(q, 0, sizeof *q);
+}
+static float *dev_floats(int device, const float *h, size_t n) {
+    float *d = NULL;
+    cudaSetDevice(device);
+    if (cudaMalloc((void **)&d, 4 * n) != cudaSuccess) return NULL;
+    cudaMemcpy(d, h, 4 * n, cudaMemcpyHostToDevice);
+    return d;
+}
+
+// Set-up: in progress until the group ends, then for CUDACPU_NCCL_POLLS polls
+// (3); a collective before that, a blocking config, a foreign unique id, a
+// group end without a start and two ranks on one device are refused.
+static void test_set_up(void) {
+    ncclUniqueId id;
+    REQUIRE(nc.GetUniqueId(&id) == ncclSuccess);
+    ncclComm_t c[2] = {NULL, NULL};
+    REQUIRE(nc.GroupStart() == ncclSuccess);
+    for (int i = 0; i < 2; i++) {
+        ncclConfig_t cfg = nonblocking();
+        cudaSetDevice(i);
+        CHECK(nc.CommInitRankConfig(&c[i], 2, id, i, &cfg) == ncclInProgress && c[i]);
+    }
+    int polls = -1;
+    CHECK(settle(c[0], 0.2, &polls) == ncclInProgress);   // nobody joins before the group ends
+    CHECK(nc.GroupEnd() == ncclInProgress);
+    float *d = NULL;
+    cudaSetDevice(0);
+    CHECK(cudaMalloc((void **)&d, 4) == cudaSuccess);
+    CHECK(nc.AllReduce(d, d, 1, ncclFloat, ncclSum, c[0], 0) == ncclInvalidUsage);   // still in progress
+    for (int i = 0; i < 2; i++) {
+        CHECK(settle(c[i], 5, &polls) == ncclSuccess);
+        CHECK(polls == 3);   // CUDACPU_NCCL_POLLS, default 3
+        CHECK(nc.CommAbort(c[i]) == ncclSuccess);
+    }
+    cudaFree(d);
+    ncclResult_t st;
+    CHECK(nc.CommGetAsyncError(c[0], &st) == ncclInvalidArgument);   // aborted: no longer a communicator
+    ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER, cfg = nonblocking();
+    ncclComm_t x = NULL;
+    CHECK(nc.CommInitRankConfig(&x, 1, id, 0, &blocking) == ncclInvalidArgument && !x);
+    CHECK(nc.CommInitRankConfig(&x, 1, id, 0, NULL) == ncclInvalidArgument && !x);
+    ncclUniqueId foreign;
+    memset(&foreign, 7, sizeof foreign);
+    CHECK(nc.CommInitRankConfig(&x, 1, foreign, 0, &cfg) == ncclInvalidArgument && !x);
+    CHECK(nc.CommInitRankConfig(&x, 2, id, 2, &cfg) == ncclInvalidArgument && !x);
+    CHECK(nc.GroupEnd() == ncclInvalidUsage);
+    clique q;
+    static const int same[2] = {0, 0};
+    CHECK(make(&q, 2, same));
+    for (int i = 0; i < 2; i++) CHECK(settle(q.c[i], 5, NULL) == ncclInvalidUsage);
+    end(&q, 1);
+}
+
+// AllReduce (float sum, in place) and AllGather (bytes, out of place) between
+// 2 ranks on 2 devices: exact results on both; the first collective outside a
+// group answers ncclInProgress (NCCL connects there), the next ncclSuccess;
+// a group of both ranks' calls from one thread answers ncclInProgress.
+static void test_collectives(void) {
+    enum { N = 1000, G = 37 };
+    clique q;
+    REQUIRE(make_settled(&q, 2));
+    float h[2][N], out[N];
+    float *d[2];
+    unsigned char send[2][G], got[2 * G], *ds[2], *dr[2];
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < N; i++) h[r][i] = (float)i * (float)(r + 1) + 0.25f;
+        for (int i = 0; i < G; i++) send[r][i] = (unsigned char)(r * 100 + i);
+        d[r] = dev_floats(r, h[r], N);
+        CHECK(cudaMalloc((void **)&ds[r], G) == cudaSuccess && cudaMalloc((void **)&dr[r], 2 * G) == cudaSuccess);
+        cudaMemcpy(ds[r], send[r], G, cudaMemcpyHostToDevice);
+    }
+    for (int r = 0; r < 2; r++) {
+        cudaSetDevice(r);
+        CHECK(nc.AllReduce(d[r], d[r], N, ncclFloat, ncclSum, q.c[r], q.st[r]) == ncclInProgress);
+        CHECK(settle(q.c[r], 5, NULL) == ncclSuccess);
+        CHECK(nc.AllGather(ds[r], dr[r], G, ncclUint8, q.c[r], q.st[r]) == ncclSuccess);
+    }
+    for (int r = 0; r < 2; r++) {
+        CHECK(cudaStreamSynchronize(q.st[r]) == cudaSuccess);
+        cudaSetDevice(r);
+        cudaMemcpy(out, d[r], sizeof out, cudaMemcpyDeviceToHost);
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += out[i] != h[0][i] + h[1][i];
+        CHECK(bad == 0);
+        cudaMemcpy(got, dr[r], sizeof got, cudaMemcpyDeviceToHost);
+        CHECK(memcmp(got, send[0], G) == 0 && memcmp(got + G, send[1], G) == 0);
+    }
+    CHECK(nc.GroupStart() == ncclSuccess);
+    for (int r = 0; r < 2; r++) {
+        cudaSetDevice(r);
+        CHECK(nc.AllReduce(d[r], d[r], N, ncclFloat, ncclSum, q.c[r], q.st[r]) == ncclSuccess);
+    }
+    CHECK(nc.GroupEnd() == ncclInProgress);
+    for (int r = 0; r < 2; r++)
+        CHECK(settle(q.c[r], 5, NULL) == ncclSuccess && cudaStreamSynchronize(q.st[r]) == cudaSuccess);
+    cudaSetDevice(1);
+    cudaMemcpy(out, d[1], sizeof out, cudaMemcpyDeviceToHost);
+    CHECK(out[7] == 2 * (h[0][7] + h[1][7]));
+    for (int r = 0; r < 2; r++) { cudaSetDevice(r); cudaFree(d[r]); cudaFree(ds[r]); cudaFree(dr[r]); }
+    CHECK(nc.AllReduce(out, out, N, ncclFloat, ncclMax, q.c[0], q.st[0]) ==
+          ncclInvalidArgument); // not what the backend asks
+    end(&q, 0);
+}
+
+// A communicator's collectives run in the order they were issued, whatever
+// stream: rank 0 issues an allgather on a stream held back by a gate, then an
+// allreduce on another stream; rank 1 both on one stream. Without the order
+// (each stream on its own) rank 0's allreduce would meet rank 1's allgather:
+// a mismatch, ncclInvalidUsage.
+static volatile int gate;
+static void CUDART_CB gate_fn(void *p) { (void)p; while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) usleep(200); }
+static void test_order_across_streams(void) {
+    clique q;
+    REQUIRE(make_settled(&q, 2));
+    cudaStream_t held;
+    float one[2] = {1, 2}, *d[2];
+    unsigned char *g[2];
+    for (int r = 0; r < 2; r++) { d[r] = dev_floats(r, one, 2); cudaMalloc((void **)&g[r], 8); }
+    cudaSetDevice(0);
+    REQUIRE(cudaStreamCreate(&held) == cudaSuccess);
+    gate = 0;
+    CHECK(cudaLaunchHostFunc(held, gate_fn, NULL) == cudaSuccess);
+    CHECK(nc.AllGather(g[0], g[0], 4, ncclUint8, q.c[0], held) == ncclInProgress);
+    CHECK(settle(q.c[0], 5, NULL) == ncclSuccess);
+    CHECK(nc.AllReduce(d[0], d[0], 2, ncclFloat, ncclSum, q.c[0], q.st[0]) == ncclSuccess);
+    cudaSetDevice(1);
+    CHECK(nc.AllGather(g[1], g[1], 4, ncclUint8, q.c[1], q.st[1]) == ncclInProgress);
+    CHECK(settle(q.c[1], 5, NULL) == ncclSuccess);
+    CHECK(nc.AllReduce(d[1], d[1], 2, ncclFloat, ncclSum, q.c[1], q.st[1]) == ncclSuccess);
+    usleep(100000);
+    __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+    CHECK(cudaStreamSynchronize(held) == cudaSuccess);
+    for (int r = 0; r < 2; r++) {
+        CHECK(cudaStreamSynchronize(q.st[r]) == cudaSuccess);
+        CHECK(settle(q.c[r], 1, NULL) == ncclSuccess);
+        float out[2] = {0, 0};
+        cudaSetDevice(r);
+        cudaMemcpy(out, d[r], sizeof out, cudaMemcpyDeviceToHost);
+        CHECK(out[0] == 2 && out[1] == 4);
+        cudaFree(d[r]); cudaFree(g[r]);
+    }
+    cudaSetDevice(0);
+    cudaStreamDestroy(held);
+    end(&q, 0);
+}
+
+// Peers whose calls differ (counts 10 and 11): an error on both, said on stderr.
+static void test_mismatch(void) {
+    clique q;
+    REQUIRE(make_settled(&q, 2));
+    float z[11] = {0}, *d[2];
+    for (int r = 0; r < 2; r++) {
+        d[r] = dev_floats(r, z, 11);
+        CHECK(nc.AllReduce(d[r], d[r], 10 + (size_t)r, ncclFloat, ncclSum, q.c[r], q.st[r]) == ncclInProgress);
+    }
+    for (int r = 0; r < 2; r++) { CHECK(drains(q.st[r], 5)); CHECK(settle(q.c[r], 5, NULL) == ncclInvalidUsage); }
+    for (int r = 0; r < 2; r++) { cudaSetDevice(r); cudaFree(d[r]); }
+    end(&q, 1);
+}
+
+// A collective whose peer never comes waits on its stream; ncclCommAbort
+// from the host releases it (the stream drains), moving nothing; the peer's
+// later collective waits too (a peer's abort releases nobody) until its own
+// abort. A finalize waits for the communicator's collectives.
+static void test_abort_releases(void) {
+    clique q;
+    REQUIRE(make_settled(&q, 2));
+    float v[4] = {1, 2, 3, 4}, *d[2], out[4];
+    for (int r = 0; r < 2; r++) d[r] = dev_floats(r, v, 4);
+    cudaSetDevice(0);
+    CHECK(nc.AllReduce(d[0], d[0], 4, ncclFloat, ncclSum, q.c[0], q.st[0]) == ncclInProgress);
+    CHECK(settle(q.c[0], 5, NULL) == ncclSuccess);
+    CHECK(nc.CommFinalize(q.c[0]) == ncclInProgress);
+    CHECK(!drains(q.st[0], 0.3) && settle(q.c[0], 0.1, NULL) == ncclInProgress);   // waits for rank 1
+    double t0 = now_s();
+    CHECK(nc.CommAbort(q.c[0]) == ncclSuccess);
+    CHECK(drains(q.st[0], 2));
+    printf("  an abort released the waiting collective in %.3f s\n", now_s() - t0);
+    q.c[0] = NULL;
+    cudaMemcpy(out, d[0], sizeof out, cudaMemcpyDeviceToHost);
+    CHECK(memcmp(out, v, sizeof v) == 0);   // nothing moved
+    cudaSetDevice(1);
+    CHECK(nc.AllReduce(d[1], d[1], 4, ncclFloat, ncclSum, q.c[1], q.st[1]) == ncclInProgress);
+    CHECK(!drains(q.st[1], 0.3));
+    CHECK(nc.CommAbort(q.c[1]) == ncclSuccess && drains(q.st[1], 2));
+    q.c[1] = NULL;
+    for (int r = 0; r < 2; r++) { cudaSetDevice(r); cudaFree(d[r]); }
+    end(&q, 1);
+}
+
+// CUDACPU_NCCL_FAULT: hang:1:2 (rank 1's second collective never ends: both
+// streams wait, no error is reported, aborts release them), error:1:1 (rank
+// 1 reports ncclRemoteError, rank 0 waits), init:1 (no set-up completes).
+static void test_faults(void) {
+    clique q;
+    float v[2] = {1, 2}, *d[2];
+    for (int r = 0; r < 2; r++) d[r] = dev_floats(r, v, 2);
+    setenv("CUDACPU_NCCL_FAULT", "hang:1:2", 1);
+    int made = make_settled(&q, 2);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    CHECK(made);
+    for (int k = 0; made && k < 2; k++)
+        for (int r = 0; r < 2; r++) {
+            cudaSetDevice(r);
+            CHECK(nc.AllReduce(d[r], d[r], 2, ncclFloat, ncclSum, q.c[r], q.st[r]) ==
+                  (k ? ncclSuccess : ncclInProgress));
+            if (!k) CHECK(settle(q.c[r], 5, NULL) == ncclSuccess);
+        }
+    for (int r = 0; made && r < 2; r++) CHECK(!drains(q.st[r], 0.3) && settle(q.c[r], 0.1, NULL) == ncclSuccess);
+    end(&q, 1);
+    setenv("CUDACPU_NCCL_FAULT", "error:1:1", 1);
+    made = make_settled(&q, 2);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    CHECK(made);
+    for (int r = 0; made && r < 2; r++) {
+        cudaSetDevice(r);
+        CHECK(nc.AllReduce(d[r], d[r], 2, ncclFloat, ncclSum, q.c[r], q.st[r]) == ncclInProgress);
+    }
+    if (made) {
+        CHECK(drains(q.st[1], 2) && settle(q.c[1], 5, NULL) == ncclRemoteError);
+        CHECK(!drains(q.st[0], 0.3) && settle(q.c[0], 1, NULL) == ncclSuccess);
+    }
+    end(&q, 1);
+    setenv("CUDACPU_NCCL_FAULT", "init:1", 1);
+    made = make(&q, 2, NULL);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    CHECK(made);
+    for (int r = 0; made && r < 2; r++) CHECK(settle(q.c[r], 0.3, NULL) == ncclInProgress);
+    end(&q, 1);
+    for (int r = 0; r < 2; r++) { cudaSetDevice(r); cudaFree(d[r]); }
+}
+
+// Ranks as threads (as processes would): each makes its rank outside a
+// group, waits for the set-up, runs 50 allreduces, finalizes and destroys.
+typedef struct { ncclUniqueId id; int rank, ok; } rank_job;
+static void *rank_main(void *p) {
+    rank_job *j = (rank_job *)p;
+    ncclComm_t c = NULL;
+    ncclConfig_t cfg = nonblocking();
+    cudaStream_t st;
+    float *d = NULL, h[64];
+    cudaSetDevice(j->rank);
+    j->ok = cudaStreamCreate(&st) == cudaSuccess && cudaMalloc((void **)&d, sizeof h) == cudaSuccess &&
+            nc.CommInitRankConfig(&c, 2, j->id, j->rank, &cfg) == ncclInProgress && settle(c, 5, NULL) == ncclSuccess;
+    for (int k = 0; j->ok && k < 50; k++) {
+        for (int i = 0; i < 64; i++) h[i] = (float)(k + i + j->rank);
+        cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+        ncclResult_t r = nc.AllReduce(d, d, 64, ncclFloat, ncclSum, c, st);
+        j->ok = (r == ncclSuccess || (r == ncclInProgress && settle(c, 5, NULL) == ncclSuccess)) &&
+                cudaStreamSynchronize(st) == cudaSuccess;
+        cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+        for (int i = 0; i < 64; i++) j->ok &= h[i] == (float)(2 * (k + i) + 1);
+    }
+    j->ok = j->ok && nc.CommFinalize(c) == ncclInProgress && settle(c, 5, NULL) == ncclSuccess &&
+            nc.CommDestroy(c) == ncclSuccess;
+    cudaFree(d);
+    cudaStreamDestroy(st);
+    return NULL;
+}
+static void test_ranks_as_threads(void) {
+    rank_job j[2];
+    pthread_t t[2];
+    REQUIRE(nc.GetUniqueId(&j[0].id) == ncclSuccess);
+    for (int r = 0; r < 2; r++) {
+        j[r].id = j[0].id;
+        j[r].rank = r;
+        j[r].ok = 0;
+        pthread_create(&t[r], NULL, rank_main, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) { pthread_join(t[r], NULL); CHECK(j[r].ok); }
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    unsetenv("CUDACPU_NCCL_POLLS");   // the default, 3 (test_set_up counts them)
+    const char *lib = getenv("WD_NCCL_LIB");
+    void *h = dlopen(lib && *lib ? lib : "build/libnccl_cpu.so", RTLD_NOW | RTLD_LOCAL);
+    int devices = 0;
+    if (!h) printf("  cannot load the library: %s\n", dlerror());
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2)
+        printf("  %d emulated devices: CUDACPU_DEVICES=2 is needed\n", devices);
+    CHECK(h && devices >= 2);
+    if (!h || devices < 2) return test_summary("test_nccl_cpu");
+    struct { void **fn; const char *sym;
+    } want[] = {{(void **)&nc.GetUniqueId, "ncclGetUniqueId"},
+                {(void **)&nc.CommInitRankConfig, "ncclCommInitRankConfig"},
+                {(void **)&nc.GroupStart, "ncclGroupStart"},
+                {(void **)&nc.GroupEnd, "ncclGroupEnd"},
+                {(void **)&nc.AllReduce, "ncclAllReduce"},
+                {(void **)&nc.AllGather, "ncclAllGather"},
+                {(void **)&nc.CommGetAsyncError, "ncclCommGetAsyncError"},
+                {(void **)&nc.CommFinalize, "ncclCommFinalize"},
+                {(void **)&nc.CommDestroy, "ncclCommDestroy"},
+                {(void **)&nc.CommAbort, "ncclCommAbort"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) CHECK((*want[i].fn = dlsym(h, want[i].sym)) != NULL);
+    if (tl_fails) return test_summary("test_nccl_cpu");
+    RUN(test_set_up);
+    RUN(test_collectives);
+    RUN(test_order_across_streams);
+    RUN(test_mismatch);
+    RUN(test_abort_releases);
+    RUN(test_faults);
+    RUN(test_ranks_as_threads);
+    return test_summary("test_nccl_cpu");
+}
