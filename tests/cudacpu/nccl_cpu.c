@@ -156,6 +156,7 @@ static void nc_unlink_live(struct ncclComm *c) {
 static void nc_release(struct ncclComm *c) {
     if (--c->refs > 0) return;
     nc_clique *q = c->q;
+    if (q) q->member[c->rank] = NULL;
     if (q && --q->users == 0) {
         for (nc_clique **p = &nc_cliques; *p; p = &(*p)->next)
             if (*p == q) { *p = q->next; break; }
@@ -340,6 +341,28 @@ static int nc_complete(nc_clique *q) {
     return 0;
 }
 
+// One wait of a collective for its peers' (under nc_mu). Under the
+// emulator's lazy streams (CUDACPU_STREAMS=lazy: an operation runs only once
+// the host waits for it) a peer's collective would run only when its host
+// thread waits for it, which may be never (one thread waiting for its ranks
+// one after another): the peers' issued collectives are demanded here, as a
+// GPU runs them anyway (a query of the event recorded after each
+// communicator's last collective; cleared under nc_mu before it is destroyed).
+static void nc_wait_peers(nc_clique *q, struct ncclComm *c) {
+    static int lazy = -1;
+    if (lazy < 0) { const char *v = getenv("CUDACPU_STREAMS"); lazy = v && !strcmp(v, "lazy"); }
+    if (!lazy) { pthread_cond_wait(&nc_cv, &nc_mu); return; }
+    for (int r = 0; r < q->nranks; r++) {
+        struct ncclComm *p = q->member[r];
+        if (p && p != c && p->last && p->done < p->issued) cudaEventQuery(p->last);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 1000000;
+    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&nc_cv, &nc_mu, &ts);
+}
+
 // A collective on its stream (the executor's thread): meets its peers', or
 // ends at once, moving nothing, on an aborted or failed communicator.
 static void CUDART_CB nc_run(void *arg) {
@@ -359,12 +382,12 @@ static void CUDART_CB nc_run(void *arg) {
         q->at[c->rank] = op;
         if (++q->arrived == q->nranks && !q->dead) {
             if (nc_complete(q))
-                for (int r = 0; r < q->nranks; r++) q->member[r]->error = ncclInvalidUsage;
+                for (int r = 0; r < q->nranks; r++) q->member[r]->error = ncclInvalidUsage;   // all here
             q->arrived = 0;
             q->round++;
             pthread_cond_broadcast(&nc_cv);
         }
-        while (q->round == round && !c->aborted) pthread_cond_wait(&nc_cv, &nc_mu);
+        while (q->round == round && !c->aborted) nc_wait_peers(q, c);
     }
     c->done++;
     pthread_cond_broadcast(&nc_cv);   // a finalize or destroy waiting for it
@@ -507,6 +530,7 @@ static void nc_end_handle(struct ncclComm *c) {
     nc_unlink_live(c);
     c->magic = 0;
     cudaEvent_t ev = c->last;
+    c->last = NULL;   // no peer's nc_wait_peers queries it any more
     nc_release(c);
     pthread_mutex_unlock(&nc_mu);
     cudaEventDestroy(ev);   // outside the lock: a CUDA call
