@@ -1,9 +1,10 @@
 // test_nccl_cpu.c - build/libnccl_cpu.so (tests/cudacpu/nccl_cpu.c) against
 // NCCL's rules, on the emulated device: loaded by dlopen as the backend loads
 // it (WD_NCCL_LIB, else build/libnccl_cpu.so), ranks on devices 0 and 1
-// (CUDACPU_DEVICES=2), its collectives on the devices' streams. Each test
-// names what it pins; the fault injection of CUDACPU_NCCL_FAULT is tested
-// here at the library, and the backend's answer to it in test_nccl_faults.
+// (CUDACPU_DEVICES=2), its collectives on the devices' streams; then the
+// backend (widedeep_cuda.cu on the emulated device) against its injected
+// faults (CUDACPU_NCCL_FAULT): a peer that hangs, a remote error, a set-up
+// that never completes, each ended within WD_COMM_TIMEOUT and torn down.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -14,6 +15,8 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+#define WIDEDEEP_IMPLEMENTATION
+#include "../../widedeep.h"
 #include "../testlib.h"
 
 static struct {
@@ -369,11 +372,152 @@ static void test_ranks_as_threads(void) {
     for (int r = 0; r < 2; r++) { pthread_join(t[r], NULL); CHECK(j[r].ok); }
 }
 
+// ---- the backend against the faults ----------------------------------------------------------
+// rank c->rank's allreduce of 16 floats (rank + 1 each) on device c->rank,
+// from its own thread, as wd_train's ranks do
+typedef struct { wd_comm *c; wd_status st; float got; double took; char err[1024]; } coll_job;
+static void *allreduce_main(void *p) {
+    coll_job *j = (coll_job *)p;
+    float h[16], *d = NULL;
+    for (int i = 0; i < 16; i++) h[i] = (float)(j->c->rank + 1);
+    d = dev_floats(j->c->rank, h, 16);
+    double t0 = now_s();
+    j->st = d ? j->c->ops->allreduce_sum(j->c, d, 16) : WD_ERR_DEVICE;
+    j->took = now_s() - t0;
+    snprintf(j->err, sizeof j->err, "%s", j->st ? wd_last_error() : "");
+    if (d && !j->st) cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    j->got = h[15];
+    cudaFree(d);
+    return NULL;
+}
+static void allreduce_both(wd_comm **c, coll_job *j) {
+    pthread_t t[2];
+    for (int r = 0; r < 2; r++) {
+        memset(&j[r], 0, sizeof j[r]);
+        j[r].c = c[r];
+        pthread_create(&t[r], NULL, allreduce_main, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(t[r], NULL);
+        printf("  rank %d: %s after %.2f s%s%s\n", r, wd_status_string(j[r].st), j[r].took, j[r].st ? ": " : "",
+               j[r].err);
+    }
+}
+// destroys both ranks: every wait bounded, the streams drained (no collective left waiting)
+static void destroy_both(wd_comm **c) {
+    double t0 = now_s();
+    for (int r = 0; r < 2; r++) wd_comm_nccl_destroy(c[r]);
+    printf("  torn down in %.2f s\n", now_s() - t0);
+    CHECK(now_s() - t0 < 3);
+}
+
+// A peer hangs in the third collective (the warm-up is the first): the second
+// sums right; in the third both ranks end with WD_ERR_ABORTED after the
+// timeout (1 s), one naming WD_COMM_TIMEOUT, the other stopped by its abort.
+static void test_backend_peer_hangs(void) {
+    wd_comm *c[2];
+    setenv("CUDACPU_NCCL_FAULT", "hang:1:3", 1);
+    wd_status st = wd_comm_nccl_create_all(2, NULL, c);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    REQUIRE_OK(st);
+    coll_job j[2];
+    allreduce_both(c, j);
+    for (int r = 0; r < 2; r++) CHECK(j[r].st == WD_OK && j[r].got == 3);
+    allreduce_both(c, j);
+    for (int r = 0; r < 2; r++) CHECK(j[r].st == WD_ERR_ABORTED && j[r].took < 3);
+    CHECK(strstr(j[0].err, "WD_COMM_TIMEOUT") || strstr(j[1].err, "WD_COMM_TIMEOUT"));
+    destroy_both(c);
+}
+// A remote error in rank 1's second collective: it fails naming NCCL's
+// error, rank 0 is stopped by the group's abort long before the timeout (20 s).
+static void test_backend_remote_error(void) {
+    wd_comm *c[2];
+    setenv("CUDACPU_NCCL_FAULT", "error:1:2", 1);
+    setenv("WD_COMM_TIMEOUT", "20", 1);
+    wd_status st = wd_comm_nccl_create_all(2, NULL, c);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    setenv("WD_COMM_TIMEOUT", "1", 1);
+    REQUIRE_OK(st);
+    coll_job j[2];
+    allreduce_both(c, j);
+    CHECK(j[1].st == WD_ERR_ABORTED && strstr(j[1].err, "a collective failed in NCCL: remote process exited"));
+    CHECK(j[0].st == WD_ERR_ABORTED && strstr(j[0].err, "stopped because rank 1"));
+    for (int r = 0; r < 2; r++) CHECK(j[r].took < 3);
+    destroy_both(c);
+}
+// A set-up that never completes (rank 1 never joins): wd_comm_nccl_create_all
+// fails after the timeout (1 s), naming it, and leaves nothing behind.
+static void test_backend_init_never_completes(void) {
+    wd_comm *c[2] = {NULL, NULL};
+    setenv("CUDACPU_NCCL_FAULT", "init:1", 1);
+    double t0 = now_s();
+    wd_status st = wd_comm_nccl_create_all(2, NULL, c);
+    unsetenv("CUDACPU_NCCL_FAULT");
+    printf("  %s after %.2f s: %s\n", wd_status_string(st), now_s() - t0, wd_last_error());
+    CHECK(st == WD_ERR_ABORTED && strstr(wd_last_error(), "NCCL set-up") &&
+          strstr(wd_last_error(), "not done after 1 s"));
+    CHECK(now_s() - t0 < 3 && !c[0] && !c[1]);
+}
+// Ranks as processes would make them (wd_comm_nccl_unique_id, then
+// wd_comm_nccl_init_rank on each rank's thread; no abort reaches the other
+// rank): the host allgather (sizes per rank) and a barrier; then, rank 0
+// hanging in its barrier (collective 4: the warm-up, the allgather's two, the
+// barrier), each rank's own timeout ends it.
+typedef struct { const char *id; int rank; wd_comm *c; wd_status st[3]; char err[1024]; } proc_job;
+static void *proc_main(void *p) {
+    proc_job *j = (proc_job *)p;
+    j->st[0] = wd_comm_nccl_init_rank(j->id, j->rank, 2, j->rank, &j->c);
+    if (j->st[0]) return NULL;
+    char mine[40];
+    memset(mine, 'a' + j->rank, sizeof mine);
+    const void *all[2];
+    size_t sizes[2];
+    j->st[1] = j->c->ops->allgather(j->c, mine, 10 + 30 * (size_t)j->rank, all, sizes);
+    if (!j->st[1] &&
+        (sizes[0] != 10 || sizes[1] != 40 || memcmp(all[0], "aaaaaaaaaa", 10) || ((const char *)all[1])[39] != 'b'))
+        j->st[1] = WD_ERR_INTERNAL;
+    j->st[2] = j->c->ops->barrier(j->c);
+    snprintf(j->err, sizeof j->err, "%s", j->st[2] ? wd_last_error() : "");
+    return NULL;
+}
+static void test_backend_ranks_as_processes(void) {
+    for (int hang = 0; hang < 2; hang++) {   // a job each
+        char id[128];
+        proc_job j[2];
+        pthread_t t[2];
+        REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
+        if (hang) setenv("CUDACPU_NCCL_FAULT", "hang:0:4", 1);
+        double t0 = now_s();
+        for (int r = 0; r < 2; r++) {
+            memset(&j[r], 0, sizeof j[r]);
+            j[r].id = id;
+            j[r].rank = r;
+            pthread_create(&t[r], NULL, proc_main, &j[r]);
+        }
+        for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+        unsetenv("CUDACPU_NCCL_FAULT");
+        double dt = now_s() - t0;
+        for (int r = 0; r < 2; r++) {
+            printf("  %s, rank %d: %s, %s, %s%s%s\n", hang ? "a hanging barrier" : "clean", r,
+                   wd_status_string(j[r].st[0]), wd_status_string(j[r].st[1]), wd_status_string(j[r].st[2]),
+                   j[r].err[0] ? ": " : "", j[r].err);
+            CHECK(!j[r].st[0] && !j[r].st[1] && j[r].st[2] == (hang ? WD_ERR_ABORTED : WD_OK));
+            if (hang) CHECK(strstr(j[r].err, "WD_COMM_TIMEOUT") != NULL);
+        }
+        CHECK(dt < 4);
+        double t1 = now_s();
+        for (int r = 0; r < 2; r++) wd_comm_nccl_destroy(j[r].c);
+        CHECK(now_s() - t1 < 3);
+    }
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     unsetenv("CUDACPU_NCCL_POLLS");   // the default, 3 (test_set_up counts them)
+    setenv("WD_COMM_TIMEOUT", "1", 1);   // the backend's (test_backend_*)
     const char *lib = getenv("WD_NCCL_LIB");
-    void *h = dlopen(lib && *lib ? lib : "build/libnccl_cpu.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib || !*lib) setenv("WD_NCCL_LIB", lib = "build/libnccl_cpu.so", 1);   // the backend loads it too
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     int devices = 0;
     if (!h) printf("  cannot load the library: %s\n", dlerror());
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2)
@@ -400,5 +544,9 @@ int main(void) {
     RUN(test_abort_releases);
     RUN(test_faults);
     RUN(test_ranks_as_threads);
+    RUN(test_backend_peer_hangs);
+    RUN(test_backend_remote_error);
+    RUN(test_backend_init_never_completes);
+    RUN(test_backend_ranks_as_processes);
     return test_summary("test_nccl_cpu");
 }
