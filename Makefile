@@ -36,7 +36,7 @@ ENGINE  := $(B)/engine-$(GEMM).stamp
 $(ENGINE): | $(B)
 	@rm -f $(B)/engine-*.stamp; touch $@
 
-.PHONY: all deps demo test test-gpu gpu-pack fuzz clean
+.PHONY: all deps demo test test-gpu test-gpu-emu-full gpu-pack fuzz clean
 
 # CUDA: built whenever nvcc exists (CI compiles it on every change; running it
 # needs a GPU: `make test-gpu`, or `make gpu-pack` and bench/gpu_run.sh on a
@@ -221,6 +221,34 @@ $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
 $(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_gpu.cu $(LDLIBS) $(GEMML)
 
+# tests/test_gpu.cu and widedeep_cuda.cu, unchanged, on an emulated device
+# (tests/cudacpu: CUDA on the CPU, for tests; its README.md): g++ with the
+# toolkit's headers (found as nvcc is: CUDA_HOME), ASan + UBSan, the
+# emulator's runtime exported (-rdynamic) to the NCCL of threads that
+# WD_NCCL_LIB loads (build/libnccl_cpu.so). Built where the headers are;
+# without them tests/run.sh says SKIP (a failure under CI=true).
+CUDA_HDRS := $(wildcard $(CUDA_HOME)/include/cuda_runtime.h)
+EMU_DIR   := tests/cudacpu
+EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
+EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
+EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
+EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest)
+$(B)/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
+	$(EMU_CXX) -O2 -c -o $@ $<
+$(B)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
+	$(EMU_CU) -c -o $@ widedeep_cuda.cu
+$(B)/test_gpu_emu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(EMU_HDRS) | $(B)
+	$(EMU_CU) -c -o $@ tests/test_gpu.cu
+$(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
+	$(CXX) $(SAN) -rdynamic -o $@ $^ $(LDLIBS) -ldl
+# the emulator's own tests: each check against a seeded bug in a copy of a real kernel
+$(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
+	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
+# every test of test_gpu.cu at its full shapes (make test runs the quick ones)
+test-gpu-emu-full: $(B)/test_gpu_emu
+	mkdir -p $(B)/emu-full && $(B)/test_gpu_emu $(B)/emu-full
+
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
 
@@ -255,7 +283,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_gpu_on_cpu $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed
+	$(B)/test_cpp $(B)/test_gpu_on_cpu $(EMU_BINS) $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps

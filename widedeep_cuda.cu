@@ -111,6 +111,26 @@
 #include <time.h>
 #include <unistd.h>
 
+// The three things of CUDA a C++ header cannot provide, written through hooks so
+// that tests/cudacpu/ (CUDA on the CPU for tests: an emulated device) compiles
+// this very file with g++; under nvcc each is exactly the CUDA it stands for:
+//   WDC_GO(k, grid, block, stream)(args)  launches k: k<<<grid, block, 0, stream>>>(args)
+//   WDC_SHARED(T, name, [dims])           a __shared__ array: __shared__ T name[dims]
+//   wdc_globaltimer()                     the %globaltimer register (ns)
+#ifdef CUDACPU
+#define WDC_GO(k, grid, block, stream) CUDACPU_GO(k, grid, block, stream)
+#define WDC_SHARED(T, name, dims) CUDACPU_SHARED(T, name, dims)
+#define wdc_globaltimer cudacpu_globaltimer
+#else
+#define WDC_GO(k, grid, block, stream) k<<<grid, block, 0, stream>>>
+#define WDC_SHARED(T, name, dims) __shared__ T name dims
+__device__ __forceinline__ unsigned long long wdc_globaltimer(void) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 // ---- 1. Checks --------------------------------------------------------------------------------
 static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
     char tmp[1024];   // arguments may point into wd_last_error()'s buffer
@@ -269,7 +289,7 @@ __global__ void wdc_gather_k(float *x, uint16_t *x16, const wdc_batch *__restric
     for (int c = threadIdx.x; c < d.INp; c += blockDim.x) wdc_x_put(x, x16, (size_t)i * d.INp + c, wdc_x_at(b, d, emb, table_off, i, c));
 }
 static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
-    wdc_gather_k<<<n, 128, 0, st>>>(x, x16, b, emb, toff, d, n);
+    WDC_GO(wdc_gather_k, n, 128, st)(x, x16, b, emb, toff, d, n);
     WDC_LAUNCH("gather");
     return WD_OK;
 }
@@ -279,10 +299,10 @@ static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_
 // the join reads them before the branch writes them, every time).
 __global__ void wdc_spin_k(long long ns) {
     unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    t0 = wdc_globaltimer();
     do {
         __nanosleep(1000);
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        t = wdc_globaltimer();
     } while ((long long)(t - t0) < ns);
 }
 // The wide logit of sample i (section 13's wide part; multi-hot mean-pooled
@@ -379,7 +399,7 @@ __global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const 
 static wd_status wdc_gather_wide(cudaStream_t st, float *x, uint16_t *x16, float *wlogit, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
                                  const float *wdense, const long long *toff, int n) {
     if (!x && !x16 && !wlogit) return WD_OK;
-    wdc_gather_wide_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(x, x16, wlogit, b, d, emb, wide, wdense, toff, n);
+    WDC_GO(wdc_gather_wide_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(x, x16, wlogit, b, d, emb, wide, wdense, toff, n);
     WDC_LAUNCH("gather_wide");
     return WD_OK;
 }
@@ -394,7 +414,7 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
                            const wdc_dims *__restrict__ dp, const float *wide, const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
-    __shared__ float sh[4][WDC_THREADS];
+    WDC_SHARED(float, sh, [4][WDC_THREADS]);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float l = 0.0f, w = 0.0f, cnt = 0.0f, dl = 0.0f;
     if (i < n) {
@@ -430,9 +450,9 @@ static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *pa
                           const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense, const long long *toff,
                           const wdc_state *s, int slot, int n) {
     unsigned nb = wdc_blocks(n, WDC_THREADS);
-    wdc_loss_k<<<nb, WDC_THREADS, 0, st>>>(prob, dlogit, part, deep_out, wlogit, b, d, wide, wdense, toff, n);
+    WDC_GO(wdc_loss_k, nb, WDC_THREADS, st)(prob, dlogit, part, deep_out, wlogit, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("loss");
-    wdc_loss_final_k<<<1, 1, 0, st>>>(tail, gbias, part, (int)nb, s, slot);
+    WDC_GO(wdc_loss_final_k, 1, 1, st)(tail, gbias, part, (int)nb, s, slot);
     WDC_LAUNCH("loss_final");
     return WD_OK;
 }
@@ -449,7 +469,7 @@ __global__ void wdc_predict_k(float *prob, const float *deep_out, const float *w
 }
 static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wlogit, const wdc_batch *b, const wdc_dims *d,
                                     const float *wide, const float *wdense, const long long *toff, int n) {
-    wdc_predict_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(prob, deep_out, wlogit, b, d, wide, wdense, toff, n);
+    WDC_GO(wdc_predict_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(prob, deep_out, wlogit, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("predict");
     return WD_OK;
 }
@@ -458,7 +478,7 @@ static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *d
 // in two levels with a fixed order: partial[chunk][j] over WDC_CHUNK rows
 // (32 columns x 8 row lanes per block), then out[j] = sum of the chunks.
 __global__ void wdc_colsum_part_k(float *partial, const float *a, int lda, int n, int m, const float *s) {
-    __shared__ float sh[8][33];
+    WDC_SHARED(float, sh, [8][33]);
     int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * WDC_CHUNK;
     float acc = 0.0f;
     if (j < m)
@@ -480,9 +500,9 @@ __global__ void wdc_colsum_final_k(float *out, const float *partial, int chunks,
 }
 static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const float *a, int lda, int n, int m, const float *s) {
     int chunks = (n + WDC_CHUNK - 1) / WDC_CHUNK;
-    wdc_colsum_part_k<<<dim3(wdc_blocks(m, 32), chunks), dim3(32, 8), 0, st>>>(partial, a, lda, n, m, s);
+    WDC_GO(wdc_colsum_part_k, dim3(wdc_blocks(m, 32), chunks), dim3(32, 8), st)(partial, a, lda, n, m, s);
     WDC_LAUNCH("colsum_part");
-    wdc_colsum_final_k<<<wdc_blocks(m, WDC_THREADS), WDC_THREADS, 0, st>>>(out, partial, chunks, m);
+    WDC_GO(wdc_colsum_final_k, wdc_blocks(m, WDC_THREADS), WDC_THREADS, st)(out, partial, chunks, m);
     WDC_LAUNCH("colsum_final");
     return WD_OK;
 }
@@ -498,7 +518,7 @@ __global__ void wdc_relu_grad_k(float *dd, const float *a, const uint16_t *a16, 
     if (d16) d16[q] = wdc_bf16(on ? dd[q] : 0.0f);
 }
 static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, const uint16_t *a16, uint16_t *d16, size_t count) {
-    wdc_relu_grad_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>(dd, a, a16, d16, count);
+    WDC_GO(wdc_relu_grad_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)(dd, a, a16, d16, count);
     WDC_LAUNCH("relu_grad");
     return WD_OK;
 }
@@ -508,7 +528,7 @@ __global__ void wdc_to_bf16_k(uint16_t *d, const float *s, size_t n) {
     if (q < n) d[q] = wdc_bf16(s[q]);
 }
 static wd_status wdc_to_bf16(cudaStream_t st, uint16_t *d, const float *s, size_t n) {
-    wdc_to_bf16_k<<<wdc_blocks((int64_t)n, WDC_THREADS), WDC_THREADS, 0, st>>>(d, s, n);
+    WDC_GO(wdc_to_bf16_k, wdc_blocks((int64_t)n, WDC_THREADS), WDC_THREADS, st)(d, s, n);
     WDC_LAUNCH("to_bf16");
     return WD_OK;
 }
@@ -517,7 +537,7 @@ static wd_status wdc_to_bf16(cudaStream_t st, uint16_t *d, const float *s, size_
 // layer's dz, as the CPU rounds it.
 #define WDC_TOP_THREADS 1024
 __global__ void wdc_top_k(float *gb, uint16_t *dz16, const float *dlogit, int n) {
-    __shared__ float sh[WDC_TOP_THREADS];
+    WDC_SHARED(float, sh, [WDC_TOP_THREADS]);
     float acc = 0.0f;
     for (int i = threadIdx.x; i < n; i += WDC_TOP_THREADS) {
         float v = dlogit[i];
@@ -584,7 +604,7 @@ __global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, const wdc_bat
     occ[q] = (uint32_t)q;
 }
 static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch *b, const wdc_dims *d, long long rows, const long long *toff) {
-    wdc_keys_k<<<wdc_blocks(rows, WDC_THREADS), WDC_THREADS, 0, st>>>(key, occ, b, d, toff);
+    WDC_GO(wdc_keys_k, wdc_blocks(rows, WDC_THREADS), WDC_THREADS, st)(key, occ, b, d, toff);
     WDC_LAUNCH("keys");
     return WD_OK;
 }
@@ -746,7 +766,7 @@ __global__ void wdc_hot_chunk_k(float *part, const int2 *chunks, const int *run_
                                 const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
-    __shared__ float sh[WDC_WARPS][32];
+    WDC_SHARED(float, sh, [WDC_WARPS][32]);
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, n = s->nchunks;
     for (int e = blockIdx.x; e < n; e += gridDim.x) {   // e is the same in the whole block: the barriers below are reached by all
         int2 ch = chunks[e];
@@ -1094,7 +1114,7 @@ static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size
                         p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD ? " (WD_CUDA_EPILOGUE=0 runs without the ReLU-mask epilogues)" : "");
     size_t count = (size_t)p->M * (size_t)p->N;
     if (p->bias_after) {
-        wdc_bias_act_k<<<wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, 0, st>>>((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
+        WDC_GO(wdc_bias_act_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
         WDC_LAUNCH("bias_act");
     } else if (p->out16) WDC_TRY(wdc_to_bf16(st, p->out16, (const float *)p->C, count));
     return WD_OK;
@@ -1707,11 +1727,11 @@ static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32
 // The runs of the last sort over n keys cut into segments of at most WDC_SEG
 // rows (seg_cnt, seg_first, seg_run; nsegs into the state).
 static wd_status wdc_segments(wdc_rank *r, cudaStream_t st, int n) {
-    wdc_seg_count_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n, r->d.sentinel);
+    WDC_GO(wdc_seg_count_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n, r->d.sentinel);
     WDC_LAUNCH("seg_count");
     size_t bytes = r->scratch_bytes;
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->seg_cnt, r->seg_first, n, st));
-    wdc_seg_fill_k<<<wdc_blocks(n, WDC_THREADS), WDC_THREADS, 0, st>>>(r->seg_run, r->seg_cnt, r->seg_first, r->state, n);
+    WDC_GO(wdc_seg_fill_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_run, r->seg_cnt, r->seg_first, r->state, n);
     WDC_LAUNCH("seg_fill");
     return WD_OK;
 }
@@ -1726,10 +1746,10 @@ static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *o
     int64_t n = d.rows;
     if (!r->sparse_fused) {
         WDC_TRY(wdc_segments(r, st, (int)n));
-        wdc_seg_sum_occ_k<<<wdc_blocks(n + n / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt,
+        WDC_GO(wdc_seg_sum_occ_k, wdc_blocks(n + n / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt,
                                                                                             occ_s, r->state, db, dd, dlogit, dx);
         WDC_LAUNCH("seg_sum_occ");
-        wdc_run_merge_k<<<wdc_blocks(n, WDC_WARPS), WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, check);
+        WDC_GO(wdc_run_merge_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, check);
         WDC_LAUNCH("run_merge");
         return WD_OK;
     }
@@ -1737,13 +1757,13 @@ static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *o
     int64_t hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1;
     static_assert(offsetof(wdc_state, nchunks) == offsetof(wdc_state, nhot) + sizeof(int), "one memset zeroes nhot and nchunks");
     WDC_CUDA(cudaMemsetAsync(&r->state->nhot, 0, 2 * sizeof(int), st));   // nhot and nchunks
-    wdc_fused_rows_k<<<min(r->fused_grid[0], wdc_blocks(n, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
+    WDC_GO(wdc_fused_rows_k, min(r->fused_grid[0], wdc_blocks(n, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
                                                                                 r->state, db, dd, dlogit, dx, check);
     WDC_LAUNCH("fused_rows");
-    wdc_hot_chunk_k<<<min(r->fused_grid[1], wdc_blocks(chunk_max, 1)), WDC_THREADS, 0, st>>>(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
+    WDC_GO(wdc_hot_chunk_k, min(r->fused_grid[1], wdc_blocks(chunk_max, 1)), WDC_THREADS, st)(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
                                                                                dlogit, dx);
     WDC_LAUNCH("hot_chunk");
-    wdc_hot_merge_k<<<min(r->fused_grid[2], wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, 0, st>>>(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
+    WDC_GO(wdc_hot_merge_k, min(r->fused_grid[2], wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
     WDC_LAUNCH("hot_merge");
     return WD_OK;
 }
@@ -1811,7 +1831,7 @@ enum { WDC_ENQ_STARTED = 0, WDC_ENQ_COLL, WDC_ENQ_READ, WDC_ENQ_UPDATES, WDC_ENQ
 // before it enqueues anything more.
 static wd_status wdc_exchange_read(wdc_rank *r, int slot, long long cap, int full) {
     size_t block = 16 + (8 + 4 * (size_t)r->d.R) * (size_t)cap;
-    wdc_exchange_check_k<<<1, 1, 0, r->compute>>>(r->state, r->exchange + block, r->g + r->d.Pd, cap, r->ranks, r->d.R, slot);
+    WDC_GO(wdc_exchange_check_k, 1, 1, r->compute)(r->state, r->exchange + block, r->g + r->d.Pd, cap, r->ranks, r->d.R, slot);
     WDC_LAUNCH("exchange_check");
     WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost, r->compute));
     WDC_CUDA(cudaEventRecord(r->xdone[slot], r->compute));
@@ -1835,7 +1855,7 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_CUDA(cudaEventRecord(r->fork, st));
         WDC_CUDA(cudaStreamWaitEvent(r->side, r->fork, 0));
         r->fork_open = 1;
-        if (r->side_delay_ns > 0) { wdc_spin_k<<<1, 1, 0, r->side>>>(r->side_delay_ns); WDC_LAUNCH("spin"); }
+        if (r->side_delay_ns > 0) { WDC_GO(wdc_spin_k, 1, 1, r->side)(r->side_delay_ns); WDC_LAUNCH("spin"); }
         WDC_TRY(wdc_sort_batch(r, r->side, db, &occ_s));
         WDC_CUDA(cudaEventRecord(r->join, r->side));
     }
@@ -1853,7 +1873,7 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     // layer l - 1's ReLU' and bias gradient come with layer l's da (the plans' epilogues,
     // or relu_grad and the column sums)
     if (L) {
-        wdc_top_k<<<1, WDC_TOP_THREADS, 0, st>>>(r->g + r->lb[L - 1], r->lp ? r->lpg[L % 2] : NULL, dlogit, n);
+        WDC_GO(wdc_top_k, 1, WDC_TOP_THREADS, st)(r->g + r->lb[L - 1], r->lp ? r->lpg[L % 2] : NULL, dlogit, n);
         WDC_LAUNCH("top");
     }
     for (int l = L - 1; l >= 0; l--) {
@@ -1890,7 +1910,7 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         // and merged rows gathered (on the compute stream: no host wait inside the step)
         WDC_TRY(wdc_sparse_rows(r, st, occ_s, db, dlogit, dx, 0));
         size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)cap;
-        wdc_pack_k<<<wdc_blocks(cap, WDC_THREADS), WDC_THREADS, 0, st>>>(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
+        WDC_GO(wdc_pack_k, wdc_blocks(cap, WDC_THREADS), WDC_THREADS, st)(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
         if (fails && r->fail_pre) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected before the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
@@ -1899,20 +1919,20 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         r->enq_stage = WDC_ENQ_COLL;   // the other ranks count on these from here on (an error: wdc_step_enqueue)
         if (fails) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
         WDC_TRY(wdc_exchange_read(r, slot, cap, full));
-        wdc_unpack_k<<<wdc_blocks(M, WDC_THREADS), WDC_THREADS, 0, st>>>(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
+        WDC_GO(wdc_unpack_k, wdc_blocks(M, WDC_THREADS), WDC_THREADS, st)(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
         WDC_TRY(wdc_sort_runs(r, st, (int)M, &occ_s));
         WDC_TRY(wdc_segments(r, st, (int)M));
-        wdc_seg_sum_rows_k<<<wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, 0, st>>>(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
+        WDC_GO(wdc_seg_sum_rows_k, wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
         WDC_LAUNCH("seg_sum_rows");
     }
     // checks before any update (the sparse rows' in their merge), then the updates
-    wdc_step_begin_k<<<1, 1, 0, st>>>(r->state, tail, r->opt.b1, r->opt.b2);
+    WDC_GO(wdc_step_begin_k, 1, 1, st)(r->state, tail, r->opt.b1, r->opt.b2);
     WDC_LAUNCH("step_begin");
-    wdc_dense_check_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->state, r->g, d.Pd);
+    WDC_GO(wdc_dense_check_k, wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, st)(r->state, r->g, d.Pd);
     WDC_LAUNCH("dense_check");
     if (c) {
-        wdc_run_merge_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
+        WDC_GO(wdc_run_merge_k, runblocks, WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
         WDC_LAUNCH("run_merge");
         WDC_TRY(wdc_mark(r, slot, 7));
     } else {
@@ -1921,9 +1941,9 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_TRY(wdc_mark(r, slot, 7));
     }
     r->enq_stage = WDC_ENQ_UPDATES;
-    wdc_dense_update_k<<<wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, 0, st>>>(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
+    WDC_GO(wdc_dense_update_k, wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, st)(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
     WDC_LAUNCH("dense_update");
-    wdc_sparse_apply_k<<<runblocks, WDC_THREADS, 0, st>>>(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
+    WDC_GO(wdc_sparse_apply_k, runblocks, WDC_THREADS, st)(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
     WDC_TRY(wdc_mark(r, slot, 8));
     if (checks) {
@@ -1931,15 +1951,15 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_CUDA(cudaMemsetAsync(sum, 0, sizeof *sum, st));
         const float *parts[3] = {r->dense, r->wide, r->emb};
         long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
-        for (int i = 0; i < 3; i++) if (lens[i]) { wdc_checksum_k<<<256, WDC_THREADS, 0, st>>>(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
-        wdc_checksum_fix_k<<<1, 1, 0, st>>>(sum);   // never WDC_NO_CHECKSUM
+        for (int i = 0; i < 3; i++) if (lens[i]) { WDC_GO(wdc_checksum_k, 256, WDC_THREADS, st)(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
+        WDC_GO(wdc_checksum_fix_k, 1, 1, st)(sum);   // never WDC_NO_CHECKSUM
         WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
         r->enq_stage = WDC_ENQ_CHECKED;
-        wdc_checksum_cmp_k<<<1, 1, 0, st>>>(r->state, all, r->ranks);
+        WDC_GO(wdc_checksum_cmp_k, 1, 1, st)(r->state, all, r->ranks);
         WDC_LAUNCH("checksum_cmp");
     }
-    wdc_step_end_k<<<1, 1, 0, st>>>(r->state, tail, slot);
+    WDC_GO(wdc_step_end_k, 1, 1, st)(r->state, tail, slot);
     WDC_LAUNCH("step_end");
     WDC_TRY(wdc_mark(r, slot, 9));
     WDC_CUDA(cudaMemcpyAsync(&r->res_host[slot], &r->state->res[slot], sizeof(wdc_result), cudaMemcpyDeviceToHost, st));
@@ -2746,7 +2766,7 @@ static wd_status wdc_hub_stream_allreduce(wd_comm *c, float *buf, size_t count, 
     size_t a = count * (size_t)r / (size_t)n, e = count * (size_t)(r + 1) / (size_t)n;
     wdc_ptrs in;
     for (int q = 0; q < n; q++) in.p[q] = h->bufs[q];
-    if (e > a) { wdc_sum_ranks_k<<<wdc_blocks((int64_t)(e - a), WDC_THREADS), WDC_THREADS, 0, st>>>(buf, in, n, a, e); WDC_LAUNCH("sum_ranks"); }
+    if (e > a) { WDC_GO(wdc_sum_ranks_k, wdc_blocks((int64_t)(e - a), WDC_THREADS), WDC_THREADS, st)(buf, in, n, a, e); WDC_LAUNCH("sum_ranks"); }
     WDC_CUDA(cudaStreamSynchronize(st));
     WDC_TRY(wdc_hub_barrier(c));
     for (int q = 0; q < n; q++) {

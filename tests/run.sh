@@ -242,6 +242,33 @@ if built test_gpu_on_cpu_selected "$B/test_gpu_on_cpu"; then
 fi
 }
 job gpu_on_cpu_selected
+# tests/test_gpu.cu and widedeep_cuda.cu, unchanged, on an emulated device
+# (tests/cudacpu, README.md there): every test, at the quick shapes (make
+# test-gpu-emu-full: the full ones), with the GPU tolerances; the NCCL tests
+# through build/libnccl_cpu.so (ranks as threads, WD_NCCL_LIB) on 2 emulated
+# devices where it was built, else they SKIP. Then the emulator's own tests.
+# Without the toolkit's headers (found as the Makefile finds them) both SKIP.
+EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_rank_fails_mid_step"
+gpu_emu_tests() {
+    local cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+    if [ ! -f "$cuda/include/cuda_runtime.h" ]; then
+        say "SKIP test_gpu_emu: no CUDA headers in $cuda/include: the emulated device compiles against them"
+        say "SKIP cudacpu_selftest: no CUDA headers in $cuda/include"
+        return
+    fi
+    if [ -f "$B/libnccl_cpu.so" ]; then
+        WD_GPU_TEST_QUICK=1 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" CUDACPU_DEVICES=2 unit "$B/test_gpu_emu" tests/test_gpu.cu "$T"
+    else
+        local all t sel=
+        all=$(sed -n '/^int main/,$ s/^ *RUN(\(test_[a-z0-9_]*\)).*/\1/p' tests/test_gpu.cu)
+        for t in $all; do case " $EMU_NCCL_TESTS " in *" $t "*) ;; *) sel=$sel${sel:+,}$t ;; esac; done
+        say "# test_gpu_emu: no $B/libnccl_cpu.so: the NCCL tests ($EMU_NCCL_TESTS) skip"
+        WD_GPU_TEST_QUICK=1 WD_GPU_TESTS=$sel unit "$B/test_gpu_emu" tests/test_gpu.cu "$T"
+    fi
+    built cudacpu_selftest "$B/cudacpu_selftest" &&
+        check cudacpu_selftest "$(grep -c '^    {"[a-z_]*", ' tests/cudacpu/selftest.cu)" cudacpu_selftest "" "$B/cudacpu_selftest"
+}
+job gpu_emu_tests
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
 job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats

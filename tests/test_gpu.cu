@@ -845,7 +845,7 @@ static void test_sparse_paths(void) {
             // takes 57 passes or more, wdc_hot_chunk_k 10 and 52, wdc_hot_merge_k 7 (ZIPF).
             // A run or chunk a pass leaves out or takes twice changes the model.
             for (int g = 1; p == 1 && !ON_CPU && g <= 2; g++) {
-                char gs[8], want[40], what[300];
+                char gs[16], want[48], what[300];
                 snprintf(gs, sizeof gs, "%d", g);
                 wd_schema s;
                 wd_model *m = cfg_model(cs[i], &s);
@@ -1677,11 +1677,16 @@ static void test_failure_vote(void) {
 // wait that polls too), so that submit would itself fail once the poll aborts.
 #ifndef WD_TEST_GPU_ON_CPU
 typedef struct { volatile int *flag, *dflag; int armed; } stall_comm;
+#ifdef CUDACPU   // the emulated device (tests/cudacpu): widedeep_cuda.cu's WDC_GO
+#define TEST_GO(k, grid, block, stream) CUDACPU_GO(k, grid, block, stream)
+#else
+#define TEST_GO(k, grid, block, stream) k<<<grid, block, 0, stream>>>
+#endif
 __global__ static void stall_k(volatile int *flag) { while (*flag == 0) __nanosleep(1000); }
 static wd_status stall_allreduce(wd_comm *c, float *buf, size_t n, void *stream) {
     (void)buf; (void)n;
     stall_comm *s = (stall_comm *)c->impl;
-    if (s->armed) { stall_k<<<1, 1, 0, (cudaStream_t)stream>>>(s->dflag); s->armed = 0; }
+    if (s->armed) { TEST_GO(stall_k, 1, 1, (cudaStream_t)stream)(s->dflag); s->armed = 0; }
     return cudaGetLastError() == cudaSuccess ? WD_OK : WD_ERR_DEVICE;
 }
 static wd_status stall_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {

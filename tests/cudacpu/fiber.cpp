@@ -1,0 +1,388 @@
+// fiber.cpp - a grid's blocks, one after another, each block's GPU threads as
+// fibers on the calling (executor) thread, switched at __syncthreads and
+// __shfl_sync only; the order they run in is the schedule (CUDACPU_SCHED):
+//   fifo    every ready thread in turn (the default)
+//   random  any ready thread, and the blocks in any order (CUDACPU_SEED)
+//   warp    PCT-like: a random priority per warp, redrawn at each barrier; the
+//           highest-priority warp runs until it waits, so one warp runs far
+//           ahead of the others and a missing barrier between warps shows
+// Checks (compute-sanitizer's synccheck): a barrier not reached by every
+// thread of the block (a thread exited, or the block deadlocked), a shuffle
+// whose mask leaves out the caller or names a lane that exited, lanes
+// disagreeing on a mask. Shared arrays (CUDACPU_SHARED): each block's are
+// 0xff bytes (NaN) before any write, with ASan red zones around each.
+#include "cudacpu.h"
+#include "internal.h"
+#include <sys/mman.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <vector>
+#if defined(__SANITIZE_ADDRESS__)
+#define CUDACPU_ASAN 1
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CUDACPU_TSAN 1
+#include <sanitizer/tsan_interface.h>
+#endif
+
+// x86-64 SysV: push the callee-saved registers on the old stack, switch stacks, pop them.
+asm(R"(
+.text
+.globl cudacpu_switch
+.type cudacpu_switch,@function
+cudacpu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+.size cudacpu_switch,.-cudacpu_switch
+)");
+extern "C" void cudacpu_switch(void **save, void *to);
+
+namespace cudacpu {
+__thread thread_ctx *cur;
+
+namespace {
+enum { F_READY, F_RUNNING, F_BAR, F_WARP, F_DONE };
+struct fiber {
+    thread_ctx ctx;
+    int idx, state;
+    unsigned shfl_seq;
+    char *stk;
+    size_t stk_size;
+    void *sp;
+    void *fake;   // ASan's fake stack while switched out
+    void *tsan;
+};
+struct warp_state {
+    unsigned exited;   // lanes that exited or do not exist (a partial warp)
+    unsigned mask[2];
+    int arrived[2], nwait[2];
+    int waiting[2][32];
+    uint64_t val[2][32];
+};
+// a block being run; one per executor thread, reused (no allocation while fibers run)
+struct block_state {
+    int n, done;
+    std::vector<fiber> f;
+    std::vector<warp_state> w;
+    std::vector<int> ring, bar_wait;   // ring: the ready threads
+    size_t head, count;
+    const std::function<void()> *body;
+    const char *kname;
+    uint3 bid;
+    void *sched_sp, *sched_fake, *sched_tsan;
+    const void *sched_bottom;
+    size_t sched_size;
+    std::mt19937_64 *rng;
+    int sched;
+    std::vector<uint32_t> prio;                        // CUDACPU_SCHED=warp: per warp
+    std::vector<std::pair<const void *, void *>> arrays;   // CUDACPU_SHARED: site -> this block's copy
+    char *region;
+    size_t region_used;
+};
+__thread block_state *blk;
+__thread fiber *curf;
+constexpr size_t REGION = 64 << 10;   // shared memory per block, at most
+
+size_t stack_bytes() {
+    static size_t b = (size_t)env_long("CUDACPU_STACK_KB",
+#ifdef CUDACPU_ASAN
+                                      256
+#else
+                                      64
+#endif
+                                      ) * 1024;
+    return b;
+}
+// this executor thread's fiber stacks, with a guard page below each (a kernel's stack overflow faults)
+__thread std::vector<char *> *stacks;
+char *stack_get(int i) {
+    if (!stacks) stacks = new std::vector<char *>;
+    size_t sz = stack_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
+    while ((int)stacks->size() <= i) {
+        char *p = (char *)mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) fatal("out of memory for fiber stacks");
+        mprotect(p, page, PROT_NONE);
+        stacks->push_back(p + page);
+    }
+    return (*stacks)[i];
+}
+
+inline void asan_start(void **fake, const void *bottom, size_t size) {
+#ifdef CUDACPU_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+    (void)fake, (void)bottom, (void)size;
+#endif
+}
+inline void asan_finish(void *fake, const void **bottom, size_t *size) {
+#ifdef CUDACPU_ASAN
+    __sanitizer_finish_switch_fiber(fake, bottom, size);
+#else
+    (void)fake, (void)bottom, (void)size;
+#endif
+}
+inline void tsan_switch(void *to) {
+#ifdef CUDACPU_TSAN
+    __tsan_switch_to_fiber(to, 0);   // a switch synchronizes: the block's threads are ordered as a block's are
+#else
+    (void)to;
+#endif
+}
+
+void yield_to_sched(bool dying) {
+    fiber *f = curf;
+    asan_start(dying ? NULL : &f->fake, blk->sched_bottom, blk->sched_size);
+    tsan_switch(blk->sched_tsan);
+    cudacpu_switch(&f->sp, blk->sched_sp);
+    asan_finish(f->fake, NULL, NULL);
+}
+void where(char *out, size_t n) {
+    fiber *f = curf;
+    snprintf(out, n, "%s block (%u,%u,%u) thread (%u,%u,%u) (warp %d lane %d)", blk->kname, blk->bid.x, blk->bid.y, blk->bid.z,
+             f->ctx.tid.x, f->ctx.tid.y, f->ctx.tid.z, f->ctx.warp, f->ctx.lane);
+}
+void fiber_main() {
+    asan_finish(NULL, &blk->sched_bottom, &blk->sched_size);
+    (*blk->body)();
+    fiber *f = curf;
+    f->state = F_DONE;
+    blk->done++;
+    warp_state &w = blk->w[f->ctx.warp];
+    w.exited |= 1u << f->ctx.lane;
+    char at[200];
+    for (int p = 0; p < 2; p++)
+        if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
+            where(at, sizeof at);
+            fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at, w.mask[p]);
+        }
+    if (!blk->bar_wait.empty()) {
+        where(at, sizeof at);
+        fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)", at,
+              blk->bar_wait.size());
+    }
+    yield_to_sched(true);
+    fatal("internal: a finished fiber was resumed");
+}
+void make_ready(int i) {
+    blk->f[i].state = F_READY;
+    blk->ring[(blk->head + blk->count++) % (size_t)blk->n] = i;
+}
+// CUDACPU_SCHED: 0 fifo, 1 random, 2 warp
+int sched_kind() {
+    static int k = [] {
+        const char *s = getenv("CUDACPU_SCHED");
+        if (!s || !*s || !strcmp(s, "fifo")) return 0;
+        if (!strcmp(s, "random")) return 1;
+        if (!strcmp(s, "warp")) return 2;
+        fatal("CUDACPU_SCHED=%s: fifo, random or warp", s);
+    }();
+    return k;
+}
+std::atomic<unsigned long long> launches{0};
+}   // namespace
+
+void block_barrier() {
+    fiber *f = curf;
+    if (!f) fatal("__syncthreads outside a kernel");
+    char at[200];
+    if (blk->done) {
+        where(at, sizeof at);
+        fatal("synccheck: %s reached __syncthreads after %d threads of its block exited (a divergent barrier)", at, blk->done);
+    }
+    f->state = F_BAR;
+    blk->bar_wait.push_back(f->idx);
+    if ((int)blk->bar_wait.size() == blk->n) {   // the last one: every waiter goes on
+        for (int i : blk->bar_wait) make_ready(i);
+        blk->bar_wait.clear();
+        if (blk->sched == 2) for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
+    }
+    yield_to_sched(false);
+}
+
+uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
+    fiber *f = curf;
+    if (!f) fatal("__shfl_sync outside a kernel");
+    char at[200];
+    int lane = f->ctx.lane;
+    warp_state &w = blk->w[f->ctx.warp];
+    int p = f->shfl_seq++ & 1;
+    if (w.arrived[p] == 0) w.mask[p] = mask;
+    if (!(mask >> lane & 1) || width != 32 || w.mask[p] != mask || (mask & w.exited)) {
+        where(at, sizeof at);
+        if (!(mask >> lane & 1)) fatal("synccheck: %s calls __shfl_sync with mask 0x%08x, which leaves out its own lane", at, mask);
+        if (width != 32) fatal("%s: __shfl_sync of width %d is not emulated", at, width);
+        if (w.mask[p] != mask) fatal("synccheck: %s: lanes disagree on the __shfl_sync mask (0x%08x, 0x%08x)", at, w.mask[p], mask);
+        fatal("synccheck: %s calls __shfl_sync with mask 0x%08x, but lanes 0x%08x of its warp have exited", at, mask,
+              mask & w.exited);
+    }
+    w.val[p][lane] = v;
+    w.waiting[p][w.nwait[p]++] = f->idx;
+    f->state = F_WARP;
+    if (++w.arrived[p] == __builtin_popcount(mask)) {
+        for (int i = 0; i < w.nwait[p]; i++) make_ready(w.waiting[p][i]);
+        w.nwait[p] = 0;
+    }
+    yield_to_sched(false);
+    uint64_t r = w.val[p][src & 31];
+    // the last reader of a phase resets it: a lane at shuffle k+2 (phase p
+    // again) cannot arrive before every lane of k+1 arrived, so every lane
+    // has read k's values by then
+    if (--w.arrived[p] < 0) fatal("internal: warp phase underflow");
+    return r;
+}
+
+void *shared_array(const void *site, size_t bytes) {
+    if (!blk) fatal("a __shared__ array outside a kernel");
+    for (auto &a : blk->arrays) if (a.first == site) return a.second;
+    // the next piece of the block's region, ending on a 16-byte boundary with a
+    // poisoned gap of 64 bytes before the next (ASan: an element past either end faults)
+    size_t start = (blk->region_used + 64 + 15) & ~(size_t)15, end = start + ((bytes + 15) & ~(size_t)15);
+    if (end + 64 > REGION) fatal("%s: more than %zu bytes of __shared__ arrays", blk->kname, REGION);
+    char *p = blk->region + end - bytes;
+#ifdef CUDACPU_ASAN
+    __asan_unpoison_memory_region(p, bytes);
+#endif
+    memset(p, 0xff, bytes);   // NaN for floats: a read before any write shows
+    blk->region_used = end;
+    blk->arrays.push_back({site, p});
+    return p;
+}
+
+static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name, std::mt19937_64 *rng,
+                      int sched) {
+    static __thread block_state *bs;
+    if (!bs) bs = new block_state();
+    block_state &b = *bs;
+    int n = (int)(block.x * block.y * block.z);
+    b.n = n; b.done = 0; b.body = &body; b.kname = name; b.bid = bid; b.rng = rng; b.sched = sched;
+    if ((int)b.f.size() < n) b.f.resize(n);
+    b.w.assign((n + 31) / 32, warp_state{});
+    for (size_t q = 0; q < b.w.size(); q++) {
+        int live = n - (int)q * 32;
+        b.w[q].exited = live >= 32 ? 0u : ~0u << live;
+    }
+    b.ring.assign(n, 0);
+    b.bar_wait.clear();
+    b.bar_wait.reserve(n);
+    b.head = b.count = 0;
+    b.prio.resize(b.w.size());
+    if (sched == 2) for (auto &p : b.prio) p = (uint32_t)(*rng)();
+    b.arrays.clear();
+    if (!b.region) {   // the executor thread's shared memory, poisoned but for the arrays a block uses
+        b.region = (char *)malloc(REGION);
+        if (!b.region) fatal("out of memory for shared memory");
+#ifdef CUDACPU_ASAN
+        __asan_poison_memory_region(b.region, REGION);
+#endif
+    }
+    b.region_used = 0;
+    b.sched_bottom = NULL; b.sched_size = 0;
+#ifdef CUDACPU_TSAN
+    b.sched_tsan = __tsan_get_current_fiber();
+#endif
+    block_state *saved_blk = blk;
+    fiber *saved_f = curf;
+    thread_ctx *saved_cur = cur;
+    blk = &b;
+    for (int i = 0; i < n; i++) {
+        fiber &f = b.f[i];
+        f.idx = i; f.shfl_seq = 0; f.fake = NULL;
+        f.ctx.tid = uint3{(unsigned)i % block.x, (unsigned)(i / block.x) % block.y, (unsigned)(i / (block.x * block.y))};
+        f.ctx.bid = bid; f.ctx.bdim = block; f.ctx.gdim = grid;
+        f.ctx.lane = i % 32; f.ctx.warp = i / 32;
+        f.stk = stack_get(i); f.stk_size = stack_bytes();
+        void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
+        *--sp = NULL;                          // the entry's return-address slot (keeps the ABI's alignment)
+        *--sp = (void *)fiber_main;            // cudacpu_switch's ret goes here
+        for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
+        f.sp = sp;
+#ifdef CUDACPU_TSAN
+        f.tsan = __tsan_create_fiber(0);
+#endif
+        make_ready(i);
+    }
+    while (b.done < n) {
+        if (b.count == 0) {
+            int warp = 0;
+            for (int q = 0; q < n; q++) warp += b.f[q].state == F_WARP;
+            fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d exited", name,
+                  bid.x, bid.y, bid.z, b.bar_wait.size(), warp, b.done);
+        }
+        size_t N = (size_t)n, pick = 0;
+#define RING(q) b.ring[(b.head + (q)) % N]
+        if (sched == 2) {   // the highest-priority warp's first ready thread
+            for (size_t q = 1; q < b.count; q++)
+                if (b.prio[b.f[RING(q)].ctx.warp] > b.prio[b.f[RING(pick)].ctx.warp]) pick = q;
+        } else if (sched == 1) pick = (size_t)((*rng)() % b.count);
+        std::swap(RING(0), RING(pick));
+#undef RING
+        int i = b.ring[b.head];
+        b.head = (b.head + 1) % N;
+        b.count--;
+        fiber &f = b.f[i];
+        f.state = F_RUNNING;
+        curf = &f;
+        cur = &f.ctx;
+        asan_start(&b.sched_fake, f.stk, f.stk_size);
+        tsan_switch(f.tsan);
+        cudacpu_switch(&b.sched_sp, f.sp);
+        asan_finish(b.sched_fake, NULL, NULL);
+    }
+#ifdef CUDACPU_TSAN
+    for (int q = 0; q < n; q++) __tsan_destroy_fiber(b.f[q].tsan);
+#endif
+#ifdef CUDACPU_ASAN
+    __asan_poison_memory_region(b.region, REGION);   // the next block's arrays are its own
+#endif
+    blk = saved_blk; curf = saved_f; cur = saved_cur;
+}
+
+// launch-time checks: what cudaGetLastError reports for a bad configuration
+cudaError_t check_config(dim3 g, dim3 b) {
+    unsigned long long t = (unsigned long long)b.x * b.y * b.z;
+    if (t == 0 || t > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535)
+        return cudaErrorInvalidConfiguration;
+    return cudaSuccess;
+}
+
+void run_grid(dim3 grid, dim3 block, const std::function<void()> &body, const char *name) {
+    int sched = sched_kind();
+    unsigned long long no = launches++;
+    std::mt19937_64 rng(env_long("CUDACPU_SEED", 0) * 0x9E3779B97F4A7C15ull + no);
+    size_t nb = (size_t)grid.x * grid.y * grid.z;
+    std::vector<size_t> order(nb);
+    for (size_t i = 0; i < nb; i++) order[i] = i;
+    if (sched) std::shuffle(order.begin(), order.end(), rng);   // blocks in any order
+    for (size_t o : order) {
+        uint3 bid = {(unsigned)(o % grid.x), (unsigned)((o / grid.x) % grid.y), (unsigned)(o / ((size_t)grid.x * grid.y))};
+        run_block(grid, block, bid, body, name, &rng, sched);
+    }
+}
+}   // namespace cudacpu
+
+unsigned long long cudacpu_globaltimer() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+void __nanosleep(unsigned ns) {
+    struct timespec t = {0, (long)ns};
+    nanosleep(&t, NULL);
+}
