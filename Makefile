@@ -233,7 +233,7 @@ EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
-EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest)
+EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
 $(B)/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	$(EMU_CXX) -O2 -c -o $@ $<
 $(B)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
@@ -245,6 +245,16 @@ $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
 $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
+# NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
+# linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
+# library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
+NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
+EMU_CC    := $(CC) -std=c11 -O1 -g $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+$(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
+	$(EMU_CC) -fPIC -shared -o $@ $<
+$(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT)
+	$(EMU_CC) -DWD_HAVE_CUDA -c -o $(B)/test_nccl_cpu.o $<
+	$(CXX) $(SAN) -rdynamic -o $@ $(B)/test_nccl_cpu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) -ldl
 # every test of test_gpu.cu at its full shapes (make test runs the quick ones)
 test-gpu-emu-full: $(B)/test_gpu_emu
 	mkdir -p $(B)/emu-full && $(B)/test_gpu_emu $(B)/emu-full

@@ -269,6 +269,18 @@ gpu_emu_tests() {
         check cudacpu_selftest "$(grep -c '^    {"[a-z_]*", ' tests/cudacpu/selftest.cu)" cudacpu_selftest "" "$B/cudacpu_selftest"
 }
 job gpu_emu_tests
+# build/libnccl_cpu.so (NCCL with ranks as threads; tests/cudacpu/README.md,
+# "NCCL"): the library against NCCL's rules and its injected faults, the
+# backend against those faults, examples/multi_gpu.c; on 2 emulated devices.
+nccl_emu_tests() {
+    local cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+    if [ ! -f "$cuda/include/cuda_runtime.h" ] || [ ! -f "${NCCL_HOME:-$cuda}/include/nccl.h" ]; then
+        say "SKIP test_nccl_cpu: no CUDA headers or no nccl.h (as the Makefile looks for them): the library compiles against them"
+        return
+    fi
+    CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" unit "$B/test_nccl_cpu" tests/cudacpu/test_nccl_cpu.c "$T"
+}
+job nccl_emu_tests
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
 job unit "$B/test_contract" tests/test_contract.c "$T" tests/golden "$DATA"   # the model is the contract: raw strings, fingerprints, old formats

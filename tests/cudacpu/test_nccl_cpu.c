@@ -4,7 +4,8 @@
 // (CUDACPU_DEVICES=2), its collectives on the devices' streams; then the
 // backend (widedeep_cuda.cu on the emulated device) against its injected
 // faults (CUDACPU_NCCL_FAULT): a peer that hangs, a remote error, a set-up
-// that never completes, each ended within WD_COMM_TIMEOUT and torn down.
+// that never completes, each ended within WD_COMM_TIMEOUT and torn down;
+// and examples/multi_gpu.c with its ranks as threads. Usage: test_nccl_cpu [TMPDIR].
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -511,8 +512,60 @@ static void test_backend_ranks_as_processes(void) {
     }
 }
 
-int main(void) {
+// examples/multi_gpu.c, unchanged, its ranks threads of this process (the
+// library's ranks are threads): rank 0 makes the unique id and writes the
+// bootstrap file, rank 1 reads it, each trains its shard on its emulated
+// device (rank % 2), rank 0 writes the checkpoint, which must load with the
+// steps trained: 128 samples in blocks of 16; wd_train's default batch
+// halves from 4096 down to its least, 32, for want of 100 steps: 4 steps
+// (the example's default model, MLP 1024-512-256, costs seconds a step here).
+#define main multi_gpu_main
+#include "../../examples/multi_gpu.c"
+#undef main
+static char TMP[256] = "/tmp";
+typedef struct { char rank[12], *argv[6]; int rc; } example_job;
+static void *example_main(void *p) {
+    example_job *j = (example_job *)p;
+    j->rc = multi_gpu_main(6, j->argv);
+    return NULL;
+}
+static void test_multi_gpu_example(void) {
+    char data[300], boot[300], out[300];
+    snprintf(data, sizeof data, "%s/mg-train.wdr", TMP);
+    snprintf(boot, sizeof boot, "%s/mg-boot", TMP);
+    snprintf(out, sizeof out, "%s/mg-out.wdm", TMP);
+    unlink(boot);
+    unlink(out);
+    wd_gen_desc g;
+    memset(&g, 0, sizeof g);
+    g.output = data; g.rows = 128; g.seed = 5; g.max_card = 1000; g.block_samples = 16;
+    REQUIRE_OK(wd_gen(&g, NULL));
+    example_job j[2];
+    pthread_t t[2];
+    setenv("WD_COMM_TIMEOUT", "60", 1);   // an emulated step may take seconds (the others' 1 s is for their faults)
+    double t0 = now_s();
+    for (int r = 0; r < 2; r++) {
+        snprintf(j[r].rank, sizeof j[r].rank, "%d", r);
+        char *argv[6] = {"multi_gpu", j[r].rank, "2", boot, data, out};
+        memcpy(j[r].argv, argv, sizeof argv);
+        pthread_create(&t[r], NULL, example_main, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+    setenv("WD_COMM_TIMEOUT", "1", 1);
+    printf("  ranks ended %d and %d after %.2f s\n", j[0].rc, j[1].rc, now_s() - t0);
+    CHECK(j[0].rc == 0 && j[1].rc == 0);
+    wd_model *m = NULL;
+    int64_t ep = -1, bt = -1, step = -1;
+    CHECK_OK(wd_model_load(out, &m));
+    if (m) wd_model_position(m, &ep, &bt, &step);
+    printf("  rank 0's checkpoint: epoch %lld, step %lld\n", (long long)ep, (long long)step);
+    CHECK(step == 4);
+    wd_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     unsetenv("CUDACPU_NCCL_POLLS");   // the default, 3 (test_set_up counts them)
     setenv("WD_COMM_TIMEOUT", "1", 1);   // the backend's (test_backend_*)
     const char *lib = getenv("WD_NCCL_LIB");
@@ -548,5 +601,6 @@ int main(void) {
     RUN(test_backend_remote_error);
     RUN(test_backend_init_never_completes);
     RUN(test_backend_ranks_as_processes);
+    RUN(test_multi_gpu_example);
     return test_summary("test_nccl_cpu");
 }
