@@ -33,6 +33,7 @@ static struct {
     ncclResult_t (*CommAbort)(ncclComm_t);
 } nc;
 
+static char TMP[256] = "/tmp";   // scratch files (argv[1])
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -414,18 +415,20 @@ static void destroy_both(wd_comm **c) {
 
 // A peer hangs in the third collective (the warm-up is the first): the second
 // sums right; in the third both ranks end with WD_ERR_ABORTED after the
-// timeout (1 s), one naming WD_COMM_TIMEOUT, the other stopped by its abort.
+// timeout (3 s), one naming WD_COMM_TIMEOUT, the other stopped by its abort.
 static void test_backend_peer_hangs(void) {
     wd_comm *c[2];
     setenv("CUDACPU_NCCL_FAULT", "hang:1:3", 1);
+    setenv("WD_COMM_TIMEOUT", "3", 1);   // read when a communicator is made
     wd_status st = wd_comm_nccl_create_all(2, NULL, c);
     unsetenv("CUDACPU_NCCL_FAULT");
+    setenv("WD_COMM_TIMEOUT", "1", 1);
     REQUIRE_OK(st);
     coll_job j[2];
     allreduce_both(c, j);
     for (int r = 0; r < 2; r++) CHECK(j[r].st == WD_OK && j[r].got == 3);
     allreduce_both(c, j);
-    for (int r = 0; r < 2; r++) CHECK(j[r].st == WD_ERR_ABORTED && j[r].took < 3);
+    for (int r = 0; r < 2; r++) CHECK(j[r].st == WD_ERR_ABORTED && j[r].took >= 3 && j[r].took < 6);
     CHECK(strstr(j[0].err, "WD_COMM_TIMEOUT") || strstr(j[1].err, "WD_COMM_TIMEOUT"));
     destroy_both(c);
 }
@@ -463,7 +466,7 @@ static void test_backend_init_never_completes(void) {
 // wd_comm_nccl_init_rank on each rank's thread; no abort reaches the other
 // rank): the host allgather (sizes per rank) and a barrier; then, rank 0
 // hanging in its barrier (collective 4: the warm-up, the allgather's two, the
-// barrier), each rank's own timeout ends it.
+// barrier), each rank's own timeout (3 s) ends it.
 typedef struct { const char *id; int rank; wd_comm *c; wd_status st[3]; char err[1024]; } proc_job;
 static void *proc_main(void *p) {
     proc_job *j = (proc_job *)p;
@@ -488,6 +491,7 @@ static void test_backend_ranks_as_processes(void) {
         pthread_t t[2];
         REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
         if (hang) setenv("CUDACPU_NCCL_FAULT", "hang:0:4", 1);
+        setenv("WD_COMM_TIMEOUT", hang ? "3" : "30", 1);
         double t0 = now_s();
         for (int r = 0; r < 2; r++) {
             memset(&j[r], 0, sizeof j[r]);
@@ -497,6 +501,7 @@ static void test_backend_ranks_as_processes(void) {
         }
         for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
         unsetenv("CUDACPU_NCCL_FAULT");
+        setenv("WD_COMM_TIMEOUT", "1", 1);
         double dt = now_s() - t0;
         for (int r = 0; r < 2; r++) {
             printf("  %s, rank %d: %s, %s, %s%s%s\n", hang ? "a hanging barrier" : "clean", r,
@@ -505,11 +510,42 @@ static void test_backend_ranks_as_processes(void) {
             CHECK(!j[r].st[0] && !j[r].st[1] && j[r].st[2] == (hang ? WD_ERR_ABORTED : WD_OK));
             if (hang) CHECK(strstr(j[r].err, "WD_COMM_TIMEOUT") != NULL);
         }
-        CHECK(dt < 4);
+        CHECK(dt < (hang ? 7 : 30));
         double t1 = now_s();
         for (int r = 0; r < 2; r++) wd_comm_nccl_destroy(j[r].c);
         CHECK(now_s() - t1 < 3);
     }
+}
+
+// wd_train on 2 emulated devices over NCCL (wd_train makes the ranks'
+// communicator: wd_comm_nccl_create_all) with rank 1 hanging in its 16th
+// collective, past the start-up and part way through the 30 steps (each
+// step has two): wd_train ends with WD_ERR_ABORTED naming the timeout (3 s)
+// within seconds of it, its teardown included (the abort released the
+// collectives that waited, so the ranks' streams drained), the model short
+// of its 30 steps.
+static void test_backend_train_peer_hangs(void) {
+    char data[300];
+    snprintf(data, sizeof data, "%s/hang-train.wdr", TMP);
+    REQUIRE_OK(tl_gen(data, 8192, 0, 7, 100, 256));
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, data);
+    REQUIRE(m);
+    const char *files[1] = {data};
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.files = files; td.nfiles = 1; td.batch_size = 256; td.max_steps = 30; td.no_shuffle = 1;
+    td.device = WD_DEVICE_CUDA; td.devices = 2;
+    setenv("CUDACPU_NCCL_FAULT", "hang:1:16", 1);
+    setenv("WD_COMM_TIMEOUT", "3", 1);
+    double t0 = now_s();
+    wd_status st = wd_train(m, &td, NULL);
+    double dt = now_s() - t0;
+    unsetenv("CUDACPU_NCCL_FAULT");
+    setenv("WD_COMM_TIMEOUT", "1", 1);
+    printf("  %s after %.2f s, at step %lld: %s\n", wd_status_string(st), dt, (long long)m->step, wd_last_error());
+    CHECK(st == WD_ERR_ABORTED && (strstr(wd_last_error(), "WD_COMM_TIMEOUT") || strstr(wd_last_error(), "timeout")));
+    CHECK(dt >= 3 && dt < 20 && m->step > 0 && m->step < 30);
+    wd_model_destroy(m);
 }
 
 // examples/multi_gpu.c, unchanged, its ranks threads of this process (the
@@ -522,7 +558,6 @@ static void test_backend_ranks_as_processes(void) {
 #define main multi_gpu_main
 #include "../../examples/multi_gpu.c"
 #undef main
-static char TMP[256] = "/tmp";
 typedef struct { char rank[12], *argv[6]; int rc; } example_job;
 static void *example_main(void *p) {
     example_job *j = (example_job *)p;
@@ -601,6 +636,7 @@ int main(int argc, char **argv) {
     RUN(test_backend_remote_error);
     RUN(test_backend_init_never_completes);
     RUN(test_backend_ranks_as_processes);
+    RUN(test_backend_train_peer_hangs);
     RUN(test_multi_gpu_example);
     return test_summary("test_nccl_cpu");
 }
