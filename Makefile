@@ -252,9 +252,11 @@ NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
 EMU_CC    := $(CC) -std=c11 -O1 -g $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 $(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
 	$(EMU_CC) -fPIC -shared -o $@ $<
-$(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT)
+$(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) \
+		$(B)/libnccl_cpu.so
 	$(EMU_CC) -DWD_HAVE_CUDA -c -o $(B)/test_nccl_cpu.o $<
-	$(CXX) $(SAN) -rdynamic -o $@ $(B)/test_nccl_cpu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) -ldl
+	$(CXX) $(SAN) -rdynamic -o $@ $(B)/test_nccl_cpu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) -L$(B) -lnccl_cpu \
+		-Wl,-rpath,'$$ORIGIN' $(LDLIBS) -ldl
 # every test of test_gpu.cu at its full shapes (make test runs the quick ones)
 test-gpu-emu-full: $(B)/test_gpu_emu
 	mkdir -p $(B)/emu-full && $(B)/test_gpu_emu $(B)/emu-full
