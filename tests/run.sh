@@ -244,37 +244,56 @@ fi
 job gpu_on_cpu_selected
 # tests/test_gpu.cu and widedeep_cuda.cu, unchanged, on an emulated device
 # (tests/cudacpu, README.md there): every test, at the quick shapes (make
-# test-gpu-emu-full: the full ones), with the GPU tolerances; the NCCL tests
-# through build/libnccl_cpu.so (ranks as threads, WD_NCCL_LIB) on 2 emulated
-# devices where it was built, else they SKIP. Then the emulator's own tests.
-# Without the toolkit's headers (found as the Makefile finds them) both SKIP.
+# test-gpu-emu-full: the full ones), with the GPU tolerances, in EMU_PARTS
+# jobs (test i in part i mod EMU_PARTS: each part under the time limit);
+# the NCCL tests through build/libnccl_cpu.so (ranks as threads,
+# WD_NCCL_LIB) on 2 emulated devices where it was built, else they SKIP.
+# Then the emulator's own tests. Without the toolkit's headers (found as
+# the Makefile finds them) both SKIP.
+EMU_PARTS=3
 EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_rank_fails_mid_step"
-gpu_emu_tests() {
-    local cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
-    if [ ! -f "$cuda/include/cuda_runtime.h" ]; then
-        say "SKIP test_gpu_emu: no CUDA headers in $cuda/include: the emulated device compiles against them"
-        say "SKIP cudacpu_selftest: no CUDA headers in $cuda/include"
-        return
-    fi
-    if [ -f "$B/libnccl_cpu.so" ]; then
-        WD_GPU_TEST_QUICK=1 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" CUDACPU_DEVICES=2 unit "$B/test_gpu_emu" tests/test_gpu.cu "$T"
-    else
-        local all t sel=
-        all=$(sed -n '/^int main/,$ s/^ *RUN(\(test_[a-z0-9_]*\)).*/\1/p' tests/test_gpu.cu)
-        for t in $all; do case " $EMU_NCCL_TESTS " in *" $t "*) ;; *) sel=$sel${sel:+,}$t ;; esac; done
-        say "# test_gpu_emu: no $B/libnccl_cpu.so: the NCCL tests ($EMU_NCCL_TESTS) skip"
-        WD_GPU_TEST_QUICK=1 WD_GPU_TESTS=$sel unit "$B/test_gpu_emu" tests/test_gpu.cu "$T"
-    fi
+emu_cuda() { echo "${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}"; }
+gpu_emu_part() {  # gpu_emu_part K: part K of test_gpu.cu's tests on the emulated device
+    local k=$1 name="test_gpu_emu[$1/$EMU_PARTS]" t i=0 sel= skip= n=0 p f s out=$T/emu.out
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ]; then
+        say "SKIP $name: no CUDA headers in $(emu_cuda)/include: the emulated device compiles against them"; return; fi
+    built "$name" "$B/test_gpu_emu" || return
+    for t in $(sed -n '/^int main/,$ s/^ *RUN(\(test_[a-z0-9_]*\)).*/\1/p' tests/test_gpu.cu); do
+        if [ $((i % EMU_PARTS)) = "$k" ]; then
+            case " $EMU_NCCL_TESTS " in
+                *" $t "*) [ -f "$B/libnccl_cpu.so" ] || { skip="$skip $t"; i=$((i + 1)); continue; } ;;
+            esac
+            sel=$sel${sel:+,}$t; n=$((n + 1))
+        fi
+        i=$((i + 1))
+    done
+    for t in $skip; do say "SKIP $t (emulated): no $B/libnccl_cpu.so (the NCCL of threads) to run it on"; done
+    [ -n "$sel" ] || return
+    local t0=$SECONDS
+    WD_GPU_TEST_QUICK=1 WD_GPU_TESTS=$sel CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" \
+        timeout -k 10 "$TEST_TIMEOUT" "$B/test_gpu_emu" "$T" > "$out" 2>&1; rc=$?
+    # the tests of the other parts say "SKIP ...: not in WD_GPU_TESTS": not results of this part
+    grep -v '^SKIP test_[a-z0-9_]*: not in WD_GPU_TESTS$' "$out" | sed -E 's/^(PASS|FAIL|SKIP) (test_[a-z0-9_]*)/\1 \2 (emulated)/' |
+        ci_policy "" "$name" | tee -a "$log"
+    echo "# $name: exit $rc after $((SECONDS - t0)) s" >> "$log"
+    p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out")
+    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $TEST_TIMEOUT s"
+    elif ! grep -qx "# test_gpu: $p passed, $f failed, $s skipped" "$out"; then say "FAIL $name: no summary agreeing with its results (exit $rc)"
+    elif [ $((p + f + s - $(grep -c ': not in WD_GPU_TESTS$' "$out"))) != $n ]; then say "FAIL $name: not $n results for the $n tests it ran"
+    elif [ $rc != 0 ] && [ $f = 0 ]; then say "FAIL $name: exited with status $rc"; fi
+}
+gpu_emu_selftest() {
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ]; then say "SKIP cudacpu_selftest: no CUDA headers in $(emu_cuda)/include"; return; fi
     built cudacpu_selftest "$B/cudacpu_selftest" &&
         check cudacpu_selftest "$(grep -c '^    {"[a-z_]*", ' tests/cudacpu/selftest.cu)" cudacpu_selftest "" "$B/cudacpu_selftest"
 }
-job gpu_emu_tests
+for k in $(seq 0 $((EMU_PARTS - 1))); do job gpu_emu_part "$k"; done
+job gpu_emu_selftest
 # build/libnccl_cpu.so (NCCL with ranks as threads; tests/cudacpu/README.md,
 # "NCCL"): the library against NCCL's rules and its injected faults, the
 # backend against those faults, examples/multi_gpu.c; on 2 emulated devices.
 nccl_emu_tests() {
-    local cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
-    if [ ! -f "$cuda/include/cuda_runtime.h" ] || [ ! -f "${NCCL_HOME:-$cuda}/include/nccl.h" ]; then
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ] || [ ! -f "${NCCL_HOME:-$(emu_cuda)}/include/nccl.h" ]; then
         say "SKIP test_nccl_cpu: no CUDA headers or no nccl.h (as the Makefile looks for them): the library compiles against them"
         return
     fi

@@ -110,18 +110,22 @@ size_t stack_bytes() {
                                       ) * 1024;
     return b;
 }
-// this executor thread's fiber stacks, with a guard page below each (a kernel's stack overflow faults)
-__thread std::vector<char *> *stacks;
-char *stack_get(int i) {
-    if (!stacks) stacks = new std::vector<char *>;
-    size_t sz = stack_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
-    while ((int)stacks->size() <= i) {
-        char *p = (char *)mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) fatal("out of memory for fiber stacks");
-        mprotect(p, page, PROT_NONE);
-        stacks->push_back(p + page);
+// this executor thread's free fiber stacks, a guard page below each (a kernel's
+// stack overflow faults); a thread takes one when it starts and gives it back
+// when it ends, so a block whose threads never wait runs them all on one
+__thread std::vector<char *> *free_stacks;
+char *stack_take() {
+    if (!free_stacks) free_stacks = new std::vector<char *>;
+    if (!free_stacks->empty()) {
+        char *p = free_stacks->back();
+        free_stacks->pop_back();
+        return p;
     }
-    return (*stacks)[i];
+    size_t sz = stack_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
+    char *p = (char *)mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fatal("out of memory for fiber stacks");
+    mprotect(p, page, PROT_NONE);
+    return p + page;
 }
 
 inline void asan_start(void **fake, const void *bottom, size_t size) {
@@ -177,6 +181,7 @@ void fiber_main() {
         fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)", at,
               blk->bar_wait.size());
     }
+    free_stacks->push_back(f->stk);   // taken by the next thread only once this one has switched away
     yield_to_sched(true);
     fatal("internal: a finished fiber was resumed");
 }
@@ -307,12 +312,7 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         f.ctx.tid = uint3{(unsigned)i % block.x, (unsigned)(i / block.x) % block.y, (unsigned)(i / (block.x * block.y))};
         f.ctx.bid = bid; f.ctx.bdim = block; f.ctx.gdim = grid;
         f.ctx.lane = i % 32; f.ctx.warp = i / 32;
-        f.stk = stack_get(i); f.stk_size = stack_bytes();
-        void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
-        *--sp = NULL;                          // the entry's return-address slot (keeps the ABI's alignment)
-        *--sp = (void *)fiber_main;            // cudacpu_switch's ret goes here
-        for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
-        f.sp = sp;
+        f.stk = NULL; f.sp = NULL; f.stk_size = stack_bytes();   // a stack when it first runs
 #ifdef CUDACPU_TSAN
         f.tsan = __tsan_create_fiber(0);
 #endif
@@ -337,6 +337,14 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         b.head = (b.head + 1) % N;
         b.count--;
         fiber &f = b.f[i];
+        if (!f.sp) {
+            f.stk = stack_take();
+            void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
+            *--sp = NULL;                          // the entry's return-address slot (keeps the ABI's alignment)
+            *--sp = (void *)fiber_main;            // cudacpu_switch's ret goes here
+            for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
+            f.sp = sp;
+        }
         f.state = F_RUNNING;
         curf = &f;
         cur = &f.ctx;
