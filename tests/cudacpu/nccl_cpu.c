@@ -87,9 +87,8 @@ struct ncclComm {
     long issued, done;      // collectives enqueued, and run
     int refs;               // the user's handle and each enqueued collective
     cudaEvent_t last;       // recorded after each collective: the next one, on any stream, waits for it
-    nc_fault_kind fault;
-    int fault_rank;
-    long fault_k;
+    nc_fault_kind fault;    // CUDACPU_NCCL_FAULT, when it names this rank
+    long fault_k;           // the collective it strikes (hang, error)
     struct ncclComm *next_live, *next_init;   // the live list; the calling thread's group list
 };
 struct nc_clique {
@@ -126,7 +125,7 @@ static int nc_polls(void) {
     int n = v && *v ? atoi(v) : 3;
     return n < 0 ? 0 : n;
 }
-// CUDACPU_NCCL_FAULT for rank `rank` of a new communicator
+// CUDACPU_NCCL_FAULT for a new communicator (its rank set)
 static void nc_fault_read(struct ncclComm *c) {
     const char *v = getenv("CUDACPU_NCCL_FAULT");
     c->fault = NC_NONE;
@@ -138,7 +137,7 @@ static void nc_fault_read(struct ncclComm *c) {
     else if (sscanf(v, "init:%d", &r) == 1) c->fault = NC_INIT;
     else { nc_say("CUDACPU_NCCL_FAULT=%s: expected hang:RANK:K, error:RANK:K or init:RANK (ignored)", v); return; }
     if (r != c->rank) c->fault = NC_NONE;
-    c->fault_rank = r; c->fault_k = k;
+    c->fault_k = k;
 }
 // the live communicator of handle c, or NULL (said on stderr); under nc_mu
 static struct ncclComm *nc_find(struct ncclComm *c, const char *call) {
@@ -156,7 +155,10 @@ static void nc_unlink_live(struct ncclComm *c) {
 static void nc_release(struct ncclComm *c) {
     if (--c->refs > 0) return;
     nc_clique *q = c->q;
-    if (q) q->member[c->rank] = NULL;
+    if (q) {   // a rank gone before the clique filled no longer counts: the others' set-up never completes
+        q->member[c->rank] = NULL;
+        if (q->joined < q->nranks) q->joined--;
+    }
     if (q && --q->users == 0) {
         for (nc_clique **p = &nc_cliques; *p; p = &(*p)->next)
             if (*p == q) { *p = q->next; break; }

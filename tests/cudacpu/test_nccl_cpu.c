@@ -140,6 +140,15 @@ static void test_set_up(void) {
     CHECK(make(&q, 2, same));
     for (int i = 0; i < 2; i++) CHECK(settle(q.c[i], 5, NULL) == ncclInvalidUsage);
     end(&q, 1);
+    // 3 ranks, rank 0 aborted before the clique filled: the others' set-up never completes
+    ncclComm_t t[3];
+    REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+    for (int i = 0; i < 3; i++) {
+        cudaSetDevice(i % 2);
+        CHECK(ncclCommInitRankConfig(&t[i], 3, id, i, &cfg) == ncclInProgress);
+        if (i == 1) CHECK(ncclCommAbort(t[0]) == ncclSuccess);
+    }
+    for (int i = 1; i < 3; i++) CHECK(settle(t[i], 0.2, NULL) == ncclInProgress && ncclCommAbort(t[i]) == ncclSuccess);
 }
 
 // AllReduce (float sum, in place) and AllGather (bytes, out of place) between
