@@ -257,9 +257,11 @@ $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testli
 	$(EMU_CC) -DWD_HAVE_CUDA -c -o $(B)/test_nccl_cpu.o $<
 	$(CXX) $(SAN) -rdynamic -o $@ $(B)/test_nccl_cpu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) -L$(B) -lnccl_cpu \
 		-Wl,-rpath,'$$ORIGIN' $(LDLIBS) -ldl
-# every test of test_gpu.cu at its full shapes (make test runs the quick ones)
+# every test of test_gpu.cu at its full shapes on 2 emulated devices (make test runs the quick ones;
+# the NCCL tests need build/libnccl_cpu.so)
 test-gpu-emu-full: $(B)/test_gpu_emu
-	mkdir -p $(B)/emu-full && $(B)/test_gpu_emu $(B)/emu-full
+	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=90 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
+	    $(B)/test_gpu_emu $(B)/emu-full
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)

@@ -56,7 +56,7 @@ timed() {
     timeout -k 10 "$TEST_TIMEOUT" "$@" > "$T/run.out" 2>&1; rc=$?
     ci_policy "$policy" "$name" < "$T/run.out" | tee -a "$log"
     echo "# $name: exit $rc after $((SECONDS - t0)) s" >> "$log"
-    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $TEST_TIMEOUT s"; return 1; fi
+    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $EMU_TIMEOUT s"; return 1; fi
 }
 
 # check NAME WANT SUMMARY POLICY CMD...: runs a test program that prints one
@@ -245,16 +245,20 @@ job gpu_on_cpu_selected
 # tests/test_gpu.cu and widedeep_cuda.cu, unchanged, on an emulated device
 # (tests/cudacpu, README.md there): every test, at the quick shapes (make
 # test-gpu-emu-full: the full ones), with the GPU tolerances, in EMU_PARTS
-# jobs (test i in part i mod EMU_PARTS: each part under the time limit);
+# jobs (test i in part i mod EMU_PARTS: each part under the time limit),
+# each under its own policies (EMU_POLICY: part 1's streams run only when the
+# host waits, part 2's threads and stream operations in seeded random orders);
 # the NCCL tests through build/libnccl_cpu.so (ranks as threads,
 # WD_NCCL_LIB) on 2 emulated devices where it was built, else they SKIP.
 # Then the emulator's own tests. Without the toolkit's headers (found as
 # the Makefile finds them) both SKIP.
-EMU_PARTS=3
+EMU_PARTS=4
+EMU_TIMEOUT=$((TEST_TIMEOUT * 3))   # a part is 2-3 min of CPU; a machine loaded 3x more must not fail it
+EMU_POLICY=("" "CUDACPU_STREAMS=lazy" "CUDACPU_SCHED=random CUDACPU_STREAMS=random CUDACPU_SEED=1" "")
 EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_rank_fails_mid_step"
 emu_cuda() { echo "${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}"; }
 gpu_emu_part() {  # gpu_emu_part K: part K of test_gpu.cu's tests on the emulated device
-    local k=$1 name="test_gpu_emu[$1/$EMU_PARTS]" t i=0 sel= skip= n=0 p f s out=$T/emu.out
+    local k=$1 name="test_gpu_emu[$1/$EMU_PARTS${EMU_POLICY[$1]:+ ${EMU_POLICY[$1]}}]" t i=0 sel= skip= n=0 p f s out=$T/emu.out
     if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ]; then
         say "SKIP $name: no CUDA headers in $(emu_cuda)/include: the emulated device compiles against them"; return; fi
     built "$name" "$B/test_gpu_emu" || return
@@ -270,14 +274,16 @@ gpu_emu_part() {  # gpu_emu_part K: part K of test_gpu.cu's tests on the emulate
     for t in $skip; do say "SKIP $t (emulated): no $B/libnccl_cpu.so (the NCCL of threads) to run it on"; done
     [ -n "$sel" ] || return
     local t0=$SECONDS
-    WD_GPU_TEST_QUICK=1 WD_GPU_TESTS=$sel CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" \
-        timeout -k 10 "$TEST_TIMEOUT" "$B/test_gpu_emu" "$T" > "$out" 2>&1; rc=$?
+    # (WD_COMM_TIMEOUT 90: the failure tests' "promptly" is 60 s, two thirds of it, at the emulator's pace)
+    # shellcheck disable=SC2086   # EMU_POLICY's words are NAME=VALUE settings
+    env ${EMU_POLICY[$k]} WD_GPU_TEST_QUICK=1 WD_GPU_TESTS="$sel" WD_COMM_TIMEOUT=90 CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" \
+        timeout -k 10 "$EMU_TIMEOUT" "$B/test_gpu_emu" "$T" > "$out" 2>&1; rc=$?
     # the tests of the other parts say "SKIP ...: not in WD_GPU_TESTS": not results of this part
     grep -v '^SKIP test_[a-z0-9_]*: not in WD_GPU_TESTS$' "$out" | sed -E 's/^(PASS|FAIL|SKIP) (test_[a-z0-9_]*)/\1 \2 (emulated)/' |
         ci_policy "" "$name" | tee -a "$log"
     echo "# $name: exit $rc after $((SECONDS - t0)) s" >> "$log"
     p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out")
-    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $TEST_TIMEOUT s"
+    if [ $rc = 124 ] || [ $rc = 137 ]; then say "FAIL $name: timed out after $EMU_TIMEOUT s"
     elif ! grep -qx "# test_gpu: $p passed, $f failed, $s skipped" "$out"; then say "FAIL $name: no summary agreeing with its results (exit $rc)"
     elif [ $((p + f + s - $(grep -c ': not in WD_GPU_TESTS$' "$out"))) != $n ]; then say "FAIL $name: not $n results for the $n tests it ran"
     elif [ $rc != 0 ] && [ $f = 0 ]; then say "FAIL $name: exited with status $rc"; fi

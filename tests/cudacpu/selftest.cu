@@ -86,6 +86,11 @@ static std::vector<float> ramp(size_t n, float scale) {
     for (size_t i = 0; i < n; i++) v[i] = (float)((i * 37) % 101) * scale;
     return v;
 }
+static double sum_of(const std::vector<float> &h) {
+    double t = 0;
+    for (float v : h) t += v;
+    return t;
+}
 static bool near(float a, double b) { return fabs((double)a - b) <= 1e-4 * (1.0 + fabs(b)); }
 // the column sums of an n x m matrix in two levels, checked against doubles; bug as above
 static int colsum(int bug, bool write_input) {
@@ -113,8 +118,7 @@ static int top(int bug) {
     float *d = dev_copy(h), *gb;
     cudaMalloc((void **)&gb, sizeof(float));
     CUDACPU_GO(top_k, 1, TOP_THREADS, 0)(gb, d, n, bug);
-    double want = 0;
-    for (float v : h) want += v;
+    double want = sum_of(h);
     float r = host_copy(gb, 1)[0];
     cudaFree(d); cudaFree(gb);
     return near(r, want) ? OK : WRONG;
@@ -152,8 +156,7 @@ static int streams(int bug) {
     if (bug != 6) cudaStreamWaitEvent(compute, join, 0);
     CUDACPU_GO(top_k, 1, TOP_THREADS, compute)(gb, mid, n, 0);
     cudaMemcpyAsync(&res, gb, sizeof res, cudaMemcpyDeviceToHost, compute);   // pageable: returns once copied
-    double want = 0;
-    for (float v : h) want += v;
+    double want = sum_of(h);
     cudaStreamSynchronize(side);
     cudaFree(src); cudaFree(mid); cudaFree(gb);
     return near(res, want) ? OK : WRONG;
@@ -173,8 +176,7 @@ static int host_sync(int bug) {
     if (bug != 7) cudaStreamSynchronize(st);
     float r;
     __atomic_load(pinned, &r, __ATOMIC_ACQUIRE);
-    double want = 0;
-    for (float v : h) want += v;
+    double want = sum_of(h);
     cudaStreamSynchronize(st);
     cudaFree(d); cudaFree(gb); cudaFreeHost(pinned);
     return near(r, want) ? OK : WRONG;
@@ -252,8 +254,7 @@ static int capture(int bug) {
     if (cudaStreamEndCapture(compute, &g) != cudaSuccess) return WRONG;
     cudaGraphExec_t x;
     cudaGraphInstantiateWithFlags(&x, g, cudaGraphInstantiateFlagUseNodePriority);
-    double want = 0;
-    for (float v : h) want += v;
+    double want = sum_of(h);
     for (int rep = 0; rep < 2; rep++) {
         cudaMemset(mid, 0xff, (size_t)n * sizeof(float));
         cudaGraphLaunch(x, compute);
