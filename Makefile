@@ -255,8 +255,7 @@ EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
-# (the NCCL of threads, build/libnccl_cpu.so from tests/cudacpu/nccl_cpu.c*, joins EMU_BINS with its rule)
-EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest)
+EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
 $(B)/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	$(EMU_CXX) -O2 -c -o $@ $<
 $(B)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
@@ -268,6 +267,18 @@ $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
 $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
+# NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
+# linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
+# library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
+NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
+EMU_CC    := $(CC) -std=c11 -O1 -g $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+$(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
+	$(EMU_CC) -fPIC -shared -o $@ $<
+$(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) \
+		$(B)/libnccl_cpu.so
+	$(EMU_CC) -DWD_HAVE_CUDA -c -o $(B)/test_nccl_cpu.o $<
+	$(CXX) $(SAN) -rdynamic -o $@ $(B)/test_nccl_cpu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) -L$(B) -lnccl_cpu \
+		-Wl,-rpath,'$$ORIGIN' $(LDLIBS) -ldl
 # every test of test_gpu.cu at its full shapes on 2 emulated devices (make test runs the quick ones;
 # the NCCL tests need build/libnccl_cpu.so)
 test-gpu-emu-full: $(B)/test_gpu_emu

@@ -2041,12 +2041,14 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
 static void wdc_destroy(wd_backend *be) { wdc_rank_free((wdc_rank *)be); }
 
 // Waits for an event, polling the communicator so that a failed or vanished
-// rank ends this one's wait with an error instead of a hang.
+// rank ends this one's wait with an error instead of a hang; polled once more
+// when the event is done: a collective can end with its communicator in error
+// (NCCL's remote error: no data moved), which must not pass for a result.
 static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
     double t0 = wdc_now();
     for (;;) {
         cudaError_t e = cudaEventQuery(ev);
-        if (e == cudaSuccess) return WD_OK;
+        if (e == cudaSuccess) return r->comm ? r->comm->ops->poll(r->comm, 0) : WD_OK;
         if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: waiting for %s: %s", r->rank, what, cudaGetErrorString(e));
         if (r->comm) WDC_TRY(r->comm->ops->poll(r->comm, wdc_now() - t0));
         usleep(20);
@@ -2509,12 +2511,12 @@ static wd_status wdc_nccl_enqueued(wd_comm *c, ncclResult_t r, const char *what)
         usleep(50);
     }
 }
-static wd_status wdc_nccl_wait(wd_comm *c) {
+static wd_status wdc_nccl_wait(wd_comm *c) {   // the stream drained and, as wdc_wait, no error since
     wdc_nccl *n = (wdc_nccl *)c->impl;
     double t0 = wdc_now();
     for (;;) {
         cudaError_t e = cudaStreamQuery(n->st);
-        if (e == cudaSuccess) return WD_OK;
+        if (e == cudaSuccess) return wdc_nccl_poll(c, 0);
         if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: a collective failed: %s", c->rank, cudaGetErrorString(e));
         WDC_TRY(wdc_nccl_poll(c, wdc_now() - t0));
         usleep(20);

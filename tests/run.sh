@@ -326,6 +326,17 @@ gpu_emu_selftest() {
 }
 for k in $(seq 0 $((EMU_PARTS - 1))); do job gpu_emu_part "$k"; done
 job gpu_emu_selftest
+# build/libnccl_cpu.so (NCCL with ranks as threads; tests/cudacpu/README.md,
+# "NCCL"): the library against NCCL's rules and its injected faults, the
+# backend against those faults, examples/multi_gpu.c; on 2 emulated devices.
+nccl_emu_tests() {
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ] || [ ! -f "${NCCL_HOME:-$(emu_cuda)}/include/nccl.h" ]; then
+        say "SKIP test_nccl_cpu: no CUDA headers or no nccl.h (as the Makefile looks for them): the library compiles against them"
+        return
+    fi
+    CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" unit "$B/test_nccl_cpu" tests/cudacpu/test_nccl_cpu.c "$T"
+}
+job nccl_emu_tests
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
 job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams and lists
