@@ -988,13 +988,15 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    whole batch (a predictor's call allocates nothing for it). wd_train
    with publish_every = K publishes when it starts, after every K-th step
    and when it ends (also when stopped; after an error predictions keep the
-   last snapshot); predictions lag training by at most K steps. Cost: two
-   snapshots' memory (4 bytes per parameter each: dense, wide and embedding
-   tables), and per publish one copy of every parameter on the training
-   thread (with a GPU backend, also the download of the model), plus a wait
-   for predictions still reading the older snapshot (bench/online_bench.c).
-   The snapshot stays in use until the model is destroyed: a later wd_train
-   without publish_every publishes when it ends. */
+   last snapshot); predictions lag training by at most K steps. Cost: one
+   snapshot's memory (4 bytes per parameter: dense, wide and embedding
+   tables; no optimizer state), and per publish one copy of every parameter
+   on the training thread (with a GPU backend, also the download of the
+   model), plus two waits of at most one call each: for calls still reading
+   the snapshot (calls that start meanwhile read the model in place, which no
+   step changes during a publish), then for those calls (bench/online_bench.c).
+   The snapshot stays in use until the model is destroyed or swapped: a later
+   wd_train without publish_every publishes when it ends. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
@@ -1152,6 +1154,22 @@ WDDEF void wd_trainer_free(wd_trainer *t);
 // Publishes a snapshot of m's parameters for wd_predict (online learning,
 // above); call it before predicting threads start while wd_train runs.
 WDDEF wd_status wd_model_publish(wd_model *m);
+/* Hot swap: replaces the model that m's predictors (and wd_predict on m)
+   read by next, under load: a call that starts before the swap reads the old
+   model whole, one that starts after it the new one whole; none fails or
+   waits. wd_model_swap returns once the calls on the old model ended, with
+   m holding next's parameters, description, position and input contract
+   (wd_model_spec, wd_model_save), and next destroyed (on an error both
+   models are unchanged). The old parameters and m's published snapshot are
+   freed before it returns; the
+   new model is read in place, not copied (memory: the two models' weights
+   while the last old calls end, then next's alone). next must predict with
+   m's predictors: the same MLP, precision and schema (slot names, kinds and
+   buckets; else WD_ERR_SCHEMA naming the difference), and have no
+   predictors of its own. No wd_train may run on m or next meanwhile: swap
+   between online-learning runs (a run with publish_every publishes again
+   when it starts). Swaps and publishes of one model are serialised. */
+WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next);
 
 typedef struct wd_eval_desc {
     const char *const *files;
@@ -5249,7 +5267,7 @@ struct wd_model {
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
     int lp_fresh;
-    pthread_mutex_t lp_mu;
+    pthread_mutex_t lp_mu;          // wd_model_swap exchanges the fields above this one
     int lp_mu_made;
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
 };
@@ -7898,6 +7916,7 @@ static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     return WD_OK;
 }
 static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be);
+static int wd__published(const wd_model *m);
 // Whether every rank waits for step n (the model's step after it) to finish
 // before submitting the next: a validation (*validating; probe: the step a
 // tenth into epoch 2, -1: none), a checkpoint or a publish step. Every rank
@@ -8079,7 +8098,7 @@ static wd_status wd__rank_train(wd__rank *k) {
         wd__fail(st, "%s", err);
     }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
-    if (!st && chief && (publish || m->pub)) st = wd__publish_from(m, ops, k->be);   // predictions see the end
+    if (!st && chief && (publish || wd__published(m))) st = wd__publish_from(m, ops, k->be);   // predictions see the end
     return st;
 }
 static void *wd__rank_thread(void *arg) {
@@ -8329,27 +8348,60 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
 // ---- online learning: published snapshots; pushing batches (a trainer) -------------------------
 // A snapshot is a shallow copy of the model whose parameter pointers lead to
 // copies of its own (no optimizer state): wd__forward reads it like a model.
+// A borrowed one (a swap's, below) leads to another model's parameters.
 typedef struct wd__snap {
     wd_model view;
     int refs;                       // predictions reading it (under wd__pub.mu)
+    int borrowed;                   // 1: the parameters are not its own
 } wd__snap;
+// What predictions read: cur, or the model in place while cur is NULL. A
+// call takes a reference (cur's refs, or inplace) and gives it back at its
+// end; a writer redirects the calls that start, then waits for those that
+// hold the other reference. m->pub is made by the first predictor or publish.
 typedef struct wd__pub {
     pthread_mutex_t mu;
-    pthread_cond_t idle;            // a snapshot's last reader left
-    wd__snap *slot[2];              // double buffer: slot[cur] is published
-    int cur;                        // -1: nothing published yet
-    pthread_mutex_t writer;         // one publisher at a time
+    pthread_cond_t idle;            // a reference count fell to 0
+    wd__snap *snap;                 // the one snapshot (NULL: never published)
+    wd__snap *cur;                  // what calls read (NULL: the model in place)
+    int inplace;                    // calls reading the model in place
+    pthread_mutex_t writer;         // one publisher or swap at a time
 } wd__pub;
 static void wd__snap_free(wd__snap *q) {
     if (!q) return;
-    wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp);
+    if (!q->borrowed) { wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp); }
     wd__free(q);
 }
 static void wd__pub_free(wd__pub *p) {
     if (!p) return;
-    wd__snap_free(p->slot[0]); wd__snap_free(p->slot[1]);
+    wd__snap_free(p->snap);
     pthread_mutex_destroy(&p->mu); pthread_cond_destroy(&p->idle); pthread_mutex_destroy(&p->writer);
     wd__free(p);
+}
+// m->pub, made on first use (predictor threads may race to make it: one wins).
+static wd_status wd__pub_of(const wd_model *m, wd__pub **out) {
+    wd_model *w = (wd_model *)(uintptr_t)m;
+    wd__pub *p = __atomic_load_n(&w->pub, __ATOMIC_ACQUIRE);
+    if (!p) {
+        wd__pub *n = WD__NEW(wd__pub);
+        if (!n) return wd__fail(WD_ERR_NOMEM, "out of memory for the model's publication state");
+        pthread_mutex_init(&n->mu, NULL); pthread_cond_init(&n->idle, NULL); pthread_mutex_init(&n->writer, NULL);
+        if (__atomic_compare_exchange_n(&w->pub, &p, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) p = n;
+        else wd__pub_free(n);   // another thread's is there (p)
+    }
+    *out = p;
+    return WD_OK;
+}
+static int wd__published(const wd_model *m) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    return p && p->snap;
+}
+// Under p->mu: calls now read q (NULL: the model in place); returns once
+// no call holds what they read before (old; NULL: the model in place).
+static void wd__pub_redirect(wd__pub *p, wd__snap *q) {
+    wd__snap *old = p->cur;
+    p->cur = q;
+    if (old == q) return;
+    while (old ? old->refs > 0 : p->inplace > 0) pthread_cond_wait(&p->idle, &p->mu);
 }
 static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
     wd__snap *q = WD__NEW(wd__snap);
@@ -8366,38 +8418,39 @@ static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
     *out = q;
     return WD_OK;
 }
+// q->view: m's shape, description and tables' offsets around q's own
+// parameter arrays (or, borrowed, m's), no optimizer state, never refreshed.
+static void wd__snap_view(wd__snap *q, const wd_model *m) {
+    float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
+    uint16_t *lp = q->view.dense_lp;
+    q->view = *m;
+    q->view.d.schema = &q->view.schema;
+    if (!q->borrowed) { q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp; }
+    q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
+    q->view.lp_mu_made = 0; q->view.pub = NULL;
+    q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone
+}
+// One snapshot: while it is refilled, calls read the model in place, which
+// holds the same parameters (no step runs during a publish).
 WDDEF wd_status wd_model_publish(wd_model *m) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_publish: the model is NULL");
-    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
-    if (!p) {   // made by the (one) training or publishing thread before predictions read it
-        p = WD__NEW(wd__pub);
-        if (!p) return wd__fail(WD_ERR_NOMEM, "publish: out of memory");
-        pthread_mutex_init(&p->mu, NULL); pthread_cond_init(&p->idle, NULL); pthread_mutex_init(&p->writer, NULL);
-        p->cur = -1;
-        __atomic_store_n(&m->pub, p, __ATOMIC_RELEASE);
-    }
+    wd__pub *p;
+    WD__TRY(wd__pub_of(m, &p));
     pthread_mutex_lock(&p->writer);
     pthread_mutex_lock(&p->mu);
-    int next = p->cur == 0 ? 1 : 0;
-    while (p->slot[next] && p->slot[next]->refs > 0) pthread_cond_wait(&p->idle, &p->mu);   // its readers finish
+    wd__pub_redirect(p, NULL);   // the snapshot's readers finish
     pthread_mutex_unlock(&p->mu);
     wd_status st = WD_OK;
-    if (!p->slot[next]) st = wd__snap_alloc(m, &p->slot[next]);
-    if (!st) {   // nobody reads slot[next] now: copy without the lock
-        wd__snap *q = p->slot[next];
-        float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
-        uint16_t *lp = q->view.dense_lp;
-        q->view = *m;   // shape, description, tables' offsets; then the copies
-        q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
-        q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
-        q->view.lp_mu_made = 0; q->view.pub = NULL;
-        memcpy(dense, m->dense, sizeof(float) * (size_t)m->P);
-        if (wide) memcpy(wide, m->wide, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
-        if (emb) memcpy(emb, m->emb, sizeof(float) * (size_t)(m->emb_rows * m->E));
-        if (lp) wd__to_bf16(lp, dense, (size_t)m->P_mlp);
-        q->view.lp_fresh = 1;   // never refreshed: wd__lp_refresh leaves it alone
+    if (!p->snap) st = wd__snap_alloc(m, &p->snap);
+    if (!st) {   // nobody reads the snapshot now: copy without the lock
+        wd__snap *q = p->snap;
+        wd__snap_view(q, m);
+        memcpy(q->view.dense, m->dense, sizeof(float) * (size_t)m->P);
+        if (q->view.wide) memcpy(q->view.wide, m->wide, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+        if (q->view.emb) memcpy(q->view.emb, m->emb, sizeof(float) * (size_t)(m->emb_rows * m->E));
+        if (q->view.dense_lp) wd__to_bf16(q->view.dense_lp, q->view.dense, (size_t)m->P_mlp);
         pthread_mutex_lock(&p->mu);
-        p->cur = next;
+        wd__pub_redirect(p, q);   // the calls in place finish before training goes on
         pthread_mutex_unlock(&p->mu);
     }
     pthread_mutex_unlock(&p->writer);
@@ -8409,22 +8462,72 @@ static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_bac
     wd_status st = wd_model_publish(m);
     return st ? wd__fail(st, "publishing the model of step %lld: %s", (long long)m->step, wd_last_error()) : WD_OK;
 }
-// The latest snapshot, held until wd__snap_release (NULL: none published).
-static wd__snap *wd__snap_get(const wd_model *m) {
-    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
-    if (!p) return NULL;
+// What a call reads, held until wd__snap_release: the current snapshot, or
+// NULL for the model in place (counted, so that a swap can wait for it).
+static wd__snap *wd__snap_get(wd__pub *p) {
     pthread_mutex_lock(&p->mu);
-    wd__snap *q = p->cur >= 0 ? p->slot[p->cur] : NULL;
+    wd__snap *q = p->cur;
     if (q) q->refs++;
+    else p->inplace++;
     pthread_mutex_unlock(&p->mu);
     return q;
 }
-static void wd__snap_release(const wd_model *m, wd__snap *q) {
-    if (!q) return;
-    wd__pub *p = m->pub;
+static void wd__snap_release(wd__pub *p, wd__snap *q) {
     pthread_mutex_lock(&p->mu);
-    if (--q->refs == 0) pthread_cond_broadcast(&p->idle);
+    if (q ? --q->refs == 0 : --p->inplace == 0) pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->mu);
+}
+
+// next's MLP, precision and schema against m's (a predictor's scratch and
+// its callers' batches fit both): "" when they match, else the difference.
+static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, size_t len) {
+    const wd_schema *a = &m->schema, *b = &n->schema;
+    why[0] = 0;
+    if (m->d.precision != n->d.precision) snprintf(why, len, "precision %d, the served model's %d", n->d.precision, m->d.precision);
+    else if (m->IN != n->IN || m->nlayers != n->nlayers) snprintf(why, len, "MLP input %d with %d layers, the served model's %d with %d", n->IN, n->nlayers, m->IN, m->nlayers);
+    else if (a->ndense != b->ndense || a->nslots != b->nslots) snprintf(why, len, "%d dense columns and %d slots, the served model's %d and %d", b->ndense, b->nslots, a->ndense, a->nslots);
+    for (int l = 0; !why[0] && l < m->nlayers; l++)
+        if (m->layer[l].out != n->layer[l].out) snprintf(why, len, "layer %d: width %d, the served model's %d", l, n->layer[l].out, m->layer[l].out);
+    for (int k = 0; !why[0] && k < a->nslots; k++)
+        if (strcmp(a->slot[k].name, b->slot[k].name) || a->slot[k].kind != b->slot[k].kind || a->slot[k].buckets != b->slot[k].buckets)
+            snprintf(why, len, "slot %d: %.31s (%s, %u buckets), the served model's %.31s (%s, %u buckets)", k, b->slot[k].name,
+                     b->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", b->slot[k].buckets, a->slot[k].name,
+                     a->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", a->slot[k].buckets);
+}
+// Hot swap: calls that start read a borrowed view of next's parameters;
+// once the calls on the old model ended, m takes next's contents (and next
+// m's old ones, freed with it), and calls read m in place again.
+WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next) {
+    if (!m || !next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
+    if (m == next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model is the served model");
+    if (next->pub) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot of its own");
+    char why[300];
+    wd__swap_mismatch(m, next, why, sizeof why);
+    if (why[0]) return wd__fail(WD_ERR_SCHEMA, "wd_model_swap: the next model's predictions need another shape: %s", why);
+    wd__pub *p;
+    WD__TRY(wd__pub_of(m, &p));
+    wd__snap *b = WD__NEW(wd__snap);
+    if (!b) return wd__fail(WD_ERR_NOMEM, "wd_model_swap: out of memory");
+    wd__lp_refresh(next);   // the view's bf16 weights current before anyone reads them
+    b->borrowed = 1;
+    wd__snap_view(b, next);
+    pthread_mutex_lock(&p->writer);
+    pthread_mutex_lock(&p->mu);
+    wd__pub_redirect(p, b);   // the old model's last calls end
+    pthread_mutex_unlock(&p->mu);
+    wd__snap_free(p->snap);   // the old model's snapshot: nobody reads it now
+    p->snap = NULL;
+    size_t n = offsetof(wd_model, lp_mu);   // every field before each model's own lock and publication state
+    wd_model old;
+    memcpy(&old, m, n); memcpy(m, next, n); memcpy(next, &old, n);
+    m->d.schema = &m->schema; next->d.schema = &next->schema;
+    pthread_mutex_lock(&p->mu);
+    wd__pub_redirect(p, NULL);   // m in place: the same parameters as b
+    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->writer);
+    wd__snap_free(b);
+    wd__free_model(next);
+    return WD_OK;
 }
 
 // wd_train on a thread of its own, fed through a source by wd_trainer_push.
@@ -8576,6 +8679,7 @@ static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const c
 
 struct wd_predictor {
     const wd_model *m;
+    wd__pub *pub;                   // m's: what each call reads (wd__snap_get)
     int cap, threads;
     wd__ws ws;                      // forward-only scratch for cap samples; the engine's products
 };
@@ -8601,11 +8705,16 @@ WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *
     int cap = d && d->max_batch ? d->max_batch : 256, threads = d && d->threads ? d->threads : 1;
     if (cap < 1 || cap > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: max_batch %d is outside 1..%d", cap, WD_MAX_BLOCK_SAMPLES);
     if (threads < 1 || threads > 1024) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: threads %d is outside 1..1024", threads);
-    WD__TRY(wd__precision_check(m));
+    wd__pub *pub;
+    WD__TRY(wd__pub_of(m, &pub));
     wd_predictor *p = WD__NEW(wd_predictor);
     if (!p) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    p->m = m; p->cap = cap; p->threads = threads;
-    wd_status st = wd__ws_init(&p->ws, m, cap, 0);
+    p->m = m; p->pub = pub; p->cap = cap; p->threads = threads;
+    wd__snap *snap = wd__snap_get(pub);   // the shape read as a call reads it (a swap may be under way)
+    const wd_model *src = snap ? &snap->view : m;
+    wd_status st = wd__precision_check(src);
+    if (!st) st = wd__ws_init(&p->ws, src, cap, 0);
+    wd__snap_release(pub, snap);
     if (st) { wd__free(p); return st; }
     *out = p;
     return WD_OK;
@@ -8629,7 +8738,7 @@ static wd_status wd__predictor_pieces(wd_predictor *p, const wd_model *src, cons
 // for the whole batch, else the model in place; b checked against what it reads.
 static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *probs, const char *who) {
     const wd_model *m = p->m;
-    wd__snap *snap = wd__snap_get(m);   // a reference under the publisher's lock, no allocation
+    wd__snap *snap = wd__snap_get(p->pub);   // a reference under the publisher's lock, no allocation
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__predict_check(src, b, who);
     if (!st) {
@@ -8643,7 +8752,7 @@ static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *pro
         st = wd__predictor_pieces(p, src, b, probs);
 #endif
     }
-    wd__snap_release(m, snap);
+    wd__snap_release(p->pub, snap);
     return st;
 }
 WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs) {

@@ -1,0 +1,235 @@
+// A service's model over months: hot swaps under live predictors (each call
+// sees the old model or the new one whole, none fails), swaps between
+// online-learning runs, and the swap's refusals.
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
+#include "testlib.h"
+#include <pthread.h>
+#include <unistd.h>
+#include <math.h>
+
+enum { N = 600, NP = 48, NV = 3, SWAPS = 100, THREADS = 4, BUCKETS = 64 };
+static wd_schema g_schema;   // Criteo's layout with small tables: 100 models are made in a second under TSan
+static wd_batch g_all;
+static int g_ok;
+
+static void test_setup(void) {
+    g_ok = 0;
+    wd_schema_criteo(&g_schema, BUCKETS);
+    REQUIRE_OK(wd_batch_init(&g_all, &g_schema, N, 0));
+    uint64_t r = 11;
+    for (int i = 0; i < N; i++) {   // labels that the ids and dense values explain in part
+        float z = 0;
+        for (int j = 0; j < g_schema.ndense; j++) {
+            float x = (float)((r = wd_mix64(r)) % 1000) / 250.0f;
+            g_all.dense[i * g_schema.ndense + j] = x;
+            z += j < 3 ? x - 2.0f : 0.0f;
+        }
+        for (int k = 0; k < g_schema.nslots; k++) {
+            g_all.ids[k][i] = (uint32_t)((r = wd_mix64(r)) % BUCKETS);
+            z += k < 4 && g_all.ids[k][i] < BUCKETS / 4 ? 1.0f : 0.0f;
+        }
+        g_all.label[i] = (float)((r = wd_mix64(r)) % 100) < 100.0f / (1.0f + expf(-z)) ? 1.0f : 0.0f;
+        g_all.weight[i] = 1.0f;
+    }
+    g_all.n = N;
+    g_ok = 1;
+}
+// Variant v of the model (E 4, MLP 16-8, a cross of slots 2 and 5, seed 7 + v;
+// hidden0: the first layer's width, 0: 16); NULL after a failed check.
+static wd_model *variant(int v, int hidden0) {
+    wd_model *m = NULL;
+    wd_model_desc d;
+    memset(&d, 0, sizeof d);
+    d.schema = &g_schema;
+    d.embed_dim = 4;
+    d.hidden[0] = hidden0 ? hidden0 : 16; d.hidden[1] = 8;
+    d.optimizer = WD_ADAGRAD;
+    d.ncross = 1; d.cross[0][0] = 2; d.cross[0][1] = 5;
+    d.cross_buckets = 100;
+    d.seed = 7 + (uint64_t)v;
+    CHECK_OK(wd_model_create(&d, &m));
+    return m;
+}
+
+// 4 threads predict (2 with predictors, max_batch 256 and 20: the batch in
+// pieces; 2 with wd_predict) while the main thread swaps 100 times through 3
+// variants: every result equals one variant's whole.
+static float g_want[NV][NP];
+typedef struct pred_arg { wd_model *m; wd_batch *fixed; volatile int *stop; int max_batch; int hits[NV]; int bad, n; wd_status st; } pred_arg;
+static void *predictor(void *p) {
+    pred_arg *a = (pred_arg *)p;
+    float out[NP];
+    wd_predictor *pr = NULL;
+    wd_predictor_desc pd = {a->max_batch, 0};
+    if (a->max_batch >= 0 && (a->st = wd_predictor_create(a->m, &pd, &pr)) != WD_OK) return NULL;
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        wd_status st = pr ? wd_predictor_run(pr, a->fixed, out) : wd_predict(a->m, a->fixed, out);
+        if (st) { a->st = st; break; }
+        int j = 0;
+        while (j < NV && memcmp(out, g_want[j], sizeof out)) j++;
+        if (j == NV) a->bad++;
+        else a->hits[j]++;
+        a->n++;
+    }
+    wd_predictor_destroy(pr);
+    return NULL;
+}
+static void test_swap_under_load(void) {
+    REQUIRE(g_ok);
+    wd_batch fixed;
+    wd_model *m = variant(0, 0);
+    REQUIRE(m);
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
+    for (int v = 0; v < NV; v++) {
+        wd_model *x = variant(v, 0);
+        REQUIRE(x);
+        CHECK_OK(wd_predict(x, &fixed, g_want[v]));
+        wd_model_destroy(x);
+    }
+    CHECK(memcmp(g_want[0], g_want[1], sizeof g_want[0]) && memcmp(g_want[1], g_want[2], sizeof g_want[0]));
+    volatile int stop = 0;
+    pred_arg args[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        memset(&args[i], 0, sizeof args[i]);
+        args[i].m = m; args[i].fixed = &fixed; args[i].stop = &stop;
+        args[i].max_batch = i < 2 ? -1 : i == 2 ? 0 : 20;
+        CHECK(pthread_create(&th[i], NULL, predictor, &args[i]) == 0);
+    }
+    int swapped = 0;
+    for (int s = 1; s <= SWAPS; s++) {
+        wd_model *next = variant(s % NV, 0);
+        if (!next) break;
+        wd_status st = wd_model_swap(m, next);
+        CHECK_OK(st);
+        if (st) { wd_model_destroy(next); break; }
+        swapped++;
+        if (s % 10 == 0) usleep(1000);   // let calls land on each model
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    int total = 0, bad = 0, hits[NV] = {0};
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_OK(args[i].st);
+        total += args[i].n; bad += args[i].bad;
+        for (int j = 0; j < NV; j++) hits[j] += args[i].hits[j];
+    }
+    printf("  %d swaps under %d predictions from 4 threads: %d / %d / %d per variant, %d mixed or failed\n",
+           swapped, total, hits[0], hits[1], hits[2], bad);
+    CHECK(swapped == SWAPS && total > 0 && bad == 0);
+    CHECK(hits[0] > 0 && hits[1] > 0 && hits[2] > 0);   // calls met more than one model
+    // m is the last variant now, whole: parameters, description (seed), in place
+    wd_model *last = variant(SWAPS % NV, 0);
+    REQUIRE(last);
+    CHECK(tl_params_equal(m, last));
+    CHECK(wd_model_description(m)->seed == wd_model_description(last)->seed);
+    float out[NP];
+    CHECK_OK(wd_predict(m, &fixed, out));
+    CHECK(!memcmp(out, g_want[SWAPS % NV], sizeof out));
+    wd_model_destroy(last);
+    wd_batch_free(&fixed);
+    wd_model_destroy(m);
+}
+
+// Online learning, then a swap, then online learning again: predictions
+// follow the published snapshot, then the swapped-in model, then the new
+// run's snapshots; the swap frees the snapshot (the model reads in place).
+static void test_swap_between_online_runs(void) {
+    REQUIRE(g_ok);
+    wd_model *m = variant(0, 0), *next = variant(1, 0), *twin = variant(1, 0);
+    REQUIRE(m && next && twin);
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = 100; td.threads = 2; td.publish_every = 2;
+    wd_trainer *t = NULL;
+    wd_batch one;
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    for (int run = 0; run < 2; run++) {
+        CHECK_OK(wd_trainer_open(m, &td, &t));
+        for (int s = 0; t && s < 3; s++) {
+            one.n = 0;
+            CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
+            CHECK_OK(wd_trainer_push(t, &one));
+        }
+        if (t) CHECK_OK(wd_trainer_close(t, NULL));
+        wd_trainer_free(t);
+        t = NULL;
+        CHECK(wd__published(m));
+        if (run == 1) break;
+        CHECK_OK(wd_model_swap(m, next));
+        CHECK(!wd__published(m));   // the old model's snapshot freed
+        float a[NP], b[NP];
+        CHECK_OK(wd_predict(m, &fixed, a));
+        CHECK_OK(wd_predict(twin, &fixed, b));
+        CHECK(!memcmp(a, b, sizeof a));
+        CHECK(m->step == 0);   // the swapped-in model's position
+    }
+    // the second run trained the swapped-in model: as the twin trains
+    CHECK_OK(wd_trainer_open(twin, &td, &t));
+    for (int s = 0; t && s < 3; s++) {
+        one.n = 0;
+        CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
+        CHECK_OK(wd_trainer_push(t, &one));
+    }
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    CHECK(tl_params_equal(m, twin));
+    float a[NP], b[NP];
+    CHECK_OK(wd_predict(m, &fixed, a));
+    CHECK_OK(wd_predict(twin, &fixed, b));
+    CHECK(!memcmp(a, b, sizeof a));
+    wd_batch_free(&one); wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
+static int has(const char *s, const char *what) {
+    if (strstr(s, what)) return 1;
+    printf("  message \"%s\" lacks \"%s\"\n", s, what);
+    return 0;
+}
+// Refusals leave both models as they were.
+static void test_swap_refusals(void) {
+    REQUIRE(g_ok);
+    wd_model *m = variant(0, 0), *wide = variant(1, 32), *other = variant(2, 0);
+    REQUIRE(m && wide && other);
+    CHECK(wd_model_swap(NULL, other) == WD_ERR_INVALID_ARG);
+    CHECK(wd_model_swap(m, NULL) == WD_ERR_INVALID_ARG);
+    CHECK(wd_model_swap(m, m) == WD_ERR_INVALID_ARG && has(wd_last_error(), "is the served model"));
+    CHECK(wd_model_swap(m, wide) == WD_ERR_SCHEMA && has(wd_last_error(), "layer 0: width 32, the served model's 16"));
+    wd_model *fewer = NULL;
+    {   // a slot with other buckets: the callers' ids would not fit
+        wd_model_desc d = *wd_model_description(other);
+        wd_schema s = *wd_model_schema(other);
+        s.slot[3].buckets += 1;
+        d.schema = &s;
+        CHECK_OK(wd_model_create(&d, &fewer));
+    }
+    if (fewer) {
+        CHECK(wd_model_swap(m, fewer) == WD_ERR_SCHEMA && has(wd_last_error(), "slot 3:"));
+        wd_model_destroy(fewer);
+    }
+    wd_predictor *p = NULL;
+    CHECK_OK(wd_predictor_create(other, NULL, &p));
+    CHECK(wd_model_swap(m, other) == WD_ERR_INVALID_ARG && has(wd_last_error(), "predictors"));
+    wd_predictor_destroy(p);
+    wd_model *fresh = variant(0, 0);
+    REQUIRE(fresh);
+    CHECK(tl_params_equal(m, fresh));   // unchanged by the refusals
+    wd_model_destroy(fresh);
+    wd_model_destroy(m); wd_model_destroy(wide); wd_model_destroy(other);
+}
+
+int main(int argc, char **argv) {
+    (void)argc; (void)argv;   // (no files: tests/run.sh's folder is not needed)
+    RUN(test_setup);
+    RUN(test_swap_under_load);
+    RUN(test_swap_between_online_runs);
+    RUN(test_swap_refusals);
+    wd_batch_free(&g_all);
+    return test_summary("test_service");
+}
