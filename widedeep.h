@@ -29,7 +29,8 @@
                        wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
                        (desc.source, wd_trainer_push), online learning
-                       (publish_every, wd_model_publish)
+                       (publish_every, wd_model_publish); hot swap
+                       (wd_model_swap)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
@@ -1262,10 +1263,14 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 // without optimizer state ('POS ' flags bit 1; DENS, WIDE and EMBD then hold
 // the weights alone: about half the checkpoint with Adagrad, a third with
 // Adam). wd_model_load loads it for wd_predict, wd_evaluate and
-// wd_model_spec, with its optimizer state zero; wd_train refuses it (that
-// state is gone; train the checkpoint), and wd_model_save writes it
-// weights-only again.
+// wd_model_spec, with no optimizer state in memory either (its memory is its
+// weights); wd_train refuses it (that state is gone; train the checkpoint),
+// and wd_model_save writes it weights-only again.
 WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
+// Loads any .wdm (a checkpoint or an export) for serving: as an export
+// loads, whatever the file holds (its optimizer state is read, checksummed
+// and dropped), so the model's memory is its weights.
+WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out);
 
 /* The model is the contract. wd_train records, from its training files, how
    raw input became ids and features: the input format and column mapping
@@ -5408,23 +5413,26 @@ static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
     return p;
 }
 
-// Allocates every tensor from the planned sizes (contents uninitialised).
+// Allocates every tensor from the planned sizes (contents uninitialised); a
+// weights-only model (m->weights_only) gets no optimizer state (NULL).
 static wd_status wd__model_alloc(wd_model *m) {
-    uint64_t bytes = (uint64_t)wd_model_bytes(m) + (m->d.precision == WD_PRECISION_BF16 ? 2 * (uint64_t)m->P_mlp : 0);
+    int ws = m->weights_only, ne = wd__deep(m) ? 1 : 0;
+    uint64_t bytes = ws ? 4 * (uint64_t)(m->P + m->wide_rows + ne * m->emb_rows * m->E) : (uint64_t)wd_model_bytes(m);
+    bytes += m->d.precision == WD_PRECISION_BF16 ? 2 * (uint64_t)m->P_mlp : 0;
     char what[160];
     snprintf(what, sizeof what, "the model (%lld table rows, embedding dim %d)", (long long)m->wide_rows, m->E);
     WD__TRY(wd__memory_check(bytes, what));
     wd_status st = WD_OK;
     m->dense = wd__alloc_floats(m->P, "dense parameters", &st);
-    m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
-    m->dense_s2 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    if (!ws) m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    if (!ws) m->dense_s2 = wd__alloc_floats(m->P, "dense optimizer state", &st);
     m->wide = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "wide weights", &st);
-    m->wide_z = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL z", &st);
-    m->wide_n = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL n", &st);
+    if (!ws) m->wide_z = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL z", &st);
+    if (!ws) m->wide_n = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL n", &st);
     if (wd__deep(m)) {
         m->emb = wd__alloc_floats(m->emb_rows * m->E, "embedding tables", &st);
-        m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
-        if (wd_opt_states(m->d.optimizer) > 1) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
+        if (!ws) m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
+        if (!ws && wd_opt_states(m->d.optimizer) > 1) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
     }
     if (!st && m->d.precision == WD_PRECISION_BF16) {
         m->dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
@@ -8130,7 +8138,7 @@ static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64
 static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
-    if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export: weights only, no optimizer state to continue from); train its checkpoint");
+    if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export, or loaded by wd_model_load_weights: weights only, no optimizer state to continue from); train its checkpoint (wd_model_load)");
     if (d->source && (d->files || d->nfiles)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: both training files and a source are given; train from one of them");
     if (!d->source && (!d->files || d->nfiles <= 0)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
     if (d->source && d->epochs) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
@@ -8907,13 +8915,14 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
         {m->wide, m->wide_rows, 0, "wide weights"}, {m->wide_z, m->wide_rows, 0, "FTRL z"}, {m->wide_n, m->wide_rows, 1, "FTRL n"},
         {m->emb, ne, 0, "embeddings"}, {m->emb_s1, ne, m->d.optimizer == WD_ADAGRAD, "embedding optimizer state"}, {m->emb_s2, m->emb_s2 ? ne : 0, 1, "embedding Adam v"}};
     for (int a = 0; a < 9; a++) {
+        if (!arr[a].p) continue;   // weights only: no optimizer state
         uint32_t bad = 0;   // branch-free scan; locate only on failure
         for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4); bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
         for (int64_t i = 0; bad && i < arr[a].n; i++)
             if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g%s", arr[a].name, (long long)i, (double)arr[a].p[i], isfinite(arr[a].p[i]) ? " (negative)" : ""); return 1; }
     }
     // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
-    for (int64_t i = 0; i < m->P; i++) {
+    for (int64_t i = 0; m->dense_s1 && i < m->P; i++) {
         int acc = i < m->P_mlp ? m->d.optimizer == WD_ADAGRAD : 0;
         if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && wd_opt_states(m->d.optimizer) > 1 && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
             snprintf(what, n, "dense optimizer state %lld is negative", (long long)i);
@@ -8985,16 +8994,21 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     if ((uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s", path, wd__tagname(tag, tn));
     int64_t at = *off + 16;
     uint32_t crc = 0;
+    uint8_t *drop = NULL;           // parts with no array (p NULL): read through it, checked, not kept
     for (int i = 0; i < nparts; i++) {
         uint8_t *p = (uint8_t *)(uintptr_t)parts[i].p;
         int64_t left = 4 * parts[i].n;
+        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 20))) return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);
         while (left > 0) {
-            size_t chunk = (size_t)WD__MIN(left, (int64_t)1 << 26);
-            WD__TRY(wd__pread_all(fd, p, chunk, at, path));
-            crc = wd__crc32c_ext(crc, p, chunk);
-            p += chunk; at += (int64_t)chunk; left -= (int64_t)chunk;
+            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 20);
+            wd_status st = wd__pread_all(fd, p ? p : drop, chunk, at, path);
+            if (st) { wd__free(drop); return st; }
+            crc = wd__crc32c_ext(crc, p ? p : drop, chunk);
+            if (p) p += chunk;
+            at += (int64_t)chunk; left -= (int64_t)chunk;
         }
     }
+    wd__free(drop);
     uint8_t t[8];
     WD__TRY(wd__pread_all(fd, t, 8, at, path));
     if (wd__get32(t) != crc || wd__get32(t + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
@@ -9024,8 +9038,9 @@ static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *
     return WD_OK;
 }
 
-WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
-    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_load: NULL argument");
+// weights: keep no optimizer state (wd_model_load_weights)
+static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
+    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "%s: NULL argument", weights ? "wd_model_load_weights" : "wd_model_load");
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -9085,14 +9100,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         int64_t need = off + 24 + k * 4 * m->P + 24 + k * 4 * m->wide_rows + 24 + ke * 4 * ne + 24;
         if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
     }
-    if (!st) st = wd__model_alloc(m);
-    if (!st && m->weights_only) {   // no optimizer state in the file: zero (unused: it cannot train)
-        int64_t ne = m->emb ? m->emb_rows * m->E : 0;
-        memset(m->dense_s1, 0, 4 * (size_t)m->P); memset(m->dense_s2, 0, 4 * (size_t)m->P);
-        memset(m->wide_z, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1)); memset(m->wide_n, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1));
-        if (m->emb_s1) memset(m->emb_s1, 0, 4 * (size_t)ne);
-        if (m->emb_s2) memset(m->emb_s2, 0, 4 * (size_t)ne);
-    }
+    if (!st && weights) m->weights_only = 1;   // the file's optimizer state is read (checksummed) and dropped
+    if (!st) st = wd__model_alloc(m);   // a weights-only model: no optimizer state (the spans below read past it)
     if (!st) {
         wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
         st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'N', 'S'), dn, k);
@@ -9103,8 +9112,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) {
         int64_t ne = m->emb ? m->emb_rows * m->E : 0;
-        wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, m->emb_s2 ? ne : 0}};
-        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->weights_only ? 1 : m->emb_s2 ? 3 : 2);
+        wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, ne}};
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->emb ? ke : 1);
     }
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
     if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
@@ -9119,6 +9128,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     *out = m;
     return WD_OK;
 }
+WDDEF wd_status wd_model_load(const char *path, wd_model **out) { return wd__model_load(path, 0, out); }
+WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out) { return wd__model_load(path, 1, out); }
 
 // ---- 17. Device interface ----------------------------------------------------------------------
 WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <math.h>
 
+static char TMP[200] = "/tmp";
 enum { N = 600, NP = 48, NV = 3, SWAPS = 100, THREADS = 4, BUCKETS = 64 };
 static wd_schema g_schema;   // Criteo's layout with small tables: 100 models are made in a second under TSan
 static wd_batch g_all;
@@ -224,12 +225,131 @@ static void test_swap_refusals(void) {
     wd_model_destroy(m); wd_model_destroy(wide); wd_model_destroy(other);
 }
 
+// A model loaded for serving holds its weights and nothing else: from a
+// checkpoint (wd_model_load_weights) or an export (wd_model_load); its
+// predictions are the checkpoint's bit for bit, the peak of the library's
+// memory while loading is the weights plus one read buffer, training
+// refuses it, and it saves as the export.
+typedef struct counter { int64_t live, peak; } counter;
+static void *count_alloc(size_t n, void *user) {
+    counter *c = (counter *)user;
+    int64_t *p = (int64_t *)malloc(n + 16);
+    if (!p) return NULL;
+    p[0] = (int64_t)n;
+    c->live += (int64_t)n;
+    if (c->live > c->peak) c->peak = c->live;
+    return p + 2;
+}
+static void count_free(void *q, void *user) {
+    if (!q) return;
+    int64_t *p = (int64_t *)q - 2;
+    ((counter *)user)->live -= p[0];
+    free(p);
+}
+static void test_serving_memory(void) {
+    REQUIRE(g_ok);
+    char ck[300], ex[300], again[300];
+    snprintf(ck, sizeof ck, "%s/service_ck.wdm", TMP);
+    snprintf(ex, sizeof ex, "%s/service_ex.wdm", TMP);
+    snprintf(again, sizeof again, "%s/service_again.wdm", TMP);
+    wd_model *m = variant(0, 0);
+    REQUIRE(m);
+    {   // Adam: three arrays per parameter in the checkpoint
+        wd_model_desc d = *wd_model_description(m);
+        wd_schema sc = *wd_model_schema(m);
+        d.schema = &sc; d.optimizer = WD_ADAM;
+        wd_model_destroy(m);
+        m = NULL;
+        REQUIRE_OK(wd_model_create(&d, &m));
+    }
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = 100; td.threads = 1;
+    wd_trainer *t = NULL;
+    CHECK_OK(wd_trainer_open(m, &td, &t));
+    wd_batch one;
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    for (int s = 0; t && s < 4; s++) {
+        one.n = 0;
+        CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
+        CHECK_OK(wd_trainer_push(t, &one));
+    }
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    wd_batch_free(&one);
+    CHECK_OK(wd_model_save(m, ck));
+    CHECK_OK(wd_model_export(m, ex));
+    int64_t weights = 4 * (m->P + m->wide_rows + m->emb_rows * m->E);
+    counter c = {0, 0};
+    wd_allocator hooks = {count_alloc, count_free, &c};
+    wd_model *w = NULL, *e = NULL;
+    wd_set_allocator(&hooks);   // (what is allocated under the hooks is freed under them)
+    wd_status st = wd_model_load_weights(ck, &w);
+    int64_t held = c.live;
+    if (!st) CHECK(!w->dense_s1 && !w->dense_s2 && !w->wide_z && !w->wide_n && !w->emb_s1 && !w->emb_s2);
+    wd_model_destroy(w);
+    wd_set_allocator(NULL);
+    CHECK_OK(st);
+    printf("  loaded for serving: peak %lld bytes in the library, weights %lld, model held %lld (%lld after destroy)\n",
+           (long long)c.peak, (long long)weights, (long long)held, (long long)c.live);
+    CHECK(held >= weights && held < weights + 16384);   // the weights, the description, the contract
+    CHECK(c.peak < weights + (1 << 20) + 32768);       // plus the buffer the optimizer state is read through
+    CHECK(c.live == 0);
+    w = NULL;
+    CHECK_OK(wd_model_load_weights(ck, &w));
+    REQUIRE(w);
+    CHECK(!w->dense_s1 && !w->dense_s2 && !w->wide_z && !w->wide_n && !w->emb_s1 && !w->emb_s2);
+    CHECK_OK(wd_model_load(ex, &e));
+    if (e) CHECK(!e->dense_s1 && !e->emb_s1 && !e->wide_n);
+    float a[NP], b[NP], x[NP];
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    CHECK_OK(wd_predict(m, &fixed, a));
+    CHECK_OK(wd_predict(w, &fixed, b));
+    if (e) CHECK_OK(wd_predict(e, &fixed, x));
+    CHECK(!memcmp(a, b, sizeof a) && (!e || !memcmp(a, x, sizeof a)));
+    CHECK(!memcmp(w->dense, m->dense, 4 * (size_t)m->P) && !memcmp(w->emb, m->emb, 4 * (size_t)(m->emb_rows * m->E)));
+    CHECK(w->step == m->step);
+    td.threads = 1;
+    CHECK(wd_trainer_open(w, &td, &t) == WD_ERR_UNSUPPORTED && has(wd_last_error(), "wd_model_load_weights"));
+    CHECK_OK(wd_model_save(w, again));   // weights only, as the export
+    size_t n1 = 0, n2 = 0;
+    unsigned char *f1 = slurp(ex, &n1), *f2 = slurp(again, &n2);
+    CHECK(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1));
+    free(f1); free(f2);
+    {   // a truncated checkpoint is refused by the serving load too, naming the file
+        size_t n = 0;
+        unsigned char *f = slurp(ck, &n);
+        FILE *o = f ? fopen(again, "wb") : NULL;
+        if (o) { fwrite(f, 1, n - 40, o); fclose(o); }
+        free(f);
+        wd_model *bad = NULL;
+        CHECK(wd_model_load_weights(again, &bad) == WD_ERR_CORRUPT && !bad && has(wd_last_error(), again));
+    }
+    // and swaps into a served model as any other
+    wd_model *srv = NULL;
+    CHECK_OK(wd_model_load_weights(ex, &srv));
+    if (srv) {
+        wd_model *w2 = NULL;
+        CHECK_OK(wd_model_load_weights(ck, &w2));
+        if (w2) CHECK_OK(wd_model_swap(srv, w2));
+        CHECK_OK(wd_predict(srv, &fixed, x));
+        CHECK(!memcmp(a, x, sizeof a));
+    }
+    wd_model_destroy(srv);
+    wd_batch_free(&fixed);
+    wd_model_destroy(w); wd_model_destroy(e); wd_model_destroy(m);
+    unlink(ck); unlink(ex); unlink(again);
+}
+
 int main(int argc, char **argv) {
-    (void)argc; (void)argv;   // (no files: tests/run.sh's folder is not needed)
+    if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     RUN(test_setup);
     RUN(test_swap_under_load);
     RUN(test_swap_between_online_runs);
     RUN(test_swap_refusals);
+    RUN(test_serving_memory);
     wd_batch_free(&g_all);
     return test_summary("test_service");
 }

@@ -1791,7 +1791,7 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
         install_signals(0, "");
     }
     rc = 1;
-    wd_status st = wd_model_load(a.model, &m);
+    wd_status st = wd_model_load_weights(a.model, &m);   // no optimizer state: its memory is its weights
     if (st) { rc = fail(st); goto done; }
     warn_after_error(a.model, m);
     counts = (int64_t *)calloc((size_t)files.n, sizeof *counts);
