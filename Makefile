@@ -242,6 +242,9 @@ $(B)/readme_serve: tests/readme_main.c $(B)/readme_api.c $(HDR) $(ENGINE) | $(B)
 # the serving benchmark (bench/predict_bench.sh runs it beside PyTorch)
 $(B)/predict_bench: bench/predict_bench.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/predict_bench.c $(LDLIBS) $(GEMML)
+# a service's model: its memory, latency beside training (bench/serve_bench.sh)
+$(B)/serve_bench: bench/serve_bench.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/serve_bench.c $(LDLIBS) $(GEMML)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd

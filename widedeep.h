@@ -1269,7 +1269,7 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
 // Loads any .wdm (a checkpoint or an export) for serving: as an export
 // loads, whatever the file holds (its optimizer state is read, checksummed
-// and dropped), so the model's memory is its weights.
+// and dropped through a 64 KiB buffer), so the model's memory is its weights.
 WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out);
 
 /* The model is the contract. wd_train records, from its training files, how
@@ -8998,9 +8998,9 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     for (int i = 0; i < nparts; i++) {
         uint8_t *p = (uint8_t *)(uintptr_t)parts[i].p;
         int64_t left = 4 * parts[i].n;
-        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 20))) return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);
+        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 16))) return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);
         while (left > 0) {
-            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 20);
+            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 16);   // (64 KiB: below malloc's mmap threshold)
             wd_status st = wd__pread_all(fd, p ? p : drop, chunk, at, path);
             if (st) { wd__free(drop); return st; }
             crc = wd__crc32c_ext(crc, p ? p : drop, chunk);
