@@ -1150,6 +1150,24 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 typedef struct wd_trainer wd_trainer;
 WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out);
 WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b);
+/* Raw lines, and vocabularies that grow in memory: text holds up to
+   batch_size lines (as wd_parse_line takes them, '\n'-separated; a CSV
+   header line is skipped) in the model's input format (wd_model_spec: the
+   model was trained on files converted with an input format). Values a
+   slot's vocabulary lacks get the next ids, by falling count in these lines
+   then by hash, while the slot's table has rows (vocab_capacity), exactly
+   as wd_convert with extend_vocab (`wd convert --schema-from --extend-vocab`)
+   converts these lines; the others take the out-of-vocabulary id. The lines
+   are then one pushed batch (wd_trainer_push). The model takes the longer
+   vocabulary between steps, with the batch that needs it: wd_model_save
+   (checkpoints) writes it, and a publish copies it into the snapshot when
+   it grew, so wd_model_spec (the published snapshot's while one is
+   published) maps raw requests with the ids its tables were trained with.
+   A bad line refuses the whole push (naming the batch and the line), the
+   vocabulary unchanged. Cost: a push that adds values copies the
+   vocabulary twice (the trainer's and the model's), and a publish after it
+   once (the snapshot's). */
+WDDEF wd_status wd_trainer_push_lines(wd_trainer *t, const char *text, size_t len);
 WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep);
 WDDEF void wd_trainer_free(wd_trainer *t);
 // Publishes a snapshot of m's parameters for wd_predict (online learning,
@@ -5249,6 +5267,18 @@ static wd_status wd__contract_of(const wd_reader *r, wd__contract *out) {
     return WD_OK;
 }
 
+// A copy of c (what it points to copied too).
+static wd_status wd__contract_copy(const wd__contract *c, wd__contract *out) {
+    memset(out, 0, sizeof *out);
+    WD__TRY(wd__vocab_copy(c->vocab, &out->vocab));
+    if (c->spec) {
+        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) { wd__contract_free(out); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+        *out->spec = *c->spec;
+    }
+    out->known = c->known;
+    return WD_OK;
+}
+
 struct wd_model {
     wd_model_desc d;
     wd_schema schema;
@@ -5268,6 +5298,7 @@ struct wd_model {
     int after_error;                // saved by wd_train after an error (wd_model_after_error)
     wd__contract in;                // the input contract of its training files (wd_model_spec)
     int weights_only;               // loaded from wd_model_export: no optimizer state, cannot train
+    int64_t in_gen;                 // counts the vocabularies a trainer's raw lines grew (wd_trainer_push_lines)
     // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
@@ -5310,8 +5341,21 @@ static void wd__free_model(wd_model *m) {
     wd__free(m);
 }
 WDDEF void wd_model_destroy(wd_model *m) { wd__free_model(m); }
+static wd_status wd__model_spec(const wd_model *m, wd_text_spec *out);
+struct wd__snap;
+static struct wd__snap *wd__spec_source(const wd_model *m, const wd_model **src);
+static void wd__spec_source_end(const wd_model *m, struct wd__snap *q);
+// With a published snapshot: the snapshot's input contract, which grows with
+// its tables (wd_trainer_push_lines); else the model's.
 WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out) {
     if (!m || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_spec: %s is NULL", m ? "out" : "the model");
+    const wd_model *src;
+    struct wd__snap *q = wd__spec_source(m, &src);
+    wd_status st = wd__model_spec(src, out);
+    wd__spec_source_end(m, q);
+    return st;
+}
+static wd_status wd__model_spec(const wd_model *m, wd_text_spec *out) {
     memset(out, 0, sizeof *out);
     if (!m->in.known)
         return wd__fail(WD_ERR_UNSUPPORTED, "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
@@ -8361,6 +8405,8 @@ typedef struct wd__snap {
     wd_model view;
     int refs;                       // predictions reading it (under wd__pub.mu)
     int borrowed;                   // 1: the parameters are not its own
+    wd__contract in;                // its own copy of the model's input contract (wd_model_spec), taken
+    int64_t in_gen;                 // at the model's in_gen (-1: none yet): copied again when it grew
 } wd__snap;
 // What predictions read: cur, or the model in place while cur is NULL. A
 // call takes a reference (cur's refs, or inplace) and gives it back at its
@@ -8377,6 +8423,7 @@ typedef struct wd__pub {
 static void wd__snap_free(wd__snap *q) {
     if (!q) return;
     if (!q->borrowed) { wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp); }
+    wd__contract_free(&q->in);
     wd__free(q);
 }
 static void wd__pub_free(wd__pub *p) {
@@ -8423,6 +8470,7 @@ static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
         if (!q->view.dense_lp) st = wd__fail(WD_ERR_NOMEM, "publish: out of memory for the bf16 weights");
     }
     if (st) { wd__snap_free(q); return st; }
+    q->in_gen = -1;
     *out = q;
     return WD_OK;
 }
@@ -8433,7 +8481,7 @@ static void wd__snap_view(wd__snap *q, const wd_model *m) {
     uint16_t *lp = q->view.dense_lp;
     q->view = *m;
     q->view.d.schema = &q->view.schema;
-    if (!q->borrowed) { q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp; }
+    if (!q->borrowed) { q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp; q->view.in = q->in; }
     q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
     q->view.lp_mu_made = 0; q->view.pub = NULL;
     q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone
@@ -8450,6 +8498,12 @@ WDDEF wd_status wd_model_publish(wd_model *m) {
     pthread_mutex_unlock(&p->mu);
     wd_status st = WD_OK;
     if (!p->snap) st = wd__snap_alloc(m, &p->snap);
+    if (!st && p->snap->in_gen != m->in_gen) {   // the vocabulary grew (or the first publish): its copy with the tables
+        wd__contract_free(&p->snap->in);
+        p->snap->in_gen = -1;
+        st = wd__contract_copy(&m->in, &p->snap->in);
+        if (!st) p->snap->in_gen = m->in_gen;
+    }
     if (!st) {   // nobody reads the snapshot now: copy without the lock
         wd__snap *q = p->snap;
         wd__snap_view(q, m);
@@ -8484,6 +8538,17 @@ static void wd__snap_release(wd__pub *p, wd__snap *q) {
     pthread_mutex_lock(&p->mu);
     if (q ? --q->refs == 0 : --p->inplace == 0) pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->mu);
+}
+// wd_model_spec's source: what a prediction would read now, held.
+static wd__snap *wd__spec_source(const wd_model *m, const wd_model **src) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    wd__snap *q = p ? wd__snap_get(p) : NULL;
+    *src = q ? &q->view : m;
+    return q;
+}
+static void wd__spec_source_end(const wd_model *m, wd__snap *q) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    if (p) wd__snap_release(p, q);
 }
 
 // next's MLP, precision and schema against m's (a predictor's scratch and
@@ -8557,6 +8622,9 @@ struct wd_trainer {
     char err[WD__ERR_MAX];
     int64_t pushed;
     int closed;
+    wd_vocab *grown[2];             // a buffer's longer vocabulary, installed in the model when the loop takes it
+    wd_text_spec *spec;             // wd_trainer_push_lines: the model's input format and vocabulary, grown
+    wd_batch text;                  // the lines of a push, parsed
 };
 static wd_status wd__trainer_source(void *user, const wd_batch **out) {
     wd_trainer *t = (wd_trainer *)user;
@@ -8564,7 +8632,15 @@ static wd_status wd__trainer_source(void *user, const wd_batch **out) {
     if (t->taken >= 0) { t->state[t->taken] = 0; t->taken = -1; pthread_cond_broadcast(&t->cv); }   // the step has its copy
     while (t->state[t->head] != 1 && !t->ended) pthread_cond_wait(&t->cv, &t->mu);
     *out = NULL;
-    if (t->state[t->head] == 1) { t->state[t->head] = 2; t->taken = t->head; *out = &t->buf[t->head]; t->head ^= 1; }
+    if (t->state[t->head] == 1) {
+        if (t->grown[t->head]) {   // between steps, on the training thread: the ids of this batch need it
+            wd__vocab_free(t->m->in.vocab);
+            t->m->in.vocab = t->grown[t->head];
+            t->grown[t->head] = NULL;
+            t->m->in_gen++;
+        }
+        t->state[t->head] = 2; t->taken = t->head; *out = &t->buf[t->head]; t->head ^= 1;
+    }
     pthread_mutex_unlock(&t->mu);
     return WD_OK;
 }
@@ -8603,34 +8679,99 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     *out = t;
     return WD_OK;
 }
-WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
-    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
-    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
-    char who[80];
-    snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
+// b into the ring; grown (owned; NULL: none) goes to the model with it.
+static wd_status wd__trainer_push(wd_trainer *t, const wd_batch *b, wd_vocab *grown, const char *who) {
     int most = t->d.batch_size > 0 ? t->d.batch_size : t->m->batch_size > 0 ? (int)t->m->batch_size : 4096;   // as wd_train counts
-    WD__TRY(wd__batch_check(b, &t->m->schema, who, most));
+    wd_status st = wd__batch_check(b, &t->m->schema, who, most);
+    if (st) { wd__vocab_free(grown); return st; }
     pthread_mutex_lock(&t->mu);
     int i = t->tail;
     while (!t->done && t->state[i] != 0) pthread_cond_wait(&t->cv, &t->mu);
     if (t->done) {
-        wd_status st = t->st ? t->st : WD_ERR_ABORTED;
+        st = t->st ? t->st : WD_ERR_ABORTED;
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", t->st ? t->err : "training ended (max_steps reached or stopped)");
         pthread_mutex_unlock(&t->mu);
+        wd__vocab_free(grown);
         return wd__fail(st, "%s: not trained: %s", who, err);
     }
     pthread_mutex_unlock(&t->mu);
     // buffer i is nobody's but ours until it is marked full
     t->buf[i].n = 0;
-    wd_status st = wd_batch_append(&t->buf[i], b, 0, b->n);
-    if (st) return wd__fail(st, "%s: %s", who, wd_last_error());
+    st = wd_batch_append(&t->buf[i], b, 0, b->n);
+    if (st) { wd__vocab_free(grown); return wd__fail(st, "%s: %s", who, wd_last_error()); }
     pthread_mutex_lock(&t->mu);
+    t->grown[i] = grown;
     t->state[i] = 1;
     t->tail ^= 1;
     t->pushed++;
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
+    return WD_OK;
+}
+WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
+    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
+    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
+    char who[80];
+    snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
+    return wd__trainer_push(t, b, NULL, who);
+}
+// The lines of text[0, len) parsed by t with the TLS sink `sink` (counting
+// new values) or without (into t->text); a CSV header line is skipped, as
+// wd_convert skips it. Errors name the push and the line.
+static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const char *text, size_t len, wd__sink *sink, const char *who) {
+    const char *s = text, *end = text + len;
+    size_t hlen = strlen(spec->header);
+    wd_status st = WD_OK;
+    t->text.n = 0;
+    wd__cat_sink = sink;
+    for (int64_t line = 1; !st && s < end; line++) {
+        const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
+        size_t n = (size_t)((nl ? nl : end) - s);
+        int header = spec->format == WD_FMT_CSV && hlen && n - (n && s[n - 1] == '\r') == hlen && !memcmp(s, spec->header, hlen);
+        if (!header) {
+            st = (n == 0 || (n == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(spec, s, n, &t->text);
+            if (st) st = wd__fail(st, "%s: line %lld: %s", who, (long long)line, wd_last_error());
+        }
+        s += n + 1;
+    }
+    wd__cat_sink = NULL;
+    if (!st && sink && sink->failed) st = sink->failed;
+    return st;
+}
+WDDEF wd_status wd_trainer_push_lines(wd_trainer *t, const char *text, size_t len) {
+    if (!t || !text) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: %s is NULL", t ? "the text" : "the trainer");
+    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
+    char who[80];
+    snprintf(who, sizeof who, "wd_trainer_push_lines: batch %lld", (long long)t->pushed);
+    if (!t->spec) {   // the model's input format and vocabulary (read once; only the training thread changes them later)
+        wd_text_spec *sp = (wd_text_spec *)wd__malloc(sizeof *sp);
+        if (!sp) return wd__fail(WD_ERR_NOMEM, "out of memory");
+        wd_status st = wd__model_spec(t->m, sp);
+        if (!st) st = wd_batch_init(&t->text, &sp->schema, 0, 0);
+        if (st) { wd__free(sp); return wd__fail(st, "%s: the model's input format: %s", who, wd_last_error()); }
+        t->spec = sp;
+    }
+    // As wd_convert with extend_vocab over these lines: the values the
+    // vocabulary lacks counted, given the next ids (by falling count, then
+    // hash) while their tables have rows, then the lines parsed with them.
+    wd__sink *sink = WD__NEW(wd__sink);
+    if (!sink) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    sink->counting = 1; sink->extend = 1; sink->nslots = t->spec->schema.nslots;
+    wd_status st = wd__lines_parse(t, t->spec, text, len, sink, who);
+    int fresh = 0;
+    for (int k = 0; !st && k < sink->nslots; k++) fresh |= sink->map[k].n > 0;
+    wd_vocab *nv = NULL, *mine = NULL;
+    int64_t added[WD_MAX_SLOTS] = {0}, no_room[WD_MAX_SLOTS] = {0};
+    if (!st && fresh && t->spec->vocab) st = wd__vocab_extend(t->spec->vocab, sink, 1, &nv, added, no_room);
+    wd__sink_free(sink);
+    wd_text_spec grown = *t->spec;
+    if (nv) grown.vocab = nv;
+    if (!st) st = wd__lines_parse(t, &grown, text, len, NULL, who);
+    if (!st && nv) st = wd__vocab_copy(nv, &mine);   // the model's own, installed between steps
+    if (!st) st = wd__trainer_push(t, &t->text, mine, who);
+    if (st) { wd__vocab_free(nv); return st; }
+    if (nv) { wd__vocab_free((wd_vocab *)(uintptr_t)t->spec->vocab); t->spec->vocab = nv; }
     return WD_OK;
 }
 WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep) {
@@ -8656,6 +8797,9 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
     }
     pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
     wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]);
+    wd__vocab_free(t->grown[0]); wd__vocab_free(t->grown[1]);   // pushed, never taken (the training ended first)
+    if (t->spec) { wd_text_spec_free(t->spec); wd__free(t->spec); }
+    wd_batch_free(&t->text);
     wd__free(t);
 }
 

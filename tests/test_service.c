@@ -343,13 +343,211 @@ static void test_serving_memory(void) {
     unlink(ck); unlink(ex); unlink(again);
 }
 
+// Vocabularies that grow in memory: a trainer fed the Criteo sample's raw
+// lines (wd_trainer_push_lines, 100 a push) while 3 threads predict and ask
+// the model's spec, against each push's lines converted --extend-vocab from
+// the previous spec and their samples pushed: the same ids, the same model
+// bit for bit, the same vocabulary, saved with the model.
+static char SAMPLE[300] = "../shared/data";
+enum { DAY1 = 600, PUSH = 100, PUSHES = 6 };
+typedef struct asker { wd_model *m; wd_batch *fixed; volatile int *stop; int n, grew; wd_status st; } asker;
+static void *ask(void *p) {
+    asker *a = (asker *)p;
+    float out[NP];
+    int64_t first = -1;
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+        wd_text_spec sp;
+        wd_status st = wd_predict(a->m, a->fixed, out);
+        if (!st) st = wd_model_spec(a->m, &sp);
+        if (st) { a->st = st; break; }
+        int64_t n = wd_vocab_size(sp.vocab, 0) + wd_vocab_size(sp.vocab, 2);
+        if (first < 0) first = n;
+        a->grew |= n > first;
+        wd_text_spec_free(&sp);
+        a->n++;
+    }
+    return NULL;
+}
+// The lines [from, from + n) of the sample's training file into out (a text), NUL-ended.
+static size_t lines_of(const char *text, size_t len, int from, int n, char *out, size_t cap) {
+    const char *s = text, *end = text + len;
+    for (int i = 0; i < from && s < end; i++) s = (const char *)memchr(s, '\n', (size_t)(end - s)) + 1;
+    const char *e = s;
+    for (int i = 0; i < n && e < end; i++) e = (const char *)memchr(e, '\n', (size_t)(end - e)) + 1;
+    size_t k = (size_t)(e - s) < cap ? (size_t)(e - s) : cap - 1;
+    memcpy(out, s, k);
+    out[k] = 0;
+    return k;
+}
+static void write_file(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) { fwrite(text, 1, n, f); fclose(f); }
+}
+static void test_vocab_grows_online(void) {
+    char path[600], day1[600], ck[600], chunk[600], cw[600];
+    snprintf(path, sizeof path, "%s/criteo_kaggle_head8000_train.tsv", SAMPLE);
+    size_t len = 0;
+    char *text = (char *)slurp(path, &len);
+    if (!text) { SKIP("no Criteo sample in %.200s", SAMPLE); return; }
+    static char buf[1 << 20];
+    snprintf(day1, sizeof day1, "%s/svc_day1.tsv", TMP);
+    snprintf(cw, sizeof cw, "%s/svc_day1.wdr", TMP);
+    snprintf(ck, sizeof ck, "%s/svc_day1.wdm", TMP);
+    snprintf(chunk, sizeof chunk, "%s/svc_chunk.tsv", TMP);
+    write_file(day1, buf, lines_of(text, len, 0, DAY1, buf, sizeof buf));
+    // day 1: converted with room for 1024 values a slot, trained, saved
+    wd_text_spec spec;
+    wd_text_spec_criteo(&spec, 0);
+    wd_convert_desc cd;
+    memset(&cd, 0, sizeof cd);
+    const char *in1[] = {day1};
+    cd.spec = &spec; cd.inputs = in1; cd.ninputs = 1; cd.output = cw; cd.vocab_capacity = 1024;
+    REQUIRE_OK(wd_convert(&cd, NULL));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(cw, &r));
+    wd_model_desc d;
+    memset(&d, 0, sizeof d);
+    wd_schema sc = *wd_reader_schema(r);
+    wd_reader_close(r);
+    d.schema = &sc; d.embed_dim = 4; d.hidden[0] = 16; d.hidden[1] = 8; d.seed = 3;
+    wd_model *m0 = NULL;
+    REQUIRE_OK(wd_model_create(&d, &m0));
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    const char *files[] = {cw};
+    td.files = files; td.nfiles = 1; td.batch_size = PUSH; td.threads = 2;
+    CHECK_OK(wd_train(m0, &td, NULL));
+    CHECK_OK(wd_model_save(m0, ck));
+    wd_model_destroy(m0);
+    wd_model *m = NULL, *twin = NULL;
+    REQUIRE_OK(wd_model_load(ck, &m));
+    REQUIRE_OK(wd_model_load(ck, &twin));
+    wd_model_new_run(m); wd_model_new_run(twin);
+    wd_text_spec s0;
+    REQUIRE_OK(wd_model_spec(m, &s0));
+    // online: raw lines pushed while predictions and spec requests run
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    {
+        const char *l = text;
+        for (int i = 0; i < NP; i++) {
+            const char *e = strchr(l, '\n');
+            CHECK_OK(wd_parse_line(&s0, l, (size_t)(e - l), &fixed));
+            l = e + 1;
+        }
+    }
+    memset(&td, 0, sizeof td);
+    td.batch_size = PUSH; td.threads = 2; td.publish_every = 2;
+    CHECK_OK(wd_model_publish(m));
+    volatile int stop = 0;
+    asker as[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&as[i], 0, sizeof as[i]);
+        as[i].m = m; as[i].fixed = &fixed; as[i].stop = &stop;
+        CHECK(pthread_create(&th[i], NULL, ask, &as[i]) == 0);
+    }
+    wd_trainer *t = NULL;
+    CHECK_OK(wd_trainer_open(m, &td, &t));
+    for (int c = 0; t && c < PUSHES; c++) {
+        size_t n = lines_of(text, len, DAY1 + c * PUSH, PUSH, buf, sizeof buf);
+        CHECK_OK(wd_trainer_push_lines(t, buf, n));
+        if (c == 2) {   // a bad line refuses the whole push; the vocabulary and the training go on
+            char bad[] = "1\t2\tnot-a-number\n";
+            CHECK(wd_trainer_push_lines(t, bad, strlen(bad)) == WD_ERR_PARSE && has(wd_last_error(), "line 1"));
+        }
+        usleep(3000);   // let predictions land between publishes
+    }
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    int asked = 0, grew = 0;
+    for (int i = 0; i < 3; i++) { pthread_join(th[i], NULL); CHECK_OK(as[i].st); asked += as[i].n; grew |= as[i].grew; }
+    // files: each push's lines converted --extend-vocab from the last spec, their samples pushed
+    wd_text_spec fs;
+    REQUIRE_OK(wd_model_spec(twin, &fs));
+    memset(&td, 0, sizeof td);
+    td.batch_size = PUSH; td.threads = 2;
+    CHECK_OK(wd_trainer_open(twin, &td, &t));
+    wd_batch ids[PUSHES];
+    for (int c = 0; t && c < PUSHES; c++) {
+        write_file(chunk, buf, lines_of(text, len, DAY1 + c * PUSH, PUSH, buf, sizeof buf));
+        char out[600];
+        snprintf(out, sizeof out, "%s/svc_chunk%d.wdr", TMP, c);
+        memset(&cd, 0, sizeof cd);
+        const char *in[] = {chunk};
+        cd.spec = &fs; cd.inputs = in; cd.ninputs = 1; cd.output = out; cd.extend_vocab = 1;
+        CHECK_OK(wd_convert(&cd, NULL));
+        REQUIRE_OK(wd_reader_open(out, &r));
+        REQUIRE_OK(wd_batch_init(&ids[c], wd_reader_schema(r), PUSH, 0));
+        for (int64_t i = 0; i < wd_reader_nblocks(r); i++) {
+            const wd_batch *blk;
+            CHECK_OK(wd_reader_block(r, i, &blk));
+            if (blk) CHECK_OK(wd_batch_append(&ids[c], blk, 0, blk->n));
+        }
+        CHECK_OK(wd_trainer_push(t, &ids[c]));
+        CHECK_OK(wd_text_spec_vocab(&fs, wd_reader_vocab(r)));
+        wd_reader_close(r);
+        unlink(out);
+    }
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    // the same model, the same vocabulary (also after a save), the same ids
+    wd_text_spec on;
+    CHECK_OK(wd_model_spec(m, &on));
+    int64_t before = 0, after = 0, same = 1;
+    for (int k = 0; k < 26; k++) {
+        before += wd_vocab_size(s0.vocab, k); after += wd_vocab_size(on.vocab, k);
+        same &= wd_vocab_fingerprint(on.vocab, k) == wd_vocab_fingerprint(fs.vocab, k);
+    }
+    printf("  %d pushes of %d raw lines: vocabularies %lld -> %lld values; %d predictions and specs beside them%s\n",
+           PUSHES, PUSH, (long long)before, (long long)after, asked, grew ? ", which saw the vocabulary grow" : "");
+    CHECK(after > before + 100 && same);
+    CHECK(tl_params_equal(m, twin));
+    int id_ok = 1;
+    for (int c = 0; c < PUSHES; c++) {   // the final vocabulary gives each push's values their push-time ids
+        wd_batch b;
+        CHECK_OK(wd_batch_init(&b, &on.schema, PUSH, 0));
+        size_t n = lines_of(text, len, DAY1 + c * PUSH, PUSH, buf, sizeof buf);
+        for (const char *l = buf; l < buf + n;) {
+            const char *e = strchr(l, '\n');
+            CHECK_OK(wd_parse_line(&on, l, (size_t)(e - l), &b));
+            l = e + 1;
+        }
+        id_ok &= b.n == ids[c].n;
+        for (int k = 0; id_ok && k < 26; k++) id_ok &= !memcmp(b.ids[k], ids[c].ids[k], 4 * (size_t)b.n);
+        wd_batch_free(&b);
+        wd_batch_free(&ids[c]);
+    }
+    CHECK(id_ok);
+    CHECK_OK(wd_model_save(m, ck));
+    wd_model *back = NULL;
+    CHECK_OK(wd_model_load(ck, &back));
+    if (back) {
+        wd_text_spec bs;
+        CHECK_OK(wd_model_spec(back, &bs));
+        int eq = 1;
+        for (int k = 0; k < 26; k++) eq &= wd_vocab_fingerprint(bs.vocab, k) == wd_vocab_fingerprint(on.vocab, k);
+        CHECK(eq);
+        wd_text_spec_free(&bs);
+        wd_model_destroy(back);
+    }
+    wd_text_spec_free(&on); wd_text_spec_free(&fs); wd_text_spec_free(&s0); wd_text_spec_free(&spec);
+    wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+    free(text);
+    unlink(day1); unlink(cw); unlink(ck); unlink(chunk);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
+    if (argc > 2) snprintf(SAMPLE, sizeof SAMPLE, "%s", argv[2]);
     RUN(test_setup);
     RUN(test_swap_under_load);
     RUN(test_swap_between_online_runs);
     RUN(test_swap_refusals);
     RUN(test_serving_memory);
+    RUN(test_vocab_grows_online);
     wd_batch_free(&g_all);
     return test_summary("test_service");
 }
