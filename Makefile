@@ -245,6 +245,8 @@ $(B)/predict_bench: bench/predict_bench.c $(HDR) $(ENGINE) | $(B)
 # a service's model: its memory, latency beside training (bench/serve_bench.sh)
 $(B)/serve_bench: bench/serve_bench.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/serve_bench.c $(LDLIBS) $(GEMML)
+$(B)/vocab_online: bench/vocab_online.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/vocab_online.c $(LDLIBS) $(GEMML)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd

@@ -53,6 +53,48 @@ static wd_model *variant(int v, int hidden0) {
     return m;
 }
 
+// Training's share of the machine: a trainer with `threads` T runs T
+// threads (its own, which is worker 0, and T - 1 workers) and nothing else:
+// no GEMM engine team of its own (OpenMP's thread count is per thread: the
+// workers set theirs to 1), whatever the machine's cores.
+static int tasks(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f)) if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+static void test_training_budget(void) {
+    REQUIRE(g_ok);
+    if (tasks() < 0) { SKIP("no /proc/self/status"); return; }
+    for (int threads = 1; threads <= 3; threads++) {
+        wd_model *m = variant(0, 0);
+        REQUIRE(m);
+        int before = tasks(), most = 0;
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.batch_size = 100; td.threads = threads; td.publish_every = 2;
+        wd_trainer *t = NULL;
+        CHECK_OK(wd_trainer_open(m, &td, &t));
+        wd_batch one;
+        CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+        for (int s = 0; t && s < 6; s++) {
+            one.n = 0;
+            CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
+            CHECK_OK(wd_trainer_push(t, &one));
+            int n = tasks();
+            most = n > most ? n : most;
+        }
+        if (t) CHECK_OK(wd_trainer_close(t, NULL));
+        wd_trainer_free(t);
+        printf("  threads %d: %d threads beside the caller's %d while training\n", threads, most - before, before);
+        CHECK(most - before == threads);
+        wd_batch_free(&one);
+        wd_model_destroy(m);
+    }
+}
+
 // 4 threads predict (2 with predictors, max_batch 256 and 20: the batch in
 // pieces; 2 with wd_predict) while the main thread swaps 100 times through 3
 // variants: every result equals one variant's whole.
@@ -543,6 +585,7 @@ int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     if (argc > 2) snprintf(SAMPLE, sizeof SAMPLE, "%s", argv[2]);
     RUN(test_setup);
+    RUN(test_training_budget);   // first: no thread of an earlier test around
     RUN(test_swap_under_load);
     RUN(test_swap_between_online_runs);
     RUN(test_swap_refusals);
