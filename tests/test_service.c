@@ -53,6 +53,29 @@ static wd_model *variant(int v, int hidden0) {
     return m;
 }
 
+// Pushes `count` batches of 100 of g_all (from its start) through a trainer
+// of `threads` workers publishing every `publish_every` steps; *most (if
+// given): the most threads the process had meanwhile (tasks()).
+static int tasks(void);
+static void push_batches(wd_model *m, int threads, int64_t publish_every, int count, int *most) {
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = 100; td.threads = threads; td.publish_every = publish_every;
+    wd_trainer *t = NULL;
+    CHECK_OK(wd_trainer_open(m, &td, &t));
+    wd_batch one;
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    for (int s = 0; t && s < count; s++) {
+        one.n = 0;
+        CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
+        CHECK_OK(wd_trainer_push(t, &one));
+        if (most) { int n = tasks(); *most = n > *most ? n : *most; }
+    }
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    wd_batch_free(&one);
+}
+
 // Training's share of the machine: a trainer with `threads` T runs T
 // threads (its own, which is worker 0, and T - 1 workers) and nothing else:
 // no GEMM engine team of its own (OpenMP's thread count is per thread: the
@@ -72,25 +95,9 @@ static void test_training_budget(void) {
         wd_model *m = variant(0, 0);
         REQUIRE(m);
         int before = tasks(), most = 0;
-        wd_train_desc td;
-        memset(&td, 0, sizeof td);
-        td.batch_size = 100; td.threads = threads; td.publish_every = 2;
-        wd_trainer *t = NULL;
-        CHECK_OK(wd_trainer_open(m, &td, &t));
-        wd_batch one;
-        CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
-        for (int s = 0; t && s < 6; s++) {
-            one.n = 0;
-            CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
-            CHECK_OK(wd_trainer_push(t, &one));
-            int n = tasks();
-            most = n > most ? n : most;
-        }
-        if (t) CHECK_OK(wd_trainer_close(t, NULL));
-        wd_trainer_free(t);
+        push_batches(m, threads, 2, 6, &most);
         printf("  threads %d: %d threads beside the caller's %d while training\n", threads, most - before, before);
         CHECK(most - before == threads);
-        wd_batch_free(&one);
         wd_model_destroy(m);
     }
 }
@@ -99,25 +106,6 @@ static void test_training_budget(void) {
 // pieces; 2 with wd_predict) while the main thread swaps 100 times through 3
 // variants: every result equals one variant's whole.
 static float g_want[NV][NP];
-typedef struct pred_arg { wd_model *m; wd_batch *fixed; volatile int *stop; int max_batch; int hits[NV]; int bad, n; wd_status st; } pred_arg;
-static void *predictor(void *p) {
-    pred_arg *a = (pred_arg *)p;
-    float out[NP];
-    wd_predictor *pr = NULL;
-    wd_predictor_desc pd = {a->max_batch, 0};
-    if (a->max_batch >= 0 && (a->st = wd_predictor_create(a->m, &pd, &pr)) != WD_OK) return NULL;
-    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
-        wd_status st = pr ? wd_predictor_run(pr, a->fixed, out) : wd_predict(a->m, a->fixed, out);
-        if (st) { a->st = st; break; }
-        int j = 0;
-        while (j < NV && memcmp(out, g_want[j], sizeof out)) j++;
-        if (j == NV) a->bad++;
-        else a->hits[j]++;
-        a->n++;
-    }
-    wd_predictor_destroy(pr);
-    return NULL;
-}
 static void test_swap_under_load(void) {
     REQUIRE(g_ok);
     wd_batch fixed;
@@ -133,13 +121,14 @@ static void test_swap_under_load(void) {
     }
     CHECK(memcmp(g_want[0], g_want[1], sizeof g_want[0]) && memcmp(g_want[1], g_want[2], sizeof g_want[0]));
     volatile int stop = 0;
-    pred_arg args[THREADS];
+    tl_pred args[THREADS];
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
         memset(&args[i], 0, sizeof args[i]);
         args[i].m = m; args[i].fixed = &fixed; args[i].stop = &stop;
+        args[i].want = &g_want[0][0]; args[i].nwant = NV; args[i].np = NP;
         args[i].max_batch = i < 2 ? -1 : i == 2 ? 0 : 20;
-        CHECK(pthread_create(&th[i], NULL, predictor, &args[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, tl_predict_loop, &args[i]) == 0);
     }
     int swapped = 0;
     for (int s = 1; s <= SWAPS; s++) {
@@ -186,22 +175,8 @@ static void test_swap_between_online_runs(void) {
     wd_batch fixed;
     REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
     CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    td.batch_size = 100; td.threads = 2; td.publish_every = 2;
-    wd_trainer *t = NULL;
-    wd_batch one;
-    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
     for (int run = 0; run < 2; run++) {
-        CHECK_OK(wd_trainer_open(m, &td, &t));
-        for (int s = 0; t && s < 3; s++) {
-            one.n = 0;
-            CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
-            CHECK_OK(wd_trainer_push(t, &one));
-        }
-        if (t) CHECK_OK(wd_trainer_close(t, NULL));
-        wd_trainer_free(t);
-        t = NULL;
+        push_batches(m, 2, 2, 3, NULL);
         CHECK(wd__published(m));
         if (run == 1) break;
         CHECK_OK(wd_model_swap(m, next));
@@ -212,21 +187,13 @@ static void test_swap_between_online_runs(void) {
         CHECK(!memcmp(a, b, sizeof a));
         CHECK(m->step == 0);   // the swapped-in model's position
     }
-    // the second run trained the swapped-in model: as the twin trains
-    CHECK_OK(wd_trainer_open(twin, &td, &t));
-    for (int s = 0; t && s < 3; s++) {
-        one.n = 0;
-        CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
-        CHECK_OK(wd_trainer_push(t, &one));
-    }
-    if (t) CHECK_OK(wd_trainer_close(t, NULL));
-    wd_trainer_free(t);
+    push_batches(twin, 2, 2, 3, NULL);   // the second run trained the swapped-in model: as the twin trains
     CHECK(tl_params_equal(m, twin));
     float a[NP], b[NP];
     CHECK_OK(wd_predict(m, &fixed, a));
     CHECK_OK(wd_predict(twin, &fixed, b));
     CHECK(!memcmp(a, b, sizeof a));
-    wd_batch_free(&one); wd_batch_free(&fixed);
+    wd_batch_free(&fixed);
     wd_model_destroy(m); wd_model_destroy(twin);
 }
 
@@ -304,21 +271,7 @@ static void test_serving_memory(void) {
         m = NULL;
         REQUIRE_OK(wd_model_create(&d, &m));
     }
-    wd_train_desc td;
-    memset(&td, 0, sizeof td);
-    td.batch_size = 100; td.threads = 1;
-    wd_trainer *t = NULL;
-    CHECK_OK(wd_trainer_open(m, &td, &t));
-    wd_batch one;
-    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
-    for (int s = 0; t && s < 4; s++) {
-        one.n = 0;
-        CHECK_OK(wd_batch_append(&one, &g_all, s * 100, 100));
-        CHECK_OK(wd_trainer_push(t, &one));
-    }
-    if (t) CHECK_OK(wd_trainer_close(t, NULL));
-    wd_trainer_free(t);
-    wd_batch_free(&one);
+    push_batches(m, 1, 0, 4, NULL);
     CHECK_OK(wd_model_save(m, ck));
     CHECK_OK(wd_model_export(m, ex));
     int64_t weights = 4 * (m->P + m->wide_rows + m->emb_rows * m->E);
@@ -353,7 +306,9 @@ static void test_serving_memory(void) {
     CHECK(!memcmp(a, b, sizeof a) && (!e || !memcmp(a, x, sizeof a)));
     CHECK(!memcmp(w->dense, m->dense, 4 * (size_t)m->P) && !memcmp(w->emb, m->emb, 4 * (size_t)(m->emb_rows * m->E)));
     CHECK(w->step == m->step);
-    td.threads = 1;
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    wd_trainer *t = NULL;
     CHECK(wd_trainer_open(w, &td, &t) == WD_ERR_UNSUPPORTED && has(wd_last_error(), "wd_model_load_weights"));
     CHECK_OK(wd_model_save(w, again));   // weights only, as the export
     size_t n1 = 0, n2 = 0;
