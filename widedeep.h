@@ -28,11 +28,13 @@
     15. Training       wd_train() (its ranks' start-up agreement; wd_train_fail),
                        wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
-                       (desc.source, wd_trainer_push), online learning
-                       (publish_every, wd_model_publish); hot swap
+                       (desc.source, wd_trainer_push; raw lines growing
+                       the vocabulary: wd_trainer_push_lines), online
+                       learning (publish_every, wd_model_publish); hot swap
                        (wd_model_swap)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
-                       wd_model_spec(): the model's own input format
+                       wd_model_load_weights(): for serving, no optimizer
+                       state; wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
                        wd_env_number, wd_test_fail_parse: what
                        widedeep_cuda.cu builds on
@@ -5272,7 +5274,10 @@ static wd_status wd__contract_copy(const wd__contract *c, wd__contract *out) {
     memset(out, 0, sizeof *out);
     WD__TRY(wd__vocab_copy(c->vocab, &out->vocab));
     if (c->spec) {
-        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) { wd__contract_free(out); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) {
+            wd__contract_free(out);
+            return wd__fail(WD_ERR_NOMEM, "out of memory");
+        }
         *out->spec = *c->spec;
     }
     out->known = c->known;
@@ -5476,7 +5481,8 @@ static wd_status wd__model_alloc(wd_model *m) {
     if (wd__deep(m)) {
         m->emb = wd__alloc_floats(m->emb_rows * m->E, "embedding tables", &st);
         if (!ws) m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
-        if (!ws && wd_opt_states(m->d.optimizer) > 1) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
+        if (!ws && wd_opt_states(m->d.optimizer) > 1)
+            m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
     }
     if (!st && m->d.precision == WD_PRECISION_BF16) {
         m->dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
@@ -8150,7 +8156,8 @@ static wd_status wd__rank_train(wd__rank *k) {
         wd__fail(st, "%s", err);
     }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
-    if (!st && chief && (publish || wd__published(m))) st = wd__publish_from(m, ops, k->be);   // predictions see the end
+    if (!st && chief && (publish || wd__published(m)))   // predictions see the end
+        st = wd__publish_from(m, ops, k->be);
     return st;
 }
 static void *wd__rank_thread(void *arg) {
@@ -8182,7 +8189,10 @@ static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64
 static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
-    if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export, or loaded by wd_model_load_weights: weights only, no optimizer state to continue from); train its checkpoint (wd_model_load)");
+    if (m->weights_only)
+        return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export, or "
+                        "loaded by wd_model_load_weights: weights only, no optimizer state to continue from); train "
+                        "its checkpoint (wd_model_load)");
     if (d->source && (d->files || d->nfiles)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: both training files and a source are given; train from one of them");
     if (!d->source && (!d->files || d->nfiles <= 0)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
     if (d->source && d->epochs) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
@@ -8422,7 +8432,9 @@ typedef struct wd__pub {
 } wd__pub;
 static void wd__snap_free(wd__snap *q) {
     if (!q) return;
-    if (!q->borrowed) { wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp); }
+    if (!q->borrowed) {
+        wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp);
+    }
     wd__contract_free(&q->in);
     wd__free(q);
 }
@@ -8481,7 +8493,10 @@ static void wd__snap_view(wd__snap *q, const wd_model *m) {
     uint16_t *lp = q->view.dense_lp;
     q->view = *m;
     q->view.d.schema = &q->view.schema;
-    if (!q->borrowed) { q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp; q->view.in = q->in; }
+    if (!q->borrowed) {
+        q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
+        q->view.in = q->in;
+    }
     q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
     q->view.lp_mu_made = 0; q->view.pub = NULL;
     q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone
@@ -8556,14 +8571,22 @@ static void wd__spec_source_end(const wd_model *m, wd__snap *q) {
 static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, size_t len) {
     const wd_schema *a = &m->schema, *b = &n->schema;
     why[0] = 0;
-    if (m->d.precision != n->d.precision) snprintf(why, len, "precision %d, the served model's %d", n->d.precision, m->d.precision);
-    else if (m->IN != n->IN || m->nlayers != n->nlayers) snprintf(why, len, "MLP input %d with %d layers, the served model's %d with %d", n->IN, n->nlayers, m->IN, m->nlayers);
-    else if (a->ndense != b->ndense || a->nslots != b->nslots) snprintf(why, len, "%d dense columns and %d slots, the served model's %d and %d", b->ndense, b->nslots, a->ndense, a->nslots);
+    if (m->d.precision != n->d.precision)
+        snprintf(why, len, "precision %d, the served model's %d", n->d.precision, m->d.precision);
+    else if (m->IN != n->IN || m->nlayers != n->nlayers)
+        snprintf(why, len, "MLP input %d with %d layers, the served model's %d with %d", n->IN, n->nlayers, m->IN,
+                 m->nlayers);
+    else if (a->ndense != b->ndense || a->nslots != b->nslots)
+        snprintf(why, len, "%d dense columns and %d slots, the served model's %d and %d", b->ndense, b->nslots,
+                 a->ndense, a->nslots);
     for (int l = 0; !why[0] && l < m->nlayers; l++)
-        if (m->layer[l].out != n->layer[l].out) snprintf(why, len, "layer %d: width %d, the served model's %d", l, n->layer[l].out, m->layer[l].out);
+        if (m->layer[l].out != n->layer[l].out)
+            snprintf(why, len, "layer %d: width %d, the served model's %d", l, n->layer[l].out, m->layer[l].out);
     for (int k = 0; !why[0] && k < a->nslots; k++)
-        if (strcmp(a->slot[k].name, b->slot[k].name) || a->slot[k].kind != b->slot[k].kind || a->slot[k].buckets != b->slot[k].buckets)
-            snprintf(why, len, "slot %d: %.31s (%s, %u buckets), the served model's %.31s (%s, %u buckets)", k, b->slot[k].name,
+        if (strcmp(a->slot[k].name, b->slot[k].name) || a->slot[k].kind != b->slot[k].kind ||
+            a->slot[k].buckets != b->slot[k].buckets)
+            snprintf(why, len, "slot %d: %.31s (%s, %u buckets), the served model's %.31s (%s, %u buckets)", k,
+                     b->slot[k].name,
                      b->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", b->slot[k].buckets, a->slot[k].name,
                      a->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", a->slot[k].buckets);
 }
@@ -8571,12 +8594,16 @@ static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, s
 // once the calls on the old model ended, m takes next's contents (and next
 // m's old ones, freed with it), and calls read m in place again.
 WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next) {
-    if (!m || !next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
+    if (!m || !next)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
     if (m == next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model is the served model");
-    if (next->pub) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot of its own");
+    if (next->pub)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot of "
+                        "its own");
     char why[300];
     wd__swap_mismatch(m, next, why, sizeof why);
-    if (why[0]) return wd__fail(WD_ERR_SCHEMA, "wd_model_swap: the next model's predictions need another shape: %s", why);
+    if (why[0])
+        return wd__fail(WD_ERR_SCHEMA, "wd_model_swap: the next model's predictions need another shape: %s", why);
     wd__pub *p;
     WD__TRY(wd__pub_of(m, &p));
     wd__snap *b = WD__NEW(wd__snap);
@@ -8711,7 +8738,9 @@ static wd_status wd__trainer_push(wd_trainer *t, const wd_batch *b, wd_vocab *gr
 }
 WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
     if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
-    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
+    if (t->closed)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another",
+                        (long long)t->pushed);
     char who[80];
     snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
     return wd__trainer_push(t, b, NULL, who);
@@ -8719,7 +8748,8 @@ WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
 // The lines of text[0, len) parsed by t with the TLS sink `sink` (counting
 // new values) or without (into t->text); a CSV header line is skipped, as
 // wd_convert skips it. Errors name the push and the line.
-static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const char *text, size_t len, wd__sink *sink, const char *who) {
+static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const char *text, size_t len, wd__sink *sink,
+                                 const char *who) {
     const char *s = text, *end = text + len;
     size_t hlen = strlen(spec->header);
     wd_status st = WD_OK;
@@ -8728,9 +8758,11 @@ static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const 
     for (int64_t line = 1; !st && s < end; line++) {
         const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
         size_t n = (size_t)((nl ? nl : end) - s);
-        int header = spec->format == WD_FMT_CSV && hlen && n - (n && s[n - 1] == '\r') == hlen && !memcmp(s, spec->header, hlen);
+        int header = spec->format == WD_FMT_CSV && hlen && n - (n && s[n - 1] == '\r') == hlen &&
+                     !memcmp(s, spec->header, hlen);
         if (!header) {
-            st = (n == 0 || (n == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(spec, s, n, &t->text);
+            st = (n == 0 || (n == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line")
+                                                       : wd_parse_line(spec, s, n, &t->text);
             if (st) st = wd__fail(st, "%s: line %lld: %s", who, (long long)line, wd_last_error());
         }
         s += n + 1;
@@ -8740,11 +8772,14 @@ static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const 
     return st;
 }
 WDDEF wd_status wd_trainer_push_lines(wd_trainer *t, const char *text, size_t len) {
-    if (!t || !text) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: %s is NULL", t ? "the text" : "the trainer");
-    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
+    if (!t || !text)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: %s is NULL", t ? "the text" : "the trainer");
+    if (t->closed)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: the trainer is closed (after %lld batches); open "
+                        "another", (long long)t->pushed);
     char who[80];
     snprintf(who, sizeof who, "wd_trainer_push_lines: batch %lld", (long long)t->pushed);
-    if (!t->spec) {   // the model's input format and vocabulary (read once; only the training thread changes them later)
+    if (!t->spec) {   // the model's input format and vocabulary (read once; later only the training thread changes it)
         wd_text_spec *sp = (wd_text_spec *)wd__malloc(sizeof *sp);
         if (!sp) return wd__fail(WD_ERR_NOMEM, "out of memory");
         wd_status st = wd__model_spec(t->m, sp);
@@ -9142,9 +9177,10 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     for (int i = 0; i < nparts; i++) {
         uint8_t *p = (uint8_t *)(uintptr_t)parts[i].p;
         int64_t left = 4 * parts[i].n;
-        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 16))) return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);
+        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 16)))   // (64 KiB: below malloc's
+            return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);                      // mmap threshold)
         while (left > 0) {
-            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 16);   // (64 KiB: below malloc's mmap threshold)
+            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 16);
             wd_status st = wd__pread_all(fd, p ? p : drop, chunk, at, path);
             if (st) { wd__free(drop); return st; }
             crc = wd__crc32c_ext(crc, p ? p : drop, chunk);
@@ -9184,7 +9220,8 @@ static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *
 
 // weights: keep no optimizer state (wd_model_load_weights)
 static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
-    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "%s: NULL argument", weights ? "wd_model_load_weights" : "wd_model_load");
+    if (!path || !out)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: NULL argument", weights ? "wd_model_load_weights" : "wd_model_load");
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));

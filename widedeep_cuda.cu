@@ -1312,7 +1312,7 @@ static wd_status wdc_dense_down(wdc_rank *r, float *host, const float *dev) {
 static wd_status wdc_upload(wdc_rank *r) {
     const wd_model_view *v = &r->v;
     size_t ne = v->emb ? 4 * (size_t)v->emb_rows * (size_t)v->E : 0, nw = 4 * (size_t)v->wide_rows;
-    int opt = v->dense_s1 != NULL;   // a weights-only model (wd_model_load_weights) has no optimizer state: it evaluates only
+    int opt = v->dense_s1 != NULL;   // a weights-only model (wd_model_load_weights): no optimizer state, evaluates
     WDC_TRY(wdc_dense_up(r, r->dense, v->dense));
     if (opt) WDC_TRY(wdc_dense_up(r, r->s1, v->dense_s1));
     if (opt) WDC_TRY(wdc_dense_up(r, r->s2, v->dense_s2));

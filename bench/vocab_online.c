@@ -11,15 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY(x) do { if ((x) != WD_OK) { fprintf(stderr, "vocab_online: %s:%d: %s\n", __FILE__, __LINE__, wd_last_error()); exit(1); } } while (0)
+#define TRY(x)                                                                                                         \
+    do {                                                                                                               \
+        if ((x) != WD_OK) {                                                                                            \
+            fprintf(stderr, "vocab_online: %s:%d: %s\n", __FILE__, __LINE__, wd_last_error());                         \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
 static char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "vocab_online: %s: cannot open\n", path); exit(1); }
+    if (!f) {
+        fprintf(stderr, "vocab_online: %s: cannot open\n", path);
+        exit(1);
+    }
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *p = (char *)malloc((size_t)len + 1);
-    if (!p || fread(p, 1, (size_t)len, f) != (size_t)len) { fprintf(stderr, "vocab_online: %s: cannot read\n", path); exit(1); }
+    if (!p || fread(p, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "vocab_online: %s: cannot read\n", path);
+        exit(1);
+    }
     fclose(f);
     p[len] = 0;
     *n = (size_t)len;
@@ -35,10 +47,13 @@ static int64_t vocab_values(const wd_model *m) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 5) { fprintf(stderr, "usage: vocab_online M1.wdm BATCH HELD.tsv[,HELD2.tsv] DAY2.tsv [DAY3.tsv ...]\n"); return 2; }
+    if (argc < 5) {
+        fprintf(stderr, "usage: vocab_online M1.wdm BATCH HELD.tsv[,HELD2.tsv] DAY2.tsv [DAY3.tsv ...]\n");
+        return 2;
+    }
     wd_model *m;
     TRY(wd_model_load(argv[1], &m));
-    int batch = atoi(argv[2]) > 0 ? atoi(argv[2]) : (int)m->batch_size;   // 0: the day-1 run's (as --init-from takes it)
+    int batch = atoi(argv[2]) > 0 ? atoi(argv[2]) : (int)m->batch_size; // 0: the day-1 run's (as --init-from takes it)
     wd_model_new_run(m);
     int64_t v0 = vocab_values(m);
     wd_train_desc td;
@@ -46,12 +61,15 @@ int main(int argc, char **argv) {
     td.batch_size = batch;
     wd_trainer *t;
     TRY(wd_trainer_open(m, &td, &t));
-    for (int a = 4; a < argc; a++) {   // each day's lines in file order, BATCH at a time
+    for (int a = 4; a < argc; a++) { // each day's lines in file order, BATCH at a time
         size_t len;
         char *text = slurp(argv[a], &len), *s = text, *end = text + len;
         while (s < end) {
             char *e = s;
-            for (int i = 0; i < batch && e < end; i++) { char *nl = memchr(e, '\n', (size_t)(end - e)); e = nl ? nl + 1 : end; }
+            for (int i = 0; i < batch && e < end; i++) {
+                char *nl = memchr(e, '\n', (size_t)(end - e));
+                e = nl ? nl + 1 : end;
+            }
             TRY(wd_trainer_push_lines(t, s, (size_t)(e - s)));
             s = e;
         }
@@ -69,18 +87,22 @@ int main(int argc, char **argv) {
     const char *out = "/tmp/vocab_online_held.wdr";
     wd_convert_desc cd;
     memset(&cd, 0, sizeof cd);
-    cd.spec = &spec; cd.inputs = (const char *const *)held; cd.ninputs = nheld; cd.output = out;
+    cd.spec = &spec;
+    cd.inputs = (const char *const *)held;
+    cd.ninputs = nheld;
+    cd.output = out;
     wd_convert_report cr;
     TRY(wd_convert(&cd, &cr));
     wd_eval_desc ed;
     memset(&ed, 0, sizeof ed);
     const char *files[] = {out};
-    ed.files = files; ed.nfiles = 1;
+    ed.files = files;
+    ed.nfiles = 1;
     wd_metrics mt;
     TRY(wd_evaluate(m, &ed, &mt));
-    printf("online auc=%.4f logloss=%.4f held-out oov %.4f; %lld steps of %d; vocabularies %lld -> %lld values\n", mt.auc,
-           mt.logloss, cr.oov.values ? (double)cr.oov.oov / (double)cr.oov.values : 0.0, (long long)rep.steps, batch,
-           (long long)v0, (long long)vocab_values(m));
+    printf("online auc=%.4f logloss=%.4f held-out oov %.4f; %lld steps of %d; vocabularies %lld -> %lld values\n",
+           mt.auc, mt.logloss, cr.oov.values ? (double)cr.oov.oov / (double)cr.oov.values : 0.0, (long long)rep.steps,
+           batch, (long long)v0, (long long)vocab_values(m));
     remove(out);
     free(list);
     wd_text_spec_free(&spec);
