@@ -1186,10 +1186,11 @@ WDDEF wd_status wd_model_publish(wd_model *m);
    new model is read in place, not copied (memory: the two models' weights
    while the last old calls end, then next's alone). next must predict with
    m's predictors: the same MLP, precision and schema (slot names, kinds and
-   buckets; else WD_ERR_SCHEMA naming the difference), and have no
-   predictors of its own. No wd_train may run on m or next meanwhile: swap
-   between online-learning runs (a run with publish_every publishes again
-   when it starts). Swaps and publishes of one model are serialised. */
+   buckets; else WD_ERR_SCHEMA naming the difference), and no predictor
+   or published snapshot of its own (wd_predict on it before is fine). No
+   wd_train may run on m or next meanwhile: swap between online-learning
+   runs (a run with publish_every publishes again when it starts). Swaps
+   and publishes of one model are serialised. */
 WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next);
 
 typedef struct wd_eval_desc {
@@ -8428,6 +8429,7 @@ typedef struct wd__pub {
     wd__snap *snap;                 // the one snapshot (NULL: never published)
     wd__snap *cur;                  // what calls read (NULL: the model in place)
     int inplace;                    // calls reading the model in place
+    int predictors;                 // alive on the model (a swap refuses a next model that has any)
     pthread_mutex_t writer;         // one publisher or swap at a time
 } wd__pub;
 static void wd__snap_free(wd__snap *q) {
@@ -8597,9 +8599,15 @@ WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next) {
     if (!m || !next)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
     if (m == next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model is the served model");
-    if (next->pub)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot of "
-                        "its own");
+    wd__pub *np = __atomic_load_n(&next->pub, __ATOMIC_ACQUIRE);
+    if (np) {
+        pthread_mutex_lock(&np->mu);
+        int busy = np->predictors > 0 || np->snap;
+        pthread_mutex_unlock(&np->mu);
+        if (busy)
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot "
+                            "of its own");
+    }
     char why[300];
     wd__swap_mismatch(m, next, why, sizeof why);
     if (why[0])
@@ -8897,17 +8905,23 @@ WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *
     wd_predictor *p = WD__NEW(wd_predictor);
     if (!p) return wd__fail(WD_ERR_NOMEM, "out of memory");
     p->m = m; p->pub = pub; p->cap = cap; p->threads = threads;
+    pthread_mutex_lock(&pub->mu);
+    pub->predictors++;
+    pthread_mutex_unlock(&pub->mu);
     wd__snap *snap = wd__snap_get(pub);   // the shape read as a call reads it (a swap may be under way)
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__precision_check(src);
     if (!st) st = wd__ws_init(&p->ws, src, cap, 0);
     wd__snap_release(pub, snap);
-    if (st) { wd__free(p); return st; }
+    if (st) { wd_predictor_destroy(p); return st; }
     *out = p;
     return WD_OK;
 }
 WDDEF void wd_predictor_destroy(wd_predictor *p) {
     if (!p) return;
+    pthread_mutex_lock(&p->pub->mu);
+    p->pub->predictors--;
+    pthread_mutex_unlock(&p->pub->mu);
     wd__ws_free(&p->ws);
     wd__free(p);
 }

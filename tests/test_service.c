@@ -230,6 +230,20 @@ static void test_swap_refusals(void) {
     CHECK_OK(wd_predictor_create(other, NULL, &p));
     CHECK(wd_model_swap(m, other) == WD_ERR_INVALID_ARG && has(wd_last_error(), "predictors"));
     wd_predictor_destroy(p);
+    {   // a next model checked with wd_predict first (its predictor gone) swaps in
+        wd_model *checked = variant(2, 0), *sm = variant(0, 0);
+        wd_batch one;
+        float x[1], y[1];
+        REQUIRE(checked && sm);
+        CHECK_OK(wd_batch_init(&one, &g_schema, 1, 0));
+        CHECK_OK(wd_batch_append(&one, &g_all, 0, 1));
+        CHECK_OK(wd_predict(checked, &one, x));
+        CHECK_OK(wd_model_swap(sm, checked));
+        CHECK_OK(wd_predict(sm, &one, y));
+        CHECK(x[0] == y[0]);
+        wd_batch_free(&one);
+        wd_model_destroy(sm);
+    }
     wd_model *fresh = variant(0, 0);
     REQUIRE(fresh);
     CHECK(tl_params_equal(m, fresh));   // unchanged by the refusals
