@@ -256,9 +256,10 @@ static void test_swap_refusals(void) {
 // predictions are the checkpoint's bit for bit, the peak of the library's
 // memory while loading is the weights plus one read buffer, training
 // refuses it, and it saves as the export.
-typedef struct counter { int64_t live, peak; } counter;
+typedef struct counter { int64_t live, peak, calls, fail_at; } counter;   // fail_at: the call that fails (-1: none)
 static void *count_alloc(size_t n, void *user) {
     counter *c = (counter *)user;
+    if (c->calls++ == c->fail_at) return NULL;
     int64_t *p = (int64_t *)malloc(n + 16);
     if (!p) return NULL;
     p[0] = (int64_t)n;
@@ -292,7 +293,7 @@ static void test_serving_memory(void) {
     CHECK_OK(wd_model_save(m, ck));
     CHECK_OK(wd_model_export(m, ex));
     int64_t weights = 4 * (m->P + m->wide_rows + m->emb_rows * m->E);
-    counter c = {0, 0};
+    counter c = {0, 0, 0, -1};
     wd_allocator hooks = {count_alloc, count_free, &c};
     wd_model *w = NULL, *e = NULL;
     wd_set_allocator(&hooks);   // (what is allocated under the hooks is freed under them)
@@ -553,6 +554,41 @@ static void test_vocab_grows_online(void) {
     unlink(day1); unlink(cw); unlink(ck); unlink(chunk);
 }
 
+// Every allocation of a serving load, a publish and a swap failed in turn:
+// WD_ERR_NOMEM, nothing leaked, the served model unchanged.
+static void test_allocation_failures(void) {
+    REQUIRE(g_ok);
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s/service_nomem.wdm", TMP);
+    wd_model *src = variant(0, 0);
+    REQUIRE(src);
+    CHECK_OK(wd_model_save(src, ck));
+    wd_model_destroy(src);
+    int loads = 0;
+    for (int64_t k = 0;; k++) {   // load_weights, then publish and swap on what it loaded
+        counter c = {0, 0, 0, k};
+        wd_allocator hooks = {count_alloc, count_free, &c};
+        wd_set_allocator(&hooks);
+        wd_model *m = NULL, *next = NULL;
+        wd_status st = wd_model_load_weights(ck, &m);
+        if (!st) st = wd_model_load_weights(ck, &next);
+        if (!st) st = wd_model_publish(m);
+        if (!st) st = wd_model_swap(m, next);
+        if (!st) next = NULL;   // consumed
+        CHECK(st == WD_OK || st == WD_ERR_NOMEM);
+        wd_model_destroy(next);
+        wd_model_destroy(m);
+        wd_set_allocator(NULL);
+        CHECK(c.live == 0);
+        if (c.live) { printf("  failing allocation %lld leaked %lld bytes\n", (long long)k, (long long)c.live); break; }
+        if (st == WD_OK) break;
+        loads++;
+    }
+    printf("  %d allocations failed in turn: each WD_ERR_NOMEM, nothing leaked\n", loads);
+    CHECK(loads > 10);
+    unlink(ck);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) snprintf(TMP, sizeof TMP, "%s", argv[1]);
     if (argc > 2) snprintf(SAMPLE, sizeof SAMPLE, "%s", argv[2]);
@@ -562,6 +598,7 @@ int main(int argc, char **argv) {
     RUN(test_swap_between_online_runs);
     RUN(test_swap_refusals);
     RUN(test_serving_memory);
+    RUN(test_allocation_failures);
     RUN(test_vocab_grows_online);
     wd_batch_free(&g_all);
     return test_summary("test_service");
