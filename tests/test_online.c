@@ -412,6 +412,8 @@ static void test_predictor_odd_max_batch(void) {
     wd_batch b;
     REQUIRE_OK(wd_batch_init(&b, wd_model_schema(m), MOST, 0));
     static float got[MOST], want[MOST];
+    CHECK_OK(wd_batch_append(&b, &g_all, 0, 1));
+    CHECK_OK(wd_predict(m, &b, want));   // m's publication state, made by its first call, under malloc
     int runs = 0;
     const wd_allocator guard = {guard_alloc, guard_free, NULL};
     g_guard_bad = 0;
