@@ -1088,9 +1088,10 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    the snapshot (calls that start meanwhile read the model in place, which no
    step changes during a publish), then for those calls (bench/online_bench.c).
    The snapshot stays in use until the model is destroyed or swapped: a later
-   wd_train without publish_every publishes when it ends. A trainer (below)
-   publishes when it opens, if the model has no snapshot, so predictions
-   never read the parameters it writes. */
+   wd_train without publish_every publishes when it ends, also after an
+   error (the steps it finished are valid). A trainer (below) publishes when
+   it opens, if the model has no snapshot, so predictions never read the
+   parameters it writes. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
@@ -5791,7 +5792,7 @@ struct wd_model {
     pthread_mutex_t lp_mu;          // wd_model_swap exchanges the fields above this one
     int lp_mu_made;
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
-    int training;                   // a wd_train, trainer or swap runs on it (atomic: wd__train_claim)
+    int training;                   // a wd_train or trainer runs on it (atomic: wd__train_claim)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -9185,6 +9186,16 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                          (long long)m->step, (long long)m->epoch, (long long)m->batch, wd__tail(d->checkpoint_path, 300));
             }
         }
+        // ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
+        if (st && rep->steps > 0 && run->first == 0 && k0->be && wd__published(m)) {
+            snprintf(err, sizeof err, "%s", wd_last_error());
+            wd_status s2 = ops->download(k0->be);
+            if (!s2 && !wd__model_finite(m)) s2 = wd__fail(WD_ERR_NUMERIC, "a parameter is not finite");
+            if (!s2) s2 = wd_model_publish(m);
+            if (s2) wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be published: %s",
+                             err, (long long)m->step, wd_last_error());
+            else wd__fail(st, "%s", err);
+        }
         for (int i = 0; i < run->nlocal; i++) {
             if (ks[i].be) ops->destroy(ks[i].be);
             wd_loader_close(ks[i].loader);
@@ -9270,9 +9281,15 @@ static wd_status wd__pub_of(const wd_model *m, wd__pub **out) {
     *out = p;
     return WD_OK;
 }
+// Whether predictions read a snapshot: p->snap is set only by a publish
+// that succeeded (a failed one frees it), under p->writer.
 static int wd__published(const wd_model *m) {
     wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
-    return p && p->snap;
+    if (!p) return 0;
+    pthread_mutex_lock(&p->writer);
+    int has = p->snap != NULL;
+    pthread_mutex_unlock(&p->writer);
+    return has;
 }
 // Under p->mu: calls now read q (NULL: the model in place); returns once
 // no call holds what they read before (old; NULL: the model in place).
@@ -9303,15 +9320,16 @@ static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
 static void wd__snap_view(wd__snap *q, const wd_model *m) {
     float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
     uint16_t *lp = q->view.dense_lp;
-    q->view = *m;
+    // the fields up to the bf16 cache's: calls reading m in place write lp_fresh and lock lp_mu meanwhile
+    memcpy(&q->view, m, offsetof(wd_model, dense_lp));
     q->view.d.schema = &q->view.schema;
+    q->view.dense_lp = m->dense_lp;
     if (!q->borrowed) {
         q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
         q->view.in = q->in;
     }
     q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
-    q->view.lp_mu_made = 0; q->view.pub = NULL; q->view.training = 0;
-    q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone
+    q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone (lp_mu_made, pub and training stay 0)
 }
 // One snapshot: while it is refilled, calls read the model in place, which
 // holds the same parameters (no step runs during a publish).
@@ -9341,6 +9359,9 @@ WDDEF wd_status wd_model_publish(wd_model *m) {
         pthread_mutex_lock(&p->mu);
         wd__pub_redirect(p, q);   // the calls in place finish before training goes on
         pthread_mutex_unlock(&p->mu);
+    } else {   // no snapshot rather than one nobody reads: wd__published says calls read the model in place
+        wd__snap_free(p->snap);
+        p->snap = NULL;
     }
     pthread_mutex_unlock(&p->writer);
     return st;

@@ -6,7 +6,7 @@
 // end-of-run publish after a hand publish; a bf16 model's snapshot;
 // predictors whose max_batch is no rounding size; an error right after the
 // first step; an equal AUC is no improvement; outputs fsynced before their
-// rename. Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
+// rename; the merge of hardon and svca (the review's findings 1-3). Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -472,6 +472,113 @@ static void test_error_after_first_step(void) {
     unlink(path);
 }
 
+// Review of hardon, finding 3: a wd_train (or trainer: the same end) that
+// ends with an error after finished steps publishes them when the model has
+// a snapshot: predictions see the model m holds, not the one of the start.
+// (Without the error publish: predictions stay on the start's snapshot.)
+static void test_error_end_publishes(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m && twin);
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    static const int idx[] = {0, 1, 2, 3, -1}, first[] = {0, 1, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    s.fail_at = 2;
+    td.publish_every = 10;   // published at the start only, before the error
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_IO && tl_has(wd_last_error(), "the queue went away"));
+    CHECK(m->step == 2 && wd__published(m));
+    train_batches(twin, first);
+    float got[NP], want[NP];
+    CHECK_OK(wd_predict(m, &fixed, got));
+    CHECK_OK(wd_predict(twin, &fixed, want));
+    CHECK(!memcmp(got, want, sizeof got));
+    wd_batch_free(&s.b); wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
+// Review of hardon, finding 2: a publish that failed (out of memory for the
+// snapshot's embedding copy) leaves no snapshot, so a trainer's open still
+// publishes and predictions during training read the model of the open.
+static size_t g_fail_from;
+static void *fail_big(size_t n, void *user) { (void)user; return g_fail_from && n >= g_fail_from ? NULL : malloc(n); }
+static void free_big(void *q, void *user) { (void)user; free(q); }
+static void test_failed_publish_then_trainer(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m);
+    wd_batch fixed, one;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    float before[NP], during[NP];
+    CHECK_OK(wd_predict(m, &fixed, before));
+    wd_allocator a = {fail_big, free_big, NULL};
+    g_fail_from = sizeof(float) * (size_t)(m->emb_rows * m->E);
+    wd_set_allocator(&a);
+    CHECK(wd_model_publish(m) == WD_ERR_NOMEM);
+    wd_set_allocator(NULL);
+    g_fail_from = 0;
+    CHECK(!wd__published(m));
+    seen v;
+    memset(&v, 0, sizeof v);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = B; td.threads = 1; td.progress = on_progress; td.user = &v;
+    wd_trainer *t = NULL;
+    CHECK_OK(wd_trainer_open(m, &td, &t));
+    for (int i = 0; t && i < 3; i++) { CHECK_OK(batch_of(&one, i)); CHECK_OK(wd_trainer_push(t, &one)); }
+    for (int w = 0; w < 30000 && __atomic_load_n(&v.step, __ATOMIC_ACQUIRE) < 3; w++) usleep(1000);
+    CHECK_OK(wd_predict(m, &fixed, during));
+    CHECK(!memcmp(during, before, sizeof during));   // the snapshot of the open
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    wd_batch_free(&fixed); wd_batch_free(&one);
+    wd_model_destroy(m);
+}
+
+// Review of hardon, finding 1: wd_train with publish_every on a model that
+// threads are predicting from in place (nothing published yet) starts its
+// steps only once those calls ended: the start publish waits for them (the
+// one wait, wd__pub_redirect, that a trainer's open uses too). TSan: without
+// the wait, wd_opt_* races with wd__sgemm in the predictions.
+static void test_train_publish_waits_for_calls_in_place(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m && twin);
+    wd_batch fixed;
+    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
+    CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
+    float before[NP];
+    CHECK_OK(wd_predict(m, &fixed, before));
+    volatile int stop = 0;
+    pred_arg a[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].m = m; a[i].fixed = &fixed; a[i].want = before; a[i].stop = &stop;
+        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
+    }
+    usleep(20000);   // the threads predicting (in place: nothing is published)
+    static const int idx[] = {0, 1, 2, 3, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    td.publish_every = 1;
+    CHECK_OK(wd_train(m, &td, NULL));
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    int n = 0;
+    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; }
+    printf("  %d predictions beside wd_train with publish_every 1\n", n);
+    train_batches(twin, idx);
+    CHECK(tl_params_equal(m, twin));
+    wd_batch_free(&s.b); wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
 // Pin: a validation AUC equal to the best is no improvement. Batches of
 // weight 0 change nothing, so every validation (eval_every 1) gives the AUC
 // of the first: early_stop 2 stops after step 3, and keep_best keeps step 1.
@@ -558,6 +665,9 @@ int main(int argc, char **argv) {
     RUN(test_bf16_snapshot);
     RUN(test_predictor_odd_max_batch);
     RUN(test_error_after_first_step);
+    RUN(test_error_end_publishes);
+    RUN(test_failed_publish_then_trainer);
+    RUN(test_train_publish_waits_for_calls_in_place);
     RUN(test_equal_auc_is_no_improvement);
     RUN(test_fsync_before_rename);
     wd_batch_free(&g_all);
