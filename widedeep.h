@@ -1294,10 +1294,12 @@ WDDEF wd_status wd_model_publish(wd_model *m);
    while the last old calls end, then next's alone). next must predict with
    m's predictors: the same MLP, precision and schema (slot names, kinds and
    buckets; else WD_ERR_SCHEMA naming the difference), and no predictor
-   or published snapshot of its own (wd_predict on it before is fine). No
-   wd_train may run on m or next meanwhile: swap between online-learning
-   runs (a run with publish_every publishes again when it starts). Swaps
-   and publishes of one model are serialised. */
+   or published snapshot of its own (wd_predict on it before is fine). A
+   swap while a wd_train or trainer runs on m or next is refused
+   (WD_ERR_INVALID_ARG), as is a training that starts on either during a
+   swap: swap between online-learning runs (a run with publish_every
+   publishes again when it starts). Swaps and publishes of one model are
+   serialised. */
 WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next);
 
 typedef struct wd_eval_desc {
@@ -5792,7 +5794,7 @@ struct wd_model {
     pthread_mutex_t lp_mu;          // wd_model_swap exchanges the fields above this one
     int lp_mu_made;
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
-    int training;                   // a wd_train or trainer runs on it (atomic: wd__train_claim)
+    int training;                   // a wd_train, trainer or swap runs on it (atomic: wd__train_claim)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -9430,10 +9432,21 @@ static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, s
 // Hot swap: calls that start read a borrowed view of next's parameters;
 // once the calls on the old model ended, m takes next's contents (and next
 // m's old ones, freed with it), and calls read m in place again.
+static wd_status wd__swap(wd_model *m, wd_model *next);
 WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next) {
     if (!m || !next)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
     if (m == next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model is the served model");
+    // a training's parameters must not change under it: the claim refuses a swap during one, and one during a swap
+    WD__TRY(wd__train_claim(m, "wd_model_swap (the served model)"));
+    wd_status st = wd__train_claim(next, "wd_model_swap (the next model)");
+    int next_claimed = !st;
+    if (!st) st = wd__swap(m, next);
+    if (next_claimed && st) wd__train_release(next);   // a swap that succeeded freed next
+    wd__train_release(m);
+    return st;
+}
+static wd_status wd__swap(wd_model *m, wd_model *next) {
     wd__pub *np = __atomic_load_n(&next->pub, __ATOMIC_ACQUIRE);
     if (np) {
         pthread_mutex_lock(&np->mu);

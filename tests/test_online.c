@@ -6,7 +6,8 @@
 // end-of-run publish after a hand publish; a bf16 model's snapshot;
 // predictors whose max_batch is no rounding size; an error right after the
 // first step; an equal AUC is no improvement; outputs fsynced before their
-// rename; the merge of hardon and svca (the review's findings 1-3). Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
+// rename; the merge of hardon and svca (the review's findings 1-3, a swap
+// refused during a training). Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -579,6 +580,38 @@ static void test_train_publish_waits_for_calls_in_place(void) {
     wd_model_destroy(m); wd_model_destroy(twin);
 }
 
+// svca's report: wd_model_swap refuses while a trainer (or wd_train) holds
+// the served model or the next one (the claim), leaving both as they were;
+// after close the swap goes through. (Without the claim: the swap ran,
+// exchanging the parameters under the training thread.)
+static void test_swap_refused_while_training(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *next = tl_criteo_model(WD_ADAM, DATA);
+    wd_model *other = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m && next && other);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = B; td.threads = 1;
+    wd_trainer *t = NULL;
+    REQUIRE_OK(wd_trainer_open(m, &td, &t));
+    CHECK(wd_model_swap(m, next) == WD_ERR_INVALID_ARG &&
+          tl_has(wd_last_error(), "wd_model_swap (the served model): the model is being trained already"));
+    CHECK(wd_model_swap(other, m) == WD_ERR_INVALID_ARG &&
+          tl_has(wd_last_error(), "wd_model_swap (the next model): the model is being trained already"));
+    CHECK(wd_model_description(next)->optimizer == WD_ADAM && !next->training && !other->training);
+    wd_batch one;
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    CHECK_OK(batch_of(&one, 0));
+    CHECK_OK(wd_trainer_push(t, &one));
+    CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    CHECK(m->step == 1);
+    CHECK_OK(wd_model_swap(m, next));   // closed: the swap goes through (next consumed)
+    CHECK(m->step == 0 && wd_model_description(m)->optimizer == WD_ADAM && !m->training);
+    wd_batch_free(&one);
+    wd_model_destroy(m); wd_model_destroy(other);
+}
+
 // Pin: a validation AUC equal to the best is no improvement. Batches of
 // weight 0 change nothing, so every validation (eval_every 1) gives the AUC
 // of the first: early_stop 2 stops after step 3, and keep_best keeps step 1.
@@ -668,6 +701,7 @@ int main(int argc, char **argv) {
     RUN(test_error_end_publishes);
     RUN(test_failed_publish_then_trainer);
     RUN(test_train_publish_waits_for_calls_in_place);
+    RUN(test_swap_refused_while_training);
     RUN(test_equal_auc_is_no_improvement);
     RUN(test_fsync_before_rename);
     wd_batch_free(&g_all);
