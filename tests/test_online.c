@@ -85,6 +85,12 @@ static void train_batches(wd_model *m, const int *idx) {
     wd_batch_free(&s.b);
 }
 
+// NP samples of g_all from `at`: a batch for m's predictions.
+static wd_status fixed_batch(wd_batch *b, const wd_model *m, int at) {
+    WD__TRY(wd_batch_init(b, wd_model_schema(m), NP, 0));
+    return wd_batch_append(b, &g_all, at, NP);
+}
+
 // The progress callback's record: steps seen, warnings (copies), a hook per step.
 typedef struct seen {
     int64_t step;                   // the last step reported (atomic: the test thread waits on it)
@@ -166,13 +172,28 @@ static void *predicting(void *p) {
     }
     return NULL;
 }
+// Two threads predicting `fixed` on m until *stop; their end: the calls
+// made (*other: those whose result was not `want`).
+static void predicting_start(pred_arg *a, pthread_t *th, const wd_model *m, const wd_batch *fixed,
+                             const float *want, volatile int *stop) {
+    for (int i = 0; i < 2; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].m = m; a[i].fixed = fixed; a[i].want = want; a[i].stop = stop;
+        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
+    }
+}
+static int predicting_end(pred_arg *a, pthread_t *th, volatile int *stop, int *other) {
+    __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+    int n = 0;
+    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; *other += a[i].other; }
+    return n;
+}
 static void test_predict_while_trainer_runs(void) {
     REQUIRE(g_ok);
     wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m && twin);
     wd_batch fixed, one;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, N - NP));
     CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
     float before[NP], during[NP], after[NP], want[NP];
     CHECK_OK(wd_predict(m, &fixed, before));
@@ -181,11 +202,7 @@ static void test_predict_while_trainer_runs(void) {
     volatile int stop = 0;
     pred_arg a[2];
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) {
-        memset(&a[i], 0, sizeof a[i]);
-        a[i].m = m; a[i].fixed = &fixed; a[i].want = before; a[i].stop = &stop;
-        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
-    }
+    predicting_start(a, th, m, &fixed, before, &stop);
     seen v;
     memset(&v, 0, sizeof v);
     wd_train_desc td;
@@ -199,9 +216,7 @@ static void test_predict_while_trainer_runs(void) {
     CHECK_OK(wd_predict(m, &fixed, during));
     CHECK(!memcmp(during, before, sizeof during));   // the snapshot of the open, not the model of step 5
     if (pr) { CHECK_OK(wd_predictor_run(pr, &fixed, during)); CHECK(!memcmp(during, before, sizeof during)); }
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    int n = 0, other = 0;
-    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; other += a[i].other; }
+    int other = 0, n = predicting_end(a, th, &stop, &other);
     if (t) CHECK_OK(wd_trainer_close(t, NULL));
     wd_trainer_free(t);
     printf("  %d predictions beside 6 steps, %d of them not the model of the open\n", n, other);
@@ -321,8 +336,7 @@ static void test_publish_by_hand_then_end(void) {
     wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m && twin);
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     float got[NP], want[NP], before[NP];
     CHECK_OK(wd_model_publish(m));
     CHECK_OK(wd_predict(m, &fixed, before));
@@ -359,8 +373,7 @@ static void test_bf16_snapshot(void) {
     CHECK_OK(wd_model_create(&d, &twin));
     if (!m || !twin) { wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ref); return; }
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     static const int idx[] = {0, 1, 2, -1};
     train_batches(m, idx);
     train_batches(twin, idx);
@@ -482,8 +495,7 @@ static void test_error_end_publishes(void) {
     wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m && twin);
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     static const int idx[] = {0, 1, 2, 3, -1}, first[] = {0, 1, -1};
     src s;
     wd_train_desc td;
@@ -512,8 +524,7 @@ static void test_failed_publish_then_trainer(void) {
     wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m);
     wd_batch fixed, one;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
     float before[NP], during[NP];
     CHECK_OK(wd_predict(m, &fixed, before));
@@ -552,18 +563,13 @@ static void test_train_publish_waits_for_calls_in_place(void) {
     wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m && twin);
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, N - NP));
     float before[NP];
     CHECK_OK(wd_predict(m, &fixed, before));
     volatile int stop = 0;
     pred_arg a[2];
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) {
-        memset(&a[i], 0, sizeof a[i]);
-        a[i].m = m; a[i].fixed = &fixed; a[i].want = before; a[i].stop = &stop;
-        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
-    }
+    predicting_start(a, th, m, &fixed, before, &stop);
     usleep(20000);   // the threads predicting (in place: nothing is published)
     static const int idx[] = {0, 1, 2, 3, -1};
     src s;
@@ -571,9 +577,7 @@ static void test_train_publish_waits_for_calls_in_place(void) {
     stream_desc(&td, &s, idx, m);
     td.publish_every = 1;
     CHECK_OK(wd_train(m, &td, NULL));
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    int n = 0;
-    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; }
+    int other = 0, n = predicting_end(a, th, &stop, &other);
     printf("  %d predictions beside wd_train with publish_every 1\n", n);
     train_batches(twin, idx);
     CHECK(tl_params_equal(m, twin));
