@@ -9194,8 +9194,9 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
             wd_status s2 = ops->download(k0->be);
             if (!s2 && !wd__model_finite(m)) s2 = wd__fail(WD_ERR_NUMERIC, "a parameter is not finite");
             if (!s2) s2 = wd_model_publish(m);
-            if (s2) wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be published: %s",
-                             err, (long long)m->step, wd_last_error());
+            if (s2)
+                wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
+                         "published: %s", err, (long long)m->step, wd_last_error());
             else wd__fail(st, "%s", err);
         }
         for (int i = 0; i < run->nlocal; i++) {
