@@ -211,7 +211,7 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow test_spec
+TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow test_spec test_service
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
@@ -316,6 +316,11 @@ $(B)/readme_serve: tests/readme_main.c $(B)/readme_api.c $(HDR) $(ENGINE) | $(B)
 # the serving benchmark (bench/predict_bench.sh runs it beside PyTorch)
 $(B)/predict_bench: bench/predict_bench.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/predict_bench.c $(LDLIBS) $(GEMML)
+# a service's model: its memory, latency beside training (bench/serve_bench.sh)
+$(B)/serve_bench: bench/serve_bench.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/serve_bench.c $(LDLIBS) $(GEMML)
+$(B)/vocab_online: bench/vocab_online.c $(HDR) $(ENGINE) | $(B)
+	$(CC) -std=c11 $(CFLAGS) $(WARN) $(GEMMF) -o $@ bench/vocab_online.c $(LDLIBS) $(GEMML)
 
 demo: deps
 	@$(MAKE) --no-print-directory $(B)/wd
@@ -329,7 +334,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_gpu_on_cpu $(EMU_BINS) $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed \
+	$(B)/test_cpp $(B)/test_gpu_on_cpu $(EMU_BINS) $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/test_service_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed \
 	$(if $(PY_INC),$(B)/python/widedeep/_wd.so)
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)

@@ -31,10 +31,13 @@
     15. Training       wd_train() (its ranks' start-up agreement; wd_train_fail),
                        wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
-                       (desc.source, wd_trainer_push), online learning
-                       (publish_every, wd_model_publish)
+                       (desc.source, wd_trainer_push; raw lines growing
+                       the vocabulary: wd_trainer_push_lines), online
+                       learning (publish_every, wd_model_publish); hot swap
+                       (wd_model_swap)
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
-                       wd_model_spec(): the model's own input format
+                       wd_model_load_weights(): for serving, no optimizer
+                       state; wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
                        wd_env_number, wd_test_fail_parse: what
                        widedeep_cuda.cu builds on
@@ -1088,15 +1091,18 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    whole batch (a predictor's call allocates nothing for it). wd_train
    with publish_every = K publishes when it starts, after every K-th step
    and when it ends (also when stopped; after an error predictions keep the
-   last snapshot); predictions lag training by at most K steps. Cost: two
-   snapshots' memory (4 bytes per parameter each: dense, wide and embedding
-   tables), and per publish one copy of every parameter on the training
-   thread (with a GPU backend, also the download of the model), plus a wait
-   for predictions still reading the older snapshot (bench/online_bench.c).
-   The snapshot stays in use until the model is destroyed: a later wd_train
-   without publish_every publishes when it ends. A trainer (below) publishes
-   when it opens, if nothing was, so predictions never read the parameters
-   it writes. */
+   last snapshot); predictions lag training by at most K steps. Cost: one
+   snapshot's memory (4 bytes per parameter: dense, wide and embedding
+   tables; no optimizer state), and per publish one copy of every parameter
+   on the training thread (with a GPU backend, also the download of the
+   model), plus two waits of at most one call each: for calls still reading
+   the snapshot (calls that start meanwhile read the model in place, which no
+   step changes during a publish), then for those calls (bench/online_bench.c).
+   The snapshot stays in use until the model is destroyed or swapped: a later
+   wd_train without publish_every publishes when it ends, also after an
+   error (the steps it finished are valid). A trainer (below) publishes when
+   it opens, if the model has no snapshot, so predictions never read the
+   parameters it writes. */
 typedef enum wd_device { WD_DEVICE_CPU = 0, WD_DEVICE_CUDA = 1 } wd_device;
 #define WD_ALL_GPUS (-1)
 // Where the time of the training loop goes (wd_train_report.stage_s, rank 0);
@@ -1267,11 +1273,48 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 typedef struct wd_trainer wd_trainer;
 WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer **out);
 WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b);
+/* Raw lines, and vocabularies that grow in memory: text holds up to
+   batch_size lines (as wd_parse_line takes them, '\n'-separated; a CSV
+   header line is skipped) in the model's input format (wd_model_spec: the
+   model was trained on files converted with an input format). Values a
+   slot's vocabulary lacks get the next ids, by falling count in these lines
+   then by hash, while the slot's table has rows (vocab_capacity), exactly
+   as wd_convert with extend_vocab (`wd convert --schema-from --extend-vocab`)
+   converts these lines; the others take the out-of-vocabulary id. The lines
+   are then one pushed batch (wd_trainer_push). The model takes the longer
+   vocabulary between steps, with the batch that needs it: wd_model_save
+   (checkpoints) writes it, and a publish copies it into the snapshot when
+   it grew, so wd_model_spec (the published snapshot's while one is
+   published) maps raw requests with the ids its tables were trained with.
+   A bad line refuses the whole push (naming the batch and the line), the
+   vocabulary unchanged. Cost: a push that adds values copies the
+   vocabulary twice (the trainer's and the model's), and a publish after it
+   once (the snapshot's). */
+WDDEF wd_status wd_trainer_push_lines(wd_trainer *t, const char *text, size_t len);
 WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep);
 WDDEF void wd_trainer_free(wd_trainer *t);
 // Publishes a snapshot of m's parameters for wd_predict (online learning,
 // above); call it before predicting threads start while wd_train runs.
 WDDEF wd_status wd_model_publish(wd_model *m);
+/* Hot swap: replaces the model that m's predictors (and wd_predict on m)
+   read by next, under load: a call that starts before the swap reads the old
+   model whole, one that starts after it the new one whole; none fails or
+   waits. wd_model_swap returns once the calls on the old model ended, with
+   m holding next's parameters, description, position and input contract
+   (wd_model_spec, wd_model_save), and next destroyed (on an error both
+   models are unchanged). The old parameters and m's published snapshot are
+   freed before it returns; the
+   new model is read in place, not copied (memory: the two models' weights
+   while the last old calls end, then next's alone). next must predict with
+   m's predictors: the same MLP, precision and schema (slot names, kinds and
+   buckets; else WD_ERR_SCHEMA naming the difference), and no predictor
+   or published snapshot of its own (wd_predict on it before is fine). A
+   swap while a wd_train or trainer runs on m or next is refused
+   (WD_ERR_INVALID_ARG), as is a training that starts on either during a
+   swap: swap between online-learning runs (a run with publish_every
+   publishes again when it starts). Swaps and publishes of one model are
+   serialised. */
+WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next);
 
 typedef struct wd_eval_desc {
     const char *const *files;
@@ -1365,10 +1408,14 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 // without optimizer state ('POS ' flags bit 1; DENS, WIDE and EMBD then hold
 // the weights alone: about half the checkpoint with Adagrad, a third with
 // Adam). wd_model_load loads it for wd_predict, wd_evaluate and
-// wd_model_spec, with its optimizer state zero; wd_train refuses it (that
-// state is gone; train the checkpoint), and wd_model_save writes it
-// weights-only again.
+// wd_model_spec, with no optimizer state in memory either (its memory is its
+// weights); wd_train refuses it (that state is gone; train the checkpoint),
+// and wd_model_save writes it weights-only again.
 WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
+// Loads any .wdm (a checkpoint or an export) for serving: as an export
+// loads, whatever the file holds (its optimizer state is read, checksummed
+// and dropped through a 64 KiB buffer), so the model's memory is its weights.
+WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out);
 
 /* The model is the contract. wd_train records, from its training files, how
    raw input became ids and features: the input format and column mapping
@@ -5739,6 +5786,21 @@ static wd_status wd__contract_of(const wd_reader *r, wd__contract *out) {
     return WD_OK;
 }
 
+// A copy of c (what it points to copied too).
+static wd_status wd__contract_copy(const wd__contract *c, wd__contract *out) {
+    memset(out, 0, sizeof *out);
+    WD__TRY(wd__vocab_copy(c->vocab, &out->vocab));
+    if (c->spec) {
+        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) {
+            wd__contract_free(out);
+            return wd__fail(WD_ERR_NOMEM, "out of memory");
+        }
+        *out->spec = *c->spec;
+    }
+    out->known = c->known;
+    return WD_OK;
+}
+
 struct wd_model {
     wd_model_desc d;
     wd_schema schema;
@@ -5758,18 +5820,15 @@ struct wd_model {
     int after_error;                // saved by wd_train after an error (wd_model_after_error)
     wd__contract in;                // the input contract of its training files (wd_model_spec)
     int weights_only;               // loaded from wd_model_export: no optimizer state, cannot train
+    int64_t in_gen;                 // counts the vocabularies a trainer's raw lines grew (wd_trainer_push_lines)
     // precision bf16: the MLP weights rounded to bf16 for the GEMMs; kept
     // current by the CPU trainer's updates, rebuilt (under lp_mu) when stale
     uint16_t *dense_lp;             // (P_mlp)
     int lp_fresh;
-    pthread_mutex_t lp_mu;
+    pthread_mutex_t lp_mu;          // wd_model_swap exchanges the fields above this one
     int lp_mu_made;
     struct wd__pub *pub;            // published snapshots (online learning; NULL: none)
-    // last (wd_model_publish copies the fields before them; these change under it):
-    int training;                   // a wd_train or trainer runs on it (atomic: wd__train_claim)
-    char live_apart[64];            // live in a cache line of its own: predictions in place write it, and
-    int live;                       // read the fields before it; live: those predictions (atomic; wd__predictor_go)
-    char live_after[64];
+    int training;                   // a wd_train, trainer or swap runs on it (atomic: wd__train_claim)
 };
 
 static int wd__deep(const wd_model *m) { return !m->d.no_deep; }
@@ -5805,8 +5864,21 @@ static void wd__free_model(wd_model *m) {
     wd__free(m);
 }
 WDDEF void wd_model_destroy(wd_model *m) { wd__free_model(m); }
+static wd_status wd__model_spec(const wd_model *m, wd_text_spec *out);
+struct wd__snap;
+static struct wd__snap *wd__spec_source(const wd_model *m, const wd_model **src);
+static void wd__spec_source_end(const wd_model *m, struct wd__snap *q);
+// With a published snapshot: the snapshot's input contract, which grows with
+// its tables (wd_trainer_push_lines); else the model's.
 WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out) {
     if (!m || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_spec: %s is NULL", m ? "out" : "the model");
+    const wd_model *src;
+    struct wd__snap *q = wd__spec_source(m, &src);
+    wd_status st = wd__model_spec(src, out);
+    wd__spec_source_end(m, q);
+    return st;
+}
+static wd_status wd__model_spec(const wd_model *m, wd_text_spec *out) {
     memset(out, 0, sizeof *out);
     if (!m->in.known)
         return wd__fail(WD_ERR_UNSUPPORTED, "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
@@ -5909,23 +5981,27 @@ static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
     return p;
 }
 
-// Allocates every tensor from the planned sizes (contents uninitialised).
+// Allocates every tensor from the planned sizes (contents uninitialised); a
+// weights-only model (m->weights_only) gets no optimizer state (NULL).
 static wd_status wd__model_alloc(wd_model *m) {
-    uint64_t bytes = (uint64_t)wd_model_bytes(m) + (m->d.precision == WD_PRECISION_BF16 ? 2 * (uint64_t)m->P_mlp : 0);
+    int ws = m->weights_only, ne = wd__deep(m) ? 1 : 0;
+    uint64_t bytes = ws ? 4 * (uint64_t)(m->P + m->wide_rows + ne * m->emb_rows * m->E) : (uint64_t)wd_model_bytes(m);
+    bytes += m->d.precision == WD_PRECISION_BF16 ? 2 * (uint64_t)m->P_mlp : 0;
     char what[160];
     snprintf(what, sizeof what, "the model (%lld table rows, embedding dim %d)", (long long)m->wide_rows, m->E);
     WD__TRY(wd__memory_check(bytes, what));
     wd_status st = WD_OK;
     m->dense = wd__alloc_floats(m->P, "dense parameters", &st);
-    m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
-    m->dense_s2 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    if (!ws) m->dense_s1 = wd__alloc_floats(m->P, "dense optimizer state", &st);
+    if (!ws) m->dense_s2 = wd__alloc_floats(m->P, "dense optimizer state", &st);
     m->wide = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "wide weights", &st);
-    m->wide_z = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL z", &st);
-    m->wide_n = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL n", &st);
+    if (!ws) m->wide_z = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL z", &st);
+    if (!ws) m->wide_n = wd__alloc_floats(WD__MAX(m->wide_rows, 1), "FTRL n", &st);
     if (wd__deep(m)) {
         m->emb = wd__alloc_floats(m->emb_rows * m->E, "embedding tables", &st);
-        m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
-        if (wd_opt_states(m->d.optimizer) > 1) m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
+        if (!ws) m->emb_s1 = wd__alloc_floats(m->emb_rows * m->E, "embedding optimizer state", &st);
+        if (!ws && wd_opt_states(m->d.optimizer) > 1)
+            m->emb_s2 = wd__alloc_floats(m->emb_rows * m->E, "embedding Adam state", &st);
     }
     if (!st && m->d.precision == WD_PRECISION_BF16) {
         m->dense_lp = (uint16_t *)wd__malloc(sizeof(uint16_t) * (size_t)WD__MAX(m->P_mlp, 1));
@@ -8650,6 +8726,7 @@ static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     return WD_OK;
 }
 static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be);
+static int wd__published(const wd_model *m);
 // Whether every rank waits for step n (the model's step after it) to finish
 // before submitting the next: a validation (*validating; probe: the step a
 // tenth into epoch 2, -1: none), a checkpoint or a publish step. Every rank
@@ -8913,7 +8990,8 @@ static wd_status wd__rank_train(wd__rank *k) {
         wd__fail(st, "%s", err);
     }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
-    if (!st && chief && (publish || m->pub)) st = wd__publish_from(m, ops, k->be);   // predictions see the end
+    if (!st && chief && (publish || wd__published(m)))   // predictions see the end
+        st = wd__publish_from(m, ops, k->be);
     return st;
 }
 static void *wd__rank_thread(void *arg) {
@@ -8945,7 +9023,10 @@ static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64
 static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: model is NULL");
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: desc is NULL");
-    if (m->weights_only) return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export: weights only, no optimizer state to continue from); train its checkpoint");
+    if (m->weights_only)
+        return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export, or "
+                        "loaded by wd_model_load_weights: weights only, no optimizer state to continue from); train "
+                        "its checkpoint (wd_model_load)");
     if (d->source && (d->files || d->nfiles)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: both training files and a source are given; train from one of them");
     if (!d->source && (!d->files || d->nfiles <= 0)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
     if (d->source && d->epochs) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
@@ -9145,6 +9226,17 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                          (long long)m->step, (long long)m->epoch, (long long)m->batch, wd__tail(d->checkpoint_path, 300));
             }
         }
+        // ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
+        if (st && rep->steps > 0 && run->first == 0 && k0->be && wd__published(m)) {
+            snprintf(err, sizeof err, "%s", wd_last_error());
+            wd_status s2 = ops->download(k0->be);
+            if (!s2 && !wd__model_finite(m)) s2 = wd__fail(WD_ERR_NUMERIC, "a parameter is not finite");
+            if (!s2) s2 = wd_model_publish(m);
+            if (s2)
+                wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
+                         "published: %s", err, (long long)m->step, wd_last_error());
+            else wd__fail(st, "%s", err);
+        }
         for (int i = 0; i < run->nlocal; i++) {
             if (ks[i].be) ops->destroy(ks[i].be);
             wd_loader_close(ks[i].loader);
@@ -9181,27 +9273,72 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
 // ---- online learning: published snapshots; pushing batches (a trainer) -------------------------
 // A snapshot is a shallow copy of the model whose parameter pointers lead to
 // copies of its own (no optimizer state): wd__forward reads it like a model.
+// A borrowed one (a swap's, below) leads to another model's parameters.
 typedef struct wd__snap {
     wd_model view;
     int refs;                       // predictions reading it (under wd__pub.mu)
+    int borrowed;                   // 1: the parameters are not its own
+    wd__contract in;                // its own copy of the model's input contract (wd_model_spec), taken
+    int64_t in_gen;                 // at the model's in_gen (-1: none yet): copied again when it grew
 } wd__snap;
+// What predictions read: cur, or the model in place while cur is NULL. A
+// call takes a reference (cur's refs, or inplace) and gives it back at its
+// end; a writer redirects the calls that start, then waits for those that
+// hold the other reference. m->pub is made by the first predictor or publish.
 typedef struct wd__pub {
     pthread_mutex_t mu;
-    pthread_cond_t idle;            // a snapshot's last reader left
-    wd__snap *slot[2];              // double buffer: slot[cur] is published
-    int cur;                        // -1: nothing published yet
-    pthread_mutex_t writer;         // one publisher at a time
+    pthread_cond_t idle;            // a reference count fell to 0
+    wd__snap *snap;                 // the one snapshot (NULL: never published)
+    wd__snap *cur;                  // what calls read (NULL: the model in place)
+    int inplace;                    // calls reading the model in place
+    int predictors;                 // alive on the model (a swap refuses a next model that has any)
+    pthread_mutex_t writer;         // one publisher or swap at a time
 } wd__pub;
 static void wd__snap_free(wd__snap *q) {
     if (!q) return;
-    wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp);
+    if (!q->borrowed) {
+        wd__free(q->view.dense); wd__free(q->view.wide); wd__free(q->view.emb); wd__free(q->view.dense_lp);
+    }
+    wd__contract_free(&q->in);
     wd__free(q);
 }
 static void wd__pub_free(wd__pub *p) {
     if (!p) return;
-    wd__snap_free(p->slot[0]); wd__snap_free(p->slot[1]);
+    wd__snap_free(p->snap);
     pthread_mutex_destroy(&p->mu); pthread_cond_destroy(&p->idle); pthread_mutex_destroy(&p->writer);
     wd__free(p);
+}
+// m->pub, made on first use (predictor threads may race to make it: one wins).
+static wd_status wd__pub_of(const wd_model *m, wd__pub **out) {
+    wd_model *w = (wd_model *)(uintptr_t)m;
+    wd__pub *p = __atomic_load_n(&w->pub, __ATOMIC_ACQUIRE);
+    if (!p) {
+        wd__pub *n = WD__NEW(wd__pub);
+        if (!n) return wd__fail(WD_ERR_NOMEM, "out of memory for the model's publication state");
+        pthread_mutex_init(&n->mu, NULL); pthread_cond_init(&n->idle, NULL); pthread_mutex_init(&n->writer, NULL);
+        if (__atomic_compare_exchange_n(&w->pub, &p, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) p = n;
+        else wd__pub_free(n);   // another thread's is there (p)
+    }
+    *out = p;
+    return WD_OK;
+}
+// Whether predictions read a snapshot: p->snap is set only by a publish
+// that succeeded (a failed one frees it), under p->writer.
+static int wd__published(const wd_model *m) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    if (!p) return 0;
+    pthread_mutex_lock(&p->writer);
+    int has = p->snap != NULL;
+    pthread_mutex_unlock(&p->writer);
+    return has;
+}
+// Under p->mu: calls now read q (NULL: the model in place); returns once
+// no call holds what they read before (old; NULL: the model in place).
+static void wd__pub_redirect(wd__pub *p, wd__snap *q) {
+    wd__snap *old = p->cur;
+    p->cur = q;
+    if (old == q) return;
+    while (old ? old->refs > 0 : p->inplace > 0) pthread_cond_wait(&p->idle, &p->mu);
 }
 static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
     wd__snap *q = WD__NEW(wd__snap);
@@ -9215,68 +9352,177 @@ static wd_status wd__snap_alloc(const wd_model *m, wd__snap **out) {
         if (!q->view.dense_lp) st = wd__fail(WD_ERR_NOMEM, "publish: out of memory for the bf16 weights");
     }
     if (st) { wd__snap_free(q); return st; }
+    q->in_gen = -1;
     *out = q;
     return WD_OK;
 }
+// q->view: m's shape, description and tables' offsets around q's own
+// parameter arrays (or, borrowed, m's), no optimizer state, never refreshed.
+static void wd__snap_view(wd__snap *q, const wd_model *m) {
+    float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
+    uint16_t *lp = q->view.dense_lp;
+    // the fields up to the bf16 cache's: calls reading m in place write lp_fresh and lock lp_mu meanwhile
+    memcpy(&q->view, m, offsetof(wd_model, dense_lp));
+    q->view.d.schema = &q->view.schema;
+    q->view.dense_lp = m->dense_lp;
+    if (!q->borrowed) {
+        q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
+        q->view.in = q->in;
+    }
+    q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
+    q->view.lp_fresh = 1;   // wd__lp_refresh leaves it alone (lp_mu_made, pub and training stay 0)
+}
+// One snapshot: while it is refilled, calls read the model in place, which
+// holds the same parameters (no step runs during a publish).
 WDDEF wd_status wd_model_publish(wd_model *m) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_publish: the model is NULL");
-    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
-    if (!p) {   // made by the (one) training or publishing thread before predictions read it
-        p = WD__NEW(wd__pub);
-        if (!p) return wd__fail(WD_ERR_NOMEM, "publish: out of memory");
-        pthread_mutex_init(&p->mu, NULL); pthread_cond_init(&p->idle, NULL); pthread_mutex_init(&p->writer, NULL);
-        p->cur = -1;
-        __atomic_store_n(&m->pub, p, __ATOMIC_RELEASE);
-    }
+    wd__pub *p;
+    WD__TRY(wd__pub_of(m, &p));
     pthread_mutex_lock(&p->writer);
     pthread_mutex_lock(&p->mu);
-    int next = p->cur == 0 ? 1 : 0;
-    while (p->slot[next] && p->slot[next]->refs > 0) pthread_cond_wait(&p->idle, &p->mu);   // its readers finish
+    wd__pub_redirect(p, NULL);   // the snapshot's readers finish
     pthread_mutex_unlock(&p->mu);
     wd_status st = WD_OK;
-    if (!p->slot[next]) st = wd__snap_alloc(m, &p->slot[next]);
-    if (!st) {   // nobody reads slot[next] now: copy without the lock
-        wd__snap *q = p->slot[next];
-        float *dense = q->view.dense, *wide = q->view.wide, *emb = q->view.emb;
-        uint16_t *lp = q->view.dense_lp;
-        memcpy(&q->view, m, offsetof(wd_model, training));   // shape, description, tables' offsets; then the copies
-        q->view.dense = dense; q->view.wide = wide; q->view.emb = emb; q->view.dense_lp = lp;
-        q->view.dense_s1 = q->view.dense_s2 = q->view.wide_z = q->view.wide_n = q->view.emb_s1 = q->view.emb_s2 = NULL;
-        q->view.lp_mu_made = 0; q->view.pub = NULL;
-        memcpy(dense, m->dense, sizeof(float) * (size_t)m->P);
-        if (wide) memcpy(wide, m->wide, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
-        if (emb) memcpy(emb, m->emb, sizeof(float) * (size_t)(m->emb_rows * m->E));
-        if (lp) wd__to_bf16(lp, dense, (size_t)m->P_mlp);
-        q->view.lp_fresh = 1;   // never refreshed: wd__lp_refresh leaves it alone
+    if (!p->snap) st = wd__snap_alloc(m, &p->snap);
+    if (!st && p->snap->in_gen != m->in_gen) {   // the vocabulary grew (or the first publish): its copy with the tables
+        wd__contract_free(&p->snap->in);
+        p->snap->in_gen = -1;
+        st = wd__contract_copy(&m->in, &p->snap->in);
+        if (!st) p->snap->in_gen = m->in_gen;
+    }
+    if (!st) {   // nobody reads the snapshot now: copy without the lock
+        wd__snap *q = p->snap;
+        wd__snap_view(q, m);
+        memcpy(q->view.dense, m->dense, sizeof(float) * (size_t)m->P);
+        if (q->view.wide) memcpy(q->view.wide, m->wide, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
+        if (q->view.emb) memcpy(q->view.emb, m->emb, sizeof(float) * (size_t)(m->emb_rows * m->E));
+        if (q->view.dense_lp) wd__to_bf16(q->view.dense_lp, q->view.dense, (size_t)m->P_mlp);
         pthread_mutex_lock(&p->mu);
-        p->cur = next;
+        wd__pub_redirect(p, q);   // the calls in place finish before training goes on
         pthread_mutex_unlock(&p->mu);
+    } else {   // no snapshot rather than one nobody reads: wd__published says calls read the model in place
+        wd__snap_free(p->snap);
+        p->snap = NULL;
     }
     pthread_mutex_unlock(&p->writer);
     return st;
 }
+// Before a training writes m's parameters: predictions read a snapshot,
+// published now if there is none; wd_model_publish returns once the calls
+// reading m in place ended (wd__pub_redirect; wd_train's start publish too).
+static wd_status wd__publish_first(wd_model *m) { return wd__published(m) ? WD_OK : wd_model_publish(m); }
 // The model after the backend's last step, published (no step in flight).
 static wd_status wd__publish_from(wd_model *m, const wd_backend_ops *ops, wd_backend *be) {
     WD__TRY(ops->download(be));
     wd_status st = wd_model_publish(m);
     return st ? wd__fail(st, "publishing the model of step %lld: %s", (long long)m->step, wd_last_error()) : WD_OK;
 }
-// The latest snapshot, held until wd__snap_release (NULL: none published).
-static wd__snap *wd__snap_get(const wd_model *m) {
-    wd__pub *p = __atomic_load_n(&m->pub, __ATOMIC_ACQUIRE);
-    if (!p) return NULL;
+// What a call reads, held until wd__snap_release: the current snapshot, or
+// NULL for the model in place (counted, so that a swap can wait for it).
+static wd__snap *wd__snap_get(wd__pub *p) {
     pthread_mutex_lock(&p->mu);
-    wd__snap *q = p->cur >= 0 ? p->slot[p->cur] : NULL;
+    wd__snap *q = p->cur;
     if (q) q->refs++;
+    else p->inplace++;
     pthread_mutex_unlock(&p->mu);
     return q;
 }
-static void wd__snap_release(const wd_model *m, wd__snap *q) {
-    if (!q) return;
-    wd__pub *p = m->pub;
+static void wd__snap_release(wd__pub *p, wd__snap *q) {
     pthread_mutex_lock(&p->mu);
-    if (--q->refs == 0) pthread_cond_broadcast(&p->idle);
+    if (q ? --q->refs == 0 : --p->inplace == 0) pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->mu);
+}
+// wd_model_spec's source: what a prediction would read now, held.
+static wd__snap *wd__spec_source(const wd_model *m, const wd_model **src) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    wd__snap *q = p ? wd__snap_get(p) : NULL;
+    *src = q ? &q->view : m;
+    return q;
+}
+static void wd__spec_source_end(const wd_model *m, wd__snap *q) {
+    wd__pub *p = __atomic_load_n(&((wd_model *)(uintptr_t)m)->pub, __ATOMIC_ACQUIRE);
+    if (p) wd__snap_release(p, q);
+}
+
+// next's MLP, precision and schema against m's (a predictor's scratch and
+// its callers' batches fit both): "" when they match, else the difference.
+static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, size_t len) {
+    const wd_schema *a = &m->schema, *b = &n->schema;
+    why[0] = 0;
+    if (m->d.precision != n->d.precision)
+        snprintf(why, len, "precision %d, the served model's %d", n->d.precision, m->d.precision);
+    else if (m->IN != n->IN || m->nlayers != n->nlayers)
+        snprintf(why, len, "MLP input %d with %d layers, the served model's %d with %d", n->IN, n->nlayers, m->IN,
+                 m->nlayers);
+    else if (a->ndense != b->ndense || a->nslots != b->nslots)
+        snprintf(why, len, "%d dense columns and %d slots, the served model's %d and %d", b->ndense, b->nslots,
+                 a->ndense, a->nslots);
+    for (int l = 0; !why[0] && l < m->nlayers; l++)
+        if (m->layer[l].out != n->layer[l].out)
+            snprintf(why, len, "layer %d: width %d, the served model's %d", l, n->layer[l].out, m->layer[l].out);
+    for (int k = 0; !why[0] && k < a->nslots; k++)
+        if (strcmp(a->slot[k].name, b->slot[k].name) || a->slot[k].kind != b->slot[k].kind ||
+            a->slot[k].buckets != b->slot[k].buckets)
+            snprintf(why, len, "slot %d: %.31s (%s, %u buckets), the served model's %.31s (%s, %u buckets)", k,
+                     b->slot[k].name,
+                     b->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", b->slot[k].buckets, a->slot[k].name,
+                     a->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", a->slot[k].buckets);
+}
+// Hot swap: calls that start read a borrowed view of next's parameters;
+// once the calls on the old model ended, m takes next's contents (and next
+// m's old ones, freed with it), and calls read m in place again.
+static wd_status wd__swap(wd_model *m, wd_model *next);
+WDDEF wd_status wd_model_swap(wd_model *m, wd_model *next) {
+    if (!m || !next)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: %s is NULL", m ? "the next model" : "the served model");
+    if (m == next) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model is the served model");
+    // a training's parameters must not change under it: the claim refuses a swap during one, and one during a swap
+    WD__TRY(wd__train_claim(m, "wd_model_swap (the served model)"));
+    wd_status st = wd__train_claim(next, "wd_model_swap (the next model)");
+    int next_claimed = !st;
+    if (!st) st = wd__swap(m, next);
+    if (next_claimed && st) wd__train_release(next);   // a swap that succeeded freed next
+    wd__train_release(m);
+    return st;
+}
+static wd_status wd__swap(wd_model *m, wd_model *next) {
+    wd__pub *np = __atomic_load_n(&next->pub, __ATOMIC_ACQUIRE);
+    if (np) {
+        pthread_mutex_lock(&np->mu);
+        int busy = np->predictors > 0 || np->snap;
+        pthread_mutex_unlock(&np->mu);
+        if (busy)
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_model_swap: the next model has predictors or a published snapshot "
+                            "of its own");
+    }
+    char why[300];
+    wd__swap_mismatch(m, next, why, sizeof why);
+    if (why[0])
+        return wd__fail(WD_ERR_SCHEMA, "wd_model_swap: the next model's predictions need another shape: %s", why);
+    wd__pub *p;
+    WD__TRY(wd__pub_of(m, &p));
+    wd__snap *b = WD__NEW(wd__snap);
+    if (!b) return wd__fail(WD_ERR_NOMEM, "wd_model_swap: out of memory");
+    wd__lp_refresh(next);   // the view's bf16 weights current before anyone reads them
+    b->borrowed = 1;
+    wd__snap_view(b, next);
+    pthread_mutex_lock(&p->writer);
+    pthread_mutex_lock(&p->mu);
+    wd__pub_redirect(p, b);   // the old model's last calls end
+    pthread_mutex_unlock(&p->mu);
+    wd__snap_free(p->snap);   // the old model's snapshot: nobody reads it now
+    p->snap = NULL;
+    size_t n = offsetof(wd_model, lp_mu);   // every field before each model's own lock and publication state
+    wd_model old;
+    memcpy(&old, m, n); memcpy(m, next, n); memcpy(next, &old, n);
+    m->d.schema = &m->schema; next->d.schema = &next->schema;
+    pthread_mutex_lock(&p->mu);
+    wd__pub_redirect(p, NULL);   // m in place: the same parameters as b
+    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->writer);
+    wd__snap_free(b);
+    wd__free_model(next);
+    return WD_OK;
 }
 
 // wd_train on a thread of its own, fed through a source by wd_trainer_push.
@@ -9298,6 +9544,9 @@ struct wd_trainer {
     char err[WD__ERR_MAX];
     int64_t pushed;
     int closed;
+    wd_vocab *grown[2];             // a buffer's longer vocabulary, installed in the model when the loop takes it
+    wd_text_spec *spec;             // wd_trainer_push_lines: the model's input format and vocabulary, grown
+    wd_batch text;                  // the lines of a push, parsed
 };
 static wd_status wd__trainer_source(void *user, const wd_batch **out) {
     wd_trainer *t = (wd_trainer *)user;
@@ -9305,7 +9554,15 @@ static wd_status wd__trainer_source(void *user, const wd_batch **out) {
     if (t->taken >= 0) { t->state[t->taken] = 0; t->taken = -1; pthread_cond_broadcast(&t->cv); }   // the step has its copy
     while (t->state[t->head] != 1 && !t->ended) pthread_cond_wait(&t->cv, &t->mu);
     *out = NULL;
-    if (t->state[t->head] == 1) { t->state[t->head] = 2; t->taken = t->head; *out = &t->buf[t->head]; t->head ^= 1; }
+    if (t->state[t->head] == 1) {
+        if (t->grown[t->head]) {   // between steps, on the training thread: the ids of this batch need it
+            wd__vocab_free(t->m->in.vocab);
+            t->m->in.vocab = t->grown[t->head];
+            t->grown[t->head] = NULL;
+            t->m->in_gen++;
+        }
+        t->state[t->head] = 2; t->taken = t->head; *out = &t->buf[t->head]; t->head ^= 1;
+    }
     pthread_mutex_unlock(&t->mu);
     return WD_OK;
 }
@@ -9336,9 +9593,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     for (int i = 0; !st && i < 2; i++) st = wd_batch_init_with(&t->buf[i], &m->schema, 0, 0, ops->batch_alloc);
     // predictions never read parameters the thread writes: they read a
     // snapshot, published now if none was; those already reading in place finish first
-    if (!st && !__atomic_load_n(&m->pub, __ATOMIC_ACQUIRE)) st = wd_model_publish(m);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);   // pairs with wd__predictor_go's
-    while (!st && __atomic_load_n(&m->live, __ATOMIC_ACQUIRE) > 0) sched_yield();
+    if (!st) st = wd__publish_first(m);
     if (!st) { pthread_mutex_init(&t->mu, NULL); pthread_cond_init(&t->cv, NULL); }
     if (!st && pthread_create(&t->th, NULL, wd__trainer_thread, t) != 0) {
         pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
@@ -9349,34 +9604,107 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     *out = t;
     return WD_OK;
 }
-WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
-    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
-    if (t->closed) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another", (long long)t->pushed);
-    char who[80];
-    snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
+// b into the ring; grown (owned; NULL: none) goes to the model with it.
+static wd_status wd__trainer_push(wd_trainer *t, const wd_batch *b, wd_vocab *grown, const char *who) {
     int most = t->d.batch_size > 0 ? t->d.batch_size : t->m->batch_size > 0 ? (int)t->m->batch_size : 4096;   // as wd_train counts
-    WD__TRY(wd__batch_check(b, &t->m->schema, who, most));
+    wd_status st = wd__batch_check(b, &t->m->schema, who, most);
+    if (st) { wd__vocab_free(grown); return st; }
     pthread_mutex_lock(&t->mu);
     int i = t->tail;
     while (!t->done && t->state[i] != 0) pthread_cond_wait(&t->cv, &t->mu);
     if (t->done) {
-        wd_status st = t->st ? t->st : WD_ERR_ABORTED;
+        st = t->st ? t->st : WD_ERR_ABORTED;
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", t->st ? t->err : "training ended (max_steps reached or stopped)");
         pthread_mutex_unlock(&t->mu);
+        wd__vocab_free(grown);
         return wd__fail(st, "%s: not trained: %s", who, err);
     }
     pthread_mutex_unlock(&t->mu);
     // buffer i is nobody's but ours until it is marked full
     t->buf[i].n = 0;
-    wd_status st = wd_batch_append(&t->buf[i], b, 0, b->n);
-    if (st) return wd__fail(st, "%s: %s", who, wd_last_error());
+    st = wd_batch_append(&t->buf[i], b, 0, b->n);
+    if (st) { wd__vocab_free(grown); return wd__fail(st, "%s: %s", who, wd_last_error()); }
     pthread_mutex_lock(&t->mu);
+    t->grown[i] = grown;
     t->state[i] = 1;
     t->tail ^= 1;
     t->pushed++;
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
+    return WD_OK;
+}
+WDDEF wd_status wd_trainer_push(wd_trainer *t, const wd_batch *b) {
+    if (!t || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: %s is NULL", t ? "the batch" : "the trainer");
+    if (t->closed)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push: the trainer is closed (after %lld batches); open another",
+                        (long long)t->pushed);
+    char who[80];
+    snprintf(who, sizeof who, "wd_trainer_push: batch %lld", (long long)t->pushed);
+    return wd__trainer_push(t, b, NULL, who);
+}
+// The lines of text[0, len) parsed by t with the TLS sink `sink` (counting
+// new values) or without (into t->text); a CSV header line is skipped, as
+// wd_convert skips it. Errors name the push and the line.
+static wd_status wd__lines_parse(wd_trainer *t, const wd_text_spec *spec, const char *text, size_t len, wd__sink *sink,
+                                 const char *who) {
+    const char *s = text, *end = text + len;
+    size_t hlen = strlen(spec->header);
+    wd_status st = WD_OK;
+    t->text.n = 0;
+    wd__cat_sink = sink;
+    for (int64_t line = 1; !st && s < end; line++) {
+        const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
+        size_t n = (size_t)((nl ? nl : end) - s);
+        int header = spec->format == WD_FMT_CSV && hlen && n - (n && s[n - 1] == '\r') == hlen &&
+                     !memcmp(s, spec->header, hlen);
+        if (!header) {
+            st = (n == 0 || (n == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line")
+                                                       : wd_parse_line(spec, s, n, &t->text);
+            if (st) st = wd__fail(st, "%s: line %lld: %s", who, (long long)line, wd_last_error());
+        }
+        s += n + 1;
+    }
+    wd__cat_sink = NULL;
+    if (!st && sink && sink->failed) st = sink->failed;
+    return st;
+}
+WDDEF wd_status wd_trainer_push_lines(wd_trainer *t, const char *text, size_t len) {
+    if (!t || !text)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: %s is NULL", t ? "the text" : "the trainer");
+    if (t->closed)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_push_lines: the trainer is closed (after %lld batches); open "
+                        "another", (long long)t->pushed);
+    char who[80];
+    snprintf(who, sizeof who, "wd_trainer_push_lines: batch %lld", (long long)t->pushed);
+    if (!t->spec) {   // the model's input format and vocabulary (read once; later only the training thread changes it)
+        wd_text_spec *sp = (wd_text_spec *)wd__malloc(sizeof *sp);
+        if (!sp) return wd__fail(WD_ERR_NOMEM, "out of memory");
+        wd_status st = wd__model_spec(t->m, sp);
+        if (!st) st = wd_batch_init(&t->text, &sp->schema, 0, 0);
+        if (st) { wd__free(sp); return wd__fail(st, "%s: the model's input format: %s", who, wd_last_error()); }
+        t->spec = sp;
+    }
+    // As wd_convert with extend_vocab over these lines: the values the
+    // vocabulary lacks counted, given the next ids (by falling count, then
+    // hash) while their tables have rows, then the lines parsed with them.
+    wd__sink *sink = WD__NEW(wd__sink);
+    if (!sink) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    sink->counting = 1; sink->extend = 1; sink->nslots = t->spec->schema.nslots;
+    wd_status st = wd__lines_parse(t, t->spec, text, len, sink, who);
+    int fresh = 0;
+    for (int k = 0; !st && k < sink->nslots; k++) fresh |= sink->map[k].n > 0;
+    wd_vocab *nv = NULL, *mine = NULL;
+    int64_t added[WD_MAX_SLOTS] = {0}, no_room[WD_MAX_SLOTS] = {0};
+    if (!st && fresh && t->spec->vocab) st = wd__vocab_extend(t->spec->vocab, sink, 1, &nv, added, no_room);
+    wd__sink_free(sink);
+    wd_text_spec grown = *t->spec;
+    if (nv) grown.vocab = nv;
+    if (!st) st = wd__lines_parse(t, &grown, text, len, NULL, who);
+    if (!st && nv) st = wd__vocab_copy(nv, &mine);   // the model's own, installed between steps
+    if (!st) st = wd__trainer_push(t, &t->text, mine, who);
+    if (st) { wd__vocab_free(nv); return st; }
+    if (nv) { wd__vocab_free((wd_vocab *)(uintptr_t)t->spec->vocab); t->spec->vocab = nv; }
     return WD_OK;
 }
 WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep) {
@@ -9403,6 +9731,9 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
     }
     pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
     wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]);
+    wd__vocab_free(t->grown[0]); wd__vocab_free(t->grown[1]);   // pushed, never taken (the training ended first)
+    if (t->spec) { wd_text_spec_free(t->spec); wd__free(t->spec); }
+    wd_batch_free(&t->text);
     wd__free(t);
 }
 
@@ -9434,6 +9765,7 @@ static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const c
 
 struct wd_predictor {
     const wd_model *m;
+    wd__pub *pub;                   // m's: what each call reads (wd__snap_get)
     int cap, threads;
     wd__ws ws;                      // forward-only scratch for cap samples; the engine's products
 };
@@ -9459,17 +9791,28 @@ WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *
     int cap = d && d->max_batch ? d->max_batch : 256, threads = d && d->threads ? d->threads : 1;
     if (cap < 1 || cap > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: max_batch %d is outside 1..%d", cap, WD_MAX_BLOCK_SAMPLES);
     if (threads < 1 || threads > 1024) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: threads %d is outside 1..1024", threads);
-    WD__TRY(wd__precision_check(m));
+    wd__pub *pub;
+    WD__TRY(wd__pub_of(m, &pub));
     wd_predictor *p = WD__NEW(wd_predictor);
     if (!p) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    p->m = m; p->cap = cap; p->threads = threads;
-    wd_status st = wd__ws_init(&p->ws, m, cap, 0);
-    if (st) { wd__free(p); return st; }
+    p->m = m; p->pub = pub; p->cap = cap; p->threads = threads;
+    pthread_mutex_lock(&pub->mu);
+    pub->predictors++;
+    pthread_mutex_unlock(&pub->mu);
+    wd__snap *snap = wd__snap_get(pub);   // the shape read as a call reads it (a swap may be under way)
+    const wd_model *src = snap ? &snap->view : m;
+    wd_status st = wd__precision_check(src);
+    if (!st) st = wd__ws_init(&p->ws, src, cap, 0);
+    wd__snap_release(pub, snap);
+    if (st) { wd_predictor_destroy(p); return st; }
     *out = p;
     return WD_OK;
 }
 WDDEF void wd_predictor_destroy(wd_predictor *p) {
     if (!p) return;
+    pthread_mutex_lock(&p->pub->mu);
+    p->pub->predictors--;
+    pthread_mutex_unlock(&p->pub->mu);
     wd__ws_free(&p->ws);
     wd__free(p);
 }
@@ -9487,13 +9830,7 @@ static wd_status wd__predictor_pieces(wd_predictor *p, const wd_model *src, cons
 // for the whole batch, else the model in place; b checked against what it reads.
 static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *probs, const char *who) {
     const wd_model *m = p->m;
-    int *live = (int *)(uintptr_t)&m->live;   // counted while reading in place: wd_trainer_open waits for it
-    wd__snap *snap = wd__snap_get(m);   // a reference under the publisher's lock, no allocation
-    if (!snap) {
-        __atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);   // a snapshot wd_trainer_open published is seen, or this count is
-        if ((snap = wd__snap_get(m)) != NULL) __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
-    }
+    wd__snap *snap = wd__snap_get(p->pub);   // a reference under the publisher's lock, no allocation
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__predict_check(src, b, who);
     if (!st) {
@@ -9507,8 +9844,7 @@ static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *pro
         st = wd__predictor_pieces(p, src, b, probs);
 #endif
     }
-    if (snap) wd__snap_release(m, snap);
-    else __atomic_sub_fetch(live, 1, __ATOMIC_RELEASE);
+    wd__snap_release(p->pub, snap);
     return st;
 }
 WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs) {
@@ -9663,13 +9999,14 @@ static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
         {m->wide, m->wide_rows, 0, "wide weights"}, {m->wide_z, m->wide_rows, 0, "FTRL z"}, {m->wide_n, m->wide_rows, 1, "FTRL n"},
         {m->emb, ne, 0, "embeddings"}, {m->emb_s1, ne, m->d.optimizer == WD_ADAGRAD, "embedding optimizer state"}, {m->emb_s2, m->emb_s2 ? ne : 0, 1, "embedding Adam v"}};
     for (int a = 0; a < 9; a++) {
+        if (!arr[a].p) continue;   // weights only: no optimizer state
         uint32_t bad = 0;   // branch-free scan; locate only on failure
         for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4); bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
         for (int64_t i = 0; bad && i < arr[a].n; i++)
             if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g%s", arr[a].name, (long long)i, (double)arr[a].p[i], isfinite(arr[a].p[i]) ? " (negative)" : ""); return 1; }
     }
     // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
-    for (int64_t i = 0; i < m->P; i++) {
+    for (int64_t i = 0; m->dense_s1 && i < m->P; i++) {
         int acc = i < m->P_mlp ? m->d.optimizer == WD_ADAGRAD : 0;
         if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && wd_opt_states(m->d.optimizer) > 1 && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
             snprintf(what, n, "dense optimizer state %lld is negative", (long long)i);
@@ -9752,16 +10089,22 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     if ((uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s", path, wd__tagname(tag, tn));
     int64_t at = *off + 16;
     uint32_t crc = 0;
+    uint8_t *drop = NULL;           // parts with no array (p NULL): read through it, checked, not kept
     for (int i = 0; i < nparts; i++) {
         uint8_t *p = (uint8_t *)(uintptr_t)parts[i].p;
         int64_t left = 4 * parts[i].n;
+        if (!p && left > 0 && !drop && !(drop = (uint8_t *)wd__malloc((size_t)1 << 16)))   // (64 KiB: below malloc's
+            return wd__fail(WD_ERR_NOMEM, "%s: out of memory", path);                      // mmap threshold)
         while (left > 0) {
-            size_t chunk = (size_t)WD__MIN(left, (int64_t)1 << 26);
-            WD__TRY(wd__pread_all(fd, p, chunk, at, path));
-            crc = wd__crc32c_ext(crc, p, chunk);
-            p += chunk; at += (int64_t)chunk; left -= (int64_t)chunk;
+            size_t chunk = (size_t)WD__MIN(left, p ? (int64_t)1 << 26 : (int64_t)1 << 16);
+            wd_status st = wd__pread_all(fd, p ? p : drop, chunk, at, path);
+            if (st) { wd__free(drop); return st; }
+            crc = wd__crc32c_ext(crc, p ? p : drop, chunk);
+            if (p) p += chunk;
+            at += (int64_t)chunk; left -= (int64_t)chunk;
         }
     }
+    wd__free(drop);
     uint8_t t[8];
     WD__TRY(wd__pread_all(fd, t, 8, at, path));
     if (wd__get32(t) != crc || wd__get32(t + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
@@ -9791,8 +10134,10 @@ static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *
     return WD_OK;
 }
 
-WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
-    if (!path || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_load: NULL argument");
+// weights: keep no optimizer state (wd_model_load_weights)
+static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
+    if (!path || !out)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: NULL argument", weights ? "wd_model_load_weights" : "wd_model_load");
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -9851,14 +10196,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
         int64_t need = off + 24 + k * 4 * m->P + 24 + k * 4 * m->wide_rows + 24 + ke * 4 * ne + 24;
         if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
     }
-    if (!st) st = wd__model_alloc(m);
-    if (!st && m->weights_only) {   // no optimizer state in the file: zero (unused: it cannot train)
-        int64_t ne = m->emb ? m->emb_rows * m->E : 0;
-        memset(m->dense_s1, 0, 4 * (size_t)m->P); memset(m->dense_s2, 0, 4 * (size_t)m->P);
-        memset(m->wide_z, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1)); memset(m->wide_n, 0, 4 * (size_t)WD__MAX(m->wide_rows, 1));
-        if (m->emb_s1) memset(m->emb_s1, 0, 4 * (size_t)ne);
-        if (m->emb_s2) memset(m->emb_s2, 0, 4 * (size_t)ne);
-    }
+    if (!st && weights) m->weights_only = 1;   // the file's optimizer state is read (checksummed) and dropped
+    if (!st) st = wd__model_alloc(m);   // a weights-only model: no optimizer state (the spans below read past it)
     if (!st) {
         wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
         st = wd__read_section(fd, &off, fsize, path, WD__TAG('D', 'E', 'N', 'S'), dn, k);
@@ -9869,8 +10208,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     }
     if (!st) {
         int64_t ne = m->emb ? m->emb_rows * m->E : 0;
-        wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, m->emb_s2 ? ne : 0}};
-        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->weights_only ? 1 : m->emb_s2 ? 3 : 2);
+        wd__span em[3] = {{m->emb, ne}, {m->emb_s1, ne}, {m->emb_s2, ne}};
+        st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->emb ? ke : 1);
     }
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
     if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
@@ -9885,6 +10224,8 @@ WDDEF wd_status wd_model_load(const char *path, wd_model **out) {
     *out = m;
     return WD_OK;
 }
+WDDEF wd_status wd_model_load(const char *path, wd_model **out) { return wd__model_load(path, 0, out); }
+WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out) { return wd__model_load(path, 1, out); }
 
 // ---- 17. Device interface ----------------------------------------------------------------------
 WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {

@@ -1332,16 +1332,17 @@ static wd_status wdc_dense_down(wdc_rank *r, float *host, const float *dev) {
 static wd_status wdc_upload(wdc_rank *r) {
     const wd_model_view *v = &r->v;
     size_t ne = v->emb ? 4 * (size_t)v->emb_rows * (size_t)v->E : 0, nw = 4 * (size_t)v->wide_rows;
+    int opt = v->dense_s1 != NULL;   // a weights-only model (wd_model_load_weights): no optimizer state, evaluates
     WDC_TRY(wdc_dense_up(r, r->dense, v->dense));
-    WDC_TRY(wdc_dense_up(r, r->s1, v->dense_s1));
-    WDC_TRY(wdc_dense_up(r, r->s2, v->dense_s2));
+    if (opt) WDC_TRY(wdc_dense_up(r, r->s1, v->dense_s1));
+    if (opt) WDC_TRY(wdc_dense_up(r, r->s2, v->dense_s2));
     WDC_TRY(wdc_h2d(r, r->wide, 0, v->wide, 0, nw, 1));
-    WDC_TRY(wdc_h2d(r, r->wz, 0, v->wide_z, 0, nw, 1));
-    WDC_TRY(wdc_h2d(r, r->wn, 0, v->wide_n, 0, nw, 1));
+    if (opt) WDC_TRY(wdc_h2d(r, r->wz, 0, v->wide_z, 0, nw, 1));
+    if (opt) WDC_TRY(wdc_h2d(r, r->wn, 0, v->wide_n, 0, nw, 1));
     if (ne) {
         WDC_TRY(wdc_h2d(r, r->emb, 0, v->emb, 0, ne, 1));
-        WDC_TRY(wdc_h2d(r, r->es1, 0, v->emb_s1, 0, ne, 1));
-        if (r->es2) WDC_TRY(wdc_h2d(r, r->es2, 0, v->emb_s2, 0, ne, 1));
+        if (opt) WDC_TRY(wdc_h2d(r, r->es1, 0, v->emb_s1, 0, ne, 1));
+        if (opt && r->es2) WDC_TRY(wdc_h2d(r, r->es2, 0, v->emb_s2, 0, ne, 1));
     }
     return WD_OK;
 }

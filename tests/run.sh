@@ -354,6 +354,7 @@ job unit "$B/test_faults" tests/test_faults.c "$T"
 job unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
 job unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
 job unit "$B/test_export" tests/test_export.c "$T"   # protobuf encoder, ONNX export's refusals, TensorBoard framing
+job unit "$B/test_service" tests/test_service.c "$T" "$DATA"   # a served model: hot swaps under 4 predicting threads, its memory
 # the GEMM engine the build links: concurrent predict, multi-worker determinism,
 # GEMM vs a plain loop, bf16 vs fp32 (skips, with the library's message, on a
 # CPU without AVX512-BF16/AMX: the one skip CI accepts here), memory cap
@@ -370,6 +371,7 @@ job unit "$B/test_stream_tsan" tests/test_stream.c "$T"   # 4 threads predicting
 job unit "$B/test_online_tsan" tests/test_online.c allow-skip "$T"   # predictions beside a trainer, a second TSan check
 job unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 job unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
+job unit "$B/test_service_tsan" tests/test_service.c "$T" "$DATA"   # 100 swaps under 4 predicting threads
 cli_tests() { built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"; }
 job cli_tests
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI

@@ -6,7 +6,8 @@
 // end-of-run publish after a hand publish; a bf16 model's snapshot;
 // predictors whose max_batch is no rounding size; an error right after the
 // first step; an equal AUC is no improvement; outputs fsynced before their
-// rename. Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
+// rename; the merge of hardon and svca (the review's findings 1-3, a swap
+// refused during a training). Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
 #define _GNU_SOURCE
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
@@ -82,6 +83,12 @@ static void train_batches(wd_model *m, const int *idx) {
     stream_desc(&td, &s, idx, m);
     CHECK_OK(wd_train(m, &td, NULL));
     wd_batch_free(&s.b);
+}
+
+// NP samples of g_all from `at`: a batch for m's predictions.
+static wd_status fixed_batch(wd_batch *b, const wd_model *m, int at) {
+    WD__TRY(wd_batch_init(b, wd_model_schema(m), NP, 0));
+    return wd_batch_append(b, &g_all, at, NP);
 }
 
 // The progress callback's record: steps seen, warnings (copies), a hook per step.
@@ -165,13 +172,28 @@ static void *predicting(void *p) {
     }
     return NULL;
 }
+// Two threads predicting `fixed` on m until *stop; their end: the calls
+// made (*other: those whose result was not `want`).
+static void predicting_start(pred_arg *a, pthread_t *th, const wd_model *m, const wd_batch *fixed,
+                             const float *want, volatile int *stop) {
+    for (int i = 0; i < 2; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].m = m; a[i].fixed = fixed; a[i].want = want; a[i].stop = stop;
+        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
+    }
+}
+static int predicting_end(pred_arg *a, pthread_t *th, volatile int *stop, int *other) {
+    __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+    int n = 0;
+    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; *other += a[i].other; }
+    return n;
+}
 static void test_predict_while_trainer_runs(void) {
     REQUIRE(g_ok);
     wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m && twin);
     wd_batch fixed, one;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, N - NP, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, N - NP));
     CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
     float before[NP], during[NP], after[NP], want[NP];
     CHECK_OK(wd_predict(m, &fixed, before));
@@ -180,11 +202,7 @@ static void test_predict_while_trainer_runs(void) {
     volatile int stop = 0;
     pred_arg a[2];
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) {
-        memset(&a[i], 0, sizeof a[i]);
-        a[i].m = m; a[i].fixed = &fixed; a[i].want = before; a[i].stop = &stop;
-        CHECK(pthread_create(&th[i], NULL, predicting, &a[i]) == 0);
-    }
+    predicting_start(a, th, m, &fixed, before, &stop);
     seen v;
     memset(&v, 0, sizeof v);
     wd_train_desc td;
@@ -198,9 +216,7 @@ static void test_predict_while_trainer_runs(void) {
     CHECK_OK(wd_predict(m, &fixed, during));
     CHECK(!memcmp(during, before, sizeof during));   // the snapshot of the open, not the model of step 5
     if (pr) { CHECK_OK(wd_predictor_run(pr, &fixed, during)); CHECK(!memcmp(during, before, sizeof during)); }
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-    int n = 0, other = 0;
-    for (int i = 0; i < 2; i++) { pthread_join(th[i], NULL); CHECK_OK(a[i].st); n += a[i].n; other += a[i].other; }
+    int other = 0, n = predicting_end(a, th, &stop, &other);
     if (t) CHECK_OK(wd_trainer_close(t, NULL));
     wd_trainer_free(t);
     printf("  %d predictions beside 6 steps, %d of them not the model of the open\n", n, other);
@@ -320,8 +336,7 @@ static void test_publish_by_hand_then_end(void) {
     wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m && twin);
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     float got[NP], want[NP], before[NP];
     CHECK_OK(wd_model_publish(m));
     CHECK_OK(wd_predict(m, &fixed, before));
@@ -358,8 +373,7 @@ static void test_bf16_snapshot(void) {
     CHECK_OK(wd_model_create(&d, &twin));
     if (!m || !twin) { wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ref); return; }
     wd_batch fixed;
-    REQUIRE_OK(wd_batch_init(&fixed, wd_model_schema(m), NP, 0));
-    CHECK_OK(wd_batch_append(&fixed, &g_all, 0, NP));
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
     static const int idx[] = {0, 1, 2, -1};
     train_batches(m, idx);
     train_batches(twin, idx);
@@ -412,6 +426,8 @@ static void test_predictor_odd_max_batch(void) {
     wd_batch b;
     REQUIRE_OK(wd_batch_init(&b, wd_model_schema(m), MOST, 0));
     static float got[MOST], want[MOST];
+    CHECK_OK(wd_batch_append(&b, &g_all, 0, 1));
+    CHECK_OK(wd_predict(m, &b, want));   // m's publication state, made by its first call, under malloc
     int runs = 0;
     const wd_allocator guard = {guard_alloc, guard_free, NULL};
     g_guard_bad = 0;
@@ -468,6 +484,137 @@ static void test_error_after_first_step(void) {
     wd_batch_free(&s.b);
     wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ck);
     unlink(path);
+}
+
+// Review of hardon, finding 3: a wd_train (or trainer: the same end) that
+// ends with an error after finished steps publishes them when the model has
+// a snapshot: predictions see the model m holds, not the one of the start.
+// (Without the error publish: predictions stay on the start's snapshot.)
+static void test_error_end_publishes(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m && twin);
+    wd_batch fixed;
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
+    static const int idx[] = {0, 1, 2, 3, -1}, first[] = {0, 1, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    s.fail_at = 2;
+    td.publish_every = 10;   // published at the start only, before the error
+    CHECK(wd_train(m, &td, NULL) == WD_ERR_IO && tl_has(wd_last_error(), "the queue went away"));
+    CHECK(m->step == 2 && wd__published(m));
+    train_batches(twin, first);
+    float got[NP], want[NP];
+    CHECK_OK(wd_predict(m, &fixed, got));
+    CHECK_OK(wd_predict(twin, &fixed, want));
+    CHECK(!memcmp(got, want, sizeof got));
+    wd_batch_free(&s.b); wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
+// Review of hardon, finding 2: a publish that failed (out of memory for the
+// snapshot's embedding copy) leaves no snapshot, so a trainer's open still
+// publishes and predictions during training read the model of the open.
+static size_t g_fail_from;
+static void *fail_big(size_t n, void *user) { (void)user; return g_fail_from && n >= g_fail_from ? NULL : malloc(n); }
+static void free_big(void *q, void *user) { (void)user; free(q); }
+static void test_failed_publish_then_trainer(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m);
+    wd_batch fixed, one;
+    REQUIRE_OK(fixed_batch(&fixed, m, 0));
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    float before[NP], during[NP];
+    CHECK_OK(wd_predict(m, &fixed, before));
+    wd_allocator a = {fail_big, free_big, NULL};
+    g_fail_from = sizeof(float) * (size_t)(m->emb_rows * m->E);
+    wd_set_allocator(&a);
+    CHECK(wd_model_publish(m) == WD_ERR_NOMEM);
+    wd_set_allocator(NULL);
+    g_fail_from = 0;
+    CHECK(!wd__published(m));
+    seen v;
+    memset(&v, 0, sizeof v);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = B; td.threads = 1; td.progress = on_progress; td.user = &v;
+    wd_trainer *t = NULL;
+    CHECK_OK(wd_trainer_open(m, &td, &t));
+    for (int i = 0; t && i < 3; i++) { CHECK_OK(batch_of(&one, i)); CHECK_OK(wd_trainer_push(t, &one)); }
+    for (int w = 0; w < 30000 && __atomic_load_n(&v.step, __ATOMIC_ACQUIRE) < 2; w++) usleep(1000);
+    CHECK(__atomic_load_n(&v.step, __ATOMIC_ACQUIRE) >= 2);   // the third step waits for a next push or close
+    CHECK_OK(wd_predict(m, &fixed, during));
+    CHECK(!memcmp(during, before, sizeof during));   // the snapshot of the open
+    if (t) CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    wd_batch_free(&fixed); wd_batch_free(&one);
+    wd_model_destroy(m);
+}
+
+// Review of hardon, finding 1: wd_train with publish_every on a model that
+// threads are predicting from in place (nothing published yet) starts its
+// steps only once those calls ended: the start publish waits for them (the
+// one wait, wd__pub_redirect, that a trainer's open uses too). TSan: without
+// the wait, wd_opt_* races with wd__sgemm in the predictions.
+static void test_train_publish_waits_for_calls_in_place(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m && twin);
+    wd_batch fixed;
+    REQUIRE_OK(fixed_batch(&fixed, m, N - NP));
+    float before[NP];
+    CHECK_OK(wd_predict(m, &fixed, before));
+    volatile int stop = 0;
+    pred_arg a[2];
+    pthread_t th[2];
+    predicting_start(a, th, m, &fixed, before, &stop);
+    usleep(20000);   // the threads predicting (in place: nothing is published)
+    static const int idx[] = {0, 1, 2, 3, -1};
+    src s;
+    wd_train_desc td;
+    stream_desc(&td, &s, idx, m);
+    td.publish_every = 1;
+    CHECK_OK(wd_train(m, &td, NULL));
+    int other = 0, n = predicting_end(a, th, &stop, &other);
+    printf("  %d predictions beside wd_train with publish_every 1\n", n);
+    train_batches(twin, idx);
+    CHECK(tl_params_equal(m, twin));
+    wd_batch_free(&s.b); wd_batch_free(&fixed);
+    wd_model_destroy(m); wd_model_destroy(twin);
+}
+
+// svca's report: wd_model_swap refuses while a trainer (or wd_train) holds
+// the served model or the next one (the claim), leaving both as they were;
+// after close the swap goes through. (Without the claim: the swap ran,
+// exchanging the parameters under the training thread.)
+static void test_swap_refused_while_training(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *next = tl_criteo_model(WD_ADAM, DATA);
+    wd_model *other = tl_criteo_model(WD_ADAGRAD, DATA);
+    REQUIRE(m && next && other);
+    wd_train_desc td;
+    memset(&td, 0, sizeof td);
+    td.batch_size = B; td.threads = 1;
+    wd_trainer *t = NULL;
+    REQUIRE_OK(wd_trainer_open(m, &td, &t));
+    CHECK(wd_model_swap(m, next) == WD_ERR_INVALID_ARG &&
+          tl_has(wd_last_error(), "wd_model_swap (the served model): the model is being trained already"));
+    CHECK(wd_model_swap(other, m) == WD_ERR_INVALID_ARG &&
+          tl_has(wd_last_error(), "wd_model_swap (the next model): the model is being trained already"));
+    CHECK(wd_model_description(next)->optimizer == WD_ADAM && !next->training && !other->training);
+    wd_batch one;
+    CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
+    CHECK_OK(batch_of(&one, 0));
+    CHECK_OK(wd_trainer_push(t, &one));
+    CHECK_OK(wd_trainer_close(t, NULL));
+    wd_trainer_free(t);
+    CHECK(m->step == 1);
+    CHECK_OK(wd_model_swap(m, next));   // closed: the swap goes through (next consumed)
+    CHECK(m->step == 0 && wd_model_description(m)->optimizer == WD_ADAM && !m->training);
+    wd_batch_free(&one);
+    wd_model_destroy(m); wd_model_destroy(other);
 }
 
 // Pin: a validation AUC equal to the best is no improvement. Batches of
@@ -556,6 +703,10 @@ int main(int argc, char **argv) {
     RUN(test_bf16_snapshot);
     RUN(test_predictor_odd_max_batch);
     RUN(test_error_after_first_step);
+    RUN(test_error_end_publishes);
+    RUN(test_failed_publish_then_trainer);
+    RUN(test_train_publish_waits_for_calls_in_place);
+    RUN(test_swap_refused_while_training);
     RUN(test_equal_auc_is_no_improvement);
     RUN(test_fsync_before_rename);
     wd_batch_free(&g_all);

@@ -272,25 +272,6 @@ enum { K = 2, NSNAP = STEPS / K + 1, NP = 64 };
 static float g_snap[NSNAP][NP];
 // Threads 0 and 1 call wd_predict; 2 and 3 keep a predictor each (max_batch
 // 256 and 24: the batch in pieces), made before training starts.
-typedef struct pred_arg { wd_model *m; wd_batch *fixed; volatile int *stop; int max_batch; int hits[NSNAP]; int bad, n; wd_status st; } pred_arg;
-static void *predictor(void *p) {
-    pred_arg *a = (pred_arg *)p;
-    float out[NP];
-    wd_predictor *pr = NULL;
-    wd_predictor_desc pd = {a->max_batch, 0};
-    if (a->max_batch >= 0 && (a->st = wd_predictor_create(a->m, &pd, &pr)) != WD_OK) return NULL;
-    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE) && a->n < 4000) {
-        wd_status st = pr ? wd_predictor_run(pr, a->fixed, out) : wd_predict(a->m, a->fixed, out);
-        if (st) { a->st = st; break; }
-        int j = 0;
-        while (j < NSNAP && memcmp(out, g_snap[j], sizeof out)) j++;
-        if (j == NSNAP) a->bad++;
-        else a->hits[j]++;
-        a->n++;
-    }
-    wd_predictor_destroy(pr);
-    return NULL;
-}
 static void test_online_predictions(void) {
     REQUIRE(g_ok);
     wd_batch fixed;
@@ -314,13 +295,14 @@ static void test_online_predictions(void) {
     CHECK(distinct);   // else membership would prove nothing
     CHECK_OK(wd_model_publish(m));   // before the predicting threads start
     volatile int stop = 0;
-    pred_arg args[4];
+    tl_pred args[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
         memset(&args[i], 0, sizeof args[i]);
-        args[i].m = m; args[i].fixed = &fixed; args[i].stop = &stop;
+        args[i].m = m; args[i].fixed = &fixed; args[i].stop = &stop; args[i].most = 4000;
+        args[i].want = &g_snap[0][0]; args[i].nwant = NSNAP; args[i].np = NP;
         args[i].max_batch = i < 2 ? -1 : i == 2 ? 0 : 24;
-        CHECK(pthread_create(&th[i], NULL, predictor, &args[i]) == 0);
+        CHECK(pthread_create(&th[i], NULL, tl_predict_loop, &args[i]) == 0);
     }
     wd_train_desc td;
     memset(&td, 0, sizeof td);

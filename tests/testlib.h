@@ -127,6 +127,34 @@ static inline wd_comm *tl_deaf_init(tl_deaf *dc, wd_comm *in) {
     return &dc->self;
 }
 #endif
+// A predicting thread (pthread_create(..., tl_predict_loop, &arg)): with a
+// predictor of max_batch (-1: wd_predict each call) it scores `fixed` (np <=
+// 256 samples) until *stop (or `most` calls, 0: no limit), and counts each
+// result that equals one of the nwant <= 64 expected rows (want, np floats
+// each) in hits[], the others in bad; a failing call ends it with st.
+typedef struct tl_pred {
+    wd_model *m; const wd_batch *fixed; volatile int *stop; int max_batch, most;
+    const float *want; int nwant, np;
+    int hits[64]; int bad, n; wd_status st;
+} tl_pred;
+static inline void *tl_predict_loop(void *p) {
+    tl_pred *a = (tl_pred *)p;
+    float out[256];
+    wd_predictor *pr = NULL;
+    wd_predictor_desc pd = {a->max_batch, 0};
+    if (a->max_batch >= 0 && (a->st = wd_predictor_create(a->m, &pd, &pr)) != WD_OK) return NULL;
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE) && (!a->most || a->n < a->most)) {
+        wd_status st = pr ? wd_predictor_run(pr, a->fixed, out) : wd_predict(a->m, a->fixed, out);
+        if (st) { a->st = st; break; }
+        int j = 0;
+        while (j < a->nwant && memcmp(out, a->want + (size_t)j * (size_t)a->np, sizeof(float) * (size_t)a->np)) j++;
+        if (j == a->nwant) a->bad++;
+        else a->hits[j]++;
+        a->n++;
+    }
+    wd_predictor_destroy(pr);
+    return NULL;
+}
 #ifdef WIDEDEEP_IMPLEMENTATION
 // Parameters and optimizer state, bit for bit, and the step.
 static inline int tl_params_equal(const wd_model *a, const wd_model *b) {

@@ -2068,7 +2068,7 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     wd_status st = WD_OK;
     for (int i = 0; i < ids.n; i++)   // every ids file bound to its data file before any work
         if ((st = wd_ids_check(ids.v[i], files.v[i])) != WD_OK) { rc = fail(st); goto done; }
-    st = wd_model_load(a.model, &m);
+    st = wd_model_load_weights(a.model, &m);   // no optimizer state: its memory is its weights
     if (st) { rc = fail(st); goto done; }
     warn_after_error(a.model, m);
     counts = (int64_t *)calloc((size_t)files.n, sizeof *counts);
