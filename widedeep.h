@@ -224,6 +224,9 @@
 #ifndef WD_MAX_WEIGHT           // largest sample weight a batch may hold (a million unweighted samples)
 #define WD_MAX_WEIGHT 1e6f
 #endif
+#ifndef WD_MAX_SKIPPED          // a stream's batches in a row whose steps are not finite (skipped) before training ends
+#define WD_MAX_SKIPPED 8
+#endif
 #ifndef WD_MAX_BLOCK_SAMPLES    // largest block a reader accepts
 #define WD_MAX_BLOCK_SAMPLES (1 << 22)
 #endif
@@ -1066,21 +1069,28 @@ WDDEF void wd_comm_mpi_destroy(wd_comm *c);
    epochs (`epochs` must be 0): the position's step advances, epoch and
    batch stay 0 and no training files are recorded, so a saved model
    resumes a stream from its step count (Adam's bias correction included);
-   which samples come next is the application's to know (step x batch_size
-   of them were consumed since the stream's first step). A model in the
+   which samples come next is the application's to know (the batches of
+   its steps since the stream's first step were consumed, and the skipped
+   ones below: report.skipped). A model in the
    middle of a run over files is refused: call wd_model_new_run first. One
    rank only (CPU, or one GPU). A stream's step that is not finite (a
    non-finite loss, or gradients beyond 1e15: dense values near 1e30, say)
    is skipped and training goes on: a step is applied whole or not at all
    (the gradient is checked before any parameter is written), the batch is
-   not trained and does not count as a step; the progress callback gets a
-   call of its own with wd_progress.warning naming the batch (the source's
-   count from 0; a trainer's: its pushes') and the step, and the report
-   counts it (skipped, warning). A checkpoint of checkpoint_every that
-   cannot be written (a full disk) is reported the same way
+   not trained and does not count as a step (max_steps counts trained
+   steps); the progress callback gets a call of its own with
+   wd_progress.warning naming the batch (the source's count from 0; a
+   trainer's: its pushes') and the step, and the report counts it (skipped,
+   warning). Each skip makes the backend again from the model (with a GPU:
+   the model's download and upload). A checkpoint of checkpoint_every that
+   cannot be written (WD_ERR_IO: a full disk) is reported the same way
    (checkpoints_failed; the one before it stays on disk) and the next one
-   tries again. An update that left a parameter non-finite, a device error,
-   the source's error and a failed final checkpoint still end training.
+   tries again. Training still ends at an update that left the model
+   unsound (naming the batch), at the WD_MAX_SKIPPED-th (8) batch in a row
+   skipped (a diverged model; WD_ERR_NUMERIC naming the batch), at a device
+   error, the source's error (naming the batch), and a checkpoint that
+   fails otherwise (the model unsound); the final checkpoint, written at
+   the end (a trainer's close), fails as with files.
 
    Online learning (publish_every). wd_predict and wd_predictor_run
    normally read the model's parameters in place, so they must not run
@@ -1143,7 +1153,9 @@ typedef struct wd_progress {
 } wd_progress;
 // Called after every step and every validation on the thread of this
 // process's first rank (rank 0 of a single-process run; each process of a
-// job has its own); return nonzero to stop training at the next step boundary.
+// job has its own), and (a stream) once per warning, with the step and loss
+// of the last finished step; return nonzero to stop training at the next
+// step boundary.
 typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
 typedef struct wd_train_desc {
     const char *const *files;
@@ -1231,11 +1243,13 @@ typedef struct wd_train_report {
                                     // WD_CUDA_TIMING=1, else the device time counts as other)
     char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends; the CUDA
                                     // backend's ends with device_ms=, a step's device time after 4 steps)
-    wd_oov oov;                     // out-of-vocabulary values of the batches trained (this process's ranks)
+    wd_oov oov;                     // out-of-vocabulary values of the batches submitted to steps (this
+                                    // process's ranks; a stream's skipped batches too)
     // a stream only (training goes on after each; wd_progress.warning reports each one):
     int64_t skipped;                // batches not trained: their step was not finite, and not applied
     int64_t checkpoints_failed;     // checkpoint_every's checkpoints not written (the one before stays)
-    char warning[256];              // the last of those messages ("" if none)
+    char warning[256];              // the last of those messages ("" if none), cut to 255 bytes
+                                    // (wd_progress.warning has it whole)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
 // Instead of wd_train, on a rank of a job (wd_train_desc.comm) that failed
@@ -7665,7 +7679,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     int apply = !vst && w->g[m->P + 3] <= 0.0f && wsum > 0;   // a failure or a stop vote: every worker skips the update
     int shared = 0;                 // a failure read from the reduced data: every rank's alike
     if (vst) { st = wd__fail(vst, "%s", voted); shared = 1; }
-    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step); apply = 0; shared = 1; }
+    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step + 1); apply = 0; shared = 1; }
     if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the step after its collectives (wd__cpu_submit)
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
@@ -7673,7 +7687,7 @@ static void wd__cpu_step_worker(void *ctx, int r) {
         if ((st = lc->ops->barrier(lc)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
         int bad = 0;
         for (int q = 0; q < T; q++) bad += c->wbad[q];
-        if (bad) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step, bad, (double)WD__GRAD_MAX); shared = 1; }
+        if (bad) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step + 1, bad, (double)WD__GRAD_MAX); shared = 1; }
         else wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]);
     }
     double t2 = wd__now();
@@ -7807,7 +7821,7 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
         const float *g = c->ws[0].g + c->m->P;
         res->loss = g[0]; res->weight = g[1]; res->samples = g[2]; res->stopped = g[3] > 0.0f;
         if (!st && bad) {   // the same update of the same replica on every rank
-            st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step, bad);
+            st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step + 1, bad);
             snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
             shared = 1;
         }
@@ -8429,6 +8443,8 @@ typedef struct wd__run {
     int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
     uint64_t valid_fp;              // the validation files (wd__check_files' fingerprint; the start-up agreement)
     const char *warning;            // wd_progress.warning of the call being made
+    int skip_row;                   // a stream's batches skipped in a row (WD_MAX_SKIPPED), the last at
+    int64_t skip_steps;             //   rep->steps of this many steps
 } wd__run;
 typedef struct wd__rank {
     wd__run *run;
@@ -8445,6 +8461,7 @@ typedef struct wd__rank {
     int pad_made;
     int64_t last_eval;              // the step of its last validation (-1: none)
     int voted;                      // its failure reached every rank already (a validation's gather, the step vote): no abort
+    int host_holds;                 // be is gone (a rebuild after a skipped step failed); m holds the model
 } wd__rank;
 
 // ---- the start-up agreement: before the first collective of training ----
@@ -8749,50 +8766,45 @@ static void wd__stream_warn(wd__rank *k, int64_t *count, const char *msg) {
     if (wd__call_progress(k, run->rep->last_loss, NAN, NAN) && !run->stop) run->stop = 1;
     run->warning = NULL;
 }
-// Whether every parameter and optimizer state of m is finite.
-static int wd__model_finite(const wd_model *m) {
-    const float *t[9] = {m->dense, m->dense_s1, m->dense_s2, m->wide, m->wide_z, m->wide_n,
-                         m->emb, m->emb_s1, m->emb_s2};
-    int64_t ne = m->emb_rows * m->E, n[9] = {m->P, m->P, m->P, m->wide_rows, m->wide_rows, m->wide_rows, ne, ne, ne};
-    uint32_t bad = 0;   // branch-free (vectorises): it runs only after a failed step
-    for (int q = 0; q < 9; q++)
-        for (int64_t i = 0; t[q] && i < n[q]; i++) {
-            uint32_t u;
-            memcpy(&u, &t[q][i], 4);
-            bad |= (u & 0x7f800000u) == 0x7f800000u;
-        }
-    return !bad;
-}
+static int wd__model_unsound(const wd_model *m, char *what, size_t n);
 // A stream's step that failed with WD_ERR_NUMERIC (wd_last_error()) is
 // skipped and training goes on: a backend applies a step whole or not at
 // all, and a non-finite loss or gradient is found before anything is
 // written, so the model is the one after the last finished step (checked:
-// an update that left a parameter non-finite ends training). The failure
-// is sticky in the backend, so it is made again from the model; `pending`
-// (the batch of the step after it, in flight: the failure refused it) is
-// submitted again. `batch` numbers the skipped batch (the source's count).
+// an update that left the model unsound ends training, and so does the
+// WD_MAX_SKIPPED-th batch in a row skipped). The failure is sticky in the
+// backend, so it is made again from the model; `pending` (the batch of the
+// step after it, in flight: the failure refused it) is submitted again.
+// `batch` numbers the skipped batch (the source's count).
 static wd_status wd__stream_skip(wd__rank *k, const wd_backend_desc *bd, int64_t *step, int64_t *in_epoch,
                                  int *inflight, const wd_batch *pending, int64_t batch) {
     wd__run *run = k->run;
     const wd_backend_ops *ops = run->ops;
-    char why[WD__ERR_MAX], msg[WD__ERR_MAX + 160];
+    char why[WD__ERR_MAX], msg[WD__ERR_MAX + 160], what[200];
     snprintf(why, sizeof why, "%s", wd_last_error());
     snprintf(msg, sizeof msg, "training source: batch %lld (step %lld) was not trained, training goes on: %s",
              (long long)batch, (long long)*step + 1, why);
+    run->skip_row = run->rep->steps == run->skip_steps ? run->skip_row + 1 : 1;
+    run->skip_steps = run->rep->steps;
+    if (run->skip_row >= WD_MAX_SKIPPED)
+        return wd__fail(WD_ERR_NUMERIC, "training source: batch %lld (step %lld): %d batches in a row were not "
+                        "trained, their steps not finite (WD_MAX_SKIPPED; the model diverged?): training ends: %s",
+                        (long long)batch, (long long)*step + 1, run->skip_row, why);
     wd_status st;
     if (*inflight) {   // refused by the failure (or, had it run, counted like any step)
         if (wd__rank_complete(k, step, in_epoch) == WD_OK) pending = NULL;
         (*inflight)--;
     }
     st = ops->download(k->be);
-    if (!st && !wd__model_finite(run->m))
-        return wd__fail(WD_ERR_NUMERIC, "training source: batch %lld (step %lld): %s", (long long)batch,
-                        (long long)*step + 1, why);
+    if (!st && wd__model_unsound(run->m, what, sizeof what))
+        return wd__fail(WD_ERR_NUMERIC, "training source: batch %lld (step %lld): %s; the model is unsound: %s",
+                        (long long)batch, (long long)*step + 1, why, what);
     if (!st) {
         ops->times(k->be, k->stage);   // its seconds stay counted
         ops->destroy(k->be);
         k->be = NULL;
         st = ops->create(bd, &k->be);
+        k->host_holds = st != WD_OK;   // the model after the last finished step is kept (wd__train)
     }
     if (st) return st;
     wd__stream_warn(k, &run->rep->skipped, msg);
@@ -8900,9 +8912,11 @@ static wd_status wd__rank_train(wd__rank *k) {
                 inflight--;
                 if (st == WD_ERR_NUMERIC && run->stream) {   // skipped; the step after it (b) goes again
                     int64_t bad = run->src_batches - 1 - inflight;   // the source's count of the failed step's batch
+                    int64_t done = step;
                     st = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, inflight ? b : NULL, bad);
                     submitted = step + inflight;
-                    sync = wd__sync_step(d, submitted, probe, &validating);
+                    // a step that finished before the skip had its validation, checkpoint and publish
+                    sync = (submitted > done && wd__sync_step(d, submitted, probe, &validating));
                 }
                 step_failed = st != WD_OK;
             }
@@ -8912,7 +8926,7 @@ static wd_status wd__rank_train(wd__rank *k) {
             if (!st && chief && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
                 st = ops->download(k->be);
                 wd_status cs = st ? WD_OK : wd_model_save(m, d->checkpoint_path);
-                if (cs && run->stream) {   // written as a temporary and renamed: the last one stays
+                if (cs == WD_ERR_IO && run->stream) {   // written as a temporary and renamed: the last one stays
                     char msg[WD__ERR_MAX + 160];
                     snprintf(msg, sizeof msg, "the checkpoint after step %lld (training source: batch %lld) was not "
                              "written, training goes on (the next one tries again): %s", (long long)step,
@@ -8924,15 +8938,19 @@ static wd_status wd__rank_train(wd__rank *k) {
             k->stage[WD_STAGE_OTHER] += wd__now() - t1;
         }
         if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+        int again = 0;              // the last step in flight (at max_steps) was skipped: another batch takes its place
         while (inflight > 0) {   // drain, also after an error (the first error wins)
             wd_status s2 = wd__rank_complete(k, &step, &in_epoch);
             inflight--;
-            if (s2 == WD_ERR_NUMERIC && run->stream && !st && !inflight)   // the last step: skipped
+            if (s2 == WD_ERR_NUMERIC && run->stream && !st && !inflight) {   // the last step: skipped
                 s2 = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, NULL, run->src_batches - 1);
+                again = !s2 && !epoch_over && !run->stop;
+            }
             if (s2) step_failed = 1;
             if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
         }
         if (st) wd__fail(st, "%s", k->err);
+        if (again && !k->stopped) continue;
         if (st || k->stopped || !epoch_over) break;
         if (run->stream) {   // the stream ended: validated once, like an epoch's end
             if (d->nvalid > 0) {
@@ -9088,6 +9106,11 @@ static void wd__train_release(wd_model *m) { if (m) __atomic_store_n(&m->trainin
 // agreement: this rank joins it with the failure.
 static wd_status wd__train_run(wd_model *m, const wd_train_desc *d, wd_train_report *rep, wd_status st) {
     int ran = 0;
+    wd_train_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);   // every failure leaves it so (the claim's too)
+    rep->valid_auc = rep->valid_logloss = rep->best_auc = rep->best_epoch = NAN;
+    rep->best_step = -1;
     if (!st) st = wd__train(m, d, rep, &ran);
     if (st && !ran && d && d->comm && d->comm->size > 1) {
         char err[WD__ERR_MAX];
@@ -9103,11 +9126,6 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     return st;
 }
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
-    wd_train_report local;
-    if (!rep) rep = &local;
-    memset(rep, 0, sizeof *rep);
-    rep->valid_auc = rep->valid_logloss = rep->best_auc = rep->best_epoch = NAN;
-    rep->best_step = -1;
     WD__TRY(wd__train_check(m, d));
     double t0 = wd__now();
     const wd_backend_ops *ops;
@@ -9215,9 +9233,10 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         // whole or not at all (a non-finite step is not applied), so rank 0
         // holds the model after the last finished step, and the position
         // says which; it is saved marked as saved after an error.
-        if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 && k0->be && !(d->keep_best && run->best_step >= 0)) {
+        if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
+            (k0->be || k0->host_holds) && !(d->keep_best && run->best_step >= 0)) {
             snprintf(err, sizeof err, "%s", wd_last_error());
-            wd_status s2 = ops->download(k0->be);
+            wd_status s2 = k0->be ? ops->download(k0->be) : WD_OK;
             if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
             if (s2) wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step, wd_last_error());
             else {
@@ -9543,6 +9562,7 @@ struct wd_trainer {
     wd_status st;
     char err[WD__ERR_MAX];
     int64_t pushed;
+    int most;                       // samples a batch may hold (as wd_train counts; read by push)
     int closed;
     wd_vocab *grown[2];             // a buffer's longer vocabulary, installed in the model when the loop takes it
     wd_text_spec *spec;             // wd_trainer_push_lines: the model's input format and vocabulary, grown
@@ -9586,6 +9606,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     wd_trainer *t = WD__NEW(wd_trainer);
     if (!t) { wd__train_release(m); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     t->m = m; t->d = *d; t->taken = -1;
+    t->most = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;   // as wd_train counts
     t->d.source = wd__trainer_source; t->d.source_user = t;
     wd_status st = wd__train_check(m, &t->d);   // what wd_train would refuse, refused now
     const wd_backend_ops *ops = NULL;
@@ -9606,8 +9627,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
 }
 // b into the ring; grown (owned; NULL: none) goes to the model with it.
 static wd_status wd__trainer_push(wd_trainer *t, const wd_batch *b, wd_vocab *grown, const char *who) {
-    int most = t->d.batch_size > 0 ? t->d.batch_size : t->m->batch_size > 0 ? (int)t->m->batch_size : 4096;   // as wd_train counts
-    wd_status st = wd__batch_check(b, &t->m->schema, who, most);
+    wd_status st = wd__batch_check(b, &t->m->schema, who, t->most);
     if (st) { wd__vocab_free(grown); return st; }
     pthread_mutex_lock(&t->mu);
     int i = t->tail;

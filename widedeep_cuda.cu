@@ -2260,10 +2260,10 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
         if (!vst) { snprintf(why, sizeof why, "a rank failed (its vote did not read back)"); vst = WD_ERR_ABORTED; }
         return wdc_fail(vst, "%s", why);
     }
-    if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step);
-    if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step);
-    if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step, (double)WDC_GRAD_MAX);
-    if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step);
+    if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step + 1);
+    if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step + 1);
+    if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step + 1, (double)WDC_GRAD_MAX);
+    if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step + 1);
     return WD_OK;
 }
 // A step that failed part way after an update was enqueued (wdc_step_enqueue)

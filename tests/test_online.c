@@ -9,6 +9,7 @@
 // rename; the merge of hardon and svca (the review's findings 1-3, a swap
 // refused during a training). Built twice: ASan + UBSan, and TSan (build/test_online_tsan).
 #define _GNU_SOURCE
+#define WD_MAX_SKIPPED 3           // fewer rebuilds than the default 8 (test time)
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include "testlib.h"
@@ -57,14 +58,22 @@ static wd_status batch_of(wd_batch *one, int i) {
     one->n = 0;
     return wd_batch_append(one, &g_all, i * B, B);
 }
-// A source over the batches listed in idx (-1 ends), for twins and plain wd_train.
-typedef struct src { const int *idx; int next; wd_batch b; int fail_at; } src;
+// Samples 3 and 4 of b with dense values of 1e30: finite, accepted; its step is not.
+static void spoil(wd_batch *b) {
+    int nd = b->ndense;
+    b->dense[3 * nd] = 1e30f; b->dense[4 * nd] = 1e30f;
+    b->label[3] = 0.0f; b->label[4] = 1.0f;
+}
+// A source over the batches listed in idx (-1 ends), for twins and plain
+// wd_train; the ones it gives as batch bad_from .. bad_to - 1 spoilt.
+typedef struct src { const int *idx; int next; wd_batch b; int fail_at, bad_from, bad_to; } src;
 static wd_status source_fn(void *user, const wd_batch **out) {
     src *s = (src *)user;
     *out = NULL;
     if (s->next == s->fail_at) { wd_set_last_error("the queue went away"); return WD_ERR_IO; }
     if (s->idx[s->next] < 0) return WD_OK;
     WD__TRY(batch_of(&s->b, s->idx[s->next]));
+    if (s->next >= s->bad_from && s->next < s->bad_to) spoil(&s->b);
     s->next++;
     *out = &s->b;
     return WD_OK;
@@ -89,6 +98,13 @@ static void train_batches(wd_model *m, const int *idx) {
 static wd_status fixed_batch(wd_batch *b, const wd_model *m, int at) {
     WD__TRY(wd_batch_init(b, wd_model_schema(m), NP, 0));
     return wd_batch_append(b, &g_all, at, NP);
+// path holds twin's model, saved after an error (the finished steps kept); removed.
+static void check_saved_after_error(const char *path, const wd_model *twin) {
+    wd_model *ck = NULL;
+    CHECK_OK(wd_model_load(path, &ck));
+    if (ck) CHECK(tl_params_equal(ck, twin) && wd_model_after_error(ck) == 1);
+    wd_model_destroy(ck);
+    unlink(path);
 }
 
 // The progress callback's record: steps seen, warnings (copies), a hook per step.
@@ -96,7 +112,8 @@ typedef struct seen {
     int64_t step;                   // the last step reported (atomic: the test thread waits on it)
     char warn[4][WD__ERR_MAX];
     int nwarn;
-    const char *rm_dir;             // removed after step rm_at, made again after the step after it
+    const char *rm_dir;             // removed after step rm_at (rm_file in it first), made again
+    const char *rm_file;            //   after the step after it
     int64_t rm_at;
 } seen;
 static int on_progress(void *user, const wd_progress *p) {
@@ -105,22 +122,29 @@ static int on_progress(void *user, const wd_progress *p) {
         if (v->nwarn < 4) snprintf(v->warn[v->nwarn++], sizeof v->warn[0], "%s", p->warning);
         return 0;
     }
-    if (v->rm_dir && p->step == v->rm_at) rmdir(v->rm_dir);        // "the disk is full" for the checkpoint of this step
+    if (v->rm_dir && p->step == v->rm_at) {   // "the disk is full" for the checkpoint of this step
+        if (v->rm_file) unlink(v->rm_file);
+        rmdir(v->rm_dir);
+    }
     if (v->rm_dir && p->step == v->rm_at + 1) mkdir(v->rm_dir, 0755);
     __atomic_store_n(&v->step, p->step, __ATOMIC_RELEASE);
     return 0;
 }
 
 // Item 5: one training per model. A second trainer, or wd_train, on a model a
-// trainer trains is refused naming the reason; after close a trainer opens again.
-// (c1b6c03: both trainers ran, 63 TSan reports.)
+// trainer trains is refused naming the reason (the refused wd_train's report
+// zeroed like any failure's); after close a trainer opens again. The trainer
+// takes its batch size from the model: push reads it while the thread runs.
+// (c1b6c03: both trainers ran, 63 TSan reports. af46c15: the refused report
+// kept what it held; push read m->batch_size as the thread wrote it, TSan.)
 static void test_one_training_per_model(void) {
     REQUIRE(g_ok);
     wd_model *m = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m);
+    m->batch_size = B;   // a checkpoint's batch size, as wd_train counts it (td.batch_size 0)
     wd_train_desc td;
     memset(&td, 0, sizeof td);
-    td.batch_size = B; td.threads = 1;
+    td.threads = 1;
     wd_trainer *t = NULL, *t2 = NULL;
     REQUIRE_OK(wd_trainer_open(m, &td, &t));
     CHECK(wd_trainer_open(m, &td, &t2) == WD_ERR_INVALID_ARG && t2 == NULL &&
@@ -129,8 +153,11 @@ static void test_one_training_per_model(void) {
     src s;
     wd_train_desc sd;
     stream_desc(&sd, &s, idx, m);
-    CHECK(wd_train(m, &sd, NULL) == WD_ERR_INVALID_ARG &&
+    wd_train_report rep;
+    memset(&rep, 0x5a, sizeof rep);
+    CHECK(wd_train(m, &sd, &rep) == WD_ERR_INVALID_ARG &&
           tl_has(wd_last_error(), "wd_train: the model is being trained already") && s.next == 0);
+    CHECK(rep.steps == 0 && rep.skipped == 0 && rep.warning[0] == 0 && isnan(rep.valid_auc) && rep.best_step == -1);
     wd_batch one;
     CHECK_OK(wd_batch_init(&one, wd_model_schema(m), 0, 0));
     CHECK_OK(batch_of(&one, 0));
@@ -275,9 +302,7 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
         if (q == 0) printf("  %s\n", e);
     }
     one.weight[5] = 1.0f;
-    int nd = one.ndense;
-    one.dense[3 * nd] = 1e30f; one.dense[4 * nd] = 1e30f;   // finite, accepted; its step is not
-    one.label[3] = 0.0f; one.label[4] = 1.0f;
+    spoil(&one);
     CHECK_OK(wd_trainer_push(t, &one));
     for (int i = 3; i < 8; i++) { CHECK_OK(batch_of(&one, i)); CHECK_OK(wd_trainer_push(t, &one)); }
     one.label[9] = 2.0f;
@@ -296,8 +321,10 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
         if (strstr(v.warn[i], "was not trained")) skip = i;
         if (strstr(v.warn[i], "checkpoint")) ckpt = i;
     }
+    // one step number: the backend's too (af46c15: "... (step 3) ...: step 2: ...")
     CHECK(skip >= 0 && tl_has(v.warn[skip], "training source: batch 2 (step 3)") &&
-          tl_has(v.warn[skip], "training goes on") && tl_has(v.warn[skip], "not finite"));
+          tl_has(v.warn[skip], "training goes on") && tl_has(v.warn[skip], "not finite") &&
+          tl_has(v.warn[skip], "goes on: step 3: "));
     CHECK(ckpt >= 0 && tl_has(v.warn[ckpt], "checkpoint after step 2") && tl_has(v.warn[ckpt], "batch 1") &&
           tl_has(v.warn[ckpt], "not written"));
     CHECK(tl_has(rep.warning, v.warn[v.nwarn - 1]));
@@ -310,16 +337,12 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
     // flight): skipped too, and wd_train ends well
     wd_model *m2 = tl_criteo_model(WD_ADAM, DATA), *twin2 = tl_criteo_model(WD_ADAM, DATA);
     REQUIRE(m2 && twin2);
-    float *d3 = &g_all.dense[(size_t)(5 * B + 3) * nd], *d4 = &g_all.dense[(size_t)(5 * B + 4) * nd];
-    float *y3 = &g_all.label[5 * B + 3], *y4 = &g_all.label[5 * B + 4], keep[4] = {*d3, *d4, *y3, *y4};
-    *d3 = *d4 = 1e30f;
-    *y3 = 0.0f; *y4 = 1.0f;
     static const int last_bad[] = {0, 1, 5, -1}, first_two[] = {0, 1, -1};
     src s;
     wd_train_desc sd;
     stream_desc(&sd, &s, last_bad, m2);
+    s.bad_from = 2; s.bad_to = 3;
     CHECK_OK(wd_train(m2, &sd, &rep));
-    *d3 = keep[0]; *d4 = keep[1]; *y3 = keep[2]; *y4 = keep[3];
     CHECK(rep.steps == 2 && rep.skipped == 1 && m2->step == 2 &&
           tl_has(rep.warning, "training source: batch 2 (step 3)"));
     train_batches(twin2, first_two);
@@ -327,6 +350,126 @@ static void test_bad_batches_do_not_end_the_trainer(void) {
     wd_batch_free(&s.b); wd_batch_free(&one);
     wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ck); wd_model_destroy(m2); wd_model_destroy(twin2);
     unlink(path); rmdir(dir);
+}
+
+// A skipped step counts as no step, wherever it falls (review of af46c15,
+// findings 4 and 5): under max_steps 3, a skipped third batch (the step in
+// flight when max_steps ends the loop) is replaced by the next batch; a skip
+// right after a checkpoint step (checkpoint_every 1) does not write that
+// step's checkpoint again: here its directory is gone after step 2, so the
+// checkpoint of step 2 alone fails, once. (af46c15: 2 steps and 3 batches
+// taken; the checkpoint of step 2 failed twice, the second time blaming
+// batch 2.)
+static void test_skips_count_no_step(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m && twin);
+    static const int idx[] = {0, 1, 2, 3, 4, 5, -1}, kept[] = {0, 1, 3, -1};
+    src s;
+    wd_train_desc td;
+    wd_train_report rep;
+    stream_desc(&td, &s, idx, m);
+    s.bad_from = 2; s.bad_to = 3;
+    td.max_steps = 3;
+    CHECK_OK(wd_train(m, &td, &rep));
+    printf("  max_steps 3, batch 2 skipped: %lld steps, %lld skipped, %d batches taken\n", (long long)rep.steps,
+           (long long)rep.skipped, s.next);
+    CHECK(rep.steps == 3 && m->step == 3 && rep.skipped == 1 && s.next == 4);
+    train_batches(twin, kept);
+    CHECK(tl_params_equal(m, twin));
+    wd_batch_free(&s.b);
+    wd_model_destroy(m);
+    m = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m);
+    char dir[300], path[340];
+    snprintf(dir, sizeof dir, "%s/online_ck1", TMP);
+    snprintf(path, sizeof path, "%s/ck.wdm", dir);
+    mkdir(dir, 0755);
+    seen v;
+    memset(&v, 0, sizeof v);
+    v.rm_dir = dir; v.rm_file = path; v.rm_at = 2;
+    static const int four[] = {0, 1, 2, 3, -1};
+    stream_desc(&td, &s, four, m);
+    s.bad_from = 2; s.bad_to = 3;
+    td.checkpoint_path = path; td.checkpoint_every = 1; td.progress = on_progress; td.user = &v;
+    CHECK_OK(wd_train(m, &td, &rep));
+    printf("  checkpoint_every 1, batch 2 skipped: %lld steps, %lld checkpoints failed; warnings:\n",
+           (long long)rep.steps, (long long)rep.checkpoints_failed);
+    for (int i = 0; i < v.nwarn; i++) printf("    %.150s\n", v.warn[i]);
+    CHECK(rep.steps == 3 && rep.skipped == 1 && rep.checkpoints_failed == 1 && v.nwarn == 2);
+    CHECK(tl_has(v.warn[0], "checkpoint after step 2 (training source: batch 1)") &&
+          tl_has(v.warn[1], "batch 2 (step 3) was not trained"));
+    wd_batch_free(&s.b);
+    wd_model_destroy(m); wd_model_destroy(twin);
+    unlink(path); rmdir(dir);
+}
+
+// What still ends a stream (review of af46c15, findings 7, 10, 11): a
+// periodic checkpoint refused because the model is unsound (its Adam v made
+// negative between steps: no step sees it); the WD_MAX_SKIPPED-th batch in
+// a row not trained (a diverged model), naming it, the steps before kept
+// and saved; and a rebuild after a skip that fails (the backend's creation
+// fails, WD_CPU_TEST_FAIL) still saves the finished steps. (af46c15: the
+// unsound checkpoint was a warning and training went on; every batch was
+// skipped, for ever; the failed rebuild saved nothing.)
+static int unsound_at_2(void *user, const wd_progress *p) {
+    if (!p->warning && p->step == 2) ((wd_model *)user)->emb_s2[0] = -1.0f;
+    return 0;
+}
+static int rebuild_fails_after_2(void *user, const wd_progress *p) {
+    (void)user;
+    if (!p->warning && p->step == 2) setenv("WD_CPU_TEST_FAIL", "0:create", 1);
+    return 0;
+}
+static void test_what_still_ends_a_stream(void) {
+    REQUIRE(g_ok);
+    wd_model *m = tl_criteo_model(WD_ADAM, DATA), *twin = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m && twin);
+    static const int first_two[] = {0, 1, -1}, idx[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1};
+    train_batches(twin, first_two);
+    char path[300];
+    snprintf(path, sizeof path, "%s/online_end.wdm", TMP);
+    src s;
+    wd_train_desc td;
+    wd_train_report rep;
+    stream_desc(&td, &s, idx, m);
+    td.checkpoint_path = path; td.checkpoint_every = 2; td.progress = unsound_at_2; td.user = m;
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && tl_has(wd_last_error(), "not saved") &&
+          tl_has(wd_last_error(), "embedding Adam v[0] is -1"));
+    printf("  an unsound model at a checkpoint: %s\n", wd_last_error());
+    CHECK(rep.steps == 2 && rep.checkpoints_failed == 0);
+    wd_batch_free(&s.b);
+    wd_model_destroy(m);
+    unlink(path);
+
+    m = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m);
+    stream_desc(&td, &s, idx, m);
+    s.bad_from = 2; s.bad_to = 14;
+    td.checkpoint_path = path;
+    char want[80];
+    snprintf(want, sizeof want, "batch %d (step 3): %d batches in a row", 1 + WD_MAX_SKIPPED, WD_MAX_SKIPPED);
+    CHECK(wd_train(m, &td, &rep) == WD_ERR_NUMERIC && tl_has(wd_last_error(), want) &&
+          tl_has(wd_last_error(), "saved to"));
+    printf("  every batch from 2 on not finite: %s\n", wd_last_error());
+    CHECK(rep.steps == 2 && rep.skipped == WD_MAX_SKIPPED - 1 && rep.error_saved == 1 && tl_params_equal(m, twin));
+    check_saved_after_error(path, twin);
+    wd_batch_free(&s.b);
+    wd_model_destroy(m);
+
+    m = tl_criteo_model(WD_ADAM, DATA);
+    REQUIRE(m);
+    stream_desc(&td, &s, idx, m);
+    s.bad_from = 2; s.bad_to = 3;
+    td.checkpoint_path = path; td.progress = rebuild_fails_after_2;
+    wd_status st = wd_train(m, &td, &rep);
+    unsetenv("WD_CPU_TEST_FAIL");
+    printf("  the rebuild after a skip failed: %s\n", wd_last_error());
+    CHECK(st == WD_ERR_DEVICE && tl_has(wd_last_error(), "WD_CPU_TEST_FAIL") && tl_has(wd_last_error(), "saved to"));
+    CHECK(rep.steps == 2 && rep.error_saved == 1);
+    check_saved_after_error(path, twin);
+    wd_batch_free(&s.b);
+    wd_model_destroy(m); wd_model_destroy(twin);
 }
 
 // Pin: a model published by hand, then trained by wd_train without
@@ -463,7 +606,7 @@ static void test_predictor_odd_max_batch(void) {
 // 1, and checkpoint_path the model after it, marked as saved after an error.
 static void test_error_after_first_step(void) {
     REQUIRE(g_ok);
-    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA), *ck = NULL;
+    wd_model *m = tl_criteo_model(WD_ADAGRAD, DATA), *twin = tl_criteo_model(WD_ADAGRAD, DATA);
     REQUIRE(m && twin);
     char path[300];
     snprintf(path, sizeof path, "%s/online_err.wdm", TMP);
@@ -479,11 +622,9 @@ static void test_error_after_first_step(void) {
     CHECK(m->step == 1 && rep.steps == 1 && rep.error_saved == 1);
     train_batches(twin, first);
     CHECK(tl_params_equal(m, twin));
-    CHECK_OK(wd_model_load(path, &ck));
-    if (ck) CHECK(tl_params_equal(ck, twin) && wd_model_after_error(ck) == 1);
+    check_saved_after_error(path, twin);
     wd_batch_free(&s.b);
-    wd_model_destroy(m); wd_model_destroy(twin); wd_model_destroy(ck);
-    unlink(path);
+    wd_model_destroy(m); wd_model_destroy(twin);
 }
 
 // Review of hardon, finding 3: a wd_train (or trainer: the same end) that
@@ -699,6 +840,8 @@ int main(int argc, char **argv) {
     RUN(test_one_training_per_model);
     RUN(test_predict_while_trainer_runs);
     RUN(test_bad_batches_do_not_end_the_trainer);
+    RUN(test_skips_count_no_step);
+    RUN(test_what_still_ends_a_stream);
     RUN(test_publish_by_hand_then_end);
     RUN(test_bf16_snapshot);
     RUN(test_predictor_odd_max_batch);
