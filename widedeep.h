@@ -8761,7 +8761,9 @@ static int wd__sync_step(const wd_train_desc *d, int64_t n, int64_t probe, int *
 static void wd__stream_warn(wd__rank *k, int64_t *count, const char *msg) {
     wd__run *run = k->run;
     (*count)++;
-    snprintf(run->rep->warning, sizeof run->rep->warning, "%s", msg);
+    size_t n = WD__MIN(strlen(msg), sizeof run->rep->warning - 1);   // cut (wd_progress.warning has it whole)
+    memcpy(run->rep->warning, msg, n);
+    run->rep->warning[n] = 0;
     run->warning = msg;
     if (wd__call_progress(k, run->rep->last_loss, NAN, NAN) && !run->stop) run->stop = 1;
     run->warning = NULL;
@@ -9249,7 +9251,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         if (st && rep->steps > 0 && run->first == 0 && k0->be && wd__published(m)) {
             snprintf(err, sizeof err, "%s", wd_last_error());
             wd_status s2 = ops->download(k0->be);
-            if (!s2 && !wd__model_finite(m)) s2 = wd__fail(WD_ERR_NUMERIC, "a parameter is not finite");
+            char bad[160];
+            if (!s2 && wd__model_unsound(m, bad, sizeof bad)) s2 = wd__fail(WD_ERR_NUMERIC, "%s", bad);
             if (!s2) s2 = wd_model_publish(m);
             if (s2)
                 wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "

@@ -98,6 +98,7 @@ static void train_batches(wd_model *m, const int *idx) {
 static wd_status fixed_batch(wd_batch *b, const wd_model *m, int at) {
     WD__TRY(wd_batch_init(b, wd_model_schema(m), NP, 0));
     return wd_batch_append(b, &g_all, at, NP);
+}
 // path holds twin's model, saved after an error (the finished steps kept); removed.
 static void check_saved_after_error(const char *path, const wd_model *twin) {
     wd_model *ck = NULL;
