@@ -1270,8 +1270,8 @@ WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
    state) after waiting for predictions that read m in place. push checks
    the batch (its errors name the push, numbered from 0 among accepted
    pushes; training goes on: a label outside [0,1] or an id outside its slot
-   is WD_ERR_INVALID_ARG; a NaN or infinite label, weight or dense value
-   WD_ERR_NUMERIC; a weight outside [0, WD_MAX_WEIGHT] WD_ERR_INVALID_ARG),
+   is WD_ERR_INVALID_ARG; a NaN or infinite label or dense value, or a
+   weight outside [0, WD_MAX_WEIGHT], WD_ERR_NUMERIC),
    copies it into one of two
    buffers and returns while the step runs (it waits when both are full), or
    returns the training's error once it failed or stopped (progress stop,
@@ -2472,8 +2472,7 @@ static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int fro
             return wd__fail(!isfinite(y) ? WD_ERR_NUMERIC : bad, "%s: sample %d: label %g is not in [0,1]", where, i,
                             (double)y);
         if (!(b->weight[i] >= 0.0f && b->weight[i] <= WD_MAX_WEIGHT))
-            return wd__fail(isnan(b->weight[i]) || isinf(b->weight[i]) ? WD_ERR_NUMERIC : bad,
-                            "%s: sample %d: weight %g is outside [0, %g] (WD_MAX_WEIGHT)", where, i,
+            return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: weight %g is outside [0, %g] (WD_MAX_WEIGHT)", where, i,
                             (double)b->weight[i], (double)WD_MAX_WEIGHT);
     }
     const float *dv = b->dense + (size_t)from * (size_t)s->ndense;

@@ -17,6 +17,11 @@ expect() { begin "$1"; local want=$2; shift 2; run "$@"; ck "exit $rc, wanted $w
 # same_after OFFSET A B: both files are longer than OFFSET bytes and equal after it
 same_after() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt "$1" ] && [ "$(stat -c %s "$3" 2>/dev/null || echo 0)" -gt "$1" ] &&
                cmp -s <(tail -c +$(($1 + 1)) "$2") <(tail -c +$(($1 + 1)) "$3"); }
+# same_blocks HA A HB B TAIL: A after its first HA bytes equals B after its
+# first HB bytes, the last TAIL bytes of each left out (both hold more)
+same_blocks() { [ "$(stat -c %s "$2" 2>/dev/null || echo 0)" -gt $(($1 + $5)) ] &&
+                [ "$(stat -c %s "$4" 2>/dev/null || echo 0)" -gt $(($3 + $5)) ] &&
+                cmp -s <(head -c -$5 "$2" | tail -c +$(($1 + 1))) <(head -c -$5 "$4" | tail -c +$(($3 + 1))); }
 # samples FILE: the sample count `wd inspect` reports, empty if it fails
 samples() { "$WD" inspect "$1" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\)$/\1/p'; }
 # no_temps: no temporary file ("NAME.tmp-PID", as the library and wd write) left in $T or below
@@ -1214,7 +1219,7 @@ if ${CC:-cc} -shared -fPIC -O1 -o "$T/shim.so" "$T/shim.c" -ldl > "$T/cc.err" 2>
     hs gen "$WD" gen -o "$T/hs-g.wdr" --rows 10
     hs predict "$WD" predict --model "$T/m.wdm" "$T/te.wdr" -o "$T/hs.txt"
     hs export "$WD" export "$T/m.wdm" "$T/hs-e.wdm"
-    hs export-onnx "$WD" export --onnx "$T/hs.onnx" "$T/m.wdm"
+    hs export-onnx "$WD" export --onnx "$T/m.wdm" "$T/hs.onnx"
     hs dump "$WD" dump "$T/te.wdr" "$T/hs-dump"
     ck "handlers before the first temporary file:$bad" [ -z "$bad" ]
     LD_PRELOAD="$T/shim.so" bash -c ': > "$1"' - "$T/ctl.tmp-1" 2> /dev/null; rc=$?
@@ -1318,7 +1323,7 @@ end
 # an overwrite of its model is refused, a failure leaves no file
 begin cli_export_onnx
 rm -f "$T/x.onnx"
-run "$WD" export --onnx "$T/x.onnx" "$T/m.wdm"
+run "$WD" export --onnx "$T/m.wdm" "$T/x.onnx"
 ck "export --onnx: exit $rc" [ "$rc" = 0 ]
 ck "reports opset 17 and the inputs (13 dense, 26 slots, the cross)" eval 'out_has "ONNX opset 17" \
     && out_has "dense[N,13]" && out_has "ids.C1[N]" && out_has "ids.C26[N]" && out_has "cross0[N]" \
@@ -1327,7 +1332,7 @@ ck "the file holds those names and the opset's domain" eval 'have "$T/x.onnx" \
     && for n in dense ids.C1 ids.C26 cross0 probability; do grep -aq "$n" "$T/x.onnx" || exit 1; done'
 ck "the reported size is the file's" out_has "$(stat -c %s "$T/x.onnx" 2>/dev/null) bytes"
 fails_with "onto its model" 2 "an output may not replace an input" "$WD" export --onnx "$T/m.wdm" "$T/m.wdm"
-fails_with "from a file that is no model" 1 "te.wdr" "$WD" export --onnx "$T/y.onnx" "$T/te.wdr"
+fails_with "from a file that is no model" 1 "te.wdr" "$WD" export --onnx "$T/te.wdr" "$T/y.onnx"
 ck "no output, no temporary file" eval '[ ! -e "$T/y.onnx" ] && no_temps'
 end
 # the one-epoch warning: several epochs without validation, and not with it

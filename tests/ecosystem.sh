@@ -174,7 +174,7 @@ else
 fi
 begin tensorboard_errors
 : > "$T/tbfile"
-fails_with "a file as --tensorboard" 1 "tbfile" "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tensorboard "$T/tbfile" --save "$T/tbe.wdm"
+fails_with "a file as --tensorboard" 2 "tbfile" "$WD" train --train "$T/mh.wdr" --hidden 4 --max-steps 2 --threads 1 --tensorboard "$T/tbfile" --save "$T/tbe.wdm"
 ck "before training" eval '! grep -q "^trained" "$T/out"'
 # a write that fails mid-run (a 16 KiB file size limit) stops training, saying where and why
 rm -rf "$T/tbf"

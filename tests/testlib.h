@@ -68,7 +68,8 @@ static inline wd_status tl_gen(const char *path, int64_t rows, int64_t first, ui
 // cap samples); its schema into *schema when given.
 static inline wd_status tl_read_all(const char *path, wd_batch *all, int cap, wd_schema *schema) {
     wd_reader *r;
-    WD__TRY(wd_reader_open(path, &r));
+    wd_status st0 = wd_reader_open(path, &r);
+    if (st0) return st0;
     if (schema) *schema = *wd_reader_schema(r);
     wd_status st = wd_batch_init(all, wd_reader_schema(r), cap, 0);
     for (int64_t i = 0; !st && i < wd_reader_nblocks(r); i++) {

@@ -309,6 +309,14 @@ cudaError_t cudaGetDeviceCount(int *n) {
     *n = ndevices();
     return cudaSuccess;
 }
+cudaError_t cudaDriverGetVersion(int *v) {   // the emulated driver is as new as the headers compiled against
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *v) {
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
 cudaError_t cudaSetDevice(int d) {
     if (d < 0 || d >= ndevices()) return fail(cudaErrorInvalidDevice);
     init_devices();
