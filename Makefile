@@ -250,6 +250,7 @@ $(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(ENG
 # WD_NCCL_LIB loads (build/libnccl_cpu.so). Built where the headers are;
 # without them tests/run.sh says SKIP (a failure under CI=true).
 CUDA_HDRS := $(wildcard $(CUDA_HOME)/include/cuda_runtime.h)
+NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
 EMU_DIR   := tests/cudacpu
 EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
@@ -270,7 +271,6 @@ $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 # NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
 # linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
 # library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
-NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
 EMU_CC    := $(CC) -std=c11 -O1 -g $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 $(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
 	$(EMU_CC) -fPIC -shared -o $@ $<

@@ -9397,7 +9397,7 @@ static void wd__snap_view(wd__snap *q, const wd_model *m) {
 // holds the same parameters (no step runs during a publish).
 WDDEF wd_status wd_model_publish(wd_model *m) {
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_publish: the model is NULL");
-    wd__pub *p;
+    wd__pub *p = NULL;   // (g++ -O3 cannot see wd__pub_of set it)
     WD__TRY(wd__pub_of(m, &p));
     pthread_mutex_lock(&p->writer);
     pthread_mutex_lock(&p->mu);
@@ -9520,7 +9520,7 @@ static wd_status wd__swap(wd_model *m, wd_model *next) {
     wd__swap_mismatch(m, next, why, sizeof why);
     if (why[0])
         return wd__fail(WD_ERR_SCHEMA, "wd_model_swap: the next model's predictions need another shape: %s", why);
-    wd__pub *p;
+    wd__pub *p = NULL;   // (g++ -O3 cannot see wd__pub_of set it)
     WD__TRY(wd__pub_of(m, &p));
     wd__snap *b = WD__NEW(wd__snap);
     if (!b) return wd__fail(WD_ERR_NOMEM, "wd_model_swap: out of memory");

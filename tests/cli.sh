@@ -1164,6 +1164,8 @@ fails_with "export --onnx M.wdm (no output)" 2 "export [--onnx] M.wdm OUT: the o
     "$WD" export --onnx "$T/im.wdm"
 ck "export --help gives the one order" \
     eval '"$WD" export --help | grep -qF "export [--onnx [--values-from TEXT,...]] M.wdm OUT"'
+end
+
 # ---- lost output, hangs, misleading errors (issue 30, items 7-13) and second checks -------------------------
 # A closed standard stream is opened on /dev/null: the output's file cannot
 # take its number (convert's progress lines used to land in the .wdr, predict's
@@ -1375,6 +1377,8 @@ kill -INT $pid 2>/dev/null; sleep 0.5
 ck "an ignored SIGINT stays ignored" kill -0 $pid
 kill -TERM $pid 2>/dev/null; wait_pid $pid 60
 ck "then SIGTERM: exit $rc, wanted 143" [ "$rc" = 143 ]
+end
+
 # issue 30: the whole input contract wherever a file meets a model. Dense
 # columns swapped or another dense rule through --schema-from a file or a
 # model (.wdm), a --dense-raw file evaluated by a count model, a slot
