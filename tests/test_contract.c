@@ -17,13 +17,6 @@
 
 static char TMP[300] = "/tmp", GOLD[300] = "tests/golden", DATA[300] = "../shared/data";
 static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/ct-%s", TMP, name); }
-static int spit(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
 static uint64_t rng_next(uint64_t *s) { *s += 0x9E3779B97F4A7C15ull; return wd_mix64(*s); }
 
 // A growing text buffer.
@@ -141,7 +134,7 @@ static void roundtrip(const char *name, const wd_text_spec *base, const char *tr
     snprintf(nm, sizeof nm, "%s-train.wdr", name); tmp(trw, sizeof trw, nm);
     snprintf(nm, sizeof nm, "%s-test.wdr", name); tmp(tew, sizeof tew, nm);
     snprintf(nm, sizeof nm, "%s.wdm", name); tmp(mp, sizeof mp, nm);
-    REQUIRE(spit(trp, train_txt) == 0 && spit(tep, test_txt) == 0);
+    REQUIRE(tl_spit(trp, train_txt) == 0 && tl_spit(tep, test_txt) == 0);
     wd_text_spec *ts = (wd_text_spec *)malloc(sizeof *ts);
     REQUIRE(ts != NULL);
     *ts = *base;
@@ -291,7 +284,7 @@ static void test_permuted_vocabulary_refused(void) {
     tmp(trp, sizeof trp, "perm-train.csv"); tmp(tep, sizeof tep, "perm-test.csv");
     tmp(trw, sizeof trw, "perm-train.wdr"); tmp(tew, sizeof tew, "perm-test.wdr"); tmp(tal, sizeof tal, "perm-alone.wdr");
     tmp(mp, sizeof mp, "perm.wdm");
-    CHECK(spit(trp, tr.p) == 0 && spit(tep, te.p) == 0);
+    CHECK(tl_spit(trp, tr.p) == 0 && tl_spit(tep, te.p) == 0);
     free(tr.p); free(te.p);
     wd_text_spec t;
     REQUIRE_OK(wd_text_spec_csv(&t, "click,c,d", "click", NULL, "c,d", 0));
@@ -570,7 +563,7 @@ static void test_vocabulary_capacity_full(void) {
     }
     char ap[400], bp[400], aw[400], bw[400];
     tmp(ap, sizeof ap, "cap-a.csv"); tmp(bp, sizeof bp, "cap-b.csv"); tmp(aw, sizeof aw, "cap-a.wdr"); tmp(bw, sizeof bw, "cap-b.wdr");
-    CHECK(spit(ap, a.p) == 0 && spit(bp, b.p) == 0);
+    CHECK(tl_spit(ap, a.p) == 0 && tl_spit(bp, b.p) == 0);
     free(a.p); free(b.p);
     wd_text_spec t;
     REQUIRE_OK(wd_text_spec_csv(&t, "click,c,d", "click", NULL, "c,d", 0));
@@ -610,7 +603,7 @@ static void test_vocabulary_capacity_full(void) {
 static void test_spec_owns_vocabulary(void) {
     char trp[400], trw[400];
     tmp(trp, sizeof trp, "own.csv"); tmp(trw, sizeof trw, "own.wdr");
-    REQUIRE(spit(trp, "y,a,b\n1,u,v\n0,w,v\n1,u,z\n") == 0);
+    REQUIRE(tl_spit(trp, "y,a,b\n1,u,v\n0,w,v\n1,u,z\n") == 0);
     wd_text_spec t;
     REQUIRE_OK(wd_text_spec_csv(&t, "y,a,b", "y", NULL, "a,b", 0));
     REQUIRE_OK(convert(&t, trp, trw));
@@ -701,7 +694,7 @@ static void test_contract_in_checkpoint(void) {
     tmp(cw, sizeof cw, "crit.wdr"); tmp(ct, sizeof ct, "crit.tsv");
     text tsv = {0};
     for (int i = 0; i < 20; i++) { tput(&tsv, "%d", i % 2); for (int j = 0; j < 13; j++) tput(&tsv, "\t%d", i + j); for (int j = 0; j < 26; j++) tput(&tsv, "\tv%d", (i * j) % 5); tput(&tsv, "\n"); }
-    CHECK(spit(ct, tsv.p) == 0);
+    CHECK(tl_spit(ct, tsv.p) == 0);
     free(tsv.p);
     wd_text_spec t;
     wd_text_spec_criteo(&t, 1000);   // hashed: no vocabulary before the spec

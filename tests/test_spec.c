@@ -21,13 +21,6 @@
 
 static char TMP[300] = "/tmp";
 static void tmp(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/sp-%s", TMP, name); }
-static int spit(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
 static uint64_t rng_next(uint64_t *s) {
     *s += 0x9E3779B97F4A7C15ull;
     return wd_mix64(*s);
@@ -146,7 +139,7 @@ static void test_dense_and_derived_refused(void) {
         at += (size_t)snprintf(text + at, sizeof text - at, "%d,%d,%d,v%d,%04d\n", (int)(r & 1), (int)(r >> 8) % 50,
                                (int)(r >> 16) % 7, (int)(r >> 24) % 5, (int)(r >> 32) % 10000);
     }
-    REQUIRE(spit(in, text) == 0);
+    REQUIRE(tl_spit(in, text) == 0);
     wd_text_spec a, b, c, d;
     REQUIRE_OK(csv_spec(&a, "y,d1,d2,c,t", "d1,d2", "c", "h=t[0:2]", 0, 1000));
     REQUIRE_OK(csv_spec(&b, "y,d1,d2,c,t", "d1,d2", "c", "h=t[0:2]", 1, 1000));
@@ -230,7 +223,7 @@ static void test_ids_bound_to_data(void) {
         na += (size_t)snprintf(a + na, sizeof a - na, "r%03d,%d,v%d\n", i, i % 2, i % 7);
         nb += (size_t)snprintf(b + nb, sizeof b - nb, "r%03d,%d,w%d\n", i, i % 3 == 0, i % 5);
     }
-    REQUIRE(spit(in, a) == 0 && spit(in2, b) == 0);
+    REQUIRE(tl_spit(in, a) == 0 && tl_spit(in2, b) == 0);
     wd_csv_desc cd;
     memset(&cd, 0, sizeof cd);
     cd.header = "id,y,c";
@@ -288,7 +281,7 @@ static void test_requests_checked(void) {
     char in[400], out[400];
     tmp(in, sizeof in, "av.csv");
     tmp(out, sizeof out, "av.wdr");
-    REQUIRE(spit(in, "y,hour,site,app\n1,14102100,a,x\n0,14102101,b,y\n1,14102203,a,y\n0,14102304,c,x\n") == 0);
+    REQUIRE(tl_spit(in, "y,hour,site,app\n1,14102100,a,x\n0,14102101,b,y\n1,14102203,a,y\n0,14102304,c,x\n") == 0);
     wd_text_spec av;
     REQUIRE_OK(csv_spec(&av, "y,hour,site,app", NULL, "site,app", "hod=hour[6:8]", 0, 50));
     REQUIRE_OK(convert(&av, in, out));
@@ -730,8 +723,8 @@ static void test_extend_vocab_min_count_and_one_run(void) {
     tmp(d2, sizeof d2, "day2.csv");
     tmp(w1, sizeof w1, "day1.wdr");
     tmp(w2, sizeof w2, "day2.wdr");
-    REQUIRE(spit(d1, "y,c\n1,a\n0,a\n1,a\n0,b\n1,b\n0,c\n") == 0);
-    REQUIRE(spit(d2, "y,c\n1,a\n0,n1\n1,n2\n0,n2\n1,n3\n0,n3\n1,n3\n") == 0);
+    REQUIRE(tl_spit(d1, "y,c\n1,a\n0,a\n1,a\n0,b\n1,b\n0,c\n") == 0);
+    REQUIRE(tl_spit(d2, "y,c\n1,a\n0,n1\n1,n2\n0,n2\n1,n3\n0,n3\n1,n3\n") == 0);
     wd_text_spec t;
     REQUIRE_OK(csv_spec(&t, "y,c", NULL, "c", NULL, 0, 0));
     REQUIRE_OK(convert_ex(&t, d1, w1, 1, 10, 0, NULL, NULL));
@@ -777,7 +770,7 @@ static void test_hashed_against_vocabulary(void) {
     tmp(in, sizeof in, "hv.csv");
     tmp(wh, sizeof wh, "hashed.wdr");
     tmp(wv, sizeof wv, "vocab.wdr");
-    REQUIRE(spit(in, "y,c\n1,a\n0,b\n1,c\n0,a\n") == 0);
+    REQUIRE(tl_spit(in, "y,c\n1,a\n0,b\n1,c\n0,a\n") == 0);
     wd_text_spec h, v;
     REQUIRE_OK(csv_spec(&h, "y,c", NULL, "c", NULL, 0, 4));
     REQUIRE_OK(csv_spec(&v, "y,c", NULL, "c", NULL, 0, 0));
@@ -810,12 +803,12 @@ static void test_dense_raw_through(void) {
     tmp(in, sizeof in, "raw.csv");
     tmp(out, sizeof out, "raw2.wdr");
     tmp(cnt, sizeof cnt, "cnt2.wdr");
-    REQUIRE(spit(in, "y,d,c\n1,1.5,a\n0,-2.25,b\n1,1000,a\n0,7,b\n") == 0);
+    REQUIRE(tl_spit(in, "y,d,c\n1,1.5,a\n0,-2.25,b\n1,1000,a\n0,7,b\n") == 0);
     wd_text_spec t, c;
     REQUIRE_OK(csv_spec(&t, "y,d,c", "d", "c", NULL, 1, 16));
     REQUIRE_OK(csv_spec(&c, "y,d,c", "d", "c", NULL, 0, 16));
     REQUIRE_OK(convert(&t, in, out));
-    REQUIRE(spit(in, "y,d,c\n1,1,a\n0,-2,b\n1,1000,a\n0,7,b\n") == 0);
+    REQUIRE(tl_spit(in, "y,d,c\n1,1,a\n0,-2,b\n1,1000,a\n0,7,b\n") == 0);
     REQUIRE_OK(convert(&c, in, cnt));
     wd_reader *r;
     const wd_batch *b;
@@ -864,7 +857,7 @@ static void test_ranks_differently_numbered(void) {
     tmp(i2, sizeof i2, "rank1.csv");
     tmp(w1, sizeof w1, "rank0.wdr");
     tmp(w2, sizeof w2, "rank1.wdr");
-    REQUIRE(spit(i1, "y,c\n1,a\n0,a\n1,a\n0,b\n") == 0 && spit(i2, "y,c\n1,b\n0,b\n1,b\n0,a\n") == 0);
+    REQUIRE(tl_spit(i1, "y,c\n1,a\n0,a\n1,a\n0,b\n") == 0 && tl_spit(i2, "y,c\n1,b\n0,b\n1,b\n0,a\n") == 0);
     wd_text_spec t;
     REQUIRE_OK(csv_spec(&t, "y,c", NULL, "c", NULL, 0, 0));
     REQUIRE_OK(convert_ex(&t, i1, w1, 1, 0, 0, NULL, NULL));

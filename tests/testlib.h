@@ -39,6 +39,14 @@ static char tl_skip_why[256];
 
 static inline int file_exists(const char *path) { FILE *f = fopen(path, "rb"); if (f) fclose(f); return f != NULL; }
 
+// Writes text to path (replacing it): 0, or -1 when it could not.
+static inline int tl_spit(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
 // A whole file in memory (caller frees); NULL if it cannot be read.
 static inline unsigned char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
