@@ -80,8 +80,11 @@
    ERRORS. Every call that can fail returns a wd_status (WD_OK = 0) and
    hands objects back through out-pointers. wd_last_error() returns a
    per-thread message naming the file, block or line that failed. The
-   library never prints, never calls exit() or abort(); all its resources
-   are released on every error path.
+   first error of a call wins: the clean-up after it (closes, frees,
+   destroys, rollbacks) and the release calls that return void never
+   rewrite the message (wd_error_hold). The library never prints, never
+   calls exit() or abort(); all its resources are released on every error
+   path.
 
    DENSE FEATURE RULE (convert, gen). Integer counts x become
        f(x) = log1p(x)      for x >= 0
@@ -264,9 +267,16 @@ typedef enum wd_status {
 } wd_status;
 
 WDDEF const char *wd_status_string(wd_status s);
-WDDEF const char *wd_last_error(void);     // per-thread detail of the last failure
+// This thread's message of the last failure. The first error of a call wins: the clean-up that follows a
+// failure (closing, freeing, destroying, aborting, rolling back) never rewrites it, and neither do the
+// release calls (wd_*_free, wd_*_destroy, wd_*_close that return void, wd_writer_abort) made after it.
+WDDEF const char *wd_last_error(void);
 // Sets this thread's detail message (for backends and callbacks returning a status).
 WDDEF void wd_set_last_error(const char *msg);
+// Clean-up keeps the first error: between wd_error_hold(1) and wd_error_hold(0) (nested; per thread)
+// failures return their status but leave wd_last_error() as it is, wd_set_last_error's too. The
+// library's clean-up runs so where it calls code that can fail; a backend's destroy does the same.
+WDDEF void wd_error_hold(int hold);
 
 // ---- 3. Allocator -------------------------------------------------------------
 // All library allocations go through these hooks (default: malloc/free).
@@ -1931,6 +1941,7 @@ WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1961,6 +1972,14 @@ extern int clock_gettime(__clockid_t clock, struct timespec *ts);
 extern int nanosleep(const struct timespec *want, struct timespec *left);
 extern int sched_yield(void);
 extern int gethostname(char *name, size_t len);
+#ifndef SIG_BLOCK                   // the generic Linux values (not alpha's, mips's, sparc's)
+#define SIG_BLOCK 0
+#define SIG_SETMASK 2
+#endif
+typedef __sigset_t sigset_t;
+extern int sigfillset(sigset_t *set);
+extern int sigdelset(sigset_t *set, int sig);
+extern int pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
 #endif
 
 #ifdef __cplusplus
@@ -1974,8 +1993,19 @@ extern int gethostname(char *name, size_t len);
 #define WD__MAX(a, b) ((a) > (b) ? (a) : (b))
 
 // ---- 2. Status ---------------------------------------------------------------
+// The first error of a call wins, by one rule: clean-up never writes the
+// message. Most clean-up cannot fail (frees, joins, an abort's flag); where
+// it calls code that can (a close that joins a thread that failed, a
+// backend's drain that polls an aborted group), it runs under wd_error_hold,
+// a per-thread depth that wd__fail and wd_set_last_error respect. (Not a
+// latch that the first failure shuts and each public call's entry opens:
+// that needs an entry hook in every call, and a failure the library
+// tolerates (a skipped line, a failed checkpoint training outlives) would
+// leave it shut, so the next real error would carry the tolerated one's
+// text. A hold is only ever raised in clean-up.)
 #define WD__ERR_MAX 1024             // bytes of an error message
 static WD__TLS char wd__errbuf[WD__ERR_MAX];
+static WD__TLS int wd__err_hold;     // > 0: in a clean-up; failures keep the message (wd_error_hold)
 
 WDDEF const char *wd_status_string(wd_status s) {
     static const char *names[WD_STATUS_COUNT] = {
@@ -1985,12 +2015,16 @@ WDDEF const char *wd_status_string(wd_status s) {
     return (s >= 0 && s < WD_STATUS_COUNT) ? names[s] : "unknown status";
 }
 WDDEF const char *wd_last_error(void) { return wd__errbuf; }
-WDDEF void wd_set_last_error(const char *msg) { snprintf(wd__errbuf, sizeof wd__errbuf, "%s", msg ? msg : ""); }
+WDDEF void wd_set_last_error(const char *msg) {
+    if (!wd__err_hold) snprintf(wd__errbuf, sizeof wd__errbuf, "%s", msg ? msg : "");
+}
+WDDEF void wd_error_hold(int hold) { wd__err_hold += hold ? 1 : wd__err_hold > 0 ? -1 : 0; }
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
 static wd_status wd__fail(wd_status s, const char *fmt, ...) {
+    if (wd__err_hold) return s;    // a clean-up's failure: the first error's message stays
     char tmp[sizeof wd__errbuf];   // arguments may point into wd__errbuf itself
     va_list ap;
     va_start(ap, fmt);
@@ -2189,6 +2223,24 @@ static double wd__now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Every thread the library starts is started here, with the asynchronous
+// signals blocked in it (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGALRM,
+// SIGCHLD, ...: all but the faults a thread raises itself, SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGTRAP, SIGSYS, and SIGPROF, which profilers send to
+// every thread), so that a signal sent to the process runs the
+// application's handler on one of its own threads, never on the library's.
+// The caller's mask is left as it was. Returns pthread_create's result.
+static int wd__thread_start(pthread_t *th, void *(*fn)(void *), void *arg) {
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
+    sigset_t block, old;
+    sigfillset(&block);
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&block, faults[i]);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int e = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
 }
 
 // ---- 4. Schema -----------------------------------------------------------------------
@@ -4348,7 +4400,7 @@ static wd_status wd__pipe_start(wd__pipe *p, int nthreads, const wd_schema *s, v
         if (st) { wd__pipe_stop(p); return st; }
     }
     for (int i = 0; i < p->nthreads; i++) {
-        if (pthread_create(&p->threads[i], NULL, wd__pipe_worker, p) != 0) {
+        if (wd__thread_start(&p->threads[i], wd__pipe_worker, p) != 0) {
             wd__pipe_stop(p);
             return wd__fail(WD_ERR_NOMEM, "cannot start thread %d", i);
         }
@@ -4788,10 +4840,8 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
     }
     while (written < submitted) wd__conv_collect(&pipe, written++, &st);   // drain, also after an error
     wd__buf_free(&rd);
-    char errcopy[WD__ERR_MAX];
-    snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
     wd__pipe_stop(&pipe);
-    return st ? wd__fail(st, "%s", errcopy) : WD_OK;
+    return st;
 }
 
 // The directory of path p, whose last '/' is at slash (NULL: none), into dir.
@@ -4923,10 +4973,7 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     c.bf = bf_open ? &bf : NULL;
     c.ids = ids_open ? &ids : NULL;
     if (!st) st = wd__conv_pass(&c, threads, m, total, &text);   // second pass: the records
-    char err[WD__ERR_MAX];
-    snprintf(err, sizeof err, "%s", wd_last_error());
     if (!st && bf.nsamples == 0) st = wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows);
-    else if (st) wd__fail(st, "%s", err);
     if (!st) {
         rep->blocks = bf.nblocks;
         for (int k = 0; k < spec->schema.nslots; k++) { rep->buckets[k] = spec->schema.slot[k].buckets; rep->vocab_size[k] = wd_vocab_size(spec->vocab, k); }
@@ -5163,10 +5210,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     }
     if (piped) {
         while (written < submitted) { wd__pipe_release(&pipe, wd__pipe_wait(&pipe, written)); written++; }
-        char errcopy[WD__ERR_MAX];
-        snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
         wd__pipe_stop(&pipe);
-        if (st) wd__fail(st, "%s", errcopy);
     }
     if (!st) st = wd__bf_close(&bf);
     else if (bfo) wd__bf_abort(&bf);
@@ -5723,7 +5767,7 @@ WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip) {
     for (int i = 0; i < l->C; i++) l->slots[i].state = 0;
     for (int i = 0; i < l->Q; i++) l->outs[i].state = 0;
     for (int i = 0; i < l->nthreads; i++) {
-        if (pthread_create(&l->th[i], NULL, wd__loader_thread, &l->workers[i]) != 0) {
+        if (wd__thread_start(&l->th[i], wd__loader_thread, &l->workers[i]) != 0) {
             l->nthreads = i;   // join the ones started
             l->running = 1;
             wd__loader_stop(l);
@@ -7053,10 +7097,8 @@ static int wd__hier_worker(const wd_comm *c) {
     return c->rank - h->first[h->ext->rank];
 }
 static wd_status wd__hier_ext_failed(wd_comm *lc, wd_status st) {
-    char err[WD__ERR_MAX];
-    snprintf(err, sizeof err, "%s", wd_last_error());
-    lc->ops->abort(lc, st, err);   // this process's other workers stop waiting
-    return wd__fail(st, "%s", err);
+    lc->ops->abort(lc, st, wd_last_error());   // this process's other workers stop waiting
+    return st;
 }
 static wd_status wd__hier_allreduce(wd_comm *c, float *buf, size_t n) {
     wd__hier *h = (wd__hier *)c->impl;
@@ -7569,7 +7611,7 @@ static wd_status wd__team_start(wd__team *t, int n) {
     pthread_cond_init(&t->done, NULL);
     for (int i = 1; i < n; i++) {
         t->member[i].team = t; t->member[i].index = i;
-        if (pthread_create(&t->th[i], NULL, wd__team_thread, &t->member[i]) != 0) {
+        if (wd__thread_start(&t->th[i], wd__team_thread, &t->member[i]) != 0) {
             wd__team_stop(t);
             return wd__fail(WD_ERR_NOMEM, "cannot start worker thread %d of %d", i, n);
         }
@@ -9209,7 +9251,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         *ran = 1;
         if (run->nlocal == 1) wd__rank_thread(&ks[0]);
         else for (int i = 0; i < run->nlocal; i++) {
-            if (pthread_create(&th[i], NULL, wd__rank_thread, &ks[i]) != 0) {
+            if (wd__thread_start(&th[i], wd__rank_thread, &ks[i]) != 0) {
                 ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
                 snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
                 run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
@@ -9618,7 +9660,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     // snapshot, published now if none was; those already reading in place finish first
     if (!st) st = wd__publish_first(m);
     if (!st) { pthread_mutex_init(&t->mu, NULL); pthread_cond_init(&t->cv, NULL); }
-    if (!st && pthread_create(&t->th, NULL, wd__trainer_thread, t) != 0) {
+    if (!st && wd__thread_start(&t->th, wd__trainer_thread, t) != 0) {
         pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
         st = wd__fail(WD_ERR_NOMEM, "wd_trainer_open: cannot start the training thread");
     }
@@ -9745,11 +9787,10 @@ WDDEF wd_status wd_trainer_close(wd_trainer *t, wd_train_report *rep) {
 }
 WDDEF void wd_trainer_free(wd_trainer *t) {
     if (!t) return;
-    if (!t->closed) {
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
+    if (!t->closed) {   // a release call: the training's error is not this thread's last
+        wd_error_hold(1);
         wd_trainer_close(t, NULL);
-        wd_set_last_error(err);
+        wd_error_hold(0);
     }
     pthread_mutex_destroy(&t->mu); pthread_cond_destroy(&t->cv);
     wd_batch_free(&t->buf[0]); wd_batch_free(&t->buf[1]);
@@ -11051,11 +11092,11 @@ WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
     wd_status st = wd__tb_record(t);
     if (!st) st = wd_tb_flush(t);
     if (st) {   // no event file is left behind
-        char msg[WD__ERR_MAX];
-        snprintf(msg, sizeof msg, "%s", wd_last_error());
         unlink(t->path);
+        wd_error_hold(1);
         wd_tb_close(t);
-        return wd__fail(st, "%s", msg);
+        wd_error_hold(0);
+        return st;
     }
     *out = t;
     return WD_OK;
@@ -11085,12 +11126,9 @@ WDDEF wd_status wd_tb_close(wd_tb *t) {
     if (!t) return WD_OK;
     wd_status st = wd_tb_flush(t);
     if (close(t->fd) != 0 && !st) st = wd__fail(WD_ERR_IO, "%s: close failed: %s", wd__tail(t->path, 400), strerror(errno));
-    char msg[WD__ERR_MAX];
-    snprintf(msg, sizeof msg, "%s", wd_last_error());
     wd__buf_free(&t->buf); wd__pb_free(&t->ev); wd__pb_free(&t->sum); wd__pb_free(&t->val);
     wd__free(t->path);
     wd__free(t);
-    if (st) wd__fail(st, "%s", msg);
     return st;
 }
 WDDEF const char *wd_tb_path(const wd_tb *t) { return t ? t->path : NULL; }
@@ -11661,10 +11699,7 @@ static wd_status wd__arrow_pass(wd__conv *c, int threads, int m) {
     else if (j) wd__arrow_job_done(j);
     if (started) {
         while (written < submitted) wd__conv_collect(&pipe, written++, &st);   // drain, also after an error
-        char errcopy[WD__ERR_MAX];
-        snprintf(errcopy, sizeof errcopy, "%s", wd_last_error());
         wd__pipe_stop(&pipe);
-        if (st) wd__fail(st, "%s", errcopy);
     }
     if (!st && c->count_pass) c->arrow_rows = rows + 1;
     else if (!st && c->arrow_rows && rows != c->arrow_rows - 1)

@@ -1249,10 +1249,11 @@ static int wdc_rank_drain(wdc_rank *r) {
 }
 static void wdc_rank_free(wdc_rank *r) {
     if (!r) return;
-    char keep[1024];   // the caller's error stays the last one
-    snprintf(keep, sizeof keep, "%s", wd_last_error());
     cudaSetDevice(r->device);
-    if (r->compute && !wdc_rank_drain(r)) { wd_free(r); wd_set_last_error(keep); return; }
+    wd_error_hold(1);   // the drain's poll fails in an aborted group: the caller's error stays the last one
+    int drained = !r->compute || wdc_rank_drain(r);
+    wd_error_hold(0);
+    if (!drained) { wd_free(r); return; }
     for (int i = 0; i < 2; i++) if (r->graph[i]) cudaGraphExecDestroy(r->graph[i]);
     for (int l = 0; l <= WD_MAX_LAYERS; l++) { wdc_mm_free(&r->fwd[l]); wdc_mm_free(&r->bw[l]); wdc_mm_free(&r->ba[l]); }
     if (r->lt) cublasLtDestroy(r->lt);
@@ -1275,7 +1276,6 @@ static void wdc_rank_free(wdc_rank *r) {
     for (int i = 0; i < 2; i++) if (r->xdone[i]) cudaEventDestroy(r->xdone[i]);
     if (r->staging) cudaFreeHost(r->staging);
     wd_free(r);
-    wd_set_last_error(keep);
 }
 
 // Host <-> device copies of large arrays through the pinned staging buffer,
@@ -2031,10 +2031,8 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     wd_status st = wdc_rank_init(r, bd);
     if (!st && r->fail_create) st = wdc_fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
     if (st) {
-        char err[1024];
-        snprintf(err, sizeof err, "%s", wd_last_error());
         wdc_rank_free(r);
-        return wdc_fail(st, "GPU %d: %s", bd->device, err);
+        return wdc_fail(st, "GPU %d: %s", bd->device, wd_last_error());
     }
     *out = (wd_backend *)r;
     return WD_OK;
@@ -2634,8 +2632,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
 extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (!c) return;
     wdc_nccl *n = (wdc_nccl *)c->impl;
-    char keep[1024];   // the caller's error stays the last one
-    snprintf(keep, sizeof keep, "%s", wd_last_error());
+    wd_error_hold(1);   // a failed finalize is aborted: the caller's error stays the last one
     cudaSetDevice(n->device);
     if (wdc_group_aborted(n->group)) wdc_nccl_kill(n);
     if (!n->aborted) {
@@ -2651,7 +2648,7 @@ extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     wd_free(n->hbuf);
     wdc_group_release(n->group);
     wd_free(n); wd_free(c);
-    wd_set_last_error(keep);
+    wd_error_hold(0);
 }
 // The warm-up: one allreduce of every rank (called for every rank of this
 // process inside one NCCL group when one thread drives them all), waited for
@@ -2698,14 +2695,12 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     for (int i = 0; !st && i < ndev; i++) st = wdc_nccl_wrap(comms[i], i, ndev, devs[i], g, &ranks[i]);
     if (!st) st = wdc_nccl_warm_up(ranks, ndev);
     if (st) {
-        char err[1024];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        wdc_group_abort(g, 0, st, err);   // the wrapped ones abort in their teardown
+        wdc_group_abort(g, 0, st, wd_last_error());   // the wrapped ones abort in their teardown
         for (int i = 0; i < ndev; i++) {
             if (ranks[i]) { wd_comm_nccl_destroy(ranks[i]); ranks[i] = NULL; }
             else { if (comms[i]) wdc_nc.CommAbort(comms[i]); wdc_group_release(g); }
         }
-        return wdc_fail(st, "%s", err);
+        return st;
     }
     return WD_OK;
 }
@@ -2742,12 +2737,10 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     }
     st = wdc_nccl_warm_up(out, 1);
     if (st) {
-        char err[1024];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        wdc_group_abort(g, rank, st, err);
+        wdc_group_abort(g, rank, st, wd_last_error());
         wd_comm_nccl_destroy(*out);
         *out = NULL;
-        return wdc_fail(st, "%s", err);
+        return st;
     }
     return WD_OK;
 }
@@ -2860,7 +2853,7 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
     if (!st) e = cudaSetDevice(device);
     for (int r = 0; !st && e == cudaSuccess && r < nranks; r++) e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
     if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "same-GPU communicator on GPU %d: %s", device, cudaGetErrorString(e));
-    if (st) { char err[1024]; snprintf(err, sizeof err, "%s", wd_last_error()); wd_comm_cuda_local_destroy(ranks, nranks); return wdc_fail(st, "%s", err); }
+    if (st) { wd_comm_cuda_local_destroy(ranks, nranks); return st; }
     return WD_OK;
 }
 
