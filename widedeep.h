@@ -127,55 +127,57 @@
    HISTORY
      0.1.0  .wdr format v1, writer, reader, convert, gen, AUC; the model,
             its CPU trainer and the CUDA backend; .wdm checkpoints v1.
-     0.1.x  (unreleased) one training loop for every backend (wd_backend_ops);
-            oneDNN GEMMs and bf16 precision; early stop, keep best; .wdm v2
-            (training files' fingerprint; v1 loads); .wdr v2 (vocabularies;
-            v1 reads); gzip/zstd/stdin/CSV input, tables sized from the data;
-            wd_batch_add; memory checked before large allocations; the
-            backward's elementwise work in one pass per layer, bf16
-            activations written by the products; the model is the contract:
-            .wdr v3 (the input format; v1, v2 read), .wdm v3 (the training
-            files' input format and vocabularies; v1, v2 load), wd_model_spec,
-            specs own their vocabulary (wd_text_spec_free), vocabulary
-            fingerprints checked wherever files meet a model; MPI processes
-            (WD_USE_MPI: wd_comm_mpi_create, wd_comm_nccl_init_mpi);
-            vocabularies that grow: vocab_capacity and extend_vocab (wd
-            convert --vocab-capacity, --extend-vocab), a model records a
-            training file's longer vocabulary; wd_oov: convert, train and
-            evaluate report the out-of-vocabulary share; training from a
-            batch source or pushed batches (wd_trainer_*) through the same
-            loop; snapshots published for predictions during training; ONNX
-            export, TensorBoard event files, progress with stage times, a
-            validation a tenth into the second epoch; a rank's failure
-            between steps voted in the next step's tail (WD_STEP_TAIL,
-            submit_failure): every rank ends at that step naming it;
-            wd_predictor (serving: no allocation per call, the engine's
-            threads per call), wd_parse_unlabeled, wd_batch_add_n,
-            wd_batch_clear; WD_STATIC; the CUDA backend found at link time
-            (a weak reference); precision bf16 on the CUDA backend and
-            cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE); validation
-            split across the ranks, the scores gathered in file order
-            (exact AUC), a rank's failure voted in the gather; the
-            multi-GPU exchange sends blocks of a cap that follows the merged
-            rows (wd_xcap), a step that overflows it done again in full; MPI
-            calls in chunks of at most 1 GiB per rank (WD_MPI_CHUNK_BYTES):
-            any size gathers; the ranks' start-up agreement (a set-up failure
-            voted, unequal settings refused, naming the rank: wd_train_fail);
-            wd_backend_ops.reach (appended; NULL = WD_REACH_NONE): how far a
-            failed step reached the other ranks (a backend object built
-            from an older header lacks it: rebuild widedeep_cuda.o with it);
-            the whole input contract compared by one function wherever a
-            file or a request meets a model or another file
-            (wd_text_spec_compare, wd_model_check_spec, wd_reader_spec:
-            dense columns, their rule and sources, derived slots, the label
-            too), no slot derived from the label, wd gen's files record the
-            Criteo format, ids files bound to their data (wd_ids_check),
-            wd_batch_add sized (counts checked, the dense rule applied;
-            wd_batch_add_n folded into it).
-            Status codes moved: a caller's batch with a label outside [0,1] or
-            an id outside its slot (push, append, predict, source, map
-            callback) WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT); such a label
-            in a file WD_ERR_CORRUPT (was NUMERIC); NaN/Inf stays NUMERIC.
+     0.1.x  (unreleased), one change a line:
+            - one training loop for every backend (wd_backend_ops)
+            - the CUDA backend found at link time (a weak reference); WD_STATIC
+            - oneDNN GEMMs and bf16 precision
+            - the backward's elementwise work in one pass per layer; bf16 activations written by the products
+            - early stop and keep best (early_stop, keep_best)
+            - .wdm v2: the training files' fingerprint (v1 loads)
+            - .wdr v2: vocabularies (v1 reads)
+            - gzip, zstd, stdin and CSV input; tables sized from the data
+            - memory checked before large allocations (MemAvailable, ulimit -v, the cgroup, WD_MEMORY_LIMIT)
+            - the model is the contract: .wdr v3 records the input format (v1, v2 read); wd_model_spec
+            - .wdm v3: the training files' input format and vocabularies (v1, v2 load)
+            - specs own their vocabulary (wd_text_spec_free)
+            - vocabulary fingerprints checked wherever files meet a model
+            - one comparison of the whole input contract where a file or a request meets a model (wd_text_spec_compare)
+            - no slot derived from the label
+            - wd gen's files record the Criteo format
+            - ids files bound to their data (wd_ids_check)
+            - vocabularies that grow: vocab_capacity, extend_vocab (wd convert --vocab-capacity, --extend-vocab)
+            - a model records a training file's longer vocabulary
+            - wd_oov: convert, train and evaluate report the out-of-vocabulary share
+            - wd_batch_add: a request's raw values, sized (counts checked, the dense rule applied; wd_batch_add_n in it)
+            - wd_parse_unlabeled, wd_batch_clear
+            - training from a batch source (desc.source) through the same loop
+            - training from pushed batches (wd_trainer_*) through the same loop
+            - wd_trainer_push_lines: raw lines that grow the vocabulary in memory, as convert --extend-vocab does
+            - snapshots published for predictions during training (publish_every, wd_model_publish)
+            - wd_model_swap: hot swap under live predictors
+            - wd_predictor: serving with no allocation per call, the engine's threads per call
+            - wd_model_load_weights: a served model without optimizer state
+            - a checkpoint written after an error holds the last finished step, marked so (wd_model_after_error)
+            - ONNX export (wd_model_export_onnx; _values: raw strings mapped in the graph)
+            - TensorBoard event files (wd_tb_*)
+            - progress with stage times
+            - a validation a tenth into the second epoch
+            - MPI processes (WD_USE_MPI: wd_comm_mpi_create, wd_comm_nccl_init_mpi)
+            - MPI calls in chunks of at most 1 GiB per rank (WD_MPI_CHUNK_BYTES): any size gathers
+            - validation split across the ranks, the scores gathered in file order (exact AUC)
+            - the multi-GPU exchange in blocks of a cap that follows the merged rows (wd_xcap); a step over it is redone
+            - the CUDA backend: precision bf16
+            - the CUDA backend: cuBLASLt's ReLU-mask epilogues (WD_CUDA_EPILOGUE)
+            - a rank's failure between steps voted in the next step's tail (WD_STEP_TAIL, submit_failure)
+            - a rank's failure in validation voted in the scores' gather
+            - the start-up agreement: a set-up failure voted; unequal settings refused, naming the rank (wd_train_fail)
+            - wd_backend_ops.reach (appended; NULL = WD_REACH_NONE): rebuild a backend object made with an older header
+            - Arrow C streams: wd_text_spec_arrow, wd_convert from a stream, wd_arrow_reader_* (a training source)
+            - the Python package (python/): the header through a CPython extension
+            - the first error of a call wins: clean-up never rewrites wd_last_error() (wd_error_hold)
+            - the library's threads block asynchronous signals: a process's signals run the application's handlers only
+            - status: a caller's label outside [0,1] or id outside its slot: WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT)
+            - status: such a label in a file: WD_ERR_CORRUPT (was NUMERIC); NaN and Inf stay WD_ERR_NUMERIC
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
