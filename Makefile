@@ -211,7 +211,8 @@ $(B)/wd: tools/wd.c $(HDR) $(ENGINE) | $(B)
 
 # test binaries carry ASan + UBSan and the build's GEMM engine; the quick
 # numeric ones again with the portable loops (the fallback stays right)
-TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow test_spec test_service test_errors
+TESTS := test_wd test_convert test_contract test_loader test_train test_stream test_online test_loop test_faults test_ref test_golden test_edges test_hardening test_engine test_export test_arrow test_spec test_service
+TESTS += test_errors   # the first error survives its clean-up; library threads block signals
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
@@ -220,7 +221,8 @@ $(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
 # the tests that use the header's declarations only (no WIDEDEEP_IMPLEMENTATION,
 # no wd__ internals) link the implementation compiled once per flavor
 # (tests/impl.c) instead of compiling all of it again each
-LINKED_TESTS := test_ref test_golden test_faults test_loop test_edges test_errors
+LINKED_TESTS := test_ref test_golden test_faults test_loop test_edges
+LINKED_TESTS += test_errors
 $(B)/impl_san.o: tests/impl.c $(HDR) $(ENGINE) | $(B)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -c -o $@ tests/impl.c
 $(B)/impl_san_portable.o: tests/impl.c $(HDR) | $(B)

@@ -351,7 +351,7 @@ job unit "$B/test_loop" tests/test_loop.c "$T"
 job unit "$B/test_ref" tests/test_ref.c "$T"
 job unit "$B/test_golden" tests/test_golden.c "$T"   # fixtures: tests/golden
 job unit "$B/test_faults" tests/test_faults.c "$T"
-job unit "$B/test_errors" tests/test_errors.c "$T"   # the first error survives its clean-up; signals skip library threads
+job unit "$B/test_errors" tests/test_errors.c "$T"   # the first error survives clean-up; signals skip our threads
 job unit "$B/test_edges" tests/test_edges.c "$T"   # edges found by the mutation pass (tests/mutate.sh)
 job unit "$B/test_hardening" tests/test_hardening.c "$T"   # hostile arguments, batches, checkpoints; memory asked for
 job unit "$B/test_export" tests/test_export.c "$T"   # protobuf encoder, ONNX export's refusals, TensorBoard framing

@@ -73,7 +73,8 @@ static void test_release_keeps_the_error(void) {
     snprintf(first, sizeof first, "%s", wd_last_error());
     CHECK(first[0] != 0);
     wd_trainer_free(t);   // closes: the training ends, its checkpoint fails
-    if (strcmp(wd_last_error(), first) != 0) printf("  after wd_trainer_free: \"%s\", want \"%s\"\n", wd_last_error(), first);
+    if (strcmp(wd_last_error(), first) != 0)
+        printf("  after wd_trainer_free: \"%s\", want \"%s\"\n", wd_last_error(), first);
     CHECK(strcmp(wd_last_error(), first) == 0);
     // the training did fail (so the hold had something to hold back)
     mkdir(dir, 0755);
