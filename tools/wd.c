@@ -104,6 +104,8 @@ static char g_temps[MAX_TEMPS][TEMP_MAX];  // unlinked on a hard exit
 static char g_stop_msg[2][PATH_MAX + 200];  // what the first signal says, two copies: one is rewritten
 static volatile sig_atomic_t g_stop_cur;   //   (set_stop_msg) while the handler may read the other
 
+// Runs on the main thread only: wd starts no thread of its own and the library's threads block these
+// signals (widedeep.h, wd__thread_start), so signal fences between the main thread and it suffice.
 static void on_signal(int sig) {
     if (g_graceful && !g_signal) {
         g_signal = sig;
