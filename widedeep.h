@@ -11,6 +11,7 @@
    TABLE OF CONTENTS (search for the "// ---- N." rules)
      1. Options        compile-time switches (WDDEF, WD_STATIC, WD_MAX_SLOTS, ...)
      2. Status         wd_status codes, wd_status_string(), wd_last_error()
+                       (a call's first error), wd_error_hold (clean-up)
      3. Allocator      wd_set_allocator(): hooks for every allocation
      4. Schema         dense column count; per slot name, buckets, one/multi-hot
      5. Batch          decoded samples in memory (label, weight, dense, ids)
@@ -1974,14 +1975,14 @@ extern int clock_gettime(__clockid_t clock, struct timespec *ts);
 extern int nanosleep(const struct timespec *want, struct timespec *left);
 extern int sched_yield(void);
 extern int gethostname(char *name, size_t len);
-#ifndef SIG_BLOCK                   // the generic Linux values (not alpha's, mips's, sparc's)
+#ifndef SIG_BLOCK                   // <signal.h> without POSIX: Linux's generic values (not alpha's, mips's, sparc's)
 #define SIG_BLOCK 0
 #define SIG_SETMASK 2
-#endif
 typedef __sigset_t sigset_t;
 extern int sigfillset(sigset_t *set);
 extern int sigdelset(sigset_t *set, int sig);
-extern int pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
+#endif
+extern int pthread_sigmask(int how, const __sigset_t *set, __sigset_t *old);
 #endif
 
 #ifdef __cplusplus

@@ -16,20 +16,6 @@ static int g_ok;
 
 static int has(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
-static wd_model *model_of(const char *path) {
-    wd_reader *r = NULL;
-    if (wd_reader_open(path, &r)) return NULL;
-    wd_model_desc md;
-    memset(&md, 0, sizeof md);
-    md.schema = wd_reader_schema(r);
-    md.embed_dim = 4;
-    md.hidden[0] = 16;
-    wd_model *m = NULL;
-    wd_status st = wd_model_create(&md, &m);
-    wd_reader_close(r);
-    return st ? NULL : m;
-}
-
 // The checkpoint's directory goes away after the first step: the final
 // checkpoint then fails (the start-up's check of the path has passed).
 static int remove_dir_after_step(void *user, const wd_progress *p) {
@@ -43,7 +29,7 @@ static int remove_dir_after_step(void *user, const wd_progress *p) {
 // wd_trainer_free, the message became the checkpoint's.)
 static void test_release_keeps_the_error(void) {
     REQUIRE(g_ok);
-    wd_model *m = model_of(DATA);
+    wd_model *m = tl_criteo_model(0, DATA);
     REQUIRE(m);
     wd_train_desc td;
     memset(&td, 0, sizeof td);
@@ -153,7 +139,7 @@ static void test_signals_reach_the_application_only(void) {
     memset(&gd, 0, sizeof gd);
     gd.output = out; gd.rows = 20000; gd.seed = 3; gd.buckets = 1000; gd.threads = 4; gd.block_samples = 500;
     CHECK_OK(wd_gen(&gd, NULL));   // the block pipeline's threads
-    wd_model *m = model_of(out);
+    wd_model *m = tl_criteo_model(0, out);
     CHECK(m != NULL);
     if (m) {
         const char *files[1] = {out};
