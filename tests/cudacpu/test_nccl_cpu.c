@@ -511,6 +511,47 @@ static void test_backend_ranks_as_processes(void) {
     }
 }
 
+// A communicator's destroy after a failure keeps that failure's message
+// (the first error wins, wd_error_hold): rank 0 enqueued an allreduce that
+// rank 1 never joins, so rank 0's finalize does not end within
+// WD_COMM_TIMEOUT (1 s) and the destroy aborts it; that failure of the
+// clean-up leaves wd_last_error() as it was. (Without the hold in
+// wd_comm_nccl_destroy the message became "NCCL finalize: ...".)
+static void *proc_init(void *p) {
+    proc_job *j = (proc_job *)p;
+    j->st[0] = wd_comm_nccl_init_rank(j->id, j->rank, 2, j->rank, &j->c);
+    return NULL;
+}
+static void test_backend_destroy_keeps_the_error(void) {
+    char id[128];
+    proc_job j[2];
+    pthread_t t[2];
+    REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
+    setenv("WD_COMM_TIMEOUT", "1", 1);
+    for (int r = 0; r < 2; r++) {
+        memset(&j[r], 0, sizeof j[r]);
+        j[r].id = id;
+        j[r].rank = r;
+        pthread_create(&t[r], NULL, proc_init, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+    if (j[0].st[0] || j[1].st[0]) { wd_comm_nccl_destroy(j[0].c); wd_comm_nccl_destroy(j[1].c); }
+    REQUIRE(!j[0].st[0] && !j[1].st[0]);
+    float *buf = NULL;
+    cudaStream_t s = NULL;
+    CHECK(cudaSetDevice(0) == cudaSuccess && cudaMalloc((void **)&buf, sizeof(float)) == cudaSuccess &&
+          cudaStreamCreate(&s) == cudaSuccess);
+    if (buf && s) CHECK_OK(j[0].c->ops->stream_allreduce_sum(j[0].c, buf, 1, s));   // rank 1 never joins it
+    wd_set_last_error("the application's failure");
+    double t0 = now_s();
+    wd_comm_nccl_destroy(j[0].c);   // its finalize waits 1 s, then aborts
+    printf("  rank 0 destroyed in %.2f s; the last error: %s\n", now_s() - t0, wd_last_error());
+    CHECK(strcmp(wd_last_error(), "the application's failure") == 0);
+    wd_comm_nccl_destroy(j[1].c);
+    if (s) cudaStreamSynchronize(s), cudaStreamDestroy(s);
+    if (buf) cudaFree(buf);
+}
+
 // wd_train on 2 emulated devices over NCCL (wd_train makes the ranks'
 // communicator: wd_comm_nccl_create_all) with rank 1 hanging in its 16th
 // collective, past the start-up and part way through the 30 steps (each
@@ -614,6 +655,7 @@ int main(int argc, char **argv) {
     RUN(test_backend_remote_error);
     RUN(test_backend_init_never_completes);
     RUN(test_backend_ranks_as_processes);
+    RUN(test_backend_destroy_keeps_the_error);
     RUN(test_backend_train_peer_hangs);
     RUN(test_multi_gpu_example);
     return test_summary("test_nccl_cpu");
