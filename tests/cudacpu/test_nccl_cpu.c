@@ -478,22 +478,26 @@ static void *proc_main(void *p) {
     snprintf(j->err, sizeof j->err, "%s", j->st[2] ? wd_last_error() : "");
     return NULL;
 }
+// Both ranks' jobs, each on a thread of its own as in a process of its own, run to their end.
+static void run_procs(proc_job *j, const char *id, void *(*fn)(void *)) {
+    pthread_t t[2];
+    for (int r = 0; r < 2; r++) {
+        memset(&j[r], 0, sizeof j[r]);
+        j[r].id = id;
+        j[r].rank = r;
+        pthread_create(&t[r], NULL, fn, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+}
 static void test_backend_ranks_as_processes(void) {
     for (int hang = 0; hang < 2; hang++) {   // a job each
         char id[128];
         proc_job j[2];
-        pthread_t t[2];
         REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
         if (hang) setenv("CUDACPU_NCCL_FAULT", "hang:0:4", 1);
         setenv("WD_COMM_TIMEOUT", hang ? "3" : "30", 1);
         double t0 = now_s();
-        for (int r = 0; r < 2; r++) {
-            memset(&j[r], 0, sizeof j[r]);
-            j[r].id = id;
-            j[r].rank = r;
-            pthread_create(&t[r], NULL, proc_main, &j[r]);
-        }
-        for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+        run_procs(j, id, proc_main);
         unsetenv("CUDACPU_NCCL_FAULT");
         setenv("WD_COMM_TIMEOUT", "1", 1);
         double dt = now_s() - t0;
@@ -525,16 +529,9 @@ static void *proc_init(void *p) {
 static void test_backend_destroy_keeps_the_error(void) {
     char id[128];
     proc_job j[2];
-    pthread_t t[2];
     REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
     setenv("WD_COMM_TIMEOUT", "1", 1);
-    for (int r = 0; r < 2; r++) {
-        memset(&j[r], 0, sizeof j[r]);
-        j[r].id = id;
-        j[r].rank = r;
-        pthread_create(&t[r], NULL, proc_init, &j[r]);
-    }
-    for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+    run_procs(j, id, proc_init);
     if (j[0].st[0] || j[1].st[0]) { wd_comm_nccl_destroy(j[0].c); wd_comm_nccl_destroy(j[1].c); }
     REQUIRE(!j[0].st[0] && !j[1].st[0]);
     float *buf = NULL;
