@@ -85,7 +85,9 @@
    destroys, rollbacks) and the release calls that return void never
    rewrite the message (wd_error_hold). The library never prints, never
    calls exit() or abort(); all its resources are released on every error
-   path.
+   path. The threads it starts block asynchronous signals (SIGINT, SIGTERM,
+   SIGPIPE, ...): a signal sent to the process runs the application's
+   handler on one of the application's threads.
 
    DENSE FEATURE RULE (convert, gen). Integer counts x become
        f(x) = log1p(x)      for x >= 0
