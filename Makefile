@@ -334,7 +334,7 @@ TEST_FUZZ := $(if $(HAVE_FUZZER),$(addprefix $(B)/fuzz_,$(FUZZERS)))
 # source does not exist yet) still lets every other test run; tests/run.sh then
 # reports it by name (missing binary) and, through WD_BUILD_RC, the build failure.
 TEST_BINS := $(TEST_FUZZ) $(addprefix $(B)/replay_,$(FUZZERS)) $(CUDA_BINS) $(MPI_BINS) $(B)/wd $(addprefix $(B)/,$(TESTS) $(PORTABLE_TESTS)) \
-	$(B)/test_cpp $(B)/test_gpu_on_cpu $(EMU_BINS) $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/test_service_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed \
+	$(B)/test_cpp $(B)/test_gpu_on_cpu $(EMU_BINS) $(B)/test_loader_tsan $(B)/test_train_tsan $(B)/test_stream_tsan $(B)/test_online_tsan $(B)/test_engine_tsan $(B)/test_contract_tsan $(B)/test_service_tsan $(B)/test_arrow_tsan $(B)/train_criteo $(B)/predict_cpp $(B)/readme_serve $(B)/onnx_feed \
 	$(if $(PY_INC),$(B)/python/widedeep/_wd.so)
 # the test binaries build on every core (JOBS=1: one at a time)
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
