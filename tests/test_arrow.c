@@ -464,6 +464,28 @@ static void test_reader_and_training(void) {
     wd_reader_close(r);
 }
 
+// A model of md trained from p's stream (spec t), 7 samples a step, on
+// `threads` loader threads within `ram` bytes; *rows: the rows the reader gave.
+static wd_status train_stream(producer *p, const wd_text_spec *t, const wd_model_desc *md, int threads, size_t ram,
+        wd_train_report *rep, int64_t *rows) {
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
+    wd_model *m = NULL;
+    open_stream(p, &s);
+    wd_status st = wd_arrow_reader_open(t, &s, 0, 7, &ar);
+    if (!st) st = wd_model_create(md, &m);
+    if (!st) {
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1;
+        td.loader_threads = threads; td.loader_ram = ram;
+        st = wd_train(m, &td, rep);
+        if (rows) *rows = wd_arrow_reader_rows(ar);
+    }
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m);
+    return st;
+}
 // five_rows' two batches again and again: 60 batches, 150 rows.
 static void many_rows(producer *p) {
     five_rows(p, "c");
@@ -495,20 +517,9 @@ static void test_read_ahead(void) {
     size_t two = 0;   // what 2 batches of 7 take: the least budget
     for (int threads = 1; threads <= 3; threads += 2) {
         trains_like_file(&md, w, &p, &t, 7, threads, 0);
-        struct ArrowArrayStream s;
-        wd_arrow_reader *ar;
-        open_stream(&p, &s);
-        REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 7, &ar));
-        wd_model *m = NULL;
-        CHECK_OK(wd_model_create(&md, &m));
-        wd_train_desc td;
-        memset(&td, 0, sizeof td);
-        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1;
-        td.loader_threads = threads; td.loader_ram = 1000;
-        CHECK(wd_train(m, &td, NULL) == WD_ERR_LIMIT && strstr(wd_last_error(), "loader_ram") &&
+        CHECK(train_stream(&p, &t, &md, threads, 1000, NULL, NULL) == WD_ERR_LIMIT &&
+                strstr(wd_last_error(), "loader_ram") &&
                 sscanf(strstr(wd_last_error(), "below the ") + 10, "%zu", &two) == 1 && two > 1000);
-        wd_arrow_reader_close(ar);
-        wd_model_destroy(m);
         trains_like_file(&md, w, &p, &t, 7, threads, two);
     }
     // refusals at batch 41 of the producer's: rows 101.., the source's batch 14 (from 0) of 7 rows
@@ -529,23 +540,13 @@ static void test_read_ahead(void) {
         const char *want = c == 0 ? "the producer failed reading batch 41 (error 5): disk on fire"
                          : c == 1 ? "row 102 (batch 41, its row 2): column 'y': a null label"
                                   : "arrow: batch 41: 8 columns";
-        struct ArrowArrayStream s;
-        wd_arrow_reader *ar;
-        open_stream(&p, &s);
-        REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 7, &ar));
-        wd_model *m = NULL;
-        CHECK_OK(wd_model_create(&md, &m));
-        wd_train_desc td;
-        memset(&td, 0, sizeof td);
-        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1; td.loader_threads = 3;
         wd_train_report rep;
-        wd_status st = wd_train(m, &td, &rep);
+        int64_t rows = 0;
+        wd_status st = train_stream(&p, &t, &md, 3, 0, &rep, &rows);
         CHECK(st == (c == 0 ? WD_ERR_IO : c == 1 ? WD_ERR_PARSE : WD_ERR_CORRUPT));
         CHECK(strstr(wd_last_error(), "training source: batch 14 (") && strstr(wd_last_error(), want));
-        CHECK(rep.steps == 14 && wd_arrow_reader_rows(ar) == 98);
-        wd_arrow_reader_close(ar);
+        CHECK(rep.steps == 14 && rows == 98);
         CHECK(released_streams == 1 && released_arrays == p.next);
-        wd_model_destroy(m);
         p.fail_at = -1;
         p.batch[40] = p.batch[0];
     }
