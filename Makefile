@@ -12,7 +12,7 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
 DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
-FUZZERS := wdr criteo libsvm csv wdm api
+FUZZERS := wdr criteo libsvm csv wdm api arrow
 # The GEMM engine of the MLP (widedeep.h, "The GEMM engine"): oneDNN when it is
 # installed (tools/install-deps.sh installs it), else Debian's serial OpenBLAS,
 # else the header's portable loops. `make GEMM=openblas` or `GEMM=portable`

@@ -26,7 +26,7 @@ ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 PYTHON_TESTS=8                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
-FUZZERS="wdr criteo libsvm csv wdm api"
+FUZZERS="wdr criteo libsvm csv wdm api arrow"
 T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 log=$B/test.log

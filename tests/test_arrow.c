@@ -360,8 +360,8 @@ static void test_uint64(void) {
 // Two models of md: one trained on `file` with no_shuffle, one on p's stream
 // (spec t) through wd_arrow_source, bs samples a step, decoded ahead on
 // `threads` loader threads within `ram` bytes (0, 0: the defaults): equal bit for bit.
-static void trains_like_file(
-        const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs, int threads, size_t ram) {
+static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs,
+        int threads, size_t ram) {
     wd_model *m1 = NULL, *m2 = NULL;
     wd_arrow_reader *ar = NULL;
     struct ArrowArrayStream s;
