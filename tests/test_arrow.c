@@ -357,6 +357,20 @@ static void test_uint64(void) {
     pool_free();
 }
 
+// The five columns' spec with the ids of r's file (its buckets and
+// vocabulary), and a model desc of its schema (r's: r stays open).
+static int file_spec(wd_reader *r, wd_text_spec *t, wd_model_desc *md) {
+    wd_csv_desc cd = five_desc();
+    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
+    if (wd_text_spec_csv_desc(t, &cd) != WD_OK) return 0;
+    memset(md, 0, sizeof *md);
+    md->schema = wd_reader_schema(r);
+    if (wd_text_spec_match(t, wd_reader_schema(r)) == WD_OK &&
+            (!wd_reader_vocab(r) || wd_text_spec_vocab(t, wd_reader_vocab(r)) == WD_OK))
+        return 1;
+    wd_text_spec_free(t);
+    return 0;
+}
 // Two models of md: one trained on `file` with no_shuffle, one on p's stream
 // (spec t) through wd_arrow_source, bs samples a step, decoded ahead on
 // `threads` loader threads within `ram` bytes (0, 0: the defaults): equal bit for bit.
@@ -397,14 +411,9 @@ static void test_reader_and_training(void) {
     REQUIRE_OK(wd_reader_open(w, &r));
     const wd_batch *blk;
     REQUIRE_OK(wd_reader_block(r, 0, &blk));
-    wd_text_spec t;   // the file's ids: the CSV spec with its buckets and vocabulary
-    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
-    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
-    REQUIRE_OK(wd_text_spec_match(&t, wd_reader_schema(r)));
-    if (wd_reader_vocab(r)) REQUIRE_OK(wd_text_spec_vocab(&t, wd_reader_vocab(r)));
+    wd_text_spec t;
     wd_model_desc md;
-    memset(&md, 0, sizeof md);
-    md.schema = wd_reader_schema(r);
+    REQUIRE(file_spec(r, &t, &md));
     for (int bs = 1; bs <= 5; bs += 2) {
         producer p;
         five_rows(&p, "s");
@@ -507,13 +516,9 @@ static void test_read_ahead(void) {
     wd_reader *r;
     REQUIRE_OK(wd_reader_open(w, &r));
     wd_text_spec t;
-    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
-    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
-    REQUIRE_OK(wd_text_spec_match(&t, wd_reader_schema(r)));
-    if (wd_reader_vocab(r)) REQUIRE_OK(wd_text_spec_vocab(&t, wd_reader_vocab(r)));
     wd_model_desc md;
-    memset(&md, 0, sizeof md);
-    md.schema = wd_reader_schema(r);
+    REQUIRE(file_spec(r, &t, &md));
+    md.hidden[0] = 8; md.embed_dim = 4;   // small: the input path is what is tested
     size_t two = 0;   // what 2 batches of 7 take: the least budget
     for (int threads = 1; threads <= 3; threads += 2) {
         trains_like_file(&md, w, &p, &t, 7, threads, 0);
