@@ -1843,8 +1843,8 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    first wd_arrow_reader_next starts them, one thread and at most a quarter
    of the available memory of decoded batches; as wd_train's source
    (wd_arrow_source) the budgets are the desc's loader_threads and
-   loader_ram (their defaults as the loader's), WD_ERR_LIMIT when not two
-   batches fit. The batches and every refusal are the same, in the same
+   loader_ram (their defaults as the loader's; a reader already read from
+   keeps its own), WD_ERR_LIMIT when not two batches fit. The batches and every refusal are the same, in the same
    order, whatever the threads; a refusal is given at its place in the
    sequence (what was read ahead of it is not given). The producer's
    callbacks (get_next, releases) are made from those threads, one at a
@@ -1923,7 +1923,7 @@ WDDEF wd_status wd_arrow_reader_open(const wd_text_spec *t, struct ArrowArrayStr
 // and the same batch_size, bit for bit).
 WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out);
 WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
-WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows read so far
+WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows given so far (not those read ahead)
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 
 #ifdef __cplusplus
