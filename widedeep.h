@@ -1851,9 +1851,21 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    wd_convert cuts a stream into blocks of block_samples rows; a CSV file
    cuts blocks of lines, its header line one of the first block's, so the
    file equal to a stream's is the CSV text converted with the header given
-   (wd convert --columns) and no header line. A reader decodes the stream on
-   the calling thread (a training source: between steps, with no prefetch;
-   the loader's threads and RAM budget are the .wdr path's). */
+   (wd convert --columns) and no header line.
+   Read-ahead. A reader decodes ahead of its caller on threads of its own
+   (section 8's ordered pipeline, as wd_convert's: the loader's plan needs
+   every block's size before the epoch, a stream's length is unknown): its
+   first wd_arrow_reader_next starts them, one thread and at most a quarter
+   of the available memory of decoded batches; as wd_train's source
+   (wd_arrow_source) the budgets are the desc's loader_threads and
+   loader_ram (their defaults as the loader's; a reader already read from
+   keeps its own), WD_ERR_LIMIT when not two batches fit. The batches and every refusal are the same, in the same
+   order, whatever the threads; a refusal is given at its place in the
+   sequence (what was read ahead of it is not given). The producer's
+   callbacks (get_next, releases) are made from those threads, one at a
+   time; close waits for a get_next in progress. (The producer's record
+   batches held by batches in flight are the producer's memory, outside
+   the budget.) */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 #define ARROW_FLAG_DICTIONARY_ORDERED 1
@@ -1908,7 +1920,7 @@ struct ArrowArrayStream {
 // joined by d->delimiter (',' unless set); the mapped columns' types are
 // checked. Then wd_convert (wd_convert_desc.arrow) or wd_arrow_reader_open.
 WDDEF wd_status wd_text_spec_arrow(wd_text_spec *t, const struct ArrowSchema *schema, const wd_csv_desc *d);
-/* Reading a stream into batches, on the calling thread: with a CSV spec
+/* Reading a stream into batches (decoded ahead: see Read-ahead above): with a CSV spec
    (wd_text_spec_arrow, a .wdr's or a model's: wd_model_spec), each column
    the spec maps found by name in the stream's schema. The reader takes the
    stream (moved: *s is marked released) and releases it on close.
@@ -1926,7 +1938,7 @@ WDDEF wd_status wd_arrow_reader_open(const wd_text_spec *t, struct ArrowArrayStr
 // and the same batch_size, bit for bit).
 WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out);
 WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
-WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows read so far
+WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows given so far (not those read ahead)
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 
 #ifdef __cplusplus
@@ -8761,14 +8773,19 @@ static wd_status wd__batch_check(const wd_batch *b, const wd_schema *s, const ch
     }
     return wd__check_values(s, b, 0, b->n, who, WD_ERR_INVALID_ARG);
 }
+static wd_status wd__arrow_ahead(wd_arrow_reader *r, int threads, size_t ram);   // section 20
 // A stream's next batch from the source, checked and padded to the rank's
 // batch with weight-0 samples (as the loader pads); *out = NULL at its end.
+// An Arrow stream (wd_arrow_source) is decoded ahead with the loader's budgets.
 static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
     const wd_batch *b = NULL;
     long long i = (long long)run->src_batches;
     *out = NULL;
+    if (d->source == wd_arrow_source && i == 0)
+        WD__TRY(wd__arrow_ahead((wd_arrow_reader *)d->source_user,
+                d->loader_threads > 0 ? d->loader_threads : run->ops == wd_backend_cpu() ? 1 : 0, d->loader_ram));
     wd_set_last_error("");
     wd_status st = d->source(d->source_user, &b);
     if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i, (long long)run->m->step + 1, wd_last_error()[0] ? wd_last_error() : wd_status_string(st));
@@ -11600,8 +11617,9 @@ static wd_status wd__arrow_row(
 
 // ---- wd_convert from a stream (a pass of wd__conv over jobs of rows)
 typedef struct wd__aseg { wd__abatch *ab; int64_t from, n; } wd__aseg;
-static void wd__arrow_job(wd__conv *c, wd__job *j) {
-    const wd__abind *b = (const wd__abind *)c->arrow;
+// Maps a job's rows (its segments) into j->batch: convert's jobs and the
+// reader's read-ahead; skip_bad: a row the CSV rules refuse is counted, not fatal.
+static void wd__arrow_rows(const wd_text_spec *t, const wd__abind *b, int skip_bad, wd__job *j) {
     char *num = (char *)wd__malloc(32 * (size_t)WD__MAX(b->n, 1));
     if (!num) { j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); return; }
     const wd__aseg *seg = (const wd__aseg *)j->segs.p;
@@ -11609,10 +11627,10 @@ static void wd__arrow_job(wd__conv *c, wd__job *j) {
     for (size_t g = 0; g < nseg && !j->status; g++)
         for (int64_t r = seg[g].from; r < seg[g].from + seg[g].n; r++) {
             size_t ids0 = j->side1.len;
-            wd_status st = wd__arrow_row(c->spec, b, seg[g].ab, r, num, &j->batch);
+            wd_status st = wd__arrow_row(t, b, seg[g].ab, r, num, &j->batch);
             if (st) j->side1.len = ids0;
             j->bad += st == WD_ERR_PARSE;
-            if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {
+            if (st && (st != WD_ERR_PARSE || !skip_bad)) {
                 j->status = st;
                 snprintf(j->err, sizeof j->err, "arrow stream: row %lld (batch %lld, its row %lld): %.800s",
                         (long long)(seg[g].ab->row0 + r + 1), (long long)seg[g].ab->no, (long long)r + 1,
@@ -11625,6 +11643,9 @@ static void wd__arrow_job(wd__conv *c, wd__job *j) {
             j->rows += !st;
         }
     wd__free(num);
+}
+static void wd__arrow_job(wd__conv *c, wd__job *j) {
+    wd__arrow_rows(c->spec, (const wd__abind *)c->arrow, c->d->skip_bad_lines, j);
 }
 static void wd__arrow_job_done(wd__job *j) {
     const wd__aseg *seg = (const wd__aseg *)j->segs.p;
@@ -11718,17 +11739,81 @@ static wd_status wd__arrow_pass(wd__conv *c, int threads, int m) {
     return st;
 }
 
-// ---- the reader: batches for a training loop's source
+// ---- the reader: batches for a training loop's source, decoded ahead
+// The read-ahead is section 8's ordered pipeline (as convert's): job seq
+// takes the stream's next batch_size rows in seq order (its turn: the
+// stream's calls, the cursor and the batches' references under mu, so the
+// producer is never called from two threads at once), then maps them on its
+// worker; the consumer takes jobs in order, holding the one it handed out.
 struct wd_arrow_reader {
     wd_text_spec spec;              // a copy (its vocabulary borrowed from the caller's)
     struct ArrowArrayStream s;
     wd__abind b;
-    wd__abatch *ab;                 // the batch being read, and the next row in it
-    int64_t r, rows, no;
-    int batch_size, done;
-    wd_batch out;
-    char *num;
+    int batch_size;
+    pthread_mutex_t mu;             // the stream and the cursor (below), batches' refs
+    pthread_cond_t cv;              // a turn passed, or stopping
+    wd__abatch *ab;                 // cursor: the batch being cut, its next row,
+    int64_t r, rows, no, turn;      // the rows of the batches before it, its number; the job to cut next
+    int end, stopping;              // the stream ended (or failed: no more is read); close
+    wd__pipe pipe;
+    int started, ahead;             // the pipeline runs; jobs in flight at most (the RAM budget)
+    int64_t submitted, taken, delivered;
+    wd__job *held;                  // the job whose batch the caller has
+    int done;                       // the caller was given the end
+    wd_status st;                   // the failure the caller was given (sticky)
+    char err[WD__ERR_MAX];
 };
+static void wd__arrow_ahead_run(wd__pipe *p, wd__job *j) {
+    wd_arrow_reader *r = (wd_arrow_reader *)p->ctx;
+    wd_batch_clear(&j->batch);
+    j->rows = j->bad = 0;
+    j->nbad_shown = 0;
+    j->segs.len = 0;
+    pthread_mutex_lock(&r->mu);
+    while (r->turn != j->seq && !r->stopping) pthread_cond_wait(&r->cv, &r->mu);
+    for (int64_t have = 0; !r->stopping && !r->end && have < r->batch_size;) {
+        if (!r->ab || r->r == r->ab->a.length) {
+            if (r->ab) { r->rows += r->ab->a.length; wd__abatch_unref(r->ab); r->ab = NULL; }
+            wd_status st = wd__arrow_next(&r->s, &r->b, r->rows, ++r->no, &r->ab);
+            r->r = 0;
+            if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
+            r->end = st || !r->ab;
+            continue;
+        }
+        wd__aseg seg = {r->ab, r->r, WD__MIN(r->ab->a.length - r->r, (int64_t)r->batch_size - have)};
+        if (wd__buf_put(&j->segs, &seg, sizeof seg) != WD_OK) {
+            j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); r->end = 1;
+            break;
+        }
+        r->ab->refs++;
+        r->r += seg.n; have += seg.n;
+    }
+    if (r->turn == j->seq) r->turn++;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (!j->status) wd__arrow_rows(&r->spec, &r->b, 0, j);
+    pthread_mutex_lock(&r->mu);
+    wd__arrow_job_done(j);   // the producer's release callbacks, serialized with its other calls
+    pthread_mutex_unlock(&r->mu);
+}
+// Starts r's read-ahead (once: a later call keeps the first budgets):
+// `threads` workers (0: online cores), at most `ram` bytes of decoded
+// batches (0: the loader's default, a quarter of the available memory).
+static wd_status wd__arrow_ahead(wd_arrow_reader *r, int threads, size_t ram) {
+    if (!r || r->started) return WD_OK;   // (NULL: wd_arrow_reader_next says so)
+    uint64_t avail = 0;
+    if (!ram) { WD__TRY(wd__memory_left(&avail)); ram = (size_t)(avail / 4); }
+    size_t bat = wd__batch_bytes(&r->spec.schema, r->batch_size);
+    if (ram / bat < 2)
+        return wd__fail(WD_ERR_LIMIT,
+                "arrow: RAM budget %zu bytes (loader_ram) is below the %zu needed for 2 batches of %d samples", ram,
+                2 * bat, r->batch_size);
+    WD__TRY(wd__pipe_start(&r->pipe, threads > 0 ? threads : wd__online_cores(), &r->spec.schema,
+            wd__arrow_ahead_run, r));
+    r->ahead = (int)WD__MIN(ram / bat, (size_t)r->pipe.njobs);
+    r->started = 1;
+    return WD_OK;
+}
 WDDEF wd_status wd_arrow_reader_open(
         const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int batch_size, wd_arrow_reader **out) {
     if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: out is NULL");
@@ -11751,6 +11836,8 @@ WDDEF wd_status wd_arrow_reader_open(
     wd_arrow_reader *r = st ? NULL : WD__NEW(wd_arrow_reader);
     if (!st && !r) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { mine.release(&mine); return st; }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
     r->spec = *t;
     r->s = mine;
     r->batch_size = batch_size;
@@ -11765,9 +11852,6 @@ WDDEF wd_status wd_arrow_reader_open(
         st = wd__arrow_bind(&r->spec, &schema, unlabeled, &r->b);
         schema.release(&schema);
     }
-    if (!st) st = wd_batch_init(&r->out, &t->schema, batch_size, 0);
-    if (!st && !(r->num = (char *)wd__malloc(32 * (size_t)WD__MAX(r->b.n, 1))))
-        st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { wd_arrow_reader_close(r); return st; }
     *out = r;
     return WD_OK;
@@ -11775,34 +11859,43 @@ WDDEF wd_status wd_arrow_reader_open(
 WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out) {
     if (!r || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_next: NULL argument");
     *out = NULL;
-    wd_batch_clear(&r->out);
-    while (!r->done && r->out.n < r->batch_size) {
-        if (!r->ab || r->r == r->ab->a.length) {
-            if (r->ab) { r->rows += r->ab->a.length; wd__abatch_unref(r->ab); r->ab = NULL; }
-            WD__TRY(wd__arrow_next(&r->s, &r->b, r->rows, ++r->no, &r->ab));
-            r->r = 0;
-            if (!r->ab) { r->done = 1; break; }
-            continue;
-        }
-        wd_status st = wd__arrow_row(&r->spec, &r->b, r->ab, r->r, r->num, &r->out);
-        if (st)
-            return wd__fail(st, "arrow stream: row %lld (batch %lld, its row %lld): %.800s",
-                    (long long)(r->rows + r->r + 1), (long long)r->ab->no, (long long)r->r + 1, wd_last_error());
-        r->r++;
-    }
-    if (r->out.n) *out = &r->out;
-    return WD_OK;
+    if (r->held) { wd__pipe_release(&r->pipe, r->held); r->held = NULL; }
+    if (r->st) return wd__fail(r->st, "%s", r->err);
+    if (r->done) return WD_OK;
+    WD__TRY(wd__arrow_ahead(r, 1, 0));
+    wd__job *j;
+    while (r->submitted - r->taken < r->ahead && (j = wd__pipe_free_slot(&r->pipe)) != NULL)
+        wd__pipe_submit(&r->pipe, j, r->submitted++);
+    j = wd__pipe_wait(&r->pipe, r->taken++);
+    if (j->status) {
+        r->st = j->status;
+        snprintf(r->err, sizeof r->err, "%s", j->err);
+    } else if (j->batch.n) {
+        r->held = j;
+        r->delivered += j->batch.n;
+        *out = &j->batch;
+        return WD_OK;
+    } else r->done = 1;   // no row: the stream's end
+    wd__pipe_release(&r->pipe, j);
+    return r->st ? wd__fail(r->st, "%s", r->err) : WD_OK;
 }
 WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out) {
     return wd_arrow_reader_next((wd_arrow_reader *)reader, out);
 }
-WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r) { return r ? r->rows + (r->ab ? r->r : 0) : 0; }
+WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r) { return r ? r->delivered : 0; }
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r) {
     if (!r) return;
+    if (r->started) {   // workers finish their job (a producer call in progress returns first)
+        pthread_mutex_lock(&r->mu);
+        r->stopping = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        wd__pipe_stop(&r->pipe);
+    }
     wd__abatch_unref(r->ab);
     if (r->s.release) r->s.release(&r->s);
-    wd_batch_free(&r->out);
-    wd__free(r->num);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
     wd__free(r);
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 7 measurement: each libFuzzer harness for RUNS executions (default
 # 10M), two at a time; prints executions, edges covered, corpus size, result.
-# Usage: bench/fuzz_long.sh [RUNS [HARNESS...]]   (default: all six)
+# Usage: bench/fuzz_long.sh [RUNS [HARNESS...]]   (default: all seven)
 cd "$(dirname "$0")/.."
 RUNS=${1:-10000000}; shift
-ALL=${*:-wdr criteo libsvm csv wdm api}
+ALL=${*:-wdr criteo libsvm csv wdm api arrow}
 make -s $(printf 'build/fuzz_%s ' $ALL) >/dev/null
 mkdir -p build/fuzz-long
 run() {

@@ -26,7 +26,7 @@ ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 PYTHON_TESTS=8                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
-FUZZERS="wdr criteo libsvm csv wdm api"
+FUZZERS="wdr criteo libsvm csv wdm api arrow"
 T=$(mktemp -d "${TMPDIR:-/tmp}/wdtest.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 log=$B/test.log
@@ -373,6 +373,7 @@ job unit "$B/test_online_tsan" tests/test_online.c allow-skip "$T"   # predictio
 job unit "$B/test_engine_tsan" tests/test_engine.c allow-skip "$T"
 job unit "$B/test_contract_tsan" tests/test_contract.c "$T" tests/golden "$DATA"   # raw requests scored from 8 threads
 job unit "$B/test_service_tsan" tests/test_service.c "$T" "$DATA"   # 100 swaps under 4 predicting threads
+job unit "$B/test_arrow_tsan" tests/test_arrow.c "$T"   # the stream read ahead on 1 and 3 loader threads
 cli_tests() { built cli "$B/wd" && check cli "$CLI_TESTS" cli "" bash tests/cli.sh "$B/wd" "$T/cli" "$DATA"; }
 job cli_tests
 # several processes under mpirun (build/wd-mpi); skips (a failure in CI) without Open MPI

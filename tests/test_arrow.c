@@ -357,9 +357,25 @@ static void test_uint64(void) {
     pool_free();
 }
 
+// The five columns' spec with the ids of r's file (its buckets and
+// vocabulary), and a model desc of its schema (r's: r stays open).
+static int file_spec(wd_reader *r, wd_text_spec *t, wd_model_desc *md) {
+    wd_csv_desc cd = five_desc();
+    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
+    if (wd_text_spec_csv_desc(t, &cd) != WD_OK) return 0;
+    memset(md, 0, sizeof *md);
+    md->schema = wd_reader_schema(r);
+    if (wd_text_spec_match(t, wd_reader_schema(r)) == WD_OK &&
+            (!wd_reader_vocab(r) || wd_text_spec_vocab(t, wd_reader_vocab(r)) == WD_OK))
+        return 1;
+    wd_text_spec_free(t);
+    return 0;
+}
 // Two models of md: one trained on `file` with no_shuffle, one on p's stream
-// (spec t) through wd_arrow_source, bs samples a step: equal bit for bit.
-static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs) {
+// (spec t) through wd_arrow_source, bs samples a step, decoded ahead on
+// `threads` loader threads within `ram` bytes (0, 0: the defaults): equal bit for bit.
+static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs,
+        int threads, size_t ram) {
     wd_model *m1 = NULL, *m2 = NULL;
     wd_arrow_reader *ar = NULL;
     struct ArrowArrayStream s;
@@ -375,6 +391,7 @@ static void trains_like_file(const wd_model_desc *md, const char *file, producer
         CHECK_OK(wd_train(m1, &td, NULL));
         memset(&td, 0, sizeof td);
         td.source = wd_arrow_source; td.source_user = ar; td.batch_size = bs; td.threads = 1;
+        td.loader_threads = threads; td.loader_ram = ram;
         CHECK_OK(wd_train(m2, &td, NULL));
         CHECK(tl_params_equal(m1, m2));
     }
@@ -394,14 +411,9 @@ static void test_reader_and_training(void) {
     REQUIRE_OK(wd_reader_open(w, &r));
     const wd_batch *blk;
     REQUIRE_OK(wd_reader_block(r, 0, &blk));
-    wd_text_spec t;   // the file's ids: the CSV spec with its buckets and vocabulary
-    cd.header = "y,I1,F,C1,C2,C3,C4,C5,X";
-    REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
-    REQUIRE_OK(wd_text_spec_match(&t, wd_reader_schema(r)));
-    if (wd_reader_vocab(r)) REQUIRE_OK(wd_text_spec_vocab(&t, wd_reader_vocab(r)));
+    wd_text_spec t;
     wd_model_desc md;
-    memset(&md, 0, sizeof md);
-    md.schema = wd_reader_schema(r);
+    REQUIRE(file_spec(r, &t, &md));
     for (int bs = 1; bs <= 5; bs += 2) {
         producer p;
         five_rows(&p, "s");
@@ -426,7 +438,7 @@ static void test_reader_and_training(void) {
     // training: the stream as a source, the file with no_shuffle, batch 2
     producer p;
     five_rows(&p, "i");
-    trains_like_file(&md, w, &p, &t, 2);
+    trains_like_file(&md, w, &p, &t, 2, 0, 0);
     pool_free();
     struct ArrowArrayStream s;
     wd_arrow_reader *ar;
@@ -459,6 +471,93 @@ static void test_reader_and_training(void) {
     pool_free();
     wd_text_spec_free(&t);
     wd_reader_close(r);
+}
+
+// A model of md trained from p's stream (spec t), 7 samples a step, on
+// `threads` loader threads within `ram` bytes; *rows: the rows the reader gave.
+static wd_status train_stream(producer *p, const wd_text_spec *t, const wd_model_desc *md, int threads, size_t ram,
+        wd_train_report *rep, int64_t *rows) {
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar;
+    wd_model *m = NULL;
+    open_stream(p, &s);
+    wd_status st = wd_arrow_reader_open(t, &s, 0, 7, &ar);
+    if (!st) st = wd_model_create(md, &m);
+    if (!st) {
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1;
+        td.loader_threads = threads; td.loader_ram = ram;
+        st = wd_train(m, &td, rep);
+        if (rows) *rows = wd_arrow_reader_rows(ar);
+    }
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m);
+    return st;
+}
+// five_rows' two batches again and again: 60 batches, 150 rows.
+static void many_rows(producer *p) {
+    five_rows(p, "c");
+    for (int k = 2; k < 60; k++) p->batch[p->nbatches++] = p->batch[k % 2];
+}
+// Training from a stream decoded ahead on 1 and 3 loader threads (within a
+// budget of 2 batches, and the default): the model of the converted file,
+// bit for bit; a producer's error, a null label and a schema change are
+// refused at their place (the steps before them trained, naming the batch),
+// with every batch the producer gave released; a budget below 2 batches is
+// WD_ERR_LIMIT naming loader_ram.
+static void test_read_ahead(void) {
+    char w[300];
+    tmp(w, sizeof w, "many.wdr");
+    producer p;
+    many_rows(&p);
+    wd_csv_desc cd = five_desc();
+    REQUIRE_OK(convert_stream(&p, &cd, w, 4096, 1, 0, NULL));
+    wd_reader *r;
+    REQUIRE_OK(wd_reader_open(w, &r));
+    wd_text_spec t;
+    wd_model_desc md;
+    REQUIRE(file_spec(r, &t, &md));
+    md.hidden[0] = 8; md.embed_dim = 4;   // small: the input path is what is tested
+    size_t two = 0;   // what 2 batches of 7 take: the least budget
+    for (int threads = 1; threads <= 3; threads += 2) {
+        trains_like_file(&md, w, &p, &t, 7, threads, 0);
+        CHECK(train_stream(&p, &t, &md, threads, 1000, NULL, NULL) == WD_ERR_LIMIT &&
+                strstr(wd_last_error(), "loader_ram") &&
+                sscanf(strstr(wd_last_error(), "below the ") + 10, "%zu", &two) == 1 && two > 1000);
+        trains_like_file(&md, w, &p, &t, 7, threads, two);
+    }
+    // refusals at batch 41 of the producer's: rows 101.., the source's batch 14 (from 0) of 7 rows
+    struct ArrowArray *bad[9];
+    for (int i = 0; i < 9; i++) bad[i] = p.batch[0].children[i];
+    double y[3] = {0, 1, 0};
+    int isnull[3] = {0, 1, 0};
+    bad[0] = col_num("c", y, isnull, 3, 0);
+    struct ArrowArray null_label = *batch(&p, 3, 0, bad, 9);
+    p.nbatches--;
+    struct ArrowArray narrow = p.batch[0];
+    narrow.n_children = 8;
+    for (int c = 0; c < 3; c++) {
+        counts_reset();
+        if (c == 0) p.fail_at = 40;
+        if (c == 1) p.batch[40] = null_label;
+        if (c == 2) p.batch[40] = narrow;
+        const char *want = c == 0 ? "the producer failed reading batch 41 (error 5): disk on fire"
+                         : c == 1 ? "row 102 (batch 41, its row 2): column 'y': a null label"
+                                  : "arrow: batch 41: 8 columns";
+        wd_train_report rep;
+        int64_t rows = 0;
+        wd_status st = train_stream(&p, &t, &md, 3, 0, &rep, &rows);
+        CHECK(st == (c == 0 ? WD_ERR_IO : c == 1 ? WD_ERR_PARSE : WD_ERR_CORRUPT));
+        CHECK(strstr(wd_last_error(), "training source: batch 14 (") && strstr(wd_last_error(), want));
+        CHECK(rep.steps == 14 && rows == 98);
+        CHECK(released_streams == 1 && released_arrays == p.next);
+        p.fail_at = -1;
+        p.batch[40] = p.batch[0];
+    }
+    wd_text_spec_free(&t);
+    wd_reader_close(r);
+    pool_free();
 }
 
 // Each refusal: its status, its message, no output, everything released.
@@ -755,7 +854,7 @@ static void test_lists(void) {
     wd_model_desc md;
     memset(&md, 0, sizeof md);
     md.schema = sc; md.hidden[0] = 8; md.embed_dim = 4;
-    trains_like_file(&md, out, &p, &t, 2);
+    trains_like_file(&md, out, &p, &t, 2, 0, 0);
     wd_reader_close(r);
     struct ArrowArrayStream s;
     wd_arrow_reader *ar;
@@ -1052,6 +1151,7 @@ int main(int argc, char **argv) {
     RUN(test_stream_equals_csv);
     RUN(test_uint64);
     RUN(test_reader_and_training);
+    RUN(test_read_ahead);
     RUN(test_refusals);
     RUN(test_progress_stop);
     RUN(test_lists);

@@ -36,6 +36,14 @@ static int take_stream(PyObject *cap, struct ArrowArrayStream *out) {
     s->release = NULL;
     return 0;
 }
+// Closes a stream's reader without the GIL: close waits for its read-ahead,
+// whose producer call (a Python-made reader's get_next) may need the GIL.
+static void reader_close(wd_arrow_reader *ar) {
+    if (!ar) return;
+    Py_BEGIN_ALLOW_THREADS
+    wd_arrow_reader_close(ar);
+    Py_END_ALLOW_THREADS
+}
 // The message of the pending Python exception into the library's error.
 static void python_error_to_wd(const char *what) {
     PyObject *type, *value, *tb;
@@ -296,14 +304,17 @@ static const wd_text_spec *model_spec(ModelObject *o) {
 }
 static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     static char *names[] = {"files", "stream", "valid", "batch_size", "epochs", "threads", "no_shuffle", "max_steps",
-            "checkpoint", "checkpoint_every", "eval_every", "progress", NULL};
+            "checkpoint", "checkpoint_every", "eval_every", "progress", "loader_threads", "loader_ram", NULL};
     PyObject *files = Py_None, *stream = Py_None, *valid = Py_None, *progress = Py_None;
-    int batch_size = 0, epochs = 0, threads = 0, no_shuffle = 0;
+    int batch_size = 0, epochs = 0, threads = 0, no_shuffle = 0, loader_threads = 0;
     long long max_steps = 0, checkpoint_every = 0, eval_every = 0;
+    long long loader_ram = 0;
     const char *checkpoint = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOiiipLzLLO", names, &files, &stream, &valid, &batch_size, &epochs,
-                &threads, &no_shuffle, &max_steps, &checkpoint, &checkpoint_every, &eval_every, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOiiipLzLLOiL", names, &files, &stream, &valid, &batch_size, &epochs,
+                &threads, &no_shuffle, &max_steps, &checkpoint, &checkpoint_every, &eval_every, &progress,
+                &loader_threads, &loader_ram))
         return NULL;
+    if (loader_ram < 0) return PyErr_Format(PyExc_ValueError, "loader_ram %lld is negative", loader_ram);
     wd_train_desc td;
     memset(&td, 0, sizeof td);
     PyObject *kf = NULL, *kv = NULL;
@@ -323,6 +334,8 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     td.checkpoint_path = checkpoint;
     td.checkpoint_every = checkpoint_every;
     td.eval_every = eval_every;
+    td.loader_threads = loader_threads;
+    td.loader_ram = (size_t)loader_ram;
     train_ui ui = {progress, 0};
     td.progress = train_progress; td.user = &ui;
     if (stream != Py_None) {   // a capsule: the batches of the stream through wd_arrow_source
@@ -346,7 +359,7 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
         if (!raised) st = WD_OK;   // the callback's true result: the report, its "stopped" 1
     }
     if (st) goto fail;
-    wd_arrow_reader_close(ar);
+    reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
     model_refresh_spec(o);
     double data_share = rep.train_s > 0 ? rep.stage_s[WD_STAGE_DATA] / rep.train_s : 0.0;   // waiting for batches
@@ -355,7 +368,7 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
             rep.last_loss, "valid_auc", rep.valid_auc, "valid_logloss", rep.valid_logloss, "stopped", rep.stopped,
             "engine", rep.engine, "stage_data", data_share);
 fail:
-    wd_arrow_reader_close(ar);
+    reader_close(ar);
     free(fv); free(vv); Py_XDECREF(kf); Py_XDECREF(kv);
     if (PyErr_Occurred() && (raised || !st)) return NULL;
     return raise_wd(st ? st : WD_ERR_INVALID_ARG);
@@ -391,7 +404,7 @@ static PyObject *model_predict_stream(ModelObject *o, PyObject *args, PyObject *
         n += (size_t)b->n;
     }
     Py_END_ALLOW_THREADS
-    wd_arrow_reader_close(ar);
+    reader_close(ar);
     PyObject *res = NULL;
     if (st) raise_wd(st);
     else

@@ -24,3 +24,6 @@
 #define LLVMFuzzerTestOneInput fuzz_api_one
 #include "fuzz_api.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_arrow_one
+#include "fuzz_arrow.c"
+#undef LLVMFuzzerTestOneInput

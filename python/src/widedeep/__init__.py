@@ -135,19 +135,21 @@ class Model:
         self._m.save(os.fspath(path))
 
     def train(self, data, valid=None, batch_size=0, epochs=0, threads=0, no_shuffle=False, max_steps=0, checkpoint=None,
-              checkpoint_every=0, eval_every=0, progress=None):
+              checkpoint_every=0, eval_every=0, progress=None, loader_threads=0, loader_ram=0):
         """Trains on .wdr files or an Arrow stream (read once, in order, batch_size rows a step: a stream has no
         epochs). The GIL is released; progress(dict) is called after every step: a true result stops training
         there (the checkpoint, if given, saved; the report's "stopped" is 1), an exception it raises stops it the
         same way and is raised again as it is. Ctrl-C stops at the next step, saves the checkpoint (if given) and
-        raises KeyboardInterrupt."""
+        raises KeyboardInterrupt. loader_threads, loader_ram (bytes): the budgets of the threads that decode the
+        files or the stream ahead of training (0: the library's defaults)."""
         files = _wdr_files(data)
         valid_files = _wdr_files(valid) if valid is not None else None
         if valid is not None and valid_files is None:
             raise TypeError("valid: .wdr files")
         kw = dict(valid=valid_files, batch_size=batch_size, epochs=epochs, threads=threads, no_shuffle=bool(no_shuffle),
                   max_steps=max_steps, checkpoint=None if checkpoint is None else os.fspath(checkpoint),
-                  checkpoint_every=checkpoint_every, eval_every=eval_every, progress=progress)
+                  checkpoint_every=checkpoint_every, eval_every=eval_every, progress=progress,
+                  loader_threads=loader_threads, loader_ram=loader_ram)
         if files is not None:
             return self._m.train(files=files, **kw)
         return self._m.train(stream=_factory(data, "training")(), **kw)
