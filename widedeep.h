@@ -35,11 +35,12 @@
                        (desc.source, wd_trainer_push; raw lines growing
                        the vocabulary: wd_trainer_push_lines), online
                        learning (publish_every, wd_model_publish); hot swap
-                       (wd_model_swap)
+                       (wd_model_swap); wd_cuda_desc: the CUDA device's
+                       settings, their environment overrides in one table
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_load_weights(): for serving, no optimizer
                        state; wd_model_spec(): the model's own input format
-    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_env_read,
+    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_desc_resolve,
                        wd_env_number, wd_test_fail_parse: what
                        widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
@@ -1172,6 +1173,63 @@ typedef struct wd_progress {
 // of the last finished step; return nonzero to stop training at the next
 // step boundary.
 typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
+/* The CUDA backend's settings: wd_train_desc.cuda, and wd_eval_desc.cuda for
+   evaluation (which reads fp32, no_epilogue, bf16_direct, no_overlap and
+   max_bytes). Every field's 0 is the default, so a desc set to 0 with memset
+   trains as before; the CPU device reads none of them. A value out of range
+   is refused with WD_ERR_INVALID_ARG naming the field. The ranks of a job
+   must agree on exchange_cap, exchange_full, check_tables and sparse (wd_train
+   compares them before the first step, naming the rank and the setting).
+   Environment overrides, for benchmarks and tests only (bench/gpu_run.sh
+   times the paths side by side with them): a variable set and not empty
+   replaces its field in wd_train and wd_evaluate on the CUDA device
+   (section 17's wd_cuda_desc_resolve, the one reader of these variables;
+   numbers as atof reads them); a value it cannot take is refused naming the
+   variable.
+     variable                  field            0: the default         the other values
+     WD_CUDA_FP32=1            fp32             TF32 tensor cores      the MLP's GEMMs in full fp32 (fp32 models)
+     WD_CUDA_EPILOGUE=0        no_epilogue      cuBLASLt's ReLU-mask   ReLU' by relu_grad, the bias gradients by column
+                                                epilogues where it     sums (no RELU_AUX_BIAS, DRELU_BGRAD); the engine
+                                                has an algorithm       line's mlp= says which layers fused
+     WD_CUDA_BF16_DIRECT=1     bf16_direct      fp32 outputs, then     precision bf16: the epilogues offered a bf16
+                                                rounded                output first
+     WD_CUDA_GRAPH=0           no_graph         one rank: a graph      every step launched kernel by kernel
+     WD_CUDA_OVERLAP=0         no_overlap       the sort on a branch   the step on one stream, the gather and the wide
+                                                beside the MLP         logit apart (the same bits)
+     WD_CUDA_SIDE_PRIORITY=1   side_priority    default priority       that branch at the device's greatest priority
+     WD_CUDA_TIMING=1          timing           untimed                stages timed by events (no graph, no overlap)
+     WD_CUDA_SPARSE=fused      sparse           _SEGMENTED: segment    WD_CUDA_SPARSE_FUSED: each run's row summed
+       (or segmented)                           lists                  from dlogit and dx (engine line: sparse=)
+     WD_EXCHANGE_CAP=N         exchange_cap     a quarter of the rows  several ranks: the exchange's first cap (rows a
+                                                                       rank; then it follows the counts: wd_xcap)
+     WD_EXCHANGE_FULL=1        exchange_full    the cap                several ranks: every exchange at the whole
+                                                                       capacity, as before the cap
+     WD_CHECK_TABLES=K         check_tables     never                  several ranks: the replicas' table checksums
+                                                                       compared every K steps
+     WD_CUDA_MAX_BYTES=N       max_bytes        the GPU's free memory  the plan may take at most N bytes of it
+     WD_CUDA_FUSED_GRID=N      fused_grid       the blocks resident    tests only: sparse fused's grid-stride grids
+                                                at once                at most N blocks (1..1048576; the same bits)
+     WD_CUDA_OVERLAP_DELAY_US  overlap_delay_us no delay               tests only: the sort's branch starts U
+       =U                                                              microseconds late
+     WD_CUDA_TEST_FAIL=R:S     (none)           off                    tests only: rank R's S-th step fails
+                                                                       (wd_test_fail_parse)
+     WD_COMM_TIMEOUT=S         (none)           600 s (MPI: 3600)      the communicators' timeout, per process
+     WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
+   The rows without a field are read where they act (the failure hook, the
+   communicators). fused_grid and overlap_delay_us are fields, not variables
+   only, so that a test sets them per call (no setenv while ranks run). */
+enum { WD_CUDA_SPARSE_SEGMENTED = 0, WD_CUDA_SPARSE_FUSED = 1 };
+typedef struct wd_cuda_desc {
+    int fp32, no_epilogue, bf16_direct;   // the MLP's products (0, 0, 0: TF32, epilogues, rounded after)
+    int no_graph, no_overlap, side_priority, timing;   // how a step runs (0: graph, overlap, default, untimed)
+    int sparse;                     // WD_CUDA_SPARSE_SEGMENTED (0) or WD_CUDA_SPARSE_FUSED
+    int exchange_full;              // several ranks: 1 every exchange at the whole capacity
+    int64_t exchange_cap;           // several ranks: the exchange's first cap (0: a quarter of the rows)
+    int64_t check_tables;           // several ranks: steps between table checksums (0: never)
+    int64_t max_bytes;              // device memory the plan may take (0: the GPU's free memory)
+    int fused_grid;                 // tests only: 1..1048576 (0: the blocks resident at once)
+    double overlap_delay_us;        // tests only: >= 0
+} wd_cuda_desc;
 typedef struct wd_train_desc {
     const char *const *files;
     int nfiles;
@@ -1200,9 +1258,9 @@ typedef struct wd_train_desc {
     // vocabularies and parameters, its training position, batch_size,
     // epochs, max_steps, eval_every (with validation files),
     // checkpoint_every, publish_every, early_stop, no_shuffle, the training
-    // and validation files' contents, and on the CUDA device the
-    // environment's WD_EXCHANGE_CAP, WD_EXCHANGE_FULL, WD_CHECK_TABLES,
-    // WD_CUDA_SPARSE as it parses them: wd_cuda_env_read) are compared, and
+    // and validation files' contents, and on the CUDA device cuda's
+    // exchange_cap, exchange_full, check_tables and sparse, after the
+    // environment's overrides: wd_cuda_desc_resolve) are compared, and
     // a difference fails every rank with WD_ERR_INVALID_ARG naming the
     // setting and the rank. May differ: threads, loader threads and RAM,
     // file paths, map, progress, keep_best. Rank 0 alone writes
@@ -1237,6 +1295,7 @@ typedef struct wd_train_desc {
     wd_status (*source)(void *user, const wd_batch **out);
     void *source_user;
     int64_t publish_every;          // online learning: publish a snapshot every K steps (0: never)
+    wd_cuda_desc cuda;              // the CUDA device's settings (0: the defaults; wd_cuda_desc above)
 } wd_train_desc;
 typedef struct wd_train_report {
     int64_t steps, samples;         // steps done by this call; samples of weight != 0 in them
@@ -1255,7 +1314,7 @@ typedef struct wd_train_report {
     int64_t best_step;              // and the step it came at
     double best_epoch;              // and the epochs done then (fractional; NaN without validation)
     double stage_s[WD_STAGE_COUNT]; // seconds per wd_stage on rank 0 (GPU: device stages with
-                                    // WD_CUDA_TIMING=1, else the device time counts as other)
+                                    // cuda.timing, else the device time counts as other)
     char engine[256];               // what ran, e.g. "cpu threads=2 gemm=openblas" (see backends; the CUDA
                                     // backend's ends with device_ms=, a step's device time after 4 steps)
     wd_oov oov;                     // out-of-vocabulary values of the batches submitted to steps (this
@@ -1356,6 +1415,7 @@ typedef struct wd_eval_desc {
     int64_t predictions_cap;
     wd_map_fn map;                  // optional: called on every decoded block (see wd_map_fn)
     void *map_user;
+    wd_cuda_desc cuda;              // the CUDA device's settings that predicting reads (0: the defaults)
 } wd_eval_desc;
 typedef struct wd_metrics {
     double auc, logloss, mean_pred, ctr;
@@ -1519,6 +1579,7 @@ typedef struct wd_backend_desc {
     int device;                     // GPU index (CUDA)
     int threads;                    // worker threads (CPU; 0: online cores)
     wd_comm *comm;                  // between the ranks (NULL: one rank)
+    wd_cuda_desc cuda;              // CUDA: its settings as wd_cuda_desc_resolve gives them (0: the defaults)
 } wd_backend_desc;
 typedef struct wd_step_result {
     double loss, weight, samples;   // over all ranks: sum of w * loss, sum of w, samples with w != 0
@@ -1701,19 +1762,13 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0);
 // After a step whose ranks had at most `most` merged rows (sent with x->cap):
 // 1 if they did not fit (the step is to be done again), 0 if they did.
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
-/* The CUDA backend's settings from the environment that the ranks of a job
-   must share, as the backend reads them (one parser: the backend and the
-   start-up agreement both call this, so "0" and unset, or "4096" and
-   "4096.0", are the same setting). Numbers as atof reads them. */
-typedef struct wd_cuda_env {
-    int64_t exchange_cap;           // WD_EXCHANGE_CAP: the exchange's first cap (0: unset or <= 0, the default)
-    int exchange_full;              // WD_EXCHANGE_FULL != 0: every exchange at the whole capacity
-    int64_t check_tables;           // WD_CHECK_TABLES: steps between the replicas' table checksums (0: never)
-    int sparse_fused;               // WD_CUDA_SPARSE: 0 segmented (also unset), 1 fused, -1 neither (refused)
-} wd_cuda_env;
-WDDEF void wd_cuda_env_read(wd_cuda_env *e);
+// out = in (wd_cuda_desc, section 15) with the environment's overrides (its
+// table) applied, every field checked; WD_ERR_INVALID_ARG names the field or
+// the variable. wd_train and wd_evaluate call it on the CUDA device, and the
+// backend takes what it gives (wd_backend_desc.cuda).
+WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
 // A number from the environment variable `name` (atof), dflt where it is
-// unset or empty: how the CUDA backend reads its switches (WD_CUDA_*).
+// unset or empty: how the communicators read WD_COMM_TIMEOUT.
 WDDEF double wd_env_number(const char *name, double dflt);
 /* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
@@ -8467,6 +8522,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = d->batch_size > 0 ? d->batch_size : 4096; bd.ranks = 1;
     bd.device = d->device_index; bd.threads = d->threads;
+    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &bd.cuda));
     wd_backend *be;
     WD__TRY(ops->create(&bd, &be));
     wd__evalio io;
@@ -8542,7 +8598,8 @@ static const char *const wd__agree_name[WD__AG_N] = {
     "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every",
     "publish_every", "early_stop", "no_shuffle",
     // the CUDA device's per-process settings the ranks must share (their collectives' sizes, the update: wd__agree_env)
-    "WD_EXCHANGE_CAP", "WD_EXCHANGE_FULL", "WD_CHECK_TABLES", "WD_CUDA_SPARSE"};
+    "cuda.exchange_cap (WD_EXCHANGE_CAP)", "cuda.exchange_full (WD_EXCHANGE_FULL)",
+    "cuda.check_tables (WD_CHECK_TABLES)", "cuda.sparse (WD_CUDA_SPARSE)"};
 typedef struct wd__agreef { uint64_t v; char show[40]; } wd__agreef;
 typedef struct wd__agreerec {
     wd__evalrec head;               // this rank's status and reason (a failed rank sends this alone)
@@ -8561,21 +8618,21 @@ static uint64_t wd__fp_floats(uint64_t h, const float *p, int64_t n, int64_t mos
 }
 static void wd__agree_num(wd__agreef *f, int64_t v) { f->v = (uint64_t)v; snprintf(f->show, sizeof f->show, "%lld", (long long)v); }
 static void wd__agree_fp(wd__agreef *f, uint64_t v) { f->v = v; snprintf(f->show, sizeof f->show, "fingerprint %016llx", (unsigned long long)v); }
-// The environment's settings as the device's backend reads them
-// (wd_cuda_env_read; the CPU device reads none of them: all 0).
-// WD_CUDA_SPARSE leaves the replicas identical either way (each rank's
+// The desc's CUDA settings (wd__train resolved the environment's overrides
+// into them; the CPU device reads none of them: all 0).
+// cuda.sparse leaves the replicas identical either way (each rank's
 // rows are summed by it alone, then exchanged), but the two paths sum in
 // other orders, so a job mixing them would train a model neither path
 // gives: compared as a policy.
-static void wd__agree_env(wd__agreerec *rec, int device) {
-    wd_cuda_env e;
+static void wd__agree_env(wd__agreerec *rec, const wd_train_desc *d) {
+    wd_cuda_desc e;
     memset(&e, 0, sizeof e);
-    if (device == WD_DEVICE_CUDA) wd_cuda_env_read(&e);
+    if (d->device == WD_DEVICE_CUDA) e = d->cuda;
     wd__agree_num(&rec->f[WD__AG_ENV], e.exchange_cap);
     wd__agree_num(&rec->f[WD__AG_ENV + 1], e.exchange_full);
     wd__agree_num(&rec->f[WD__AG_ENV + 2], e.check_tables);
-    wd__agree_num(&rec->f[WD__AG_ENV + 3], e.sparse_fused);
-    snprintf(rec->f[WD__AG_ENV + 3].show, sizeof rec->f[0].show, "%s", e.sparse_fused == 0 ? "segmented" : e.sparse_fused == 1 ? "fused" : "neither fused nor segmented");
+    wd__agree_num(&rec->f[WD__AG_ENV + 3], e.sparse);
+    snprintf(rec->f[WD__AG_ENV + 3].show, sizeof rec->f[0].show, "%s", e.sparse ? "fused" : "segmented");
 }
 static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
     const wd_model *m = run->m;
@@ -8614,7 +8671,7 @@ static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
     wd__agree_num(&rec->f[WD__AG_PUBLISH_EVERY], d->publish_every);
     wd__agree_num(&rec->f[WD__AG_EARLY_STOP], d->early_stop);
     wd__agree_num(&rec->f[WD__AG_NO_SHUFFLE], d->no_shuffle);
-    wd__agree_env(rec, d->device);
+    wd__agree_env(rec, d);
     for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) rec->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
 }
 // The agreement (see above): rec holds this rank's settings (wd__agree_fill)
@@ -8899,6 +8956,7 @@ static wd_status wd__rank_train(wd__rank *k) {
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
     bd.device = run->device[k->local]; bd.threads = d->threads; bd.comm = run->comm[k->local];
+    bd.cuda = d->cuda;
     wd_status st = ops->create(&bd, &k->be);
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
@@ -9192,6 +9250,9 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
 }
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
     WD__TRY(wd__train_check(m, d));
+    wd_train_desc resolved = *d;   // the CUDA settings after the environment's overrides (the ranks agree on these)
+    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &resolved.cuda));
+    d = &resolved;
     double t0 = wd__now();
     const wd_backend_ops *ops;
     WD__TRY(wd__backend_for(d->device, &ops));
@@ -10446,14 +10507,66 @@ WDDEF double wd_env_number(const char *name, double dflt) {
     const char *v = getenv(name);
     return v && *v ? atof(v) : dflt;
 }
-WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
-    double cap = wd_env_number("WD_EXCHANGE_CAP", 0), chk = wd_env_number("WD_CHECK_TABLES", 0);
-    const char *sp = getenv("WD_CUDA_SPARSE");
-    memset(e, 0, sizeof *e);
-    e->exchange_cap = cap >= 1 && cap < 9e18 ? (int64_t)cap : 0;
-    e->exchange_full = wd_env_number("WD_EXCHANGE_FULL", 0) != 0;
-    e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
-    e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
+// wd_cuda_desc's table: each variable set and not empty replaces its field.
+// The switches: 1 where the number is nonzero (inverted for the no_ fields:
+// WD_CUDA_GRAPH=0 is no_graph = 1); counts: a number below 1 (or not a number)
+// is the default, 0, as these variables were always read.
+static void wd__cuda_flag(const char *name, int on_when_zero, int *field) {
+    const char *v = getenv(name);
+    if (v && *v) *field = (atof(v) != 0) != on_when_zero;
+}
+static void wd__cuda_count(const char *name, int64_t *field) {
+    const char *v = getenv(name);
+    if (v && *v) *field = atof(v) >= 1 && atof(v) < 9e18 ? (int64_t)atof(v) : 0;
+}
+WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out) {
+    wd_cuda_desc c = *in;
+    wd__cuda_flag("WD_CUDA_FP32", 0, &c.fp32);
+    wd__cuda_flag("WD_CUDA_EPILOGUE", 1, &c.no_epilogue);
+    wd__cuda_flag("WD_CUDA_BF16_DIRECT", 0, &c.bf16_direct);
+    wd__cuda_flag("WD_CUDA_GRAPH", 1, &c.no_graph);
+    wd__cuda_flag("WD_CUDA_OVERLAP", 1, &c.no_overlap);
+    wd__cuda_flag("WD_CUDA_SIDE_PRIORITY", 0, &c.side_priority);
+    wd__cuda_flag("WD_CUDA_TIMING", 0, &c.timing);
+    wd__cuda_flag("WD_EXCHANGE_FULL", 0, &c.exchange_full);
+    wd__cuda_count("WD_EXCHANGE_CAP", &c.exchange_cap);
+    wd__cuda_count("WD_CHECK_TABLES", &c.check_tables);
+    wd__cuda_count("WD_CUDA_MAX_BYTES", &c.max_bytes);
+    const char *v = getenv("WD_CUDA_SPARSE");
+    if (v && *v) {
+        if (strcmp(v, "fused") && strcmp(v, "segmented"))
+            return wd__fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", v);
+        c.sparse = !strcmp(v, "fused") ? WD_CUDA_SPARSE_FUSED : WD_CUDA_SPARSE_SEGMENTED;
+    }
+    if ((v = getenv("WD_CUDA_FUSED_GRID")) && *v) {
+        char *end = NULL;
+        long g = strtol(v, &end, 10);
+        if (*end || g < 1 || g > 1 << 20)
+            return wd__fail(WD_ERR_INVALID_ARG,
+                            "WD_CUDA_FUSED_GRID=%.40s: expected a count of blocks from 1 to 1048576 (tests only)", v);
+        c.fused_grid = (int)g;
+    }
+    if ((v = getenv("WD_CUDA_OVERLAP_DELAY_US")) && *v) c.overlap_delay_us = WD__MAX(0.0, atof(v));
+    const struct { const char *name; int v; } flags[] = {
+        {"fp32", c.fp32}, {"no_epilogue", c.no_epilogue}, {"bf16_direct", c.bf16_direct}, {"no_graph", c.no_graph},
+        {"no_overlap", c.no_overlap}, {"side_priority", c.side_priority}, {"timing", c.timing},
+        {"exchange_full", c.exchange_full}, {"sparse", c.sparse}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].v != 0 && flags[i].v != 1)
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_cuda_desc.%s is %d: expected 0 or 1%s", flags[i].name,
+                            flags[i].v, strcmp(flags[i].name, "sparse") ? "" : " (WD_CUDA_SPARSE_SEGMENTED, _FUSED)");
+    const struct { const char *name; int64_t v, most; } counts[] = {
+        {"exchange_cap", c.exchange_cap, INT64_MAX}, {"check_tables", c.check_tables, INT64_MAX},
+        {"max_bytes", c.max_bytes, INT64_MAX}, {"fused_grid", c.fused_grid, 1 << 20}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (counts[i].v < 0 || counts[i].v > counts[i].most)
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_cuda_desc.%s is %lld: expected 0 (the default) or a count%s",
+                            counts[i].name, (long long)counts[i].v, counts[i].most < INT64_MAX ? " up to 1048576" : "");
+    if (!(c.overlap_delay_us >= 0 && c.overlap_delay_us <= 1e9))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_cuda_desc.overlap_delay_us is %g: expected 0 to 1e9 (tests only)",
+                        c.overlap_delay_us);
+    *out = c;
+    return WD_OK;
 }
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create) {
     const char *tf = getenv(name);

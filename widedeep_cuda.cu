@@ -28,7 +28,7 @@
 // (per-block partials, summed in a fixed order) -> MLP backward (GEMMs; ReLU'
 // and the bias gradients in DRELU_BGRAD epilogues, else relu_grad and
 // two-level column sums) -> sparse rows: one key per id occurrence, radix sort, runs of equal
-// keys, each run's gradient row summed from dlogit and dx (WD_CUDA_SPARSE:
+// keys, each run's gradient row summed from dlogit and dx (cuda.sparse:
 // segmented, runs cut into segments of at most WDC_SEG rows summed by a warp
 // each, then each run's segments in order; or fused, one warp per run of at
 // most WDC_HOT rows and one block per chunk of WDC_HOT_CHUNK rows of a hot
@@ -46,51 +46,33 @@
 // multiprocessors, cuBLAS's guarantee).
 //
 // Precision: the MLP's GEMMs take fp32 inputs and run on TF32 tensor cores
-// (WD_CUDA_FP32=1: full fp32); everything else is fp32. A model of precision
+// (cuda.fp32: full fp32); everything else is fp32. A model of precision
 // bf16 (wd_model_desc.precision) rounds what the CPU's bf16 path rounds, by
 // its rule (wd_bf16_bits): the MLP input x, the weights (a bf16 copy that the
 // dense update keeps current), the hidden activations, every dz the products
 // read (dlogit's copy, then each layer's ReLU'd gradient); products
 // accumulate in fp32 and their hidden outputs are rounded after the epilogue
-// (section 3; WD_CUDA_BF16_DIRECT=1: by cuBLASLt, writing bf16); the biases,
+// (section 3; cuda.bf16_direct: by cuBLASLt, writing bf16); the biases,
 // bias gradients, dW, the first layer's dx (the embeddings' gradient), the
 // deep logit, parameters and optimizer state stay fp32. Where it differs from
 // the CPU: the order of the fp32 accumulation (cuBLASLt's, not oneDNN's), so
 // a value within rounding noise of a bf16 rounding boundary may round the
-// other way; with WD_CUDA_BF16_DIRECT=1 cuBLASLt rounds a bf16 product output
+// other way; with cuda.bf16_direct cuBLASLt rounds a bf16 product output
 // to nearest even but keeps a subnormal (the CPU flushes it to 0: a positive
 // activation below 1.2e-38); and with
 // the epilogues the ReLU mask is taken from the fp32 pre-activation (> 0),
 // the CPU's from the bf16 activation (> 0), which differ only for the same
 // subnormals. tests/test_gpu.cu's gradients_bf16 bounds the effect.
 //
-// Environment: WD_CUDA_FP32=1 full-FP32 GEMMs (default TF32); WD_CUDA_EPILOGUE=0
-// no ReLU-mask epilogues (default 1: RELU_AUX_BIAS and DRELU_BGRAD where
-// cuBLASLt has an algorithm, layer by layer; the report's mlp= says which
-// fused); WD_CUDA_BF16_DIRECT=1 at precision bf16 the epilogues' own bf16
-// output first (section 3); WD_CUDA_GRAPH=0
-// no CUDA graph; WD_CUDA_OVERLAP=0 the whole step on one stream, the gather
-// and the wide logit as separate kernels (default 1: the same arithmetic, bit
-// for bit, with the sort beside the MLP; WD_CUDA_OVERLAP_DELAY_US, for tests,
-// delays the sort's branch by that much; WD_CUDA_SIDE_PRIORITY=1 runs that
-// branch's stream at the device's greatest priority, the engine line's
-// side=high); WD_CUDA_TIMING=1 times the stages
-// with events (no graph, no overlap: the stages one after another; the
-// sparse sort, the sparse rows and the updates each a stage of its own);
-// WD_CUDA_SPARSE=fused|segmented the embedding backward (default segmented:
-// the path reviewed longest; fused is the faster design on paper and becomes
-// the default once a GPU run has passed test_gpu with it and timed both,
-// bench/gpu_run.sh phase 3; WD_CUDA_FUSED_GRID=N, tests only, caps the fused
-// kernels' grid-stride grids at N blocks, the same bits);
-// WD_CUDA_MAX_BYTES caps the device memory the plan may use; WD_COMM_TIMEOUT
-// seconds before a rank waiting on others gives up (default 600: set-up, the
-// warm-up collective, every collective, teardown); WD_NCCL_LIB the NCCL library;
-// WD_CHECK_TABLES=K compares the replicas' table checksums every K steps;
-// WD_EXCHANGE_CAP=N the exchange's first cap (rows per rank, then it follows
-// the counts: the header's wd_xcap); WD_EXCHANGE_FULL=1 every exchange at
-// the whole capacity, as before the cap (for timing both side by side);
-// WD_CUDA_TEST_FAIL=R:S (tests only) rank R's S-th step fails right after
-// its collectives, R:S:pre right before them (section 6: the failure handling).
+// Settings: wd_cuda_desc (widedeep.h, section 15: each field, its default and
+// its environment override, for benchmarks and tests, in one table), given to
+// wdc_create in wd_backend_desc.cuda as wd_cuda_desc_resolve left them; the
+// default sparse path is segmented, the path reviewed longest (fused is the
+// faster design on paper and becomes the default once a GPU run has passed
+// test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
+// WD_COMM_TIMEOUT (the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
+// (tests only) rank R's S-th step fails right after its collectives, R:S:pre
+// right before them (section 6: the failure handling), are read where they act.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -206,7 +188,7 @@ struct wdc_result {
     float tail[WD_STEP_TAIL];       // loss sum, weight sum, samples, votes (over all ranks)
     int flags, halted;              // this step's flags; failures of this or an earlier step
     long long step;                 // steps applied after it
-    unsigned long long checksum;    // WD_CHECK_TABLES: this replica's checksum
+    unsigned long long checksum;    // cuda.check_tables: this replica's checksum
 };
 // A device batch: pointers into one input buffer (same carve as a host wd_batch).
 struct wdc_batch {
@@ -238,9 +220,9 @@ struct wdc_state {
     float inv_w;                    // 1 / weight sum of this step (0: nothing to apply)
     float c1, c2;                   // Adam's bias corrections for this step
     int nruns, nsegs;               // runs and segments of the current sort
-    int nhot, nchunks;              // WD_CUDA_SPARSE=fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
+    int nhot, nchunks;              // sparse fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
     float vote[2][WD_STEP_VOTES];   // the host's votes (stop, failure), per input buffer
-    unsigned long long checksum, checksums[256];   // WD_CHECK_TABLES: this replica's, every rank's
+    unsigned long long checksum, checksums[256];   // cuda.check_tables: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
     int xres[2][3];                 // per input buffer: most merged rows of a rank, xover, the tail's flags (for the host)
@@ -279,7 +261,7 @@ __device__ __forceinline__ void wdc_x_put(float *x, uint16_t *x16, size_t at, fl
     if (x16) x16[at] = wdc_bf16(v);
     else x[at] = v;
 }
-// x (n, INp) or x16, one block per sample (WD_CUDA_OVERLAP=0; wdc_gather_wide_k otherwise).
+// x (n, INp) or x16, one block per sample (cuda.no_overlap; wdc_gather_wide_k otherwise).
 __global__ void wdc_gather_k(float *x, uint16_t *x16, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off,
                              const wdc_dims *__restrict__ dp, int n) {
     const wdc_batch &b = *bp;
@@ -294,7 +276,7 @@ static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_
     return WD_OK;
 }
 
-// Spins for ns nanoseconds (WD_CUDA_OVERLAP_DELAY_US, tests only: first on
+// Spins for ns nanoseconds (cuda.overlap_delay_us, tests only: first on
 // the side branch, so that a reader of the sort's buffers not ordered behind
 // the join reads them before the branch writes them, every time).
 __global__ void wdc_spin_k(long long ns) {
@@ -334,7 +316,7 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
     for (int u = 0; u < 32 && u < count; u++) z = __fadd_rn(z, __shfl_sync(0xffffffffu, term, u));
     return z;
 }
-// WD_CUDA_OVERLAP=1: the gather and the wide logit in one kernel, one warp
+// overlap on: the gather and the wide logit in one kernel, one warp
 // per sample. x (n, INp) when x or x16 is given (wdc_x_put): the dense columns and the zero
 // padding a column a lane; the pooled embeddings, when E is a multiple of 4,
 // a quad of one slot's row a lane (the row read as float4: 16-byte aligned),
@@ -676,7 +658,7 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
     }
 }
 
-// The fused embedding backward (WD_CUDA_SPARSE=fused): every run's merged
+// The fused embedding backward (cuda.sparse fused): every run's merged
 // row straight from dlogit and dx, no segments. A run of at most WDC_HOT
 // occurrences is summed by one warp (wdc_fused_rows_k); a longer (hot) one is
 // cut into chunks of WDC_HOT_CHUNK occurrences, each summed by one block whose
@@ -922,7 +904,7 @@ __global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows
     const float *in = (const float *)(blk + 16 + 8 * cap);
     for (int c = 0; c < R; c++) rows_out[(size_t)q * R + c] = in[(size_t)j * R + c];
 }
-// WD_CHECK_TABLES: an order-independent checksum (integer sums of the bit
+// cuda.check_tables: an order-independent checksum (integer sums of the bit
 // patterns times a position hash), so identical replicas give equal sums.
 __global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long long n, unsigned long long salt) {
     unsigned long long s = 0;
@@ -972,9 +954,9 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 // arithmetic after the product (wdc_bias_act_k here; ReLU' and the column
 // sums in wdc_step_enqueue). The epilogues:
 //   BIAS, RELU_BIAS   forward: the product + bias (fp32), then ReLU
-//   RELU_AUX_BIAS     forward, WD_CUDA_EPILOGUE=1: the same, and the ReLU mask into aux (bit = pre-activation > 0:
+//   RELU_AUX_BIAS     forward, epilogues on: the same, and the ReLU mask into aux (bit = pre-activation > 0:
 //                     assumed, cuBLASLt says "ReLu bit-mask"; > 0 and >= 0 differ only at exactly 0)
-//   DRELU_BGRAD       backward, WD_CUDA_EPILOGUE=1, layer l > 0's da = dz W, when layer l - 1's forward wrote
+//   DRELU_BGRAD       backward, epilogues on, layer l > 0's da = dz W, when layer l - 1's forward wrote
 //                     its mask: zeroes da where the mask bit is 0 (ReLU'), and writes the column sums of the
 //                     result, layer l - 1's bias gradient (fp32), to the bias pointer
 // Precision bf16: A and B are bf16, the products accumulate in fp32
@@ -984,7 +966,7 @@ __global__ void wdc_sum_ranks_k(float *out, wdc_ptrs in, int n, size_t a, size_t
 // epilogue, into an fp32 buffer, and rounded by wdc_to_bf16_k (the rule of
 // wd_bf16_bits) into the bf16 one: cuBLASLt documents an fp32 bias (and bias
 // gradient) with an fp32 output only; for a bf16 output its bias type is
-// bf16. WD_CUDA_BF16_DIRECT=1 offers first the epilogue writing the bf16
+// bf16. cuda.bf16_direct offers first the epilogue writing the bf16
 // output itself with the fp32 bias (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE):
 // 6 bytes less an element, but a combination the documentation does not list
 // (cuBLASLt may refuse it: then the fp32 offers follow; or ignore the bias
@@ -1111,7 +1093,8 @@ static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size
     cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, p->B, p->la, p->A, p->lb, &zero, p->C, p->lc, p->C, p->lc, &p->algo, ws, ws_bytes, st);
     if (s != CUBLAS_STATUS_SUCCESS)
         return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d, epilogue %d) failed: status %d%s", p->M, p->N, p->K, p->epi, (int)s,
-                        p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD ? " (WD_CUDA_EPILOGUE=0 runs without the ReLU-mask epilogues)" : "");
+                        p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD
+                            ? " (cuda.no_epilogue runs without the ReLU-mask epilogues)" : "");
     size_t count = (size_t)p->M * (size_t)p->N;
     if (p->bias_after) {
         WDC_GO(wdc_bias_act_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
@@ -1121,7 +1104,7 @@ static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size
 }
 
 // ---- 4. Device rank -----------------------------------------------------------------------------
-// Stage boundaries of a timed step (WD_CUDA_TIMING=1): 0 start, 1 gathered, 2 forward, 3 loss,
+// Stage boundaries of a timed step (cuda.timing): 0 start, 1 gathered, 2 forward, 3 loss,
 // 4 backward, 5 sorted (keys, sort, runs), 6 rows merged (one rank: checked too; several: packed),
 // 7 exchanged (several ranks: collectives, the second sort and merge, the checks), 8 updated, 9 end.
 #define WDC_MARKS 10
@@ -1141,28 +1124,28 @@ struct wdc_rank {
     size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
     float *x, *grad[2], *logits, *g, *partial;
     void *act[WD_MAX_LAYERS + 1];   // (B, H_l) fp32; at precision bf16 the hidden layers' bf16 (the last, the deep logit, fp32)
-    uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; WD_CUDA_EPILOGUE=1)
+    uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; the epilogues)
     int64_t mask_ld[WD_MAX_LAYERS + 1];
     uint16_t *wlp, *x16, *lpg[2];   // precision bf16: the MLP weights (Pd's MLP part), the MLP input, the dz ping-pong
     // (wlp mirrors the fp32 layout: layer l's W at 2 lw[l] bytes, 16-byte aligned when every width is a
     // multiple of 8, as 1024-512-256; otherwise the plans tell the heuristic the real alignment, and
     // that W's row pitch and the activations' are as misaligned, so padding the offsets alone would not
     // make those products vectorised: mlp22 review F6)
-    float *wide_logit;              // (B) wide logits from wdc_gather_wide_k (logits row 2; WD_CUDA_OVERLAP=1)
+    float *wide_logit;              // (B) wide logits from wdc_gather_wide_k (logits row 2; overlap on)
     float *loss_part;               // (B / 256 + 1, 4) the loss kernel's per-block sums (logits rows 3-4, or partial)
     unsigned long long *keys, *keys_alt, *ukeys;
     uint32_t *occ, *occ_alt;
     int *run_cnt, *run_off, *seg_cnt, *seg_first, *seg_run;
     float *seg_rows, *rows;
-    // WD_CUDA_SPARSE=fused keeps its lists in the segment buffers (each step uses one kind or
+    // sparse fused keeps its lists in the segment buffers (each step uses one kind or
     // the other for its first merge; the second merge of an exchange comes after it):
     int4 *hot;                      // (N / (WDC_HOT + 1)) in seg_cnt: hot run, its first chunk, its chunks
     int2 *chunks;                   // (N / WDC_HOT_CHUNK + N / (WDC_HOT + 1) + 1) in seg_run: run, chunk index
     float *chunk_rows;              // (chunks, R) in seg_rows: each chunk's sum
-    int sparse_fused;               // WD_CUDA_SPARSE: 1 fused, 0 segmented
-    unsigned fused_grid[3];         // WD_CUDA_SPARSE=fused: the most blocks of wdc_fused_rows_k, wdc_hot_chunk_k and
+    int sparse_fused;               // cuda.sparse: 1 fused, 0 segmented
+    unsigned fused_grid[3];         // sparse fused: the most blocks of wdc_fused_rows_k, wdc_hot_chunk_k and
                                     // wdc_hot_merge_k resident at once on the device (their grid-stride grids)
-    unsigned fused_cap;             // WD_CUDA_FUSED_GRID=N (tests only; 0: unset): those grids at most N blocks, so
+    unsigned fused_cap;             // cuda.fused_grid N (tests only; 0: unset): those grids at most N blocks, so
                                     // every grid-stride loop takes several passes (the sums are the same bits)
     char *exchange;
     void *scratch, *gemm_ws;
@@ -1171,23 +1154,24 @@ struct wdc_rank {
     long long *table_off;           // inside state
     cublasLtHandle_t lt;
     wdc_mm fwd[WD_MAX_LAYERS + 1], bw[WD_MAX_LAYERS + 1], ba[WD_MAX_LAYERS + 1];
-    cudaStream_t compute, copy, side;   // side: the sort's branch of a step (WD_CUDA_OVERLAP=1)
-    cudaEvent_t copied[2], done[2], mark[2][WDC_MARKS];   // mark: stage boundaries per input buffer (WD_CUDA_TIMING=1)
+    cudaStream_t compute, copy, side;   // side: the sort's branch of a step (overlap on)
+    cudaEvent_t copied[2], done[2], mark[2][WDC_MARKS];   // mark: stage boundaries per input buffer (cuda.timing)
     cudaEvent_t began[2], ended[2]; // every step's device time: from when the compute stream starts it to its end
     double device_s;                // the device time of steps after the first WDC_WARM_STEPS (the engine's device_ms)
     long long device_steps;
     cudaEvent_t fork, join;         // the side branch leaves the compute stream and rejoins it
     cudaGraphExec_t graph[2];
-    int use_graph, timing, fp32;    // fp32: WD_CUDA_FP32=1 (full-fp32 GEMMs), else TF32
-    int overlap;                    // WD_CUDA_OVERLAP (default 1, off when timing): side branch, gather with the wide logit
-    int side_prio;                  // WD_CUDA_SIDE_PRIORITY=1: the side stream at the device's greatest priority (default 0)
-    long long side_delay_ns;        // WD_CUDA_OVERLAP_DELAY_US (tests only): the side branch first waits this long (wdc_spin_k)
-    int lp, epilogue;               // lp: precision bf16; epilogue: WD_CUDA_EPILOGUE (default 1) offers the ReLU-mask epilogues
-    int bf16_direct;                // WD_CUDA_BF16_DIRECT=1: at bf16 the epilogues are offered a bf16 output first (section 3)
+    // the settings (wd_cuda_desc: cuda.fp32, no_graph, ...) as this rank runs them
+    int use_graph, timing, fp32;    // fp32: full-fp32 GEMMs, else TF32
+    int overlap;                    // default 1, off when timing: side branch, gather with the wide logit
+    int side_prio;                  // the side stream at the device's greatest priority (default 0)
+    long long side_delay_ns;        // tests only: the side branch first waits this long (wdc_spin_k)
+    int lp, epilogue;               // lp: precision bf16; epilogue (default 1): the ReLU-mask epilogues offered
+    int bf16_direct;                // at bf16 the epilogues are offered a bf16 output first (section 3)
     int64_t check_every;
     wd_comm *comm;
     wd_xcap xcap;                   // the exchange (several ranks): merged rows per rank and step (the header's wd_xcap)
-    int xfull;                      // WD_EXCHANGE_FULL=1: every step's exchange at the whole capacity (as before the cap)
+    int xfull;                      // cuda.exchange_full: every exchange at the whole capacity (as before the cap)
     long long xredone;              // steps done again with the whole capacity (a rank's rows did not fit)
     int xpend[2];                   // per input buffer: the exchange's outcome (and the tail's flags) not read yet
     int xcapped[2];                 // per input buffer: its exchange had a cap (an overflow is done again)
@@ -1232,7 +1216,7 @@ static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL}
 // runs meanwhile (a failed group or the timeout aborts it, and NCCL's
 // kernels then end); a stream still busy 10 s after that leaves the rank's
 // device memory allocated (cudaFree would wait for the kernel) rather than hang.
-// The side stream (WD_CUDA_OVERLAP) is waited for last: its work waits on the
+// The side stream (overlap on) is waited for last: its work waits on the
 // compute stream through the fork event, behind the previous step's
 // collectives, so it can end only after them; once the compute stream has
 // drained, every fork recorded on it has completed and what is left on the
@@ -1488,6 +1472,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     wd_model_view_get(r->model, &r->v);
     const wd_model_view *v = &r->v;
     const wd_model_desc *md = v->desc;
+    const wd_cuda_desc *cfg = &bd->cuda;   // the settings (as wd_cuda_desc_resolve gave them: wd_train, wd_evaluate)
     r->lp = md->precision == WD_PRECISION_BF16 && v->nlayers;
     WDC_CUDA(cudaSetDevice(r->device));
     // shapes
@@ -1528,8 +1513,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_TRY(wd_plan_make(r->model, r->B, r->comm && r->ranks == 1 ? 2 : r->ranks, &r->plan));
     size_t free_b = 0, total_b = 0;
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    double cap = wd_env_number("WD_CUDA_MAX_BYTES", 0);   // tests: pretend a smaller device
-    if (cap > 0 && cap < (double)free_b) free_b = (size_t)cap;
+    if (cfg->max_bytes > 0 && (uint64_t)cfg->max_bytes < (uint64_t)free_b) free_b = (size_t)cfg->max_bytes;
     if ((size_t)r->plan.total > free_b)
         return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
@@ -1547,9 +1531,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking));
     WDC_CUDA(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking));
     // the side branch's kernels are short and latency-bound (keys, radix-sort passes, run-length
-    // encoding, scan); WD_CUDA_SIDE_PRIORITY=1 schedules its blocks ahead of queued GEMM tiles
+    // encoding, scan); side_priority schedules its blocks ahead of queued GEMM tiles
     // (overlap22 review #7), to be timed against the default before it becomes one
-    r->side_prio = wd_env_number("WD_CUDA_SIDE_PRIORITY", 0) != 0;
+    r->side_prio = cfg->side_priority;
     if (r->side_prio) {
         int least = 0, greatest = 0;
         WDC_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -1564,11 +1548,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaEventCreate(&r->began[i]));
         WDC_CUDA(cudaEventCreate(&r->ended[i]));
     }
-    r->timing = wd_env_number("WD_CUDA_TIMING", 0) != 0;
-    wd_cuda_env env;   // the settings every rank must share (the start-up agreement reads them alike)
-    wd_cuda_env_read(&env);
-    r->sparse_fused = env.sparse_fused;   // default segmented: see the header comment
-    if (r->sparse_fused < 0) return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_SPARSE=%.40s: expected fused or segmented", getenv("WD_CUDA_SPARSE"));
+    r->timing = cfg->timing;
+    r->sparse_fused = cfg->sparse == WD_CUDA_SPARSE_FUSED;   // default segmented: see the header comment
     if (r->sparse_fused) {   // a grid-stride kernel's blocks beyond those resident at once would only wait for a second wave
         int sms = 0, per[3] = {0, 0, 0};
         WDC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->device));
@@ -1576,20 +1557,14 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[1], wdc_hot_chunk_k, WDC_THREADS, 0));
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[2], wdc_hot_merge_k, WDC_THREADS, 0));
         for (int i = 0; i < 3; i++) r->fused_grid[i] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per[i] > 0 ? per[i] : 1);
-        const char *fg = getenv("WD_CUDA_FUSED_GRID");   // tests only (bench/GPU_RUN.md): the grids capped
-        if (fg && *fg) {
-            char *end = NULL;
-            long cap = strtol(fg, &end, 10);
-            if (*end || cap < 1 || cap > 1 << 20) return wdc_fail(WD_ERR_INVALID_ARG, "WD_CUDA_FUSED_GRID=%.40s: expected a count of blocks from 1 to 1048576 (tests only)", fg);
-            r->fused_cap = (unsigned)cap;
-            for (int i = 0; i < 3; i++) r->fused_grid[i] = min(r->fused_grid[i], r->fused_cap);
-        }
+        r->fused_cap = (unsigned)cfg->fused_grid;   // tests only (bench/GPU_RUN.md): the grids capped
+        for (int i = 0; r->fused_cap && i < 3; i++) r->fused_grid[i] = min(r->fused_grid[i], r->fused_cap);
     }
     for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
-    r->check_every = env.check_tables;
-    r->use_graph = !r->comm && !r->timing && wd_env_number("WD_CUDA_GRAPH", 1) != 0;
-    r->overlap = !r->timing && wd_env_number("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
-    r->side_delay_ns = (long long)(1e3 * wd_env_number("WD_CUDA_OVERLAP_DELAY_US", 0));
+    r->check_every = cfg->check_tables;
+    r->use_graph = !r->comm && !r->timing && !cfg->no_graph;
+    r->overlap = !r->timing && !cfg->no_overlap;   // timed stages run one after another
+    r->side_delay_ns = (long long)(1e3 * cfg->overlap_delay_us);
     {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them);
         // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
         int create = 0;
@@ -1601,16 +1576,16 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
-    wd_xcap_init(&r->xcap, d->rows, env.exchange_cap);
-    r->xfull = env.exchange_full;
+    wd_xcap_init(&r->xcap, d->rows, cfg->exchange_cap);
+    r->xfull = cfg->exchange_full;
     r->staging_bytes = 16 << 20;
     WDC_CUDA(cudaHostAlloc((void **)&r->staging, r->staging_bytes, cudaHostAllocPortable));
     // GEMM plans: forward with bias (+ReLU), dW = dz^T a, da = dz W; the
     // buffers wdc_forward and wdc_step_enqueue run them with
     WDC_LT(cublasLtCreate(&r->lt));
-    r->fp32 = wd_env_number("WD_CUDA_FP32", 0) != 0;
-    r->epilogue = wd_env_number("WD_CUDA_EPILOGUE", 1) != 0;
-    r->bf16_direct = r->lp && wd_env_number("WD_CUDA_BF16_DIRECT", 0) != 0;
+    r->fp32 = cfg->fp32;
+    r->epilogue = !cfg->no_epilogue;
+    r->bf16_direct = r->lp && cfg->bf16_direct;
     cublasComputeType_t compute = r->lp || r->fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     cudaDataType_t in_t = r->lp ? CUDA_R_16BF : CUDA_R_32F;
     // layer l's forward plan; aux: RELU_AUX_BIAS may be offered
@@ -1621,7 +1596,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         const float *bias = r->dense + r->lb[l];
         // a bf16 hidden output is the next product's input; it goes in fp32 to a scratch
         // (grad[0], idle in the forward pass), then the epilogue's result is rounded
-        // (wdc_to_bf16_k) or, unfused, bias_act adds the bias and rounds; WD_CUDA_BF16_DIRECT=1
+        // (wdc_to_bf16_k) or, unfused, bias_act adds the bias and rounds; cuda.bf16_direct
         // offers the epilogues' own bf16 output first (section 3)
         int lp_out = r->lp && !last;
         void *fc = lp_out ? (void *)r->grad[0] : r->act[l];
@@ -1656,7 +1631,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, &wa, &wo, 1, r->gemm_ws_bytes));
         // da = dz W into grad[l % 2] (fp32: layer 0's is the embeddings' gradient); through layer
         // l - 1's ReLU with DRELU_BGRAD when that layer wrote its mask, at bf16 then rounded into
-        // lpg[l % 2] (WD_CUDA_BF16_DIRECT=1: offered straight into lpg[l % 2] first)
+        // lpg[l % 2] (cuda.bf16_direct: offered straight into lpg[l % 2] first)
         wdc_mm_args aa = {compute, in_t, 0, 0, r->B, K, out, dz, W, l ? r->g + r->lb[l - 1] : NULL, l ? r->mask[l - 1] : NULL, l ? r->mask_ld[l - 1] : 0};
         wdc_mm_offer ao[3];
         int na = 0;
@@ -1797,7 +1772,7 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
 }
 // Enqueues a whole training step on the batch in input buffer `slot`.
 //
-// With r->overlap (WD_CUDA_OVERLAP=1, the default) the step forks: keys,
+// With r->overlap (overlap on, the default) the step forks: keys,
 // radix sort and run-length encoding (wdc_sort_batch) run on the side
 // stream, beside the gather, MLP forward, loss and backward on the compute
 // stream, and join it before their first reader (wdc_sparse_rows: segments
@@ -1821,11 +1796,11 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
 // (and the gather and wide logit as two kernels): the model is the same
 // bit for bit (tests/test_gpu.cu, test_overlap_matches_serial).
 // With several ranks the exchange sends xcap rows per rank, or (slow, and
-// with WD_EXCHANGE_FULL=1) every occurrence's (the whole capacity: a step
+// with cuda.exchange_full) every occurrence's (the whole capacity: a step
 // done again, wdc_settle).
 // How far a step's enqueue got (wdc_rank.enq_stage), for an error part way
 // (wdc_step_enqueue): its exchange's collectives, their read-back for the
-// host, an update, WD_CHECK_TABLES's gather.
+// host, an update, cuda.check_tables's gather.
 enum { WDC_ENQ_STARTED = 0, WDC_ENQ_COLL, WDC_ENQ_READ, WDC_ENQ_UPDATES, WDC_ENQ_CHECKED };
 // After the exchange's collectives: every rank's count of merged rows and the
 // tail's flags to the host (x_host, xdone), which reads them (wdc_settle)
@@ -2258,7 +2233,9 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
         if (!vst) { snprintf(why, sizeof why, "a rank failed (its vote did not read back)"); vst = WD_ERR_ABORTED; }
         return wdc_fail(vst, "%s", why);
     }
-    if (bad & WDC_TABLES_DIFFER) return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (WD_CHECK_TABLES)", res->step + 1);
+    if (bad & WDC_TABLES_DIFFER)
+        return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (cuda.check_tables)",
+                        res->step + 1);
     if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step + 1);
     if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step + 1, (double)WDC_GRAD_MAX);
     if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step + 1);
@@ -2308,7 +2285,7 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     // or BIAS, kernel: wdc_bias_act_k after it), B the da product's (fused: DRELU_BGRAD, kernel:
     // relu_grad and the column sums after it, -: layer 0 has no ReLU below); at precision bf16
     // "+r": the epilogue wrote fp32 and wdc_to_bf16_k rounded it (without: cuBLASLt wrote the
-    // bf16 output itself, WD_CUDA_BF16_DIRECT=1)
+    // bf16 output itself, cuda.bf16_direct)
     char mlp[16 * (WD_MAX_LAYERS + 1)] = "";
     size_t o = 0;
     for (int l = 0; l < r->v.nlayers && o < sizeof mlp; l++) {
@@ -2317,7 +2294,7 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
                               f->epi == WDC_EPI_RELU_AUX_BIAS ? "aux" : f->epi == WDC_EPI_NONE ? "kernel" : "fused", f->out16 && !f->bias_after ? "+r" : "",
                               l == 0 ? "-" : b->epi == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel", l && b->out16 ? "+r" : "");
     }
-    char fg[48] = "";   // WD_CUDA_FUSED_GRID (tests only): the grids it left
+    char fg[48] = "";   // cuda.fused_grid (tests only): the grids it left
     if (r->sparse_fused && r->fused_cap) snprintf(fg, sizeof fg, " fused_grid=%u,%u,%u", r->fused_grid[0], r->fused_grid[1], r->fused_grid[2]);
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
     if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);

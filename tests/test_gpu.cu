@@ -20,7 +20,7 @@
 // biases, the wide dense weights, the wide bias, one slot's or cross's table).
 //  - Gradients are compared directly: one step of Adam (beta1 0.8) from a
 //    fresh model leaves m = (1 - beta1) g in every deep state array, and FTRL
-//    from z = n = w = 0 leaves z = g in the wide ones. FP32 (WD_CUDA_FP32=1):
+//    from z = n = w = 0 leaves z = g in the wide ones. FP32 (cuda.fp32 = 1):
 //    TOL 1e-4 (the CPU backend, float too, stays within 0.06 of it here and
 //    within 0.21 after 4 steps: the dry run below; a 1% gradient error fails
 //    by 90x, a 1% error in lr_deep or lr_wide by 80x or more); TF32 (the
@@ -60,7 +60,7 @@
 //  - Runs of the same code on the same shapes must agree: graph or stream or
 //    timed stream, on each sparse path, bit for bit; resumed from a
 //    checkpoint or not, to 1e-6 (bitwise is expected; the number of
-//    differing elements is printed); WD_CUDA_OVERLAP on and off
+//    differing elements is printed); overlap (cuda.no_overlap) on and off
 //    must agree bit for bit (only the scheduling differs). N simulated ranks against one
 //    rank (other GEMM shapes and summation orders): relative L2 error per
 //    tensor <= 1e-4.
@@ -103,12 +103,16 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-static void set_fp32(int on) { setenv("WD_CUDA_FP32", on == 1 ? "1" : "0", 1); }
+// The CUDA settings every backend and training of a test gets (backend_open,
+// backend_steps, train_desc; wd_eval_desc.cuda where it evaluates): a test
+// sets its fields, and they are 0 again (the defaults) after every test (RUN).
+static wd_cuda_desc CUDA;
+static void set_fp32(int on) { CUDA.fp32 = on == 1; }
 // The precision modes of the compared runs: TF32 (the default), FP32
-// (WD_CUDA_FP32=1) and a model of precision bf16.
+// (cuda.fp32) and a model of precision bf16.
 enum { M_TF32 = 0, M_FP32 = 1, M_BF16 = 2 };
 static const char *mode_name(int mode) { return mode == M_BF16 ? "bf16" : mode == M_FP32 ? "fp32" : "tf32"; }
-static void set_epilogue(int on) { setenv("WD_CUDA_EPILOGUE", on ? "1" : "0", 1); }
+static void set_epilogue(int on) { CUDA.no_epilogue = !on; }
 // Whether every ReLU mask the engine line's mlp= says a forward product writes
 // ("aux") is read by the next layer's da (its "fused": DRELU_BGRAD); true
 // without mlp= or with mlp=none.
@@ -378,7 +382,7 @@ static wd_model *cfg_model(const cfg *c, wd_schema *s) { return cfg_model_mode(c
 static wd_status backend_open(wd_model *m, int batch, wd_backend **be) {
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
-    bd.model = m; bd.batch = batch; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2;
+    bd.model = m; bd.batch = batch; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.cuda = CUDA;
     return TEST_BACKEND()->create(&bd, be);
 }
 
@@ -657,19 +661,19 @@ static wd_model *steps_case(const cfg *c, int steps, int fp32, double tol, doubl
 // Precision bf16 against the reference rounding as the library does, with
 // the ReLU-mask epilogues (the default: each hidden output written in fp32
 // and rounded after), with them writing bf16 themselves
-// (WD_CUDA_BF16_DIRECT=1: fp32 biases with a bf16 output, a combination
+// (cuda.bf16_direct: fp32 biases with a bf16 output, a combination
 // cuBLASLt does not document; the engine line printed says which layers got
 // it, "+r" where cuBLASLt refused it and the rounded offer ran), and without
-// them (WD_CUDA_EPILOGUE=0: the separate kernels, each layer's product
+// them (cuda.no_epilogue: the separate kernels, each layer's product
 // rounded by relu_grad or bias_act).
 static void test_gradients_bf16(void) {
     const cfg *cs[4] = {&C_CRITEO, &C_MH_MEAN, &C_ZIPF, &C_ODD};
-    static const int variant[3][2] = {{1, 0}, {1, 1}, {0, 0}};   // WD_CUDA_EPILOGUE, WD_CUDA_BF16_DIRECT
+    static const int variant[3][2] = {{1, 0}, {1, 1}, {0, 0}};   // epilogues on, cuda.bf16_direct
     for (int k = 0; k < 3; k++) {
         if (ON_CPU && variant[k][1]) continue;   // the CPU has no such switch
         set_epilogue(variant[k][0]);
-        setenv("WD_CUDA_BF16_DIRECT", variant[k][1] ? "1" : "0", 1);
-        printf("  WD_CUDA_EPILOGUE=%d WD_CUDA_BF16_DIRECT=%d\n", variant[k][0], variant[k][1]);
+        CUDA.bf16_direct = variant[k][1];
+        printf("  epilogues %s, bf16_direct %d\n", variant[k][0] ? "on" : "off", variant[k][1]);
         bf16_ctl[0] = bf16_ctl[1] = 0;
         for (int i = 0; i < 4; i++)
             if (gradients_case(cs[i], M_BF16, TOL_BF16, SCREEN_BF16) < 0) { SKIP("precision bf16 is not available on this CPU: %.180s", wd_last_error()); return; }
@@ -677,20 +681,18 @@ static void test_gradients_bf16(void) {
         printf("  the reference without the dz rounding: worst %.3g of the tolerance; without the activations': %.3g (both must fail)\n", bf16_ctl[0], bf16_ctl[1]);
         CHECK(bf16_ctl[0] > 1.0 && bf16_ctl[1] > 1.0);
     }
-    unsetenv("WD_CUDA_EPILOGUE");
-    unsetenv("WD_CUDA_BF16_DIRECT");
 }
-// The separate kernels (WD_CUDA_EPILOGUE=0) against the reference in FP32,
+// The separate kernels (cuda.no_epilogue) against the reference in FP32,
 // as test_gradients_fp32 does with the epilogues (the default); the report
 // names what ran: mlp= per layer, no RELU_AUX_BIAS or DRELU_BGRAD without
-// them (WD_CUDA_EPILOGUE=0 turns off the ReLU-mask epilogues only, as the
+// them (cuda.no_epilogue turns off the ReLU-mask epilogues only, as the
 // backend's header and README say: the forward products still fuse their
 // bias and ReLU, RELU_BIAS or BIAS, "fused"; the backward ones run
 // relu_grad and the column sums, "kernel"), and with them every product of the criteo-shaped model (three layers,
 // 64-32-1, 16-byte aligned biases: layer 0 has no ReLU below it, the top no
 // ReLU of its own) fused where cuBLASLt documents the epilogue, at TF32 and
 // at bf16 (the hidden outputs in fp32, rounded after: "+r"); at bf16 with
-// WD_CUDA_BF16_DIRECT=1 the line is printed, not checked (whether cuBLASLt
+// cuda.bf16_direct the line is printed, not checked (whether cuBLASLt
 // takes an fp32 bias with a bf16 output is what a GPU run finds out:
 // bench/GPU_RUN.md).
 static void test_epilogue_off(void) {
@@ -706,22 +708,21 @@ static void test_epilogue_off(void) {
     for (int k = 0; k < 4; k++) {
         set_epilogue(v[k].epi);
         set_fp32(v[k].mode);   // TF32, not the FP32 gradients_case left set
-        setenv("WD_CUDA_BF16_DIRECT", v[k].direct ? "1" : "0", 1);
+        CUDA.bf16_direct = v[k].direct;
         wd_schema sc;
         wd_model *m = cfg_model_mode(&C_CRITEO, &sc, v[k].mode);
         wd_backend *be = NULL;
         wd_status st = m ? backend_open(m, NB, &be) : WD_ERR_INTERNAL;
         char what[300] = "";
         if (!st) { TEST_BACKEND()->describe(be, what, sizeof what); TEST_BACKEND()->destroy(be); }
-        printf("  %s, WD_CUDA_EPILOGUE=%d WD_CUDA_BF16_DIRECT=%d: %s\n", mode_name(v[k].mode), v[k].epi, v[k].direct, st ? wd_last_error() : what);
+        printf("  %s, epilogues %s, bf16_direct %d: %s\n", mode_name(v[k].mode), v[k].epi ? "on" : "off", v[k].direct,
+               st ? wd_last_error() : what);
         wd_model_destroy(m);
         if (ON_CPU) continue;   // the CPU's bf16 may be refused (no AVX512-BF16), and its line has no mlp=
         CHECK_OK(st);
         CHECK(field_is(what, "precision", mode_name(v[k].mode)) && field_is(what, "epilogue", v[k].epi ? "on" : "off"));
         if (v[k].mlp) CHECK(field_is(what, "mlp", v[k].mlp));
     }
-    unsetenv("WD_CUDA_EPILOGUE");
-    unsetenv("WD_CUDA_BF16_DIRECT");
 }
 
 // `steps` steps of batches 0.. of c's data through the CUDA backend (two in
@@ -814,16 +815,15 @@ static void test_steps_bf16(void) {
         set_epilogue(epi);
         for (int i = 0; i < 2; i++) wd_model_destroy(steps_case(cs[i], QUICK ? 2 : 4, M_BF16, TOL_BF16, SCREEN_BF16));
     }
-    unsetenv("WD_CUDA_EPILOGUE");
 }
 
-// The two sparse paths (WD_CUDA_SPARSE=segmented and fused) on runs of every
+// The two sparse paths (cuda.sparse segmented and fused) on runs of every
 // length the kernels treat differently (write_hot) and on Zipf ids, with
 // Adagrad and Adam on the embeddings and FTRL on the wide part: one step's
 // gradients and the touched rows (exactly), then several steps' parameters
 // and optimizer states against the reference; each path twice, bit for bit
 // the same; the two paths within 1e-4 (relative L2) of each other. The backend
-// says which path it ran, and refuses a misspelt switch.
+// says which path it ran (a misspelt switch: test_settings).
 static void test_sparse_paths(void) {
     static const char *path[2] = {"segmented", "fused"};
     const cfg *cs[3] = {&C_HOT_ADAGRAD, &C_HOT_ADAM, &C_ZIPF};
@@ -831,8 +831,8 @@ static void test_sparse_paths(void) {
     for (int i = 0; i < 3; i++) {
         wd_model *got[2] = {NULL, NULL};
         for (int p = 0; p < 2; p++) {
-            setenv("WD_CUDA_SPARSE", path[p], 1);
-            printf("  WD_CUDA_SPARSE=%s\n", path[p]);
+            CUDA.sparse = p ? WD_CUDA_SPARSE_FUSED : WD_CUDA_SPARSE_SEGMENTED;
+            printf("  sparse %s\n", path[p]);
             if (!ON_CPU) {   // the switch reaches the backend (its description names the path)
                 wd_schema s;
                 wd_model *m = cfg_model(cs[i], &s);
@@ -855,31 +855,28 @@ static void test_sparse_paths(void) {
             wd_model_destroy(b);
             got[p] = a;
             // the fused kernels' grid-stride loops (GPU only): their grids capped at 1 and 2 blocks
-            // (WD_CUDA_FUSED_GRID, tests only) against the resident grid, bit for bit. At 1 block
+            // (cuda.fused_grid, tests only) against the resident grid, bit for bit. At 1 block
             // (8 warps) every loop takes several passes; the first batch's slots alone (crosses
             // add more) hold, in HOT, 998 runs, 5 hot runs (> WDC_HOT), 10 chunks (hot runs of
             // 2 and 3 chunks merged), in ZIPF 449 runs, 52 hot runs, 52 chunks: wdc_fused_rows_k
             // takes 57 passes or more, wdc_hot_chunk_k 10 and 52, wdc_hot_merge_k 7 (ZIPF).
             // A run or chunk a pass leaves out or takes twice changes the model.
             for (int g = 1; p == 1 && !ON_CPU && g <= 2; g++) {
-                char gs[16], want[48], what[300];
-                snprintf(gs, sizeof gs, "%d", g);
+                char want[48], what[300];
                 wd_schema s;
                 wd_model *m = cfg_model(cs[i], &s);
                 REQUIRE(m);
-                setenv("WD_CUDA_FUSED_GRID", gs, 1);
+                CUDA.fused_grid = g;
                 wd_backend *be = NULL;
-                wd_status ost = backend_open(m, NB, &be);
-                if (ost) unsetenv("WD_CUDA_FUSED_GRID");
-                REQUIRE_OK(ost);
+                REQUIRE_OK(backend_open(m, NB, &be));
                 TEST_BACKEND()->describe(be, what, sizeof what);
                 TEST_BACKEND()->destroy(be);
                 wd_model_destroy(m);
                 snprintf(want, sizeof want, "fused_grid=%d,%d,%d", g, g, g);
-                printf("  WD_CUDA_FUSED_GRID=%d: %s\n", g, what);
+                printf("  fused_grid %d: %s\n", g, what);
                 CHECK(strstr(what, want) != NULL);   // the cap reached the kernels' grids
                 wd_model *c = steps_case(cs[i], steps, 1, TOL_FP32, SCREEN_FP32);
-                unsetenv("WD_CUDA_FUSED_GRID");
+                CUDA.fused_grid = 0;
                 REQUIRE(c);
                 int64_t gd = -1;
                 models_rel_l2(c, a, &gd, g == 1 ? "grid 1 vs resident" : "grid 2 vs resident");
@@ -891,51 +888,26 @@ static void test_sparse_paths(void) {
         CHECK(models_rel_l2(got[1], got[0], &differ, "fused vs segmented") <= 1e-4);   // other summation orders, as N ranks vs 1
         wd_model_destroy(got[0]); wd_model_destroy(got[1]);
     }
-    if (!ON_CPU) {
-        setenv("WD_CUDA_SPARSE", "fast", 1);
-        wd_schema s;
-        wd_model *m = cfg_model(&C_CRITEO, &s);
-        REQUIRE(m);
-        wd_backend *be = NULL;
-        wd_status st = backend_open(m, NB, &be);
-        printf("  WD_CUDA_SPARSE=fast: %s: %s\n", wd_status_string(st), wd_last_error());
-        CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CUDA_SPARSE"));
-        if (!st) TEST_BACKEND()->destroy(be);
-        setenv("WD_CUDA_SPARSE", "fused", 1);
-        for (int k = 0; k < 2; k++) {   // a grid cap that is no count of blocks is refused, naming it
-            setenv("WD_CUDA_FUSED_GRID", k ? "2x" : "0", 1);
-            be = NULL;
-            st = backend_open(m, NB, &be);
-            printf("  WD_CUDA_FUSED_GRID=%s: %s: %s\n", k ? "2x" : "0", wd_status_string(st), wd_last_error());
-            CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "WD_CUDA_FUSED_GRID"));
-            if (!st) TEST_BACKEND()->destroy(be);
-        }
-        unsetenv("WD_CUDA_FUSED_GRID");
-        wd_model_destroy(m);
-    }
-    unsetenv("WD_CUDA_SPARSE");
 }
 
 // The CUDA graph replays exactly what the stream runs, bit for bit; the
-// timed stream (WD_CUDA_TIMING=1: no graph, no overlap, event marks between
+// timed stream (cuda.timing: no graph, no overlap, event marks between
 // the stages) too, and it fills the device stages of the report; on each
-// sparse path (WD_CUDA_SPARSE=fused on hot runs: runs of a warp, of a block's
+// sparse path (cuda.sparse fused on hot runs: runs of a warp, of a block's
 // chunks, several chunks merged).
 static void test_graph_matches_stream(void) {
     int steps = QUICK ? 2 : 4;
     static const char *path[2] = {"segmented", "fused"};
-    for (int p = 0; p < 2; p++) {   // each sparse path (WD_CUDA_SPARSE), fused on hot runs longer than a chunk
+    for (int p = 0; p < 2; p++) {   // each sparse path (cuda.sparse), fused on hot runs longer than a chunk
         const cfg *c = p ? &C_HOT_ADAGRAD : &C_MH_MEAN;
-        setenv("WD_CUDA_SPARSE", path[p], 1);
-        printf("  WD_CUDA_SPARSE=%s\n", path[p]);
-        setenv("WD_CUDA_GRAPH", "1", 1);
+        CUDA.sparse = p;
+        printf("  sparse %s\n", path[p]);
         wd_model *g = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
-        setenv("WD_CUDA_GRAPH", "0", 1);
+        CUDA.no_graph = 1;
         wd_model *s = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
-        setenv("WD_CUDA_TIMING", "1", 1);
+        CUDA.timing = 1;
         wd_model *t = steps_case(c, steps, 0, TOL_TF32, SCREEN_TF32);
-        unsetenv("WD_CUDA_TIMING");
-        unsetenv("WD_CUDA_GRAPH");
+        CUDA.timing = CUDA.no_graph = 0;
         REQUIRE(g && s && t);
         int64_t d1, d2;
         CHECK(models_rel_l2(g, s, &d1, "graph vs stream") <= 1e-6 && d1 == 0);
@@ -944,7 +916,7 @@ static void test_graph_matches_stream(void) {
     }
     // the stage breakdown of a timed wd_train, each sparse path
     for (int p = 0; p < 2; p++) {
-        setenv("WD_CUDA_SPARSE", path[p], 1);
+        CUDA.sparse = p;
         wd_schema sc;
         wd_model *m = cfg_model(&C_CRITEO, &sc);
         REQUIRE(m);
@@ -952,11 +924,11 @@ static void test_graph_matches_stream(void) {
         wd_train_desc td;
         memset(&td, 0, sizeof td);
         td.files = files; td.nfiles = 1; td.batch_size = NB; td.max_steps = 6; td.device = TEST_DEVICE; td.loader_threads = 2;
-        setenv("WD_CUDA_TIMING", "1", 1);
+        td.cuda = CUDA;
+        td.cuda.timing = 1;
         wd_train_report rep;
         CHECK_OK(wd_train(m, &td, &rep));
-        unsetenv("WD_CUDA_TIMING");
-        printf("  timed wd_train, WD_CUDA_SPARSE=%s: %s; ms per step:", path[p], rep.engine);
+        printf("  timed wd_train, sparse %s: %s; ms per step:", path[p], rep.engine);
         for (int i = 0; i < WD_STAGE_COUNT; i++) printf(" %s %.3f", wd_stage_name(i), rep.steps ? 1e3 * rep.stage_s[i] / (double)rep.steps : 0.0);
         printf("\n");
         char want[40];
@@ -970,12 +942,11 @@ static void test_graph_matches_stream(void) {
               (ON_CPU || (strstr(rep.engine, "graph=off") && strstr(rep.engine, "overlap=off") && strstr(rep.engine, want))));
         wd_model_destroy(m);
     }
-    unsetenv("WD_CUDA_SPARSE");
 }
 
-// WD_CUDA_OVERLAP=1 (the default: the sort on a forked branch of the step,
+// Overlap on (the default: the sort on a forked branch of the step,
 // beside the MLP; the gather and the wide logit in one kernel) schedules the
-// same arithmetic as WD_CUDA_OVERLAP=0 (one stream, the wide logit in the
+// same arithmetic as cuda.no_overlap (one stream, the wide logit in the
 // loss kernel): trained models and predictions equal bit for bit, with the
 // graph and without it (the fork and join on real streams), on every kind of
 // model: D = 13 and E = 8 (the gather's quads of embedding columns, passed
@@ -983,15 +954,15 @@ static void test_graph_matches_stream(void) {
 // pooling), E = 6 (a column a lane), no deep part (the wide logit alone), no
 // wide part (the gather alone), no slots (an empty sort), precision bf16
 // (both gathers write the rounded x16 alone; GPU only), and hot runs
-// through WD_CUDA_SPARSE=fused (its rows read the joined sort). The
+// through cuda.sparse fused (its rows read the joined sort). The
 // overlapped runs delay the sort's branch by 2 ms
-// (WD_CUDA_OVERLAP_DELAY_US): a reader of its buffers that is not behind the
+// (cuda.overlap_delay_us): a reader of its buffers that is not behind the
 // join then reads them before they are written, every time, and the models
 // differ. The engine line says which ran (overlap=on, overlap=off).
 static void overlap_pair(const cfg *c, int steps, const char *how, int predict, int mode) {
     double tol = mode == M_BF16 ? TOL_BF16 : TOL_FP32, screen = mode == M_BF16 ? SCREEN_BF16 : SCREEN_FP32;
     for (int o = 1; !ON_CPU && o >= 0; o--) {
-        setenv("WD_CUDA_OVERLAP", o ? "1" : "0", 1);
+        CUDA.no_overlap = !o;
         wd_schema s;
         wd_model *m = cfg_model(c, &s);
         wd_backend *be = NULL;
@@ -1000,15 +971,16 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict, 
         if (!st) { TEST_BACKEND()->describe(be, what, sizeof what); TEST_BACKEND()->destroy(be); }
         CHECK_OK(st);
         CHECK(field_is(what, "overlap", o ? "on" : "off"));
-        if (getenv("WD_CUDA_SIDE_PRIORITY")) CHECK((strstr(what, " side=high") != NULL) == (o == 1));   // the switch took (overlap on only)
+        if (CUDA.side_priority) CHECK((strstr(what, " side=high") != NULL) == (o == 1));   // it took (overlap on only)
         wd_model_destroy(m);
     }
-    setenv("WD_CUDA_OVERLAP", "1", 1);
-    setenv("WD_CUDA_OVERLAP_DELAY_US", "2000", 1);
+    CUDA.no_overlap = 0;
+    CUDA.overlap_delay_us = 2000;
     wd_model *on = steps_case(c, steps, mode, tol, screen);
-    unsetenv("WD_CUDA_OVERLAP_DELAY_US");
-    setenv("WD_CUDA_OVERLAP", "0", 1);
+    CUDA.overlap_delay_us = 0;
+    CUDA.no_overlap = 1;
     wd_model *off = steps_case(c, steps, mode, tol, screen);
+    CUDA.no_overlap = 0;
     REQUIRE(on && off);
     char what[160];
     snprintf(what, sizeof what, "%s: overlap vs serial, %s", c->name, how);
@@ -1023,12 +995,13 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict, 
         p[0] = (float *)malloc(sizeof(float) * NB); p[1] = (float *)malloc(sizeof(float) * NB);
         REQUIRE(p[0] && p[1]);
         for (int o = 0; o < 2; o++) {
-            setenv("WD_CUDA_OVERLAP", o ? "0" : "1", 1);
+            CUDA.no_overlap = o;
             wd_backend *be;
             REQUIRE_OK(backend_open(on, NB, &be));
             CHECK_OK(TEST_BACKEND()->predict(be, &b, p[o]));
             TEST_BACKEND()->destroy(be);
         }
+        CUDA.no_overlap = 0;
         int64_t pd = 0;
         for (int k = 0; k < b.n; k++) pd += memcmp(&p[0][k], &p[1][k], sizeof(float)) != 0;
         printf("  %-44s predictions of %d samples: %lld differ\n", "", b.n, (long long)pd);
@@ -1041,26 +1014,22 @@ static void overlap_pair(const cfg *c, int steps, const char *how, int predict, 
 static void test_overlap_matches_serial(void) {
     const cfg *cs[6] = {&C_CRITEO, &C_MH_MEAN, &C_NO_DEEP, &C_E6, &C_NO_WIDE, &C_DENSE};
     int steps = QUICK ? 2 : 3;
-    setenv("WD_CUDA_GRAPH", "1", 1);
     for (int i = 0; i < 6; i++) overlap_pair(cs[i], steps, "graph on", i < 4, M_FP32);
     if (!ON_CPU) overlap_pair(&C_CRITEO, steps, "graph on, precision bf16 (x16 from the gather)", 1, M_BF16);   // the CPU's bf16 may be refused
-    setenv("WD_CUDA_SPARSE", "fused", 1);
-    overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, WD_CUDA_SPARSE=fused", 0, M_FP32);
-    unsetenv("WD_CUDA_SPARSE");
-    setenv("WD_CUDA_GRAPH", "0", 1);
+    CUDA.sparse = WD_CUDA_SPARSE_FUSED;
+    overlap_pair(&C_HOT_ADAGRAD, steps, "graph on, sparse fused", 0, M_FP32);
+    CUDA.sparse = WD_CUDA_SPARSE_SEGMENTED;
+    CUDA.no_graph = 1;
     for (int i = 0; i < 2; i++) overlap_pair(cs[i], steps, "graph off", 0, M_FP32);
     if (!ON_CPU) {   // the side branch's stream at the greatest priority: scheduling only, the same bits; the
         // graph is instantiated with its nodes' priorities (cudaGraphInstantiateFlagUseNodePriority), and
         // without a graph the streams' own priorities schedule
-        setenv("WD_CUDA_SIDE_PRIORITY", "1", 1);
+        CUDA.side_priority = 1;
         for (int g = 1; g >= 0; g--) {
-            setenv("WD_CUDA_GRAPH", g ? "1" : "0", 1);
-            overlap_pair(&C_CRITEO, steps, g ? "graph on, WD_CUDA_SIDE_PRIORITY=1" : "graph off, WD_CUDA_SIDE_PRIORITY=1", 0, M_FP32);
+            CUDA.no_graph = !g;
+            overlap_pair(&C_CRITEO, steps, g ? "graph on, side_priority" : "graph off, side_priority", 0, M_FP32);
         }
-        unsetenv("WD_CUDA_SIDE_PRIORITY");
     }
-    unsetenv("WD_CUDA_OVERLAP");
-    unsetenv("WD_CUDA_GRAPH");
 }
 
 // Predictions on the device (the backend's predict, full and partial
@@ -1108,7 +1077,7 @@ static void test_predict_and_evaluate(void) {
             const char *files[1] = {cs[i]->data};
             wd_eval_desc e;
             memset(&e, 0, sizeof e);
-            e.files = files; e.nfiles = 1; e.batch_size = NB; e.threads = 2;
+            e.files = files; e.nfiles = 1; e.batch_size = NB; e.threads = 2; e.cuda = CUDA;
             int64_t total = 0;
             {
                 wd_reader *rd;
@@ -1141,8 +1110,74 @@ static wd_train_desc train_desc(const char **files, int batch) {
     wd_train_desc td;
     memset(&td, 0, sizeof td);
     td.files = files; td.nfiles = 1; td.batch_size = batch; td.threads = 2; td.loader_threads = 2;
-    td.device = TEST_DEVICE;
+    td.device = TEST_DEVICE; td.cuda = CUDA;
     return td;
+}
+
+// The settings reach the backend through the desc (wd_train_desc.cuda: the
+// engine line says what ran), an environment override replaces the desc's
+// value (widedeep.h's table: the benchmarks' switches), and a value wd_train
+// or wd_evaluate cannot take is refused before anything runs, naming the
+// field (a desc's) or the variable and its value (an override's).
+static void test_settings(void) {
+    if (ON_CPU) { SKIP("the CPU device reads no CUDA setting"); return; }
+    const char *files[1] = {CRITEO};
+    wd_schema s;
+    for (int env = 0; env < 2; env++) {   // the desc alone; then overrides of each field it set
+        wd_model *m = cfg_model(&C_CRITEO, &s);
+        REQUIRE(m);
+        wd_train_desc td = train_desc(files, BLOCK);
+        td.max_steps = 1;
+        td.cuda.sparse = WD_CUDA_SPARSE_FUSED; td.cuda.fp32 = 1; td.cuda.no_graph = 1;
+        if (env) { setenv("WD_CUDA_SPARSE", "segmented", 1); setenv("WD_CUDA_FP32", "0", 1); }
+        if (env) setenv("WD_CUDA_GRAPH", "1", 1);
+        wd_train_report rep;
+        CHECK_OK(wd_train(m, &td, &rep));
+        unsetenv("WD_CUDA_SPARSE"); unsetenv("WD_CUDA_FP32"); unsetenv("WD_CUDA_GRAPH");
+        printf("  %s: %s\n", env ? "the desc, overridden by the environment" : "the desc", rep.engine);
+        CHECK(field_is(rep.engine, "sparse", env ? "segmented" : "fused"));
+        CHECK(field_is(rep.engine, "precision", env ? "tf32" : "fp32"));
+        CHECK(field_is(rep.engine, "graph", env ? "on" : "off"));
+        wd_model_destroy(m);
+    }
+    wd_model *m = cfg_model(&C_CRITEO, &s);
+    REQUIRE(m);
+    static const struct { const char *var, *val, *says; } bad_env[] = {
+        {"WD_CUDA_SPARSE", "fast", "WD_CUDA_SPARSE=fast"}, {"WD_CUDA_FUSED_GRID", "0", "WD_CUDA_FUSED_GRID=0"},
+        {"WD_CUDA_FUSED_GRID", "2x", "WD_CUDA_FUSED_GRID=2x"}};
+    for (size_t k = 0; k < sizeof bad_env / sizeof bad_env[0]; k++) {
+        wd_train_desc td = train_desc(files, BLOCK);
+        setenv(bad_env[k].var, bad_env[k].val, 1);
+        wd_status st = wd_train(m, &td, NULL);
+        unsetenv(bad_env[k].var);
+        printf("  %s=%s: %s: %s\n", bad_env[k].var, bad_env[k].val, wd_status_string(st), wd_last_error());
+        CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), bad_env[k].says));
+    }
+    for (int k = 0; k < 5; k++) {   // a desc's value out of range, through wd_train (and wd_evaluate, the last)
+        wd_train_desc td = train_desc(files, BLOCK);
+        static const char *const field_of[5] = {"sparse", "no_graph", "fused_grid", "exchange_cap", "fp32"};
+        char field[64];
+        snprintf(field, sizeof field, "wd_cuda_desc.%s", field_of[k]);
+        if (k == 0) td.cuda.sparse = 2;
+        if (k == 1) td.cuda.no_graph = -1;
+        if (k == 2) td.cuda.fused_grid = (1 << 20) + 1;
+        if (k == 3) td.cuda.exchange_cap = -64;
+        wd_status st;
+        if (k < 4) st = wd_train(m, &td, NULL);
+        else {
+            wd_eval_desc e;
+            memset(&e, 0, sizeof e);
+            e.files = files; e.nfiles = 1; e.device = TEST_DEVICE; e.cuda.fp32 = 3;
+            wd_metrics mt;
+            st = wd_evaluate(m, &e, &mt);
+        }
+        printf("  %s out of range: %s: %s\n", field, wd_status_string(st), wd_last_error());
+        CHECK(st == WD_ERR_INVALID_ARG && strstr(wd_last_error(), field));
+    }
+    int64_t ep, bt, stp;
+    wd_model_position(m, &ep, &bt, &stp);
+    CHECK(stp == 0);   // nothing ran
+    wd_model_destroy(m);
 }
 
 // Several epochs with shuffling; a run stopped in the middle of epoch 2
@@ -1206,7 +1241,7 @@ static void test_epochs_checkpoint_resume(void) {
     REQUIRE(p1 && p2);
     wd_eval_desc e;
     memset(&e, 0, sizeof e);
-    e.files = valid; e.nfiles = 1; e.predictions_cap = 8192; e.threads = 2;
+    e.files = valid; e.nfiles = 1; e.predictions_cap = 8192; e.threads = 2; e.cuda = CUDA;
     wd_metrics m1, m2;
     e.device = TEST_DEVICE; e.predictions = p1; CHECK_OK(wd_evaluate(a, &e, &m1));
     e.device = WD_DEVICE_CPU; e.predictions = p2; CHECK_OK(wd_evaluate(back, &e, &m2));
@@ -1312,23 +1347,23 @@ static int shards_match(const char *path, int N, int steps) {
 // N ranks on one GPU (device_ids all 0: the same-GPU communicator) train the
 // very samples one rank trains with N times their batch, and end with the
 // same model (relative L2 <= 1e-4 per tensor); the replicas are compared
-// every step (WD_CHECK_TABLES=1: equal checksums or the step fails). The
+// every step (cuda.check_tables 1: equal checksums or the step fails). The
 // Criteo runs validate after their last step: each rank scores its share of
 // VALID's blocks, gathered back in file order, which must give the AUC and
 // log loss that one rank evaluating the same model gives (within 1e-6: the
-// GEMMs see other batch shapes). The hot runs train with WD_CUDA_SPARSE=fused
+// GEMMs see other batch shapes). The hot runs train with cuda.sparse fused
 // too (each rank's fused rows are what it packs and exchanges).
 static void test_simulated_ranks(void) {
     set_fp32(1);
-    setenv("WD_CHECK_TABLES", "1", 1);
+    CUDA.check_tables = 1;
     static const int same_gpu[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    // the last: WD_CUDA_SPARSE=fused (the rows each rank packs and exchanges) on hot runs
+    // the last: sparse fused (the rows each rank packs and exchanges) on hot runs
     const cfg *cs[3] = {&C_CRITEO, &C_MH_MEAN, &C_HOT_ADAGRAD};
     int steps = QUICK ? 3 : 6;
     for (int i = 0; i < 3; i++)
         for (int N = 2; N <= 4; N *= 2) {
             if (i >= 1 && N == 4) continue;
-            if (i == 2) setenv("WD_CUDA_SPARSE", "fused", 1);
+            if (i == 2) CUDA.sparse = WD_CUDA_SPARSE_FUSED;
             const char *files[1] = {cs[i]->data};
             int ok = shards_match(files[0], N, steps);
             printf("  %s: the %d shards' batches are the 1-rank batches: %s\n", cs[i]->name, N, ok ? "yes" : "NO");
@@ -1349,7 +1384,7 @@ static void test_simulated_ranks(void) {
             if (i == 0) {
                 wd_eval_desc e;
                 memset(&e, 0, sizeof e);
-                e.files = valid; e.nfiles = 1; e.threads = 2; e.device = TEST_DEVICE;
+                e.files = valid; e.nfiles = 1; e.threads = 2; e.device = TEST_DEVICE; e.cuda = CUDA;
                 wd_metrics one_rank;
                 CHECK_OK(wd_evaluate(many, &e, &one_rank));
                 printf("  %d ranks validate their shares: AUC %.7f log loss %.7f; one rank: %.7f %.7f\n", N, rn.valid_auc, rn.valid_logloss,
@@ -1363,14 +1398,13 @@ static void test_simulated_ranks(void) {
             printf("  %-44s last loss %.7f vs %.7f; %.1f s; %s\n", "", rn.last_loss, r1.last_loss, now_s() - t0, rn.engine);
             CHECK(rn.steps == steps && r1.steps == steps && rn.samples == r1.samples);
             CHECK(fabs(rn.last_loss - r1.last_loss) <= 1e-5 * fabs(r1.last_loss));
-            // the exchange capped at 64 rows per rank (WD_EXCHANGE_CAP): steps done again with
+            // the exchange capped at 64 rows per rank (cuda.exchange_cap): steps done again with
             // every rank's whole capacity, the same model bit for bit
             wd_model *capped = cfg_model(cs[i], &s);
             REQUIRE(capped);
             wd_train_report rc;
-            setenv("WD_EXCHANGE_CAP", "64", 1);
+            td.cuda.exchange_cap = 64;
             CHECK_OK(wd_train(capped, &td, &rc));
-            unsetenv("WD_EXCHANGE_CAP");
             snprintf(what, sizeof what, "%s: %d ranks, cap 64 rows vs default", cs[i]->name, N);
             differ = -1;
             CHECK(models_rel_l2(capped, many, &differ, what) == 0 && differ == 0);
@@ -1381,8 +1415,6 @@ static void test_simulated_ranks(void) {
             CHECK(i < 2 || (strstr(rn.engine, "sparse=fused") && strstr(r1.engine, "sparse=fused")));
             wd_model_destroy(one); wd_model_destroy(many);
         }
-    unsetenv("WD_CUDA_SPARSE");
-    unsetenv("WD_CHECK_TABLES");
 }
 
 #ifndef WD_TEST_GPU_ON_CPU
@@ -1393,6 +1425,7 @@ static void backend_steps(wd_model *m, const char *data, int steps, wd_comm *com
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = comm;
+    bd.cuda = CUDA;
     const wd_backend_ops *ops = TEST_BACKEND();
     wd_backend *be = NULL;
     REQUIRE_OK(ops->create(&bd, &be));
@@ -1420,7 +1453,7 @@ static long long redone(const char *what) {
 // CPU communicator's contract: host views, sizes per rank), then training
 // through it, which runs the multi-GPU exchange (allreduce, allgather of the
 // merged rows, the second sort): the model must be the 1-rank path's bit
-// for bit; and so with a cap of 64 rows (WD_EXCHANGE_CAP): the first step's
+// for bit; and so with a cap of 64 rows (cuda.exchange_cap): the first step's
 // rows do not fit, it is done again with the whole capacity (the slow
 // path), the cap grows.
 static void test_nccl_one_rank(void) {
@@ -1443,12 +1476,12 @@ static void test_nccl_one_rank(void) {
     CHECK_OK(c[0]->ops->barrier(c[0]));
     cudaFree(d);
     set_fp32(1);
-    setenv("WD_CUDA_GRAPH", "0", 1);   // the exchange path runs without a graph: compare like with like
+    CUDA.no_graph = 1;   // the exchange path runs without a graph: compare like with like
     int steps = QUICK ? 2 : 4;
     const cfg *cs[3] = {&C_CRITEO, &C_MH_MEAN, &C_HOT_ADAM};
     for (int i = 0; i < 3; i++)
         for (int p = 0; p < 2; p++) {   // both sparse paths: the exchange's first merge is the path's
-            setenv("WD_CUDA_SPARSE", p ? "fused" : "segmented", 1);
+            CUDA.sparse = p;
             wd_schema s;
             wd_model *one = cfg_model(cs[i], &s), *ex = cfg_model(cs[i], &s), *capped = cfg_model(cs[i], &s);
             REQUIRE(one && ex && capped);
@@ -1459,9 +1492,9 @@ static void test_nccl_one_rank(void) {
             snprintf(what, sizeof what, "%s, %s: 1-rank NCCL exchange vs none", cs[i]->name, p ? "fused" : "segmented");
             int64_t differ = -1;
             CHECK(models_rel_l2(ex, one, &differ, what) == 0 && differ == 0);
-            setenv("WD_EXCHANGE_CAP", "64", 1);
+            CUDA.exchange_cap = 64;
             backend_steps(capped, cs[i]->data, steps, c[0], how_cap);
-            unsetenv("WD_EXCHANGE_CAP");
+            CUDA.exchange_cap = 0;
             printf("  %s\n  %s\n", how, how_cap);
             snprintf(what, sizeof what, "%s, %s: 1-rank NCCL exchange, cap 64 rows, vs none", cs[i]->name, p ? "fused" : "segmented");
             differ = -1;
@@ -1469,8 +1502,6 @@ static void test_nccl_one_rank(void) {
             CHECK(redone(how) >= 0 && redone(how_cap) >= 1);
             wd_model_destroy(one); wd_model_destroy(ex); wd_model_destroy(capped);
         }
-    unsetenv("WD_CUDA_SPARSE");
-    unsetenv("WD_CUDA_GRAPH");
     t0 = now_s();
     wd_comm_nccl_destroy(c[0]);
     printf("  torn down in %.2f s\n", now_s() - t0);
@@ -1481,7 +1512,7 @@ static void test_nccl_one_rank(void) {
 static void test_nccl_two_gpus(void) {
     if (NDEV < 2) { SKIP("%d GPU: NCCL between GPUs needs two", NDEV); return; }
     set_fp32(1);
-    setenv("WD_CHECK_TABLES", "1", 1);
+    CUDA.check_tables = 1;
     const char *files[1] = {CRITEO};
     wd_schema s;
     wd_model *one = cfg_model(&C_CRITEO, &s), *two = cfg_model(&C_CRITEO, &s);
@@ -1495,7 +1526,6 @@ static void test_nccl_two_gpus(void) {
     int64_t differ;
     CHECK(models_rel_l2(two, one, &differ, "2 GPUs (NCCL) vs 1") <= 1e-4);
     printf("  %s\n", rep.engine);
-    unsetenv("WD_CHECK_TABLES");
     wd_model_destroy(one); wd_model_destroy(two);
 }
 
@@ -1573,11 +1603,9 @@ static void test_rank_failure_aborts_all(void) {
         wd_model *m = cfg_model(&C_CRITEO, &s);
         REQUIRE(m);
         wd_train_desc td = train_desc(files, N * BLOCK);
-        td.max_steps = 1; td.devices = N; td.device_ids = same_gpu;
-        setenv("WD_CUDA_MAX_BYTES", "1000000", 1);
+        td.max_steps = 1; td.devices = N; td.device_ids = same_gpu; td.cuda.max_bytes = 1000000;
         double t0 = now_s();
         wd_status st = wd_train(m, &td, NULL);
-        unsetenv("WD_CUDA_MAX_BYTES");
         printf("  %d rank(s), a 1 MB device: %s after %.2f s: %s\n", N, wd_status_string(st), now_s() - t0, wd_last_error());
         CHECK(st == WD_ERR_NOMEM && strstr(wd_last_error(), "plan needs") && now_s() - t0 < PROMPT);
         wd_model_destroy(m);
@@ -1745,13 +1773,11 @@ static void test_teardown_stalled_collective(void) {
     memset(b, 0, sizeof b);
     int ok = m && !read_batch(C_CRITEO.data, 0, &b[0]) && !read_batch(C_CRITEO.data, 1, &b[1]);
     CHECK(ok);
-    setenv("WD_CUDA_OVERLAP", "1", 1);
     wd_backend_desc bd;
-    memset(&bd, 0, sizeof bd);
+    memset(&bd, 0, sizeof bd);   // overlap on: the default
     bd.model = m; bd.batch = NB; bd.rank = 0; bd.ranks = 1; bd.device = 0; bd.threads = 2; bd.comm = &comm;
     destroy_job j = {TEST_BACKEND(), NULL, -1, 0};
     wd_status st = ok ? j.ops->create(&bd, &j.be) : WD_ERR_INTERNAL;
-    unsetenv("WD_CUDA_OVERLAP");
     CHECK_OK(st);
     if (!st) {
         char what[300];
@@ -2062,19 +2088,19 @@ static int selected(const char *fn) {
     }
     return 0;
 }
-// The switches the tests set (WD_CUDA_FP32 aside: every test sets it before
-// it runs anything), put back after every test to what the run started with:
-// a test that returns early (a failed REQUIRE) leaves none of its settings to
-// the tests after it.
-static const char *const SWITCHES[] = {"WD_CUDA_EPILOGUE", "WD_CUDA_BF16_DIRECT", "WD_CUDA_GRAPH", "WD_CUDA_TIMING", "WD_CUDA_SPARSE", "WD_CUDA_OVERLAP",
-                                       "WD_CUDA_OVERLAP_DELAY_US", "WD_CHECK_TABLES", "WD_CUDA_MAX_BYTES", "WD_CUDA_TEST_FAIL",
-                                       "WD_CUDA_SIDE_PRIORITY"};
+// The settings the tests set, put back after every test: CUDA to 0, and the
+// environment variables (test_settings's overrides, the failure tests' hooks)
+// to what the run started with: a test that returns early (a failed REQUIRE)
+// leaves none of its settings to the tests after it.
+static const char *const SWITCHES[] = {"WD_CUDA_SPARSE", "WD_CUDA_FP32", "WD_CUDA_GRAPH", "WD_CUDA_FUSED_GRID",
+                                       "WD_CHECK_TABLES", "WD_CUDA_TEST_FAIL"};
 #define NSWITCHES (int)(sizeof SWITCHES / sizeof SWITCHES[0])
 static char *switch0[NSWITCHES];
 static void switches_save(void) {
     for (int i = 0; i < NSWITCHES; i++) { const char *v = getenv(SWITCHES[i]); switch0[i] = v ? strdup(v) : NULL; }
 }
 static void switches_restore(const char *test) {
+    memset(&CUDA, 0, sizeof CUDA);
     for (int i = 0; i < NSWITCHES; i++) {
         const char *v = getenv(SWITCHES[i]);
         if (v ? switch0[i] && !strcmp(v, switch0[i]) : !switch0[i]) continue;
@@ -2188,6 +2214,7 @@ int main(int argc, char **argv) {
     RUN(test_steps_fp32);
     RUN(test_steps_tf32);
     RUN(test_sparse_paths);
+    RUN(test_settings);
     RUN(test_steps_bf16);
     RUN(test_graph_matches_stream);
     RUN(test_overlap_matches_serial);

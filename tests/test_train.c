@@ -1200,11 +1200,11 @@ static void test_process_setup_agreement(void) {
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
     }
     unlink(ck);
-    // (d) the environment's settings as the backend parses them
-    // (wd_cuda_env_read): on the CUDA device "0" is unset, "4096.0" is
-    // "4096", "segmented" is the default, and another value differs; the
-    // CPU device reads none of them (they used to be compared as strings on
-    // every device)
+    // (d) the CUDA settings after the environment's overrides, as wd_train
+    // resolves them (wd_cuda_desc_resolve): on the CUDA device "0" is unset,
+    // "4096.0" is "4096", "segmented" is the default, and another value
+    // differs; the CPU device reads none of them (they used to be compared as
+    // strings on every device)
     {
         static const struct { const char *name, *x, *y; int same; } cs[] = {
             {"WD_EXCHANGE_FULL", "0", NULL, 1}, {"WD_EXCHANGE_FULL", "1", NULL, 0}, {"WD_EXCHANGE_FULL", "1", "2", 1},
@@ -1214,12 +1214,17 @@ static void test_process_setup_agreement(void) {
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
             for (int dev = 0; dev < 2; dev++) {
                 wd__agreerec a, b;
+                wd_train_desc ta, tb;
                 memset(&a, 0, sizeof a); memset(&b, 0, sizeof b);
+                memset(&ta, 0, sizeof ta); memset(&tb, 0, sizeof tb);
+                ta.device = tb.device = dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU;
                 setenv(cs[i].name, cs[i].x, 1);
-                wd__agree_env(&a, dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU);
+                CHECK_OK(wd_cuda_desc_resolve(&ta.cuda, &ta.cuda));
+                wd__agree_env(&a, &ta);
                 if (cs[i].y) setenv(cs[i].name, cs[i].y, 1);
                 else unsetenv(cs[i].name);
-                wd__agree_env(&b, dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU);
+                CHECK_OK(wd_cuda_desc_resolve(&tb.cuda, &tb.cuda));
+                wd__agree_env(&b, &tb);
                 unsetenv(cs[i].name);
                 int same = 1;
                 for (int f = WD__AG_ENV; f < WD__AG_N; f++) same = same && a.f[f].v == b.f[f].v;

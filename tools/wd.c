@@ -711,6 +711,8 @@ static const opt TRAIN_OPTS[] = {
      .example = "cuda", .help = "where to train (cuda: the CUDA build, wd-cuda; default cpu)"},
     {.name = "--gpus", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .word = "all", .word_value = WD_ALL_GPUS,
      .off = TA(td.devices), .sets = "wd_train_desc.devices", .example = "2", .help = "GPUs for --device cuda (and --plan), one rank each (default 1)"},
+    {.name = "--gpu-fp32", .kind = K_FLAG, .type = T_INT, .off = TA(td.cuda.fp32), .sets = "wd_train_desc.cuda.fp32",
+     .help = "--device cuda: the MLP's products in full fp32, as on the CPU\n(default TF32 tensor cores for an fp32 model)"},
     {.name = "--max-steps", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.max_steps),
      .sets = "wd_train_desc.max_steps", .example = "1", .help = "stop after global step N"},
     {.name = "--save", .kind = K_OUT, .type = T_STR, .meta = "M.wdm", .off = TA(save), .sets = "wd_train_desc.checkpoint_path",
@@ -1781,6 +1783,7 @@ static int cmd_train(int argc, char **argv) {
     if (td->keep_best && td->checkpoint_every) { usage_error("--keep-best and --checkpoint-every would both write --save: choose one"); goto done; }
     if (td->checkpoint_every && !a.save) { usage_error("--checkpoint-every needs --save"); goto done; }
     if (opt_given(c, given, "--gpus") && td->device != WD_DEVICE_CUDA && !a.plan) { usage_error("--gpus needs --device cuda (the CPU device uses --threads)"); goto done; }
+    if (td->cuda.fp32 && td->device != WD_DEVICE_CUDA) { usage_error("--gpu-fp32 needs --device cuda (the CPU computes in fp32)"); goto done; }
     if (a.cross && count_items(a.cross) > WD_MAX_CROSSES) { usage_error("--cross: %d pairs, at most %d", count_items(a.cross), WD_MAX_CROSSES); goto done; }
     if (a.hidden && (rc = parse_hidden(a.hidden, md)) != 0) goto done;
     rc = 2;
