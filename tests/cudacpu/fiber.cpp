@@ -81,8 +81,8 @@ struct block_state {
     int n, done;
     std::vector<fiber> f;
     std::vector<warp_state> w;
-    std::vector<int> ring, bar_wait;   // ring: the ready threads
-    size_t head, count;
+    std::vector<int> ring, bar_wait;   // ring: the ready threads, a power of two long (ring_mask + 1)
+    size_t head, count, ring_mask;
     const std::function<void()> *body;
     const char *kname;
     uint3 bid;
@@ -151,45 +151,121 @@ inline void tsan_switch(void *to) {
 #endif
 }
 
-void yield_to_sched(bool dying) {
-    fiber *f = curf;
-    asan_start(dying ? NULL : &f->fake, blk->sched_bottom, blk->sched_size);
-    tsan_switch(blk->sched_tsan);
-    cudacpu_switch(&f->sp, blk->sched_sp);
-    asan_finish(f->fake, NULL, NULL);
-}
 void where(char *out, size_t n) {
     fiber *f = curf;
     snprintf(out, n, "%s block (%u,%u,%u) thread (%u,%u,%u) (warp %d lane %d)", blk->kname, blk->bid.x, blk->bid.y,
              blk->bid.z, f->ctx.tid.x, f->ctx.tid.y, f->ctx.tid.z, f->ctx.warp, f->ctx.lane);
 }
-void fiber_main() {
-    asan_finish(NULL, &blk->sched_bottom, &blk->sched_size);
-    (*blk->body)();
-    fiber *f = curf;
-    f->state = F_DONE;
-    blk->done++;
-    warp_state &w = blk->w[f->ctx.warp];
-    w.exited |= 1u << f->ctx.lane;
-    char at[200];
-    for (int p = 0; p < 2; p++)
-        if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
-            where(at, sizeof at);
-            fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
-                  w.mask[p]);
-        }
-    if (!blk->bar_wait.empty()) {
-        where(at, sizeof at);
-        fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)", at,
-              blk->bar_wait.size());
+[[noreturn]] void deadlock() {
+    block_state &b = *blk;
+    int warp = 0;
+    for (int q = 0; q < b.n; q++) warp += b.f[q].state == F_WARP;
+    fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d exited",
+          b.kname, b.bid.x, b.bid.y, b.bid.z, b.bar_wait.size(), warp, b.done);
+}
+// the schedule's next thread, taken off the ring of ready ones (there is one): fifo the first, random any,
+// warp the highest-priority warp's first
+int pick() {
+    block_state &b = *blk;
+    size_t q = 0;
+#define RING(q) b.ring[(b.head + (q)) & b.ring_mask]
+    if (b.sched == 2) {
+        for (size_t r = 1; r < b.count; r++)
+            if (b.prio[b.f[RING(r)].ctx.warp] > b.prio[b.f[RING(q)].ctx.warp]) q = r;
+    } else if (b.sched == 1) q = (size_t)((*b.rng)() % b.count);
+    std::swap(RING(0), RING(q));
+#undef RING
+    int i = b.ring[b.head];
+    b.head = (b.head + 1) & b.ring_mask;
+    b.count--;
+    return i;
+}
+void fiber_main();
+// the running context (fiber f, or the scheduler where f is NULL) gives the CPU to thread g, which
+// either goes on where it waited or starts on a stack of its own; returns when f runs again
+void switch_to(fiber *f, fiber &g, bool dying) {
+    if (!g.sp) {
+        g.stk = stack_take();
+        void **sp = (void **)(((uintptr_t)(g.stk + g.stk_size)) & ~(uintptr_t)15);
+        *--sp = NULL;                               // the entry's return-address slot (keeps the ABI's alignment)
+        *--sp = (void *)fiber_main;                 // cudacpu_switch's ret goes here
+        for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
+        g.sp = sp;
+#ifdef CUDACPU_TSAN
+        g.tsan = __tsan_create_fiber(0);
+#endif
     }
-    free_stacks->push_back(f->stk);   // taken by the next thread only once this one has switched away
-    yield_to_sched(true);
+    g.state = F_RUNNING;
+    curf = &g;
+    cur = &g.ctx;
+    void **fake = f ? &f->fake : &blk->sched_fake;
+    asan_start(dying ? NULL : fake, g.stk, g.stk_size);
+    tsan_switch(g.tsan);
+    cudacpu_switch(f ? &f->sp : &blk->sched_sp, g.sp);
+    asan_finish(*fake, NULL, NULL);
+}
+// the running thread waits at a barrier or a shuffle: the schedule's next ready thread runs (the
+// same one may go on at once); returns when it runs again
+void wait_turn() {
+    fiber *f = curf;
+    if (blk->count == 0) deadlock();
+    fiber &g = blk->f[pick()];
+    if (&g == f) f->state = F_RUNNING;
+    else switch_to(f, g, false);
+}
+// a block's threads run in here: each fiber starts with a thread; when a thread ends and the schedule's
+// next is one that never ran, that one runs on here, on the same stack, so that a block whose threads
+// never wait is a loop without a switch; otherwise the next goes on where it waited, or (the block
+// ended) the scheduler does
+void fiber_main() {
+    const void *bottom = NULL;
+    size_t size = 0;
+    asan_finish(NULL, &bottom, &size);
+    if (!blk->sched_bottom) blk->sched_bottom = bottom, blk->sched_size = size;   // the first comes from it
+    char at[200];
+    for (;;) {
+        (*blk->body)();
+        fiber *f = curf;
+        f->state = F_DONE;
+        blk->done++;
+        warp_state &w = blk->w[f->ctx.warp];
+        w.exited |= 1u << f->ctx.lane;
+        for (int p = 0; p < 2; p++)
+            if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
+                where(at, sizeof at);
+                fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
+                      w.mask[p]);
+            }
+        if (!blk->bar_wait.empty()) {
+            where(at, sizeof at);
+            fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)",
+                  at, blk->bar_wait.size());
+        }
+        if (blk->done == blk->n) break;
+        if (blk->count == 0) deadlock();
+        fiber &g = blk->f[pick()];
+        if (g.sp) {   // a waiting thread goes on; this stack is free once this one has switched away
+            free_stacks->push_back(f->stk);
+            switch_to(f, g, true);
+            fatal("internal: a finished fiber was resumed");
+        }
+        g.stk = f->stk;
+#ifdef CUDACPU_TSAN
+        std::swap(g.tsan, f->tsan);   // and TSan's fiber, which knows this stack
+#endif
+        g.state = F_RUNNING;
+        curf = &g;
+        cur = &g.ctx;
+    }
+    free_stacks->push_back(curf->stk);
+    asan_start(NULL, blk->sched_bottom, blk->sched_size);
+    tsan_switch(blk->sched_tsan);
+    cudacpu_switch(&curf->sp, blk->sched_sp);
     fatal("internal: a finished fiber was resumed");
 }
 void make_ready(int i) {
     blk->f[i].state = F_READY;
-    blk->ring[(blk->head + blk->count++) % (size_t)blk->n] = i;
+    blk->ring[(blk->head + blk->count++) & blk->ring_mask] = i;
 }
 // CUDACPU_SCHED: 0 fifo, 1 random, 2 warp
 int sched_kind() {
@@ -222,7 +298,7 @@ void block_barrier() {
         if (blk->sched == 2)
             for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
     }
-    yield_to_sched(false);
+    wait_turn();
 }
 
 uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
@@ -250,7 +326,7 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
         for (int i = 0; i < w.nwait[p]; i++) make_ready(w.waiting[p][i]);
         w.nwait[p] = 0;
     }
-    yield_to_sched(false);
+    wait_turn();
     uint64_t r = w.val[p][src & 31];
     // the last reader of a phase resets it: a lane at shuffle k+2 (phase p
     // again) cannot arrive before every lane of k+1 arrived, so every lane
@@ -296,7 +372,9 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         int live = n - (int)q * 32;
         b.w[q].exited = live >= 32 ? 0u : ~0u << live;
     }
-    b.ring.assign(n, 0);
+    b.ring_mask = 1;
+    while (b.ring_mask < (size_t)n) b.ring_mask <<= 1;
+    b.ring.assign(b.ring_mask--, 0);
     b.bar_wait.clear();
     b.bar_wait.reserve(n);
     b.head = b.count = 0;
@@ -333,52 +411,18 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         f.ctx.gdim = grid;
         f.ctx.lane = i % 32;
         f.ctx.warp = i / 32;
-        f.stk = NULL;
+        f.stk = NULL;   // a stack (and TSan's fiber) when it first runs, unless it runs on a finished one's
         f.sp = NULL;
-        f.stk_size = stack_bytes();   // a stack when it first runs
-#ifdef CUDACPU_TSAN
-        f.tsan = __tsan_create_fiber(0);
-#endif
+        f.stk_size = stack_bytes();
+        f.tsan = NULL;
         make_ready(i);
     }
-    while (b.done < n) {
-        if (b.count == 0) {
-            int warp = 0;
-            for (int q = 0; q < n; q++) warp += b.f[q].state == F_WARP;
-            fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d "
-                  "exited",
-                  name, bid.x, bid.y, bid.z, b.bar_wait.size(), warp, b.done);
-        }
-        size_t N = (size_t)n, pick = 0;
-#define RING(q) b.ring[(b.head + (q)) % N]
-        if (sched == 2) {   // the highest-priority warp's first ready thread
-            for (size_t q = 1; q < b.count; q++)
-                if (b.prio[b.f[RING(q)].ctx.warp] > b.prio[b.f[RING(pick)].ctx.warp]) pick = q;
-        } else if (sched == 1) pick = (size_t)((*rng)() % b.count);
-        std::swap(RING(0), RING(pick));
-#undef RING
-        int i = b.ring[b.head];
-        b.head = (b.head + 1) % N;
-        b.count--;
-        fiber &f = b.f[i];
-        if (!f.sp) {
-            f.stk = stack_take();
-            void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
-            *--sp = NULL;                               // the entry's return-address slot (keeps the ABI's alignment)
-            *--sp = (void *)fiber_main;                 // cudacpu_switch's ret goes here
-            for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
-            f.sp = sp;
-        }
-        f.state = F_RUNNING;
-        curf = &f;
-        cur = &f.ctx;
-        asan_start(&b.sched_fake, f.stk, f.stk_size);
-        tsan_switch(f.tsan);
-        cudacpu_switch(&b.sched_sp, f.sp);
-        asan_finish(b.sched_fake, NULL, NULL);
-    }
+    switch_to(NULL, b.f[pick()], false);   // back when the block's last thread ended
+    if (b.done < n) fatal("internal: %s block (%u,%u,%u) left with %d threads running", name, bid.x, bid.y, bid.z,
+                          n - b.done);
 #ifdef CUDACPU_TSAN
-    for (int q = 0; q < n; q++) __tsan_destroy_fiber(b.f[q].tsan);
+    for (int q = 0; q < n; q++)
+        if (b.f[q].tsan) __tsan_destroy_fiber(b.f[q].tsan);
 #endif
 #ifdef CUDACPU_ASAN
     __asan_poison_memory_region(b.region, REGION);   // the next block's arrays are its own
