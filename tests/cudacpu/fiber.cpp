@@ -54,6 +54,10 @@ cudacpu_switch:
 )");
 extern "C" void cudacpu_switch(void **save, void *to);
 
+// the code that runs for each GPU thread (the schedule, the switches, barriers, shuffles) is not instrumented
+// itself: the kernels it runs are
+#define HOT __attribute__((no_sanitize("address", "undefined")))
+
 namespace cudacpu {
 __thread thread_ctx *cur;
 
@@ -76,13 +80,16 @@ struct warp_state {
     int waiting[2][32];
     uint64_t val[2][32];
 };
-// a block being run; one per executor thread, reused (no allocation while fibers run)
+constexpr int MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32;   // a block's, at most (check_config)
+constexpr int MAX_ARRAYS = 16;                                      // __shared__ arrays of a kernel
+// a block being run; one per executor thread, reused (no allocation while fibers run; plain arrays, whose
+// accesses the HOT functions below make without a call)
 struct block_state {
-    int n, done;
-    std::vector<fiber> f;
-    std::vector<warp_state> w;
-    std::vector<int> ring, bar_wait;   // ring: the ready threads, a power of two long (ring_mask + 1)
-    size_t head, count, ring_mask;
+    int n, done, nbar;
+    fiber f[MAX_THREADS];
+    warp_state w[MAX_WARPS];
+    int ring[MAX_THREADS], bar_wait[MAX_THREADS];   // ring: the ready threads (head, count; a power of two long)
+    size_t head, count;
     const std::function<void()> *body;
     const char *kname;
     uint3 bid;
@@ -91,8 +98,12 @@ struct block_state {
     size_t sched_size;
     std::mt19937_64 *rng;
     int sched;
-    std::vector<uint32_t> prio;                            // CUDACPU_SCHED=warp: per warp
-    std::vector<std::pair<const void *, void *>> arrays;   // CUDACPU_SHARED: site -> this block's copy
+    uint32_t prio[MAX_WARPS];                              // CUDACPU_SCHED=warp: per warp
+    struct {
+        const void *site;
+        void *p;
+    } arrays[MAX_ARRAYS];   // CUDACPU_SHARED: site -> this block's copy
+    int narrays;
     char *region;
     size_t region_used;
 };
@@ -160,30 +171,30 @@ void where(char *out, size_t n) {
     block_state &b = *blk;
     int warp = 0;
     for (int q = 0; q < b.n; q++) warp += b.f[q].state == F_WARP;
-    fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d exited",
-          b.kname, b.bid.x, b.bid.y, b.bid.z, b.bar_wait.size(), warp, b.done);
+    fatal("synccheck: %s block (%u,%u,%u) deadlocked: %d threads wait at __syncthreads, %d in __shfl_sync, %d exited",
+          b.kname, b.bid.x, b.bid.y, b.bid.z, b.nbar, warp, b.done);
 }
 // the schedule's next thread, taken off the ring of ready ones (there is one): fifo the first, random any,
 // warp the highest-priority warp's first
-int pick() {
+HOT int pick() {
     block_state &b = *blk;
     size_t q = 0;
-#define RING(q) b.ring[(b.head + (q)) & b.ring_mask]
+#define RING(q) b.ring[(b.head + (q)) % MAX_THREADS]
     if (b.sched == 2) {
         for (size_t r = 1; r < b.count; r++)
             if (b.prio[b.f[RING(r)].ctx.warp] > b.prio[b.f[RING(q)].ctx.warp]) q = r;
     } else if (b.sched == 1) q = (size_t)((*b.rng)() % b.count);
-    std::swap(RING(0), RING(q));
+    int i = RING(q);
+    RING(q) = RING(0);
 #undef RING
-    int i = b.ring[b.head];
-    b.head = (b.head + 1) & b.ring_mask;
+    b.head = (b.head + 1) % MAX_THREADS;
     b.count--;
     return i;
 }
 void fiber_main();
 // the running context (fiber f, or the scheduler where f is NULL) gives the CPU to thread g, which
 // either goes on where it waited or starts on a stack of its own; returns when f runs again
-void switch_to(fiber *f, fiber &g, bool dying) {
+HOT void switch_to(fiber *f, fiber &g, bool dying) {
     if (!g.sp) {
         g.stk = stack_take();
         void **sp = (void **)(((uintptr_t)(g.stk + g.stk_size)) & ~(uintptr_t)15);
@@ -206,7 +217,7 @@ void switch_to(fiber *f, fiber &g, bool dying) {
 }
 // the running thread waits at a barrier or a shuffle: the schedule's next ready thread runs (the
 // same one may go on at once); returns when it runs again
-void wait_turn() {
+HOT void wait_turn() {
     fiber *f = curf;
     if (blk->count == 0) deadlock();
     fiber &g = blk->f[pick()];
@@ -217,7 +228,7 @@ void wait_turn() {
 // next is one that never ran, that one runs on here, on the same stack, so that a block whose threads
 // never wait is a loop without a switch; otherwise the next goes on where it waited, or (the block
 // ended) the scheduler does
-void fiber_main() {
+HOT void fiber_main() {
     const void *bottom = NULL;
     size_t size = 0;
     asan_finish(NULL, &bottom, &size);
@@ -236,10 +247,10 @@ void fiber_main() {
                 fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
                       w.mask[p]);
             }
-        if (!blk->bar_wait.empty()) {
+        if (blk->nbar) {
             where(at, sizeof at);
-            fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)",
-                  at, blk->bar_wait.size());
+            fatal("synccheck: %s exited while %d threads of its block wait at __syncthreads (a divergent barrier)",
+                  at, blk->nbar);
         }
         if (blk->done == blk->n) break;
         if (blk->count == 0) deadlock();
@@ -251,7 +262,8 @@ void fiber_main() {
         }
         g.stk = f->stk;
 #ifdef CUDACPU_TSAN
-        std::swap(g.tsan, f->tsan);   // and TSan's fiber, which knows this stack
+        g.tsan = f->tsan;   // and TSan's fiber, which knows this stack
+        f->tsan = NULL;
 #endif
         g.state = F_RUNNING;
         curf = &g;
@@ -263,9 +275,9 @@ void fiber_main() {
     cudacpu_switch(&curf->sp, blk->sched_sp);
     fatal("internal: a finished fiber was resumed");
 }
-void make_ready(int i) {
+HOT void make_ready(int i) {
     blk->f[i].state = F_READY;
-    blk->ring[(blk->head + blk->count++) & blk->ring_mask] = i;
+    blk->ring[(blk->head + blk->count++) % MAX_THREADS] = i;
 }
 // CUDACPU_SCHED: 0 fifo, 1 random, 2 warp
 int sched_kind() {
@@ -281,7 +293,7 @@ int sched_kind() {
 std::atomic<unsigned long long> launches{0};
 }   // namespace
 
-void block_barrier() {
+HOT void block_barrier() {
     fiber *f = curf;
     if (!f) fatal("__syncthreads outside a kernel");
     char at[200];
@@ -291,17 +303,17 @@ void block_barrier() {
               blk->done);
     }
     f->state = F_BAR;
-    blk->bar_wait.push_back(f->idx);
-    if ((int)blk->bar_wait.size() == blk->n) {   // the last one: every waiter goes on
-        for (int i : blk->bar_wait) make_ready(i);
-        blk->bar_wait.clear();
+    blk->bar_wait[blk->nbar++] = f->idx;
+    if (blk->nbar == blk->n) {   // the last one: every waiter goes on
+        for (int q = 0; q < blk->n; q++) make_ready(blk->bar_wait[q]);
+        blk->nbar = 0;
         if (blk->sched == 2)
-            for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
+            for (int q = 0; q < (blk->n + 31) / 32; q++) blk->prio[q] = (uint32_t)(*blk->rng)();
     }
     wait_turn();
 }
 
-uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
+HOT uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
     fiber *f = curf;
     if (!f) fatal("__shfl_sync outside a kernel");
     char at[200];
@@ -335,10 +347,11 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
     return r;
 }
 
-void *shared_array(const void *site, size_t bytes) {
+HOT void *shared_array(const void *site, size_t bytes) {
     if (!blk) fatal("a __shared__ array outside a kernel");
-    for (auto &a : blk->arrays)
-        if (a.first == site) return a.second;
+    for (int q = 0; q < blk->narrays; q++)
+        if (blk->arrays[q].site == site) return blk->arrays[q].p;
+    if (blk->narrays == MAX_ARRAYS) fatal("%s: more than %d __shared__ arrays", blk->kname, MAX_ARRAYS);
     // the next piece of the block's region, ending on a 16-byte boundary with a
     // poisoned gap of 64 bytes before the next (ASan: an element past either end faults)
     size_t start = (blk->region_used + 64 + 15) & ~(size_t)15, end = start + ((bytes + 15) & ~(size_t)15);
@@ -349,11 +362,11 @@ void *shared_array(const void *site, size_t bytes) {
 #endif
     memset(p, 0xff, bytes);   // NaN for floats: a read before any write shows
     blk->region_used = end;
-    blk->arrays.push_back({site, p});
+    blk->arrays[blk->narrays++] = {site, p};
     return p;
 }
 
-static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name,
+HOT static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name,
                       std::mt19937_64 *rng, int sched) {
     static __thread block_state *bs;
     if (!bs) bs = new block_state();
@@ -366,22 +379,17 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
     b.bid = bid;
     b.rng = rng;
     b.sched = sched;
-    if ((int)b.f.size() < n) b.f.resize(n);
-    b.w.assign((n + 31) / 32, warp_state{});
-    for (size_t q = 0; q < b.w.size(); q++) {
-        int live = n - (int)q * 32;
+    int nw = (n + 31) / 32;
+    for (int q = 0; q < nw; q++) {
+        int live = n - q * 32;
+        b.w[q] = warp_state{};
         b.w[q].exited = live >= 32 ? 0u : ~0u << live;
     }
-    b.ring_mask = 1;
-    while (b.ring_mask < (size_t)n) b.ring_mask <<= 1;
-    b.ring.assign(b.ring_mask--, 0);
-    b.bar_wait.clear();
-    b.bar_wait.reserve(n);
+    b.nbar = 0;
     b.head = b.count = 0;
-    b.prio.resize(b.w.size());
     if (sched == 2)
-        for (auto &p : b.prio) p = (uint32_t)(*rng)();
-    b.arrays.clear();
+        for (int q = 0; q < nw; q++) b.prio[q] = (uint32_t)(*rng)();
+    b.narrays = 0;
     if (!b.region) {   // the executor thread's shared memory, poisoned but for the arrays a block uses
         b.region = (char *)malloc(REGION);
         if (!b.region) fatal("out of memory for shared memory");
