@@ -6,6 +6,11 @@
 //   warp    PCT-like: a random priority per warp, redrawn at each barrier; the
 //           highest-priority warp runs until it waits, so one warp runs far
 //           ahead of the others and a missing barrier between warps shows
+// A thread gets a fiber (a stack) of its own only if it is started while
+// another waits: when a thread ends and the schedule's next one never ran,
+// that one runs on the same stack, without a switch, so a block whose threads
+// never wait is a loop; a waiting thread switches to the schedule's next
+// itself. The order is the schedule's either way.
 // Checks (compute-sanitizer's synccheck): a barrier not reached by every
 // thread of the block (a thread exited, or the block deadlocked), a shuffle
 // whose mask leaves out the caller or names a lane that exited, lanes
@@ -123,8 +128,8 @@ size_t stack_bytes() {
     return b;
 }
 // this executor thread's free fiber stacks, a guard page below each (a kernel's
-// stack overflow faults); a thread takes one when it starts and gives it back
-// when it ends, so a block whose threads never wait runs them all on one
+// stack overflow faults); a fiber takes one when it starts and gives it back
+// when the last thread it ran ends (fiber_main)
 __thread std::vector<char *> *free_stacks;
 char *stack_take() {
     if (!free_stacks) free_stacks = new std::vector<char *>;
