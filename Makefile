@@ -250,12 +250,13 @@ $(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(ENG
 # toolkit's headers (found as nvcc is: CUDA_HOME), ASan + UBSan, the
 # emulator's runtime exported (-rdynamic) to the NCCL of threads that
 # WD_NCCL_LIB loads (build/libnccl_cpu.so). Built where the headers are;
-# without them tests/run.sh says SKIP (a failure under CI=true).
+# without them tests/run.sh says SKIP (a failure under CI=true). -g1: the
+# line tables a sanitizer's report names file:line by, in 3/4 of -g's build.
 CUDA_HDRS := $(wildcard $(CUDA_HOME)/include/cuda_runtime.h)
 NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
 EMU_DIR   := tests/cudacpu
 EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
-EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+EMU_CXX   := $(CXX) -std=c++17 -g1 -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
 EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
@@ -273,7 +274,7 @@ $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 # NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
 # linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
 # library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
-EMU_CC    := $(CC) -std=c11 -O1 -g $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+EMU_CC    := $(CC) -std=c11 -O1 -g1 $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 $(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
 	$(EMU_CC) -fPIC -shared -o $@ $<
 $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) \

@@ -284,7 +284,7 @@ job gpu_on_cpu_selected
 # Then the emulator's own tests. Without the toolkit's headers (found as
 # the Makefile finds them) both SKIP.
 EMU_PARTS=4
-EMU_TIMEOUT=$((TEST_TIMEOUT * 3))   # a part is 2-3 min of CPU; a machine loaded 3x more must not fail it
+EMU_TIMEOUT=$((TEST_TIMEOUT * 3))   # a part: 1-1.5 min of CPU (RESULTS.md); a machine loaded 3x more must not fail it
 EMU_POLICY=("" "CUDACPU_STREAMS=lazy" "CUDACPU_SCHED=random CUDACPU_STREAMS=random CUDACPU_SEED=1" "")
 EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_rank_fails_mid_step"
 emu_cuda() { echo "${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}"; }

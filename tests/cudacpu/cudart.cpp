@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <stdarg.h>
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -176,6 +177,15 @@ static void wait_done(std::unique_lock<std::mutex> &lk, const opp &o) {
     demand(o);
     kick_all();
     while (!o->done) done_cv.wait(lk);
+}
+// a query's answer for work not done when asked: it is demanded, and the answer (cudaErrorNotReady, what
+// was true when asked) comes once it is done or after 1 ms, so that a host polling in a loop (the backend
+// sleeps 20 us between queries) does not take the CPU from the executor that does the work
+static cudaError_t not_ready(std::unique_lock<std::mutex> &lk, opp o) {   // (o: a copy, s->last may move on)
+    demand(o);
+    kick_all();
+    done_cv.wait_for(lk, std::chrono::milliseconds(1), [&] { return o->done; });
+    return cudaErrorNotReady;
 }
 static void drain(std::unique_lock<std::mutex> &lk, int d) {   // everything enqueued on device d so far
     std::vector<opp> all(devs[d].pending);
@@ -586,15 +596,13 @@ cudaError_t cudaStreamSynchronize(cudaStream_t st) {
 }
 cudaError_t cudaStreamQuery(cudaStream_t st) {
     CUstream_st *s = S(st);
-    std::lock_guard<std::mutex> g(mu);
+    std::unique_lock<std::mutex> lk(mu);
     if (s->cap) {
         s->cap->broken = true;
         return fail(cudaErrorStreamCaptureUnsupported);
     }
     if (!s->last || s->last->done) return cudaSuccess;
-    demand(s->last);
-    kick_all();
-    return cudaErrorNotReady;
+    return not_ready(lk, s->last);
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t st, cudaHostFn_t fn, void *data) {
     return enqueue(
@@ -653,12 +661,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned fl) {
 }
 cudaError_t cudaEventQuery(cudaEvent_t ev) {
     CUevent_st *e = (CUevent_st *)ev;
-    std::lock_guard<std::mutex> g(mu);
+    std::unique_lock<std::mutex> lk(mu);
     if (e->cap) return fail(cudaErrorCapturedEvent);
     if (!e->rec || e->rec->done) return cudaSuccess;
-    demand(e->rec);
-    kick_all();
-    return cudaErrorNotReady;
+    return not_ready(lk, e->rec);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
     CUevent_st *e = (CUevent_st *)ev;

@@ -6,6 +6,11 @@
 //   warp    PCT-like: a random priority per warp, redrawn at each barrier; the
 //           highest-priority warp runs until it waits, so one warp runs far
 //           ahead of the others and a missing barrier between warps shows
+// A thread gets a fiber (a stack) of its own only if it is started while
+// another waits: when a thread ends and the schedule's next one never ran,
+// that one runs on the same stack, without a switch, so a block whose threads
+// never wait is a loop; a waiting thread switches to the schedule's next
+// itself. The order is the schedule's either way.
 // Checks (compute-sanitizer's synccheck): a barrier not reached by every
 // thread of the block (a thread exited, or the block deadlocked), a shuffle
 // whose mask leaves out the caller or names a lane that exited, lanes
@@ -54,6 +59,10 @@ cudacpu_switch:
 )");
 extern "C" void cudacpu_switch(void **save, void *to);
 
+// the code that runs for each GPU thread (the schedule, the switches, barriers, shuffles) is not instrumented
+// itself: the kernels it runs are
+#define HOT __attribute__((no_sanitize("address", "undefined")))
+
 namespace cudacpu {
 __thread thread_ctx *cur;
 
@@ -76,12 +85,15 @@ struct warp_state {
     int waiting[2][32];
     uint64_t val[2][32];
 };
-// a block being run; one per executor thread, reused (no allocation while fibers run)
+constexpr int MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32;   // a block's, at most (check_config)
+constexpr int MAX_ARRAYS = 16;                                      // __shared__ arrays of a kernel
+// a block being run; one per executor thread, reused (no allocation while fibers run; plain arrays, whose
+// accesses the HOT functions below make without a call)
 struct block_state {
-    int n, done;
-    std::vector<fiber> f;
-    std::vector<warp_state> w;
-    std::vector<int> ring, bar_wait;   // ring: the ready threads
+    int n, done, nbar;
+    fiber f[MAX_THREADS];
+    warp_state w[MAX_WARPS];
+    int ring[MAX_THREADS], bar_wait[MAX_THREADS];   // ring: the ready threads (head, count; a power of two long)
     size_t head, count;
     const std::function<void()> *body;
     const char *kname;
@@ -91,8 +103,12 @@ struct block_state {
     size_t sched_size;
     std::mt19937_64 *rng;
     int sched;
-    std::vector<uint32_t> prio;                            // CUDACPU_SCHED=warp: per warp
-    std::vector<std::pair<const void *, void *>> arrays;   // CUDACPU_SHARED: site -> this block's copy
+    uint32_t prio[MAX_WARPS];                              // CUDACPU_SCHED=warp: per warp
+    struct {
+        const void *site;
+        void *p;
+    } arrays[MAX_ARRAYS];   // CUDACPU_SHARED: site -> this block's copy
+    int narrays;
     char *region;
     size_t region_used;
 };
@@ -112,8 +128,8 @@ size_t stack_bytes() {
     return b;
 }
 // this executor thread's free fiber stacks, a guard page below each (a kernel's
-// stack overflow faults); a thread takes one when it starts and gives it back
-// when it ends, so a block whose threads never wait runs them all on one
+// stack overflow faults); a fiber takes one when it starts and gives it back
+// when the last thread it ran ends (fiber_main)
 __thread std::vector<char *> *free_stacks;
 char *stack_take() {
     if (!free_stacks) free_stacks = new std::vector<char *>;
@@ -151,45 +167,122 @@ inline void tsan_switch(void *to) {
 #endif
 }
 
-void yield_to_sched(bool dying) {
-    fiber *f = curf;
-    asan_start(dying ? NULL : &f->fake, blk->sched_bottom, blk->sched_size);
-    tsan_switch(blk->sched_tsan);
-    cudacpu_switch(&f->sp, blk->sched_sp);
-    asan_finish(f->fake, NULL, NULL);
-}
 void where(char *out, size_t n) {
     fiber *f = curf;
     snprintf(out, n, "%s block (%u,%u,%u) thread (%u,%u,%u) (warp %d lane %d)", blk->kname, blk->bid.x, blk->bid.y,
              blk->bid.z, f->ctx.tid.x, f->ctx.tid.y, f->ctx.tid.z, f->ctx.warp, f->ctx.lane);
 }
-void fiber_main() {
-    asan_finish(NULL, &blk->sched_bottom, &blk->sched_size);
-    (*blk->body)();
-    fiber *f = curf;
-    f->state = F_DONE;
-    blk->done++;
-    warp_state &w = blk->w[f->ctx.warp];
-    w.exited |= 1u << f->ctx.lane;
-    char at[200];
-    for (int p = 0; p < 2; p++)
-        if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
-            where(at, sizeof at);
-            fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
-                  w.mask[p]);
-        }
-    if (!blk->bar_wait.empty()) {
-        where(at, sizeof at);
-        fatal("synccheck: %s exited while %zu threads of its block wait at __syncthreads (a divergent barrier)", at,
-              blk->bar_wait.size());
+[[noreturn]] void deadlock() {
+    block_state &b = *blk;
+    int warp = 0;
+    for (int q = 0; q < b.n; q++) warp += b.f[q].state == F_WARP;
+    fatal("synccheck: %s block (%u,%u,%u) deadlocked: %d threads wait at __syncthreads, %d in __shfl_sync, %d exited",
+          b.kname, b.bid.x, b.bid.y, b.bid.z, b.nbar, warp, b.done);
+}
+// the schedule's next thread, taken off the ring of ready ones (there is one): fifo the first, random any,
+// warp the highest-priority warp's first
+HOT int pick() {
+    block_state &b = *blk;
+    size_t q = 0;
+#define RING(q) b.ring[(b.head + (q)) % MAX_THREADS]
+    if (b.sched == 2) {
+        for (size_t r = 1; r < b.count; r++)
+            if (b.prio[b.f[RING(r)].ctx.warp] > b.prio[b.f[RING(q)].ctx.warp]) q = r;
+    } else if (b.sched == 1) q = (size_t)((*b.rng)() % b.count);
+    int i = RING(q);
+    RING(q) = RING(0);
+#undef RING
+    b.head = (b.head + 1) % MAX_THREADS;
+    b.count--;
+    return i;
+}
+void fiber_main();
+// the running context (fiber f, or the scheduler where f is NULL) gives the CPU to thread g, which
+// either goes on where it waited or starts on a stack of its own; returns when f runs again
+HOT void switch_to(fiber *f, fiber &g, bool dying) {
+    if (!g.sp) {
+        g.stk = stack_take();
+        void **sp = (void **)(((uintptr_t)(g.stk + g.stk_size)) & ~(uintptr_t)15);
+        *--sp = NULL;                               // the entry's return-address slot (keeps the ABI's alignment)
+        *--sp = (void *)fiber_main;                 // cudacpu_switch's ret goes here
+        for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
+        g.sp = sp;
+#ifdef CUDACPU_TSAN
+        g.tsan = __tsan_create_fiber(0);
+#endif
     }
-    free_stacks->push_back(f->stk);   // taken by the next thread only once this one has switched away
-    yield_to_sched(true);
+    g.state = F_RUNNING;
+    curf = &g;
+    cur = &g.ctx;
+    void **fake = f ? &f->fake : &blk->sched_fake;
+    asan_start(dying ? NULL : fake, g.stk, g.stk_size);
+    tsan_switch(g.tsan);
+    cudacpu_switch(f ? &f->sp : &blk->sched_sp, g.sp);
+    asan_finish(*fake, NULL, NULL);
+}
+// the running thread waits at a barrier or a shuffle: the schedule's next ready thread runs (the
+// same one may go on at once); returns when it runs again
+HOT void wait_turn() {
+    fiber *f = curf;
+    if (blk->count == 0) deadlock();
+    fiber &g = blk->f[pick()];
+    if (&g == f) f->state = F_RUNNING;
+    else switch_to(f, g, false);
+}
+// a block's threads run in here: each fiber starts with a thread; when a thread ends and the schedule's
+// next is one that never ran, that one runs on here, on the same stack, so that a block whose threads
+// never wait is a loop without a switch; otherwise the next goes on where it waited, or (the block
+// ended) the scheduler does
+HOT void fiber_main() {
+    const void *bottom = NULL;
+    size_t size = 0;
+    asan_finish(NULL, &bottom, &size);
+    if (!blk->sched_bottom) blk->sched_bottom = bottom, blk->sched_size = size;   // the first comes from it
+    char at[200];
+    for (;;) {
+        (*blk->body)();
+        fiber *f = curf;
+        f->state = F_DONE;
+        blk->done++;
+        warp_state &w = blk->w[f->ctx.warp];
+        w.exited |= 1u << f->ctx.lane;
+        for (int p = 0; p < 2; p++)
+            if (w.nwait[p] && (w.mask[p] >> f->ctx.lane & 1)) {
+                where(at, sizeof at);
+                fatal("synccheck: %s exited while its warp waits in a __shfl_sync whose mask 0x%08x names it", at,
+                      w.mask[p]);
+            }
+        if (blk->nbar) {
+            where(at, sizeof at);
+            fatal("synccheck: %s exited while %d threads of its block wait at __syncthreads (a divergent barrier)",
+                  at, blk->nbar);
+        }
+        if (blk->done == blk->n) break;
+        if (blk->count == 0) deadlock();
+        fiber &g = blk->f[pick()];
+        if (g.sp) {   // a waiting thread goes on; this stack is free once this one has switched away
+            free_stacks->push_back(f->stk);
+            switch_to(f, g, true);
+            fatal("internal: a finished fiber was resumed");
+        }
+        g.stk = f->stk;
+#ifdef CUDACPU_TSAN
+        g.tsan = f->tsan;   // and TSan's fiber, which knows this stack
+        f->tsan = NULL;
+#endif
+        g.state = F_RUNNING;
+        curf = &g;
+        cur = &g.ctx;
+    }
+    free_stacks->push_back(curf->stk);
+    asan_start(NULL, blk->sched_bottom, blk->sched_size);
+    tsan_switch(blk->sched_tsan);
+    cudacpu_switch(&curf->sp, blk->sched_sp);
     fatal("internal: a finished fiber was resumed");
 }
-void make_ready(int i) {
+HOT void make_ready(int i) {
     blk->f[i].state = F_READY;
-    blk->ring[(blk->head + blk->count++) % (size_t)blk->n] = i;
+    blk->ring[(blk->head + blk->count++) % MAX_THREADS] = i;
 }
 // CUDACPU_SCHED: 0 fifo, 1 random, 2 warp
 int sched_kind() {
@@ -205,7 +298,7 @@ int sched_kind() {
 std::atomic<unsigned long long> launches{0};
 }   // namespace
 
-void block_barrier() {
+HOT void block_barrier() {
     fiber *f = curf;
     if (!f) fatal("__syncthreads outside a kernel");
     char at[200];
@@ -215,17 +308,17 @@ void block_barrier() {
               blk->done);
     }
     f->state = F_BAR;
-    blk->bar_wait.push_back(f->idx);
-    if ((int)blk->bar_wait.size() == blk->n) {   // the last one: every waiter goes on
-        for (int i : blk->bar_wait) make_ready(i);
-        blk->bar_wait.clear();
+    blk->bar_wait[blk->nbar++] = f->idx;
+    if (blk->nbar == blk->n) {   // the last one: every waiter goes on
+        for (int q = 0; q < blk->n; q++) make_ready(blk->bar_wait[q]);
+        blk->nbar = 0;
         if (blk->sched == 2)
-            for (auto &p : blk->prio) p = (uint32_t)(*blk->rng)();
+            for (int q = 0; q < (blk->n + 31) / 32; q++) blk->prio[q] = (uint32_t)(*blk->rng)();
     }
-    yield_to_sched(false);
+    wait_turn();
 }
 
-uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
+HOT uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
     fiber *f = curf;
     if (!f) fatal("__shfl_sync outside a kernel");
     char at[200];
@@ -250,7 +343,7 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
         for (int i = 0; i < w.nwait[p]; i++) make_ready(w.waiting[p][i]);
         w.nwait[p] = 0;
     }
-    yield_to_sched(false);
+    wait_turn();
     uint64_t r = w.val[p][src & 31];
     // the last reader of a phase resets it: a lane at shuffle k+2 (phase p
     // again) cannot arrive before every lane of k+1 arrived, so every lane
@@ -259,10 +352,11 @@ uint64_t warp_exchange(unsigned mask, uint64_t v, int src, int width) {
     return r;
 }
 
-void *shared_array(const void *site, size_t bytes) {
+HOT void *shared_array(const void *site, size_t bytes) {
     if (!blk) fatal("a __shared__ array outside a kernel");
-    for (auto &a : blk->arrays)
-        if (a.first == site) return a.second;
+    for (int q = 0; q < blk->narrays; q++)
+        if (blk->arrays[q].site == site) return blk->arrays[q].p;
+    if (blk->narrays == MAX_ARRAYS) fatal("%s: more than %d __shared__ arrays", blk->kname, MAX_ARRAYS);
     // the next piece of the block's region, ending on a 16-byte boundary with a
     // poisoned gap of 64 bytes before the next (ASan: an element past either end faults)
     size_t start = (blk->region_used + 64 + 15) & ~(size_t)15, end = start + ((bytes + 15) & ~(size_t)15);
@@ -273,11 +367,11 @@ void *shared_array(const void *site, size_t bytes) {
 #endif
     memset(p, 0xff, bytes);   // NaN for floats: a read before any write shows
     blk->region_used = end;
-    blk->arrays.push_back({site, p});
+    blk->arrays[blk->narrays++] = {site, p};
     return p;
 }
 
-static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name,
+HOT static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void()> &body, const char *name,
                       std::mt19937_64 *rng, int sched) {
     static __thread block_state *bs;
     if (!bs) bs = new block_state();
@@ -290,20 +384,17 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
     b.bid = bid;
     b.rng = rng;
     b.sched = sched;
-    if ((int)b.f.size() < n) b.f.resize(n);
-    b.w.assign((n + 31) / 32, warp_state{});
-    for (size_t q = 0; q < b.w.size(); q++) {
-        int live = n - (int)q * 32;
+    int nw = (n + 31) / 32;
+    for (int q = 0; q < nw; q++) {
+        int live = n - q * 32;
+        b.w[q] = warp_state{};
         b.w[q].exited = live >= 32 ? 0u : ~0u << live;
     }
-    b.ring.assign(n, 0);
-    b.bar_wait.clear();
-    b.bar_wait.reserve(n);
+    b.nbar = 0;
     b.head = b.count = 0;
-    b.prio.resize(b.w.size());
     if (sched == 2)
-        for (auto &p : b.prio) p = (uint32_t)(*rng)();
-    b.arrays.clear();
+        for (int q = 0; q < nw; q++) b.prio[q] = (uint32_t)(*rng)();
+    b.narrays = 0;
     if (!b.region) {   // the executor thread's shared memory, poisoned but for the arrays a block uses
         b.region = (char *)malloc(REGION);
         if (!b.region) fatal("out of memory for shared memory");
@@ -333,52 +424,18 @@ static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<void
         f.ctx.gdim = grid;
         f.ctx.lane = i % 32;
         f.ctx.warp = i / 32;
-        f.stk = NULL;
+        f.stk = NULL;   // a stack (and TSan's fiber) when it first runs, unless it runs on a finished one's
         f.sp = NULL;
-        f.stk_size = stack_bytes();   // a stack when it first runs
-#ifdef CUDACPU_TSAN
-        f.tsan = __tsan_create_fiber(0);
-#endif
+        f.stk_size = stack_bytes();
+        f.tsan = NULL;
         make_ready(i);
     }
-    while (b.done < n) {
-        if (b.count == 0) {
-            int warp = 0;
-            for (int q = 0; q < n; q++) warp += b.f[q].state == F_WARP;
-            fatal("synccheck: %s block (%u,%u,%u) deadlocked: %zu threads wait at __syncthreads, %d in __shfl_sync, %d "
-                  "exited",
-                  name, bid.x, bid.y, bid.z, b.bar_wait.size(), warp, b.done);
-        }
-        size_t N = (size_t)n, pick = 0;
-#define RING(q) b.ring[(b.head + (q)) % N]
-        if (sched == 2) {   // the highest-priority warp's first ready thread
-            for (size_t q = 1; q < b.count; q++)
-                if (b.prio[b.f[RING(q)].ctx.warp] > b.prio[b.f[RING(pick)].ctx.warp]) pick = q;
-        } else if (sched == 1) pick = (size_t)((*rng)() % b.count);
-        std::swap(RING(0), RING(pick));
-#undef RING
-        int i = b.ring[b.head];
-        b.head = (b.head + 1) % N;
-        b.count--;
-        fiber &f = b.f[i];
-        if (!f.sp) {
-            f.stk = stack_take();
-            void **sp = (void **)(((uintptr_t)(f.stk + f.stk_size)) & ~(uintptr_t)15);
-            *--sp = NULL;                               // the entry's return-address slot (keeps the ABI's alignment)
-            *--sp = (void *)fiber_main;                 // cudacpu_switch's ret goes here
-            for (int r = 0; r < 6; r++) *--sp = NULL;   // rbp rbx r12-r15
-            f.sp = sp;
-        }
-        f.state = F_RUNNING;
-        curf = &f;
-        cur = &f.ctx;
-        asan_start(&b.sched_fake, f.stk, f.stk_size);
-        tsan_switch(f.tsan);
-        cudacpu_switch(&b.sched_sp, f.sp);
-        asan_finish(b.sched_fake, NULL, NULL);
-    }
+    switch_to(NULL, b.f[pick()], false);   // back when the block's last thread ended
+    if (b.done < n) fatal("internal: %s block (%u,%u,%u) left with %d threads running", name, bid.x, bid.y, bid.z,
+                          n - b.done);
 #ifdef CUDACPU_TSAN
-    for (int q = 0; q < n; q++) __tsan_destroy_fiber(b.f[q].tsan);
+    for (int q = 0; q < n; q++)
+        if (b.f[q].tsan) __tsan_destroy_fiber(b.f[q].tsan);
 #endif
 #ifdef CUDACPU_ASAN
     __asan_poison_memory_region(b.region, REGION);   // the next block's arrays are its own
