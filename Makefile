@@ -37,7 +37,7 @@ ENGINE  := $(B)/engine-$(GEMM).stamp
 $(ENGINE): | $(B)
 	@rm -f $(B)/engine-*.stamp; touch $@
 
-.PHONY: all cuda check-deps deps demo test test-gpu test-gpu-emu-full gpu-pack fuzz clean
+.PHONY: all cuda check-deps deps demo test test-gpu test-gpu-emu-full test-gpu-emu-criteo gpu-pack fuzz clean
 
 # CUDA: `make test` builds it whenever nvcc exists (CI compiles it on every
 # change), `make cuda` too, plain `make` where a GPU is (`all` below); running
@@ -256,7 +256,8 @@ EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
-EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
+EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(B)/wd-cuda-emu \
+	$(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
 $(B)/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	$(EMU_CXX) -O2 -c -o $@ $<
 $(B)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
@@ -265,6 +266,11 @@ $(B)/test_gpu_emu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(EMU_
 	$(EMU_CU) -c -o $@ tests/test_gpu.cu
 $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 	$(CXX) $(SAN) -rdynamic -o $@ $^ $(LDLIBS) -ldl
+# wd-cuda on the emulated device (ASan + UBSan, the objects of test_gpu_emu): tests/run.sh trains the
+# Criteo sample with it on the device and on the CPU backend and compares their AUC (gpu_emu_criteo)
+$(B)/wd-cuda-emu: tools/wd.c $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -DWD_HAVE_CUDA -c -o $(B)/wd-cuda-emu.o tools/wd.c
+	$(CXX) $(SAN) -rdynamic -o $@ $(B)/wd-cuda-emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) $(GEMML) -ldl
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
 $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
@@ -284,6 +290,9 @@ $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testli
 test-gpu-emu-full: $(B)/test_gpu_emu
 	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=150 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
 	    $(B)/test_gpu_emu $(B)/emu-full
+# wd-cuda's Criteo AUC on the emulated device at the CLI's defaults (1024,512,256 MLP; make test: 64,32)
+test-gpu-emu-criteo: $(B)/wd-cuda-emu
+	bash tests/emu_criteo.sh $(B) $(DATA) $(B)/emu-criteo
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)
