@@ -26,7 +26,8 @@ else
         # the run's last line: one epoch (7200 samples), its validation AUC, on the engine asked for
         auc+=("$(sed -n "s/^trained .* samples=7200 .* valid_auc=\([0-9.]*\) .* engine=$d .*/\1/p" "$T/$d.out")")
         if [ $rc != 0 ] || [ -z "${auc[-1]}" ]; then
-            fail $name "--device $d: exit $rc, no epoch with a valid_auc on engine=$d: $(tail -2 "$T/$d.out" | tr '\n' ' ')"
+            fail $name "--device $d: exit $rc, no epoch with a valid_auc on engine=$d: \
+$(tail -2 "$T/$d.out" | tr '\n' ' ')"
             break
         fi
     done

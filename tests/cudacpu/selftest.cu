@@ -68,6 +68,28 @@ __global__ void warp_sum_k(float *out, const float *terms, int n, int count, int
     for (int u = 0; u < 32 && u < count; u++) z = __fadd_rn(z, __shfl_sync(0xffffffffu, term, u));
     if (lane == 0) out[i] = z;
 }
+// wdc_hot_chunk_k with a plain sum for wdc_occ_sum: one block per chunk of rows (grid-stride), warp w
+// sums the w-th of 8 shares of each 32 columns, warp 0 adds the shares; 11: no second barrier, so a
+// warp may overwrite sh for the next columns while warp 0 still reads it (FIFO: the results stay right)
+__global__ void hot_chunk_k(float *part, const float *a, int nrows, int R, int nchunks, int bug) {
+    CUDACPU_SHARED(float, sh, [8][32]);
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int e = blockIdx.x; e < nchunks; e += gridDim.x) {
+        int a0 = e * CHUNK, len = min(CHUNK, nrows - a0), w0 = a0 + len * w / 8, w1 = a0 + len * (w + 1) / 8;
+        for (int c0 = 0; c0 < R; c0 += 32) {
+            float acc = 0.0f;
+            for (int r = w0; r < w1 && c0 + lane < R; r++) acc += a[(size_t)r * R + c0 + lane];
+            sh[w][lane] = acc;
+            __syncthreads();
+            if (w == 0 && c0 + lane < R) {
+                float t = 0.0f;
+                for (int q = 0; q < 8; q++) t += sh[q][lane];
+                part[(size_t)e * R + c0 + lane] = t;
+            }
+            if (bug != 11) __syncthreads();
+        }
+    }
+}
 
 // ---- the cases -------------------------------------------------------------------------------
 static float *dev_copy(const std::vector<float> &h) {
@@ -279,6 +301,29 @@ static int capture(int bug) {
     return OK;
 }
 
+#if defined(__SANITIZE_THREAD__)
+// the hot chunks' sums (wdc_hot_chunk_k) on one block, so that it loops over chunks and columns; the
+// matrix's values are small integers: every order of the additions gives the same bits
+static int hot_chunks(int bug) {
+    int nrows = 700, R = 40, nchunks = (nrows + CHUNK - 1) / CHUNK;
+    std::vector<float> h((size_t)nrows * R);
+    for (size_t i = 0; i < h.size(); i++) h[i] = (float)((i * 37) % 11);
+    float *a = dev_copy(h), *part;
+    cudaMalloc((void **)&part, (size_t)nchunks * R * sizeof(float));
+    CUDACPU_GO(hot_chunk_k, 1, THREADS, 0)(part, a, nrows, R, nchunks, bug);
+    std::vector<float> r = host_copy(part, (size_t)nchunks * R);
+    for (int e = 0; e < nchunks; e++)
+        for (int c = 0; c < R; c++) {
+            float want = 0.0f;
+            for (int i = e * CHUNK; i < std::min(nrows, (e + 1) * CHUNK); i++) want += h[(size_t)i * R + c];
+            if (r[(size_t)e * R + c] != want) return WRONG;
+        }
+    cudaFree(a);
+    cudaFree(part);
+    return OK;
+}
+#endif
+
 struct tcase {
     const char *name;
     int (*fn)(int bug);
@@ -306,6 +351,10 @@ static const tcase CASES[] = {
     {"epilogue_refusal", lt_offer, 9, "", "wrong",
      "CUDACPU_LT_REFUSE=relu_bias,relu_aux_bias: no algorithm for RELU_AUX_BIAS"},
     {"capture_unjoined", capture, 10, "CUDACPU_SEED=2", "wrong", "a graph whose side stream never rejoins"},
+#if defined(__SANITIZE_THREAD__)   // the TSan kernel harness (tsan.cpp; make test-gpu-emu-tsan)
+    {"missing_barrier_tsan", hot_chunks, 11, "CUDACPU_SCHED=fifo", "ThreadSanitizer: data race",
+     "wdc_hot_chunk_k without its second barrier, under FIFO (whose results stay right)"},
+#endif
 };
 
 // runs CASE's function in a child with its switches (and bug or not); returns its
@@ -371,6 +420,7 @@ int main(int argc, char **argv) {
             printf("PASS %s: %s: caught (%s)\n", c.name, c.what,
                    !strcmp(c.caught, "wrong")                   ? "a wrong result"
                    : e1.find("AddressSanitizer") != std::string::npos ? first_line(e1, "AddressSanitizer").c_str()
+                   : e1.find("ThreadSanitizer") != std::string::npos  ? first_line(e1, "ThreadSanitizer").c_str()
                                                                        : first_line(e1, "runtime error").c_str());
         } else {
             failed++;
