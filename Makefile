@@ -269,7 +269,7 @@ $(B)/test_gpu_emu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(EMU_
 $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 	$(CXX) $(SAN) -rdynamic -o $@ $^ $(LDLIBS) -ldl
 # the device plan's red zones against a seeded overrun (widedeep_cuda.cu's wdc_plan_poison, the header's plan)
-$(B)/cudacpu_redzone: $(EMU_DIR)/redzone.cu $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) | $(B)
+$(B)/cudacpu_redzone: $(EMU_DIR)/redzone.cu $(EMU_DIR)/child.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) -ldl
 # wd-cuda on the emulated device (ASan + UBSan, the objects of test_gpu_emu): tests/run.sh trains the
 # Criteo sample with it on the device and on the CPU backend and compares their AUC (gpu_emu_criteo)
@@ -277,7 +277,7 @@ $(B)/wd-cuda-emu: tools/wd.c $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) $(ENGINE)
 	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -DWD_HAVE_CUDA $(EMU_RZ) -c -o $(B)/wd-cuda-emu.o tools/wd.c
 	$(CXX) $(SAN) -rdynamic -o $@ $(B)/wd-cuda-emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) $(GEMML) -ldl
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
-$(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
+$(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_DIR)/child.h $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
 # NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
 # linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
@@ -319,30 +319,34 @@ coverage-gpu-emu: $(COV)/test_gpu_emu $(COV)/test_nccl_cpu
 # the TSan kernel harness (tests/cudacpu/tsan.cpp): kernels, host code and the emulator's runtime under
 # -fsanitize=thread, but for fiber.cpp (GPU threads' switches and barriers: not TSan's concern) and tsan.cpp,
 # compiled without it but with fiber.cpp's TSan hooks (-D__SANITIZE_THREAD__); the order TSan sees between GPU threads
-# only CUDA's (--wrap of the fiber switch, __syncthreads, __shared__ arrays and the grid); under the FIFO schedule: the
+# only CUDA's (--wrap of the fiber calls, __syncthreads, __shared__ arrays and the grid); under the FIFO schedule: the
 # selftest's seeded missing barrier (caught), then test_gpu.cu's tests of TSAN_GPU_TESTS on the real kernels
-TSAN_GPU_TESTS := test_gradients_fp32,test_sparse_paths
-TSAN_WRAP := -Wl,--wrap=__tsan_switch_to_fiber,--wrap=_ZN7cudacpu13block_barrierEv \
+# (few executor threads and multiprocessors: gcc 12's TSan pays for every thread and fiber it has seen)
+TSAN_GPU_TESTS := test_gradients_fp32
+TSAN_WRAP := -Wl,--wrap=__tsan_switch_to_fiber,--wrap=__tsan_create_fiber,--wrap=__tsan_destroy_fiber \
+	-Wl,--wrap=_ZN7cudacpu13block_barrierEv \
 	-Wl,--wrap=_ZN7cudacpu12shared_arrayEPKvm,--wrap=_ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc
+# (g++'s TSan: clang 14's reports no race between fibers, the seeded one included)
+TSAN_CXX  := $(CXX)
 TSAN_RT   := $(addprefix $(B)/tsan/cudacpu_,fiber.o cudart.o cublaslt.o tsan.o)
-TSAN_CU   := $(filter-out $(SAN),$(EMU_CU)) -fsanitize=thread
+TSAN_EMU  := $(TSAN_CXX) $(wordlist 2,100,$(filter-out $(SAN),$(EMU_CXX)))
 $(B)/tsan/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	@mkdir -p $(B)/tsan
-	$(filter-out $(SAN),$(EMU_CXX)) -O2 -fsanitize=thread -c -o $@ $<
+	$(TSAN_EMU) -O2 -fsanitize=thread -c -o $@ $<
 $(B)/tsan/cudacpu_fiber.o $(B)/tsan/cudacpu_tsan.o: $(B)/tsan/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	@mkdir -p $(B)/tsan
-	$(filter-out $(SAN),$(EMU_CXX)) -O2 -D__SANITIZE_THREAD__ -c -o $@ $<
-$(B)/tsan/%.o: %.cu $(HDR) $(EMU_HDRS) | $(B)
+	$(TSAN_EMU) -O2 -D__SANITIZE_THREAD__ -c -o $@ $<
+$(B)/tsan/%.o: %.cu $(HDR) $(EMU_HDRS) $(EMU_DIR)/child.h | $(B)
 	@mkdir -p $(dir $@)
-	$(TSAN_CU) -c -o $@ $<
+	$(TSAN_CXX) $(wordlist 2,100,$(filter-out $(SAN),$(EMU_CU))) -fsanitize=thread -DCUDACPU_TSAN_HARNESS -c -o $@ $<
 $(B)/tsan/cudacpu_selftest: $(B)/tsan/tests/cudacpu/selftest.o $(TSAN_RT)
-	$(CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
+	$(TSAN_CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
 $(B)/tsan/test_gpu_emu: $(B)/tsan/tests/test_gpu.o $(B)/tsan/widedeep_cuda.o $(TSAN_RT)
-	$(CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
+	$(TSAN_CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
 test-gpu-emu-tsan: $(B)/tsan/cudacpu_selftest $(B)/tsan/test_gpu_emu
 	CUDACPU_SCHED=fifo $(B)/tsan/cudacpu_selftest missing_barrier_tsan
-	mkdir -p $(B)/tsan/run && CUDACPU_SCHED=fifo WD_GPU_TEST_QUICK=1 WD_GPU_TESTS=$(TSAN_GPU_TESTS) \
-	    $(B)/tsan/test_gpu_emu $(B)/tsan/run
+	mkdir -p $(B)/tsan/run && CUDACPU_SCHED=fifo CUDACPU_WORKERS=2 CUDACPU_SMS=4 WD_GPU_TEST_QUICK=1 \
+	    WD_GPU_TESTS=$(TSAN_GPU_TESTS) $(B)/tsan/test_gpu_emu $(B)/tsan/run
 
 # wd-cuda's Criteo AUC on the emulated device at the CLI's defaults (1024,512,256 MLP; make test: 64,32)
 test-gpu-emu-criteo: $(B)/wd-cuda-emu

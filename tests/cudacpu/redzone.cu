@@ -10,9 +10,7 @@
 // A case passes only as described; a check that cannot fail is a defect.
 #define WIDEDEEP_IMPLEMENTATION
 #include "widedeep.h"
-#include <sys/wait.h>
-#include <unistd.h>
-#include <string>
+#include "child.h"
 
 extern "C" void wdc_plan_poison(const wd_plan *p, char *slab);   // widedeep_cuda.cu, emulated test builds only
 
@@ -75,41 +73,12 @@ static int run_case(int mode) {
     return after != before ? OVERWROTE : OK;
 }
 
-// runs case mode in a child (no CUDA call in this process: the child starts the emulator afresh); its
-// exit status (128 + signal when killed) and its stderr in err
-static int run_child(int mode, std::string &err) {
-    int pfd[2];
-    if (pipe(pfd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        _exit(run_case(mode));   // _exit: no leak check of the emulator's threads
-    }
-    close(pfd[1]);
-    char buf[4096];
-    ssize_t k;
-    while ((k = read(pfd[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)k);
-    close(pfd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-static std::string line_of(const std::string &s, const char *word) {
-    size_t at = s.find(word);
-    if (at == std::string::npos) at = 0;
-    size_t b = s.rfind('\n', at), e = s.find('\n', at);
-    b = b == std::string::npos ? 0 : b + 1;
-    return s.substr(b, (e == std::string::npos ? s.size() : e) - b).substr(0, 160);
-}
-
 int main(void) {
     const char *name[3] = {"redzone_control", "redzone_overrun_caught", "redzone_needed"};
     int pass = 0, failed = 0;
     for (int mode = 0; mode < 3; mode++) {
         std::string err;
-        int rc = run_child(mode, err);
+        int rc = run_child([mode] { return run_case(mode); }, err);
         bool report = err.find("Sanitizer") != std::string::npos || err.find("runtime error") != std::string::npos ||
                       err.find("cudacpu:") != std::string::npos;
         bool ok = mode == 0   ? rc == OK && !report
@@ -122,10 +91,11 @@ int main(void) {
         if (ok) {
             pass++;
             printf("PASS %s: %s%s%s\n", name[mode], what[mode], mode == 1 ? ": " : "",
-                   mode == 1 ? line_of(err, "use-after-poison").c_str() : "");
+                   mode == 1 ? first_line(err, "use-after-poison").c_str() : "");
         } else {
             failed++;
-            printf("FAIL %s: %s: not so (exit %d): %s\n", name[mode], what[mode], rc, line_of(err, "").c_str());
+            printf("FAIL %s: %s: not so (exit %d): %s\n", name[mode], what[mode], rc,
+                   first_line(err, "").c_str());
         }
     }
     printf("# cudacpu_redzone: %d passed, %d failed, 0 skipped\n", pass, failed);

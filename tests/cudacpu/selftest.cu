@@ -5,14 +5,12 @@
 // as written (the control: must give the right result with no report) and
 // with one seeded bug (must be caught, by the check named). A case passes
 // only if both hold. Usage: cudacpu_selftest [CASE...]
+#include "child.h"
 #include "cub/cub.cuh"
 #include <cublasLt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -301,7 +299,7 @@ static int capture(int bug) {
     return OK;
 }
 
-#if defined(__SANITIZE_THREAD__)
+#ifdef CUDACPU_TSAN_HARNESS
 // the hot chunks' sums (wdc_hot_chunk_k) on one block, so that it loops over chunks and columns; the
 // matrix's values are small integers: every order of the additions gives the same bits
 static int hot_chunks(int bug) {
@@ -351,7 +349,7 @@ static const tcase CASES[] = {
     {"epilogue_refusal", lt_offer, 9, "", "wrong",
      "CUDACPU_LT_REFUSE=relu_bias,relu_aux_bias: no algorithm for RELU_AUX_BIAS"},
     {"capture_unjoined", capture, 10, "CUDACPU_SEED=2", "wrong", "a graph whose side stream never rejoins"},
-#if defined(__SANITIZE_THREAD__)   // the TSan kernel harness (tsan.cpp; make test-gpu-emu-tsan)
+#ifdef CUDACPU_TSAN_HARNESS   // the TSan kernel harness (tsan.cpp; make test-gpu-emu-tsan)
     {"missing_barrier_tsan", hot_chunks, 11, "CUDACPU_SCHED=fifo", "ThreadSanitizer: data race",
      "wdc_hot_chunk_k without its second barrier, under FIFO (whose results stay right)"},
 #endif
@@ -359,38 +357,19 @@ static const tcase CASES[] = {
 
 // runs CASE's function in a child with its switches (and bug or not); returns its
 // exit status (128 + signal when killed) and its stderr in err
-static int run_child(const tcase &c, int bug, std::string &err) {
-    int pfd[2];
-    if (pipe(pfd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        std::string env = c.env;
-        for (size_t at = 0; at < env.size();) {
-            size_t end = env.find(',', at), eq = env.find('=', at);
-            if (end == std::string::npos) end = env.size();
-            setenv(env.substr(at, eq - at).c_str(), env.substr(eq + 1, end - eq - 1).c_str(), 1);
-            at = end + 1;
-        }
-        _exit(c.fn(bug ? c.bug : 0));   // _exit: no leak check of the emulator's threads
-    }
-    close(pfd[1]);
-    char buf[4096];
-    ssize_t k;
-    while ((k = read(pfd[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)k);
-    close(pfd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-static std::string first_line(const std::string &s, const char *word) {
-    size_t at = s.find(word);
-    if (at == std::string::npos) at = 0;
-    size_t b = s.rfind('\n', at), e = s.find('\n', at);
-    b = b == std::string::npos ? 0 : b + 1;
-    return s.substr(b, (e == std::string::npos ? s.size() : e) - b).substr(0, 160);
+static int run_case(const tcase &c, int bug, std::string &err) {
+    return run_child(
+        [&c, bug] {
+            std::string env = c.env;
+            for (size_t at = 0; at < env.size();) {
+                size_t end = env.find(',', at), eq = env.find('=', at);
+                if (end == std::string::npos) end = env.size();
+                setenv(env.substr(at, eq - at).c_str(), env.substr(eq + 1, end - eq - 1).c_str(), 1);
+                at = end + 1;
+            }
+            return c.fn(bug ? c.bug : 0);
+        },
+        err);
 }
 
 // Whether s holds one of the '|'-separated words of any.
@@ -411,7 +390,7 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], c.name);
         if (!want) continue;
         std::string e0, e1;
-        int r0 = run_child(c, 0, e0), r1 = run_child(c, 1, e1);
+        int r0 = run_case(c, 0, e0), r1 = run_case(c, 1, e1);
         bool clean = r0 == OK && e0.find("cudacpu:") == std::string::npos &&
                      e0.find("Sanitizer") == std::string::npos && e0.find("runtime error") == std::string::npos;
         bool caught = !strcmp(c.caught, "wrong") ? r1 == WRONG : r1 != OK && found_any(e1, c.caught);

@@ -2,10 +2,15 @@
 // Kernels, host code and the emulator's runtime are compiled with -fsanitize=thread but for fiber.cpp
 // (the GPU threads' switches, barriers and shuffles: no concern of TSan's) and this file, compiled without
 // it but with fiber.cpp's TSan fiber hooks on (-D__SANITIZE_THREAD__), and this file is linked with
-// -Wl,--wrap for the four calls below, so that the only order TSan sees between the GPU threads of a
+// -Wl,--wrap for the calls below, so that the only order TSan sees between the GPU threads of a
 // block is the order CUDA guarantees:
-//   __tsan_switch_to_fiber  every fiber switch without synchronisation (fiber.cpp's switches synchronise,
-//                           which would order a block's threads by the schedule, hiding every race)
+//   __tsan_switch_to_fiber  a GPU thread's switch back to the executor without synchronisation (fiber.cpp's
+//                           switches synchronise, which would order a block's threads by the schedule,
+//                           hiding every race); the executor's switch to a GPU thread synchronises (what the
+//                           executor did, the kernel's launch, happens before)
+//   __tsan_create_fiber,    TSan's fibers kept for the next block's GPU threads (a TSan fiber's creation
+//   __tsan_destroy_fiber    zeroes a large state: made and destroyed for every GPU thread, they cost most
+//                           of the run's time)
 //   block_barrier           __syncthreads: each thread releases before it waits and acquires after, on a
 //                           sync object per barrier parity (a thread can be at most one barrier ahead)
 //   shared_array            a block's __shared__ array: its 0xff fill (the initcheck poison) is not a GPU
@@ -27,6 +32,7 @@ extern "C" const char *__tsan_default_options() { return "halt_on_error=1:exitco
 
 extern "C" {
 void __real___tsan_switch_to_fiber(void *fiber, unsigned flags);
+void *__real___tsan_create_fiber(unsigned flags);
 void __real__ZN7cudacpu13block_barrierEv();
 void *__real__ZN7cudacpu12shared_arrayEPKvm(const void *site, size_t bytes);
 void __real__ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc(dim3, dim3, const std::function<void()> &,
@@ -39,6 +45,8 @@ namespace {
 __thread char ended;           // every ended GPU thread of this executor thread released here
 __thread char tails;           // fiber.cpp's work on an ended GPU thread (its stack given back)
 __thread bool ending;          // the GPU thread running has ended: its next switch is its last
+__thread void *executor;       // this executor thread's own TSan fiber
+__thread std::vector<void *> *spare;   // TSan fibers of GPU threads that ended, for the next block
 __thread char barrier_obj[2];  // __syncthreads by parity
 // per GPU thread of the block running: barriers passed (sized before the grid runs: an allocation on a
 // GPU thread would be a heap access TSan sees)
@@ -52,7 +60,17 @@ unsigned &passed() {
 extern "C" void __wrap___tsan_switch_to_fiber(void *fiber, unsigned flags) {
     if (ending) __tsan_release(&tails);
     ending = false;
-    __real___tsan_switch_to_fiber(fiber, flags | __tsan_switch_to_fiber_no_sync);
+    __real___tsan_switch_to_fiber(fiber, fiber == executor ? flags | __tsan_switch_to_fiber_no_sync : flags);
+}
+extern "C" void *__wrap___tsan_create_fiber(unsigned flags) {
+    if (!spare || spare->empty()) return __real___tsan_create_fiber(flags);
+    void *f = spare->back();
+    spare->pop_back();
+    return f;
+}
+extern "C" void __wrap___tsan_destroy_fiber(void *fiber) {
+    if (!spare) spare = new std::vector<void *>;
+    spare->push_back(fiber);
 }
 
 extern "C" void __wrap__ZN7cudacpu13block_barrierEv() {
@@ -72,6 +90,7 @@ extern "C" void *__wrap__ZN7cudacpu12shared_arrayEPKvm(const void *site, size_t 
 extern "C" void __wrap__ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc(dim3 grid, dim3 block,
                                                                          const std::function<void()> &body,
                                                                          const char *name) {
+    executor = __tsan_get_current_fiber();
     if (!barriers) barriers = new std::vector<unsigned>;
     barriers->resize((size_t)block.x * block.y * block.z);
     const std::function<void()> thread = [&body] {
