@@ -257,9 +257,12 @@ NCCL_HDRS := $(wildcard $(NCCL_HOME)/include/nccl.h)
 EMU_DIR   := tests/cudacpu
 EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g1 -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
-EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA -I.
+# (WD_PLAN_REDZONE: the device plan's buffers with poisoned gaps between them, widedeep.h section 17)
+EMU_RZ    := -DWD_PLAN_REDZONE=256
+EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA $(EMU_RZ) -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
-EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
+EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(B)/cudacpu_redzone $(B)/wd-cuda-emu \
+	$(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
 $(B)/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
 	$(EMU_CXX) -O2 -c -o $@ $<
 $(B)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
@@ -268,13 +271,21 @@ $(B)/test_gpu_emu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(EMU_
 	$(EMU_CU) -c -o $@ tests/test_gpu.cu
 $(B)/test_gpu_emu: $(B)/test_gpu_emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT)
 	$(CXX) $(SAN) -rdynamic -o $@ $^ $(LDLIBS) -ldl
+# the device plan's red zones against a seeded overrun (widedeep_cuda.cu's wdc_plan_poison, the header's plan)
+$(B)/cudacpu_redzone: $(EMU_DIR)/redzone.cu $(EMU_DIR)/child.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) | $(B)
+	$(EMU_CU) -o $@ $< -x none $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) -ldl
+# wd-cuda on the emulated device (ASan + UBSan, the objects of test_gpu_emu): tests/run.sh trains the
+# Criteo sample with it on the device and on the CPU backend and compares their AUC (gpu_emu_criteo)
+$(B)/wd-cuda-emu: tools/wd.c $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) $(ENGINE) | $(B)
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -DWD_HAVE_CUDA $(EMU_RZ) -c -o $(B)/wd-cuda-emu.o tools/wd.c
+	$(CXX) $(SAN) -rdynamic -o $@ $(B)/wd-cuda-emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) $(GEMML) -ldl
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
-$(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_RT) | $(B)
+$(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_DIR)/child.h $(EMU_RT) | $(B)
 	$(EMU_CU) -o $@ $< -x none $(EMU_RT) $(LDLIBS) -ldl
 # NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
 # linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
 # library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
-EMU_CC    := $(CC) -std=c11 -O1 -g1 $(SAN) $(WARN) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+EMU_CC    := $(CC) -std=c11 -O1 -g1 $(SAN) $(WARN) $(EMU_RZ) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 $(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
 	$(EMU_CC) -fPIC -shared -o $@ $<
 $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) \
@@ -287,6 +298,62 @@ $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testli
 test-gpu-emu-full: $(B)/test_gpu_emu
 	mkdir -p $(B)/emu-full && WD_COMM_TIMEOUT=150 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
 	    $(B)/test_gpu_emu $(B)/emu-full
+.PHONY: test-gpu-emu-criteo coverage-gpu-emu test-gpu-emu-tsan
+# line coverage of widedeep_cuda.cu under the emulated suite (gcov; bench/RESULTS.md): the backend compiled
+# --coverage, test_gpu_emu's tests at the quick shapes (make test's default policies) and test_nccl_cpu
+# run, then its lines run and not run, per function (tests/gcov_lines.sh)
+COV := $(B)/cov
+$(COV)/widedeep_cuda_emu.o: widedeep_cuda.cu $(HDR) $(EMU_HDRS) | $(B)
+	@mkdir -p $(COV)
+	$(EMU_CU) --coverage -c -o $@ widedeep_cuda.cu
+$(COV)/test_gpu_emu: $(B)/test_gpu_emu.o $(COV)/widedeep_cuda_emu.o $(EMU_RT)
+	$(CXX) $(SAN) --coverage -rdynamic -o $@ $^ $(LDLIBS) -ldl
+$(COV)/test_nccl_cpu: $(B)/test_nccl_cpu $(COV)/widedeep_cuda_emu.o
+	$(CXX) $(SAN) --coverage -rdynamic -o $@ $(B)/test_nccl_cpu.o $(COV)/widedeep_cuda_emu.o $(EMU_RT) -L$(B) -lnccl_cpu \
+		-Wl,-rpath,'$$ORIGIN/..' $(LDLIBS) -ldl
+coverage-gpu-emu: $(COV)/test_gpu_emu $(COV)/test_nccl_cpu
+	rm -f $(COV)/*.gcda; mkdir -p $(COV)/run
+	WD_GPU_TEST_QUICK=1 WD_COMM_TIMEOUT=150 CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so \
+	    $(COV)/test_gpu_emu $(COV)/run > $(COV)/test_gpu_emu.out 2>&1; tail -1 $(COV)/test_gpu_emu.out
+	CUDACPU_DEVICES=2 WD_NCCL_LIB=$(CURDIR)/$(B)/libnccl_cpu.so $(COV)/test_nccl_cpu $(COV)/run \
+	    > $(COV)/test_nccl_cpu.out 2>&1; tail -1 $(COV)/test_nccl_cpu.out
+	bash tests/gcov_lines.sh widedeep_cuda.cu $(COV)/widedeep_cuda_emu.o
+
+# the TSan kernel harness (tests/cudacpu/tsan.cpp): kernels, host code and the emulator's runtime under
+# -fsanitize=thread, but for fiber.cpp (GPU threads' switches and barriers: not TSan's concern) and tsan.cpp,
+# compiled without it but with fiber.cpp's TSan hooks (-D__SANITIZE_THREAD__); the order TSan sees between GPU threads
+# only CUDA's (--wrap of the fiber calls, __syncthreads, __shared__ arrays and the grid); under the FIFO schedule: the
+# selftest's seeded missing barrier (caught), then test_gpu.cu's tests of TSAN_GPU_TESTS on the real kernels
+# (few executor threads and multiprocessors: gcc 12's TSan pays for every thread and fiber it has seen)
+TSAN_GPU_TESTS := test_gradients_fp32
+TSAN_WRAP := -Wl,--wrap=__tsan_switch_to_fiber,--wrap=__tsan_create_fiber,--wrap=__tsan_destroy_fiber \
+	-Wl,--wrap=_ZN7cudacpu13block_barrierEv \
+	-Wl,--wrap=_ZN7cudacpu12shared_arrayEPKvm,--wrap=_ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc
+# (g++'s TSan: clang 14's reports no race between fibers, the seeded one included)
+TSAN_CXX  := $(CXX)
+TSAN_RT   := $(addprefix $(B)/tsan/cudacpu_,fiber.o cudart.o cublaslt.o tsan.o)
+TSAN_EMU  := $(TSAN_CXX) $(wordlist 2,100,$(filter-out $(SAN),$(EMU_CXX)))
+$(B)/tsan/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
+	@mkdir -p $(B)/tsan
+	$(TSAN_EMU) -O2 -fsanitize=thread -c -o $@ $<
+$(B)/tsan/cudacpu_fiber.o $(B)/tsan/cudacpu_tsan.o: $(B)/tsan/cudacpu_%.o: $(EMU_DIR)/%.cpp $(EMU_HDRS) | $(B)
+	@mkdir -p $(B)/tsan
+	$(TSAN_EMU) -O2 -D__SANITIZE_THREAD__ -c -o $@ $<
+$(B)/tsan/%.o: %.cu $(HDR) $(EMU_HDRS) $(EMU_DIR)/child.h | $(B)
+	@mkdir -p $(dir $@)
+	$(TSAN_CXX) $(wordlist 2,100,$(filter-out $(SAN),$(EMU_CU))) -fsanitize=thread -DCUDACPU_TSAN_HARNESS -c -o $@ $<
+$(B)/tsan/cudacpu_selftest: $(B)/tsan/tests/cudacpu/selftest.o $(TSAN_RT)
+	$(TSAN_CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
+$(B)/tsan/test_gpu_emu: $(B)/tsan/tests/test_gpu.o $(B)/tsan/widedeep_cuda.o $(TSAN_RT)
+	$(TSAN_CXX) -fsanitize=thread $(TSAN_WRAP) -o $@ $^ $(LDLIBS) -ldl
+test-gpu-emu-tsan: $(B)/tsan/cudacpu_selftest $(B)/tsan/test_gpu_emu
+	CUDACPU_SCHED=fifo $(B)/tsan/cudacpu_selftest missing_barrier_tsan
+	mkdir -p $(B)/tsan/run && CUDACPU_SCHED=fifo CUDACPU_WORKERS=2 CUDACPU_SMS=4 WD_GPU_TEST_QUICK=1 \
+	    WD_GPU_TESTS=$(TSAN_GPU_TESTS) $(B)/tsan/test_gpu_emu $(B)/tsan/run
+
+# wd-cuda's Criteo AUC on the emulated device at the CLI's defaults (1024,512,256 MLP; make test: 64,32)
+test-gpu-emu-criteo: $(B)/wd-cuda-emu
+	bash tests/emu_criteo.sh $(B) $(DATA) $(B)/emu-criteo
 
 $(B)/test_cpp: tests/test_cpp.cpp tests/testlib.h $(HDR) $(ENGINE) | $(B)
 	$(CXX) -std=c++17 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_cpp.cpp $(LDLIBS) $(GEMML)

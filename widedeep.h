@@ -1719,7 +1719,7 @@ typedef enum wd_buf {
     WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
     WD_BUF_UKEYS, WD_BUF_RUN_COUNT, WD_BUF_RUN_OFF,  // (N + 1) runs of equal keys
     WD_BUF_SEG_COUNT, WD_BUF_SEG_FIRST,              // (N + 1) segments of <= 32 rows per run
-    WD_BUF_SEG_RUN,                 // (N + N / 32 + 1) the run of each segment
+    WD_BUF_SEG_RUN,                 // (N + N / 32 + 2) the run of each segment
     WD_BUF_SEG_ROWS,                // (N + N / 32, R) per-segment sums
     WD_BUF_ROWS,                    // (N, R) merged rows
     WD_BUF_EXCHANGE,                // sparse rows sent to every rank and received (several ranks)
@@ -1740,6 +1740,8 @@ WDDEF const char *wd_buf_name(int buf);
 #define WD_PLAN_MULTI_HOT_IDS 8
 #endif
 #define WD_PLAN_MAX (WD_BUF_COUNT + 2 * WD_MAX_LAYERS + 4)
+// WD_PLAN_REDZONE=N (test builds only; tests/cudacpu's emulated build): each entry's bytes are its own,
+// not rounded up, and at least N bytes lie between one buffer and the next (widedeep_cuda.cu poisons them)
 typedef struct wd_plan_entry { int buf, index; int64_t bytes, offset; } wd_plan_entry;
 typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
@@ -10410,6 +10412,10 @@ static wd_status wd__plan_add(wd_plan *p, int buf, int index, int64_t bytes) {
     e->bytes = (bytes + 255) & ~(int64_t)255;   // every buffer 256-byte aligned
     e->offset = p->total;
     p->total += e->bytes;
+#ifdef WD_PLAN_REDZONE   // test builds: the buffer's own bytes, then a gap of at least WD_PLAN_REDZONE bytes
+    e->bytes = bytes;    // (the emulated device poisons the gaps: a kernel running off a buffer is caught)
+    p->total += ((int64_t)(WD_PLAN_REDZONE) + 255) & ~(int64_t)255;
+#endif
     return WD_OK;
 }
 WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out) {
@@ -10424,7 +10430,8 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     int64_t rows = 0;   // sparse rows of one rank's step
     for (int k = 0; k < m->S; k++) rows += m->schema.slot[k].kind == WD_MULTI_HOT ? B * WD_PLAN_MULTI_HOT_IDS : B;
     rows += B * m->d.ncross;
-    int64_t N = rows * ranks, NS = N + N / 32 + 1;
+    // NS: segments, and room for the fused path's chunk list there (8 bytes a chunk, at least one, even at N = 0)
+    int64_t N = rows * ranks, NS = N + N / 32 + 2;
     int64_t widest = INp, colw = m->D + 1;
     for (int l = 0; l < m->nlayers; l++) { widest = WD__MAX(widest, (int64_t)m->layer[l].out); colw = WD__MAX(colw, (int64_t)m->layer[l].out); }
     wd_batch shape;   // input batches as the loader lays them out

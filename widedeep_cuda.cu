@@ -112,6 +112,18 @@ __device__ __forceinline__ unsigned long long wdc_globaltimer(void) {
     return t;
 }
 #endif
+#if defined(CUDACPU) && defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// The emulated device (tests only; its memory is the host's): the slab's bytes that no buffer of the plan
+// holds (WD_PLAN_REDZONE's gaps) poisoned, so that ASan reports a kernel, copy or library call running off
+// one buffer into the next where it happens (tests/cudacpu/redzone.cu: a seeded overrun caught)
+extern "C" void wdc_plan_poison(const wd_plan *p, char *slab) {
+    for (int i = 0; i < p->n; i++) {
+        int64_t end = p->e[i].offset + p->e[i].bytes, next = i + 1 < p->n ? p->e[i + 1].offset : p->total;
+        if (next > end) ASAN_POISON_MEMORY_REGION(slab + end, (size_t)(next - end));
+    }
+}
+#endif
 
 // ---- 1. Checks --------------------------------------------------------------------------------
 static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
@@ -1517,6 +1529,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     if ((size_t)r->plan.total > free_b)
         return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
+#if defined(CUDACPU) && defined(__SANITIZE_ADDRESS__)
+    wdc_plan_poison(&r->plan, r->slab);
+#endif
     WDC_TRY(wdc_carve(r));
     WDC_TRY(wdc_batch_layout(r));
     {   // the logits (5 B floats): probabilities, dlogit, wide logits, then the loss kernel's block sums when

@@ -337,6 +337,20 @@ nccl_emu_tests() {
     CUDACPU_DEVICES=2 WD_NCCL_LIB="$PWD/$B/libnccl_cpu.so" unit "$B/test_nccl_cpu" tests/cudacpu/test_nccl_cpu.c "$T"
 }
 job nccl_emu_tests
+# the device plan's red zones (WD_PLAN_REDZONE in the emulated build) against a seeded overrun
+# (tests/cudacpu/redzone.cu)
+gpu_emu_redzone() {
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ]; then
+        say "SKIP cudacpu_redzone: no CUDA headers in $(emu_cuda)/include"; return; fi
+    built cudacpu_redzone "$B/cudacpu_redzone" && check cudacpu_redzone 3 cudacpu_redzone "" "$B/cudacpu_redzone"
+}
+job gpu_emu_redzone
+# wd-cuda on the emulated device: the Criteo sample's AUC on the device and on the CPU backend (tests/emu_criteo.sh)
+gpu_emu_criteo() {
+    if [ ! -f "$(emu_cuda)/include/cuda_runtime.h" ]; then say "SKIP gpu_emu_criteo_auc: no CUDA headers in $(emu_cuda)/include"; return; fi
+    check gpu_emu_criteo 1 emu_criteo "" bash tests/emu_criteo.sh "$B" "$DATA" "$T/criteo" --hidden 64,32 --batch 256
+}
+job gpu_emu_criteo
 job unit "$B/test_wd" tests/test_wd.c "$T" "$DATA"
 job unit "$B/test_convert" tests/test_convert.c "$T"
 job unit "$B/test_arrow" tests/test_arrow.c "$T"   # Arrow C streams: hand-built arrays, each refusal, random streams and lists

@@ -5,14 +5,12 @@
 // as written (the control: must give the right result with no report) and
 // with one seeded bug (must be caught, by the check named). A case passes
 // only if both hold. Usage: cudacpu_selftest [CASE...]
+#include "child.h"
 #include "cub/cub.cuh"
 #include <cublasLt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -67,6 +65,28 @@ __global__ void warp_sum_k(float *out, const float *terms, int n, int count, int
     float term = lane < count ? terms[(size_t)i * count + lane] : 0.0f, z = 0.0f;
     for (int u = 0; u < 32 && u < count; u++) z = __fadd_rn(z, __shfl_sync(0xffffffffu, term, u));
     if (lane == 0) out[i] = z;
+}
+// wdc_hot_chunk_k with a plain sum for wdc_occ_sum: one block per chunk of rows (grid-stride), warp w
+// sums the w-th of 8 shares of each 32 columns, warp 0 adds the shares; 11: no second barrier, so a
+// warp may overwrite sh for the next columns while warp 0 still reads it (FIFO: the results stay right)
+__global__ void hot_chunk_k(float *part, const float *a, int nrows, int R, int nchunks, int bug) {
+    CUDACPU_SHARED(float, sh, [8][32]);
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int e = blockIdx.x; e < nchunks; e += gridDim.x) {
+        int a0 = e * CHUNK, len = min(CHUNK, nrows - a0), w0 = a0 + len * w / 8, w1 = a0 + len * (w + 1) / 8;
+        for (int c0 = 0; c0 < R; c0 += 32) {
+            float acc = 0.0f;
+            for (int r = w0; r < w1 && c0 + lane < R; r++) acc += a[(size_t)r * R + c0 + lane];
+            sh[w][lane] = acc;
+            __syncthreads();
+            if (w == 0 && c0 + lane < R) {
+                float t = 0.0f;
+                for (int q = 0; q < 8; q++) t += sh[q][lane];
+                part[(size_t)e * R + c0 + lane] = t;
+            }
+            if (bug != 11) __syncthreads();
+        }
+    }
 }
 
 // ---- the cases -------------------------------------------------------------------------------
@@ -279,6 +299,29 @@ static int capture(int bug) {
     return OK;
 }
 
+#ifdef CUDACPU_TSAN_HARNESS
+// the hot chunks' sums (wdc_hot_chunk_k) on one block, so that it loops over chunks and columns; the
+// matrix's values are small integers: every order of the additions gives the same bits
+static int hot_chunks(int bug) {
+    int nrows = 700, R = 40, nchunks = (nrows + CHUNK - 1) / CHUNK;
+    std::vector<float> h((size_t)nrows * R);
+    for (size_t i = 0; i < h.size(); i++) h[i] = (float)((i * 37) % 11);
+    float *a = dev_copy(h), *part;
+    cudaMalloc((void **)&part, (size_t)nchunks * R * sizeof(float));
+    CUDACPU_GO(hot_chunk_k, 1, THREADS, 0)(part, a, nrows, R, nchunks, bug);
+    std::vector<float> r = host_copy(part, (size_t)nchunks * R);
+    for (int e = 0; e < nchunks; e++)
+        for (int c = 0; c < R; c++) {
+            float want = 0.0f;
+            for (int i = e * CHUNK; i < std::min(nrows, (e + 1) * CHUNK); i++) want += h[(size_t)i * R + c];
+            if (r[(size_t)e * R + c] != want) return WRONG;
+        }
+    cudaFree(a);
+    cudaFree(part);
+    return OK;
+}
+#endif
+
 struct tcase {
     const char *name;
     int (*fn)(int bug);
@@ -306,42 +349,27 @@ static const tcase CASES[] = {
     {"epilogue_refusal", lt_offer, 9, "", "wrong",
      "CUDACPU_LT_REFUSE=relu_bias,relu_aux_bias: no algorithm for RELU_AUX_BIAS"},
     {"capture_unjoined", capture, 10, "CUDACPU_SEED=2", "wrong", "a graph whose side stream never rejoins"},
+#ifdef CUDACPU_TSAN_HARNESS   // the TSan kernel harness (tsan.cpp; make test-gpu-emu-tsan)
+    {"missing_barrier_tsan", hot_chunks, 11, "CUDACPU_SCHED=fifo", "ThreadSanitizer: data race",
+     "wdc_hot_chunk_k without its second barrier, under FIFO (whose results stay right)"},
+#endif
 };
 
 // runs CASE's function in a child with its switches (and bug or not); returns its
 // exit status (128 + signal when killed) and its stderr in err
-static int run_child(const tcase &c, int bug, std::string &err) {
-    int pfd[2];
-    if (pipe(pfd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        std::string env = c.env;
-        for (size_t at = 0; at < env.size();) {
-            size_t end = env.find(',', at), eq = env.find('=', at);
-            if (end == std::string::npos) end = env.size();
-            setenv(env.substr(at, eq - at).c_str(), env.substr(eq + 1, end - eq - 1).c_str(), 1);
-            at = end + 1;
-        }
-        _exit(c.fn(bug ? c.bug : 0));   // _exit: no leak check of the emulator's threads
-    }
-    close(pfd[1]);
-    char buf[4096];
-    ssize_t k;
-    while ((k = read(pfd[0], buf, sizeof buf)) > 0) err.append(buf, (size_t)k);
-    close(pfd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-static std::string first_line(const std::string &s, const char *word) {
-    size_t at = s.find(word);
-    if (at == std::string::npos) at = 0;
-    size_t b = s.rfind('\n', at), e = s.find('\n', at);
-    b = b == std::string::npos ? 0 : b + 1;
-    return s.substr(b, (e == std::string::npos ? s.size() : e) - b).substr(0, 160);
+static int run_case(const tcase &c, int bug, std::string &err) {
+    return run_child(
+        [&c, bug] {
+            std::string env = c.env;
+            for (size_t at = 0; at < env.size();) {
+                size_t end = env.find(',', at), eq = env.find('=', at);
+                if (end == std::string::npos) end = env.size();
+                setenv(env.substr(at, eq - at).c_str(), env.substr(eq + 1, end - eq - 1).c_str(), 1);
+                at = end + 1;
+            }
+            return c.fn(bug ? c.bug : 0);
+        },
+        err);
 }
 
 // Whether s holds one of the '|'-separated words of any.
@@ -362,7 +390,7 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], c.name);
         if (!want) continue;
         std::string e0, e1;
-        int r0 = run_child(c, 0, e0), r1 = run_child(c, 1, e1);
+        int r0 = run_case(c, 0, e0), r1 = run_case(c, 1, e1);
         bool clean = r0 == OK && e0.find("cudacpu:") == std::string::npos &&
                      e0.find("Sanitizer") == std::string::npos && e0.find("runtime error") == std::string::npos;
         bool caught = !strcmp(c.caught, "wrong") ? r1 == WRONG : r1 != OK && found_any(e1, c.caught);
@@ -371,6 +399,7 @@ int main(int argc, char **argv) {
             printf("PASS %s: %s: caught (%s)\n", c.name, c.what,
                    !strcmp(c.caught, "wrong")                   ? "a wrong result"
                    : e1.find("AddressSanitizer") != std::string::npos ? first_line(e1, "AddressSanitizer").c_str()
+                   : e1.find("ThreadSanitizer") != std::string::npos  ? first_line(e1, "ThreadSanitizer").c_str()
                                                                        : first_line(e1, "runtime error").c_str());
         } else {
             failed++;
