@@ -161,7 +161,7 @@ inline void asan_finish(void *fake, const void **bottom, size_t *size) {
 }
 inline void tsan_switch(void *to) {
 #ifdef CUDACPU_TSAN
-    __tsan_switch_to_fiber(to, 0);   // a switch synchronizes: the block's threads are ordered as a block's are
+    __tsan_switch_to_fiber(to, 0);   // a switch synchronizes (tsan.cpp's harness makes none do)
 #else
     (void)to;
 #endif
@@ -267,8 +267,8 @@ HOT void fiber_main() {
         }
         g.stk = f->stk;
 #ifdef CUDACPU_TSAN
-        g.tsan = f->tsan;   // and TSan's fiber, which knows this stack
-        f->tsan = NULL;
+        g.tsan = __tsan_create_fiber(0);   // a TSan fiber of its own all the same: a GPU thread of its own
+        tsan_switch(g.tsan);
 #endif
         g.state = F_RUNNING;
         curf = &g;
@@ -424,7 +424,7 @@ HOT static void run_block(dim3 grid, dim3 block, uint3 bid, const std::function<
         f.ctx.gdim = grid;
         f.ctx.lane = i % 32;
         f.ctx.warp = i / 32;
-        f.stk = NULL;   // a stack (and TSan's fiber) when it first runs, unless it runs on a finished one's
+        f.stk = NULL;   // a stack when it first runs, unless it runs on a finished one's; TSan's fiber either way
         f.sp = NULL;
         f.stk_size = stack_bytes();
         f.tsan = NULL;

@@ -4,10 +4,11 @@
 // it but with fiber.cpp's TSan fiber hooks on (-D__SANITIZE_THREAD__), and this file is linked with
 // -Wl,--wrap for the calls below, so that the only order TSan sees between the GPU threads of a
 // block is the order CUDA guarantees:
-//   __tsan_switch_to_fiber  a GPU thread's switch back to the executor without synchronisation (fiber.cpp's
-//                           switches synchronise, which would order a block's threads by the schedule,
-//                           hiding every race); the executor's switch to a GPU thread synchronises (what the
-//                           executor did, the kernel's launch, happens before)
+//   __tsan_switch_to_fiber  every switch without synchronisation: the executor's to a block's first GPU thread,
+//                           a GPU thread's to the next (at a barrier or a shuffle), to the executor, and to a
+//                           thread that runs on the stack of one that ended, each with a TSan fiber of its own
+//                           (fiber.cpp's switches synchronise, which would order a block's threads by the
+//                           schedule, hiding every race)
 //   __tsan_create_fiber,    TSan's fibers kept for the next block's GPU threads (a TSan fiber's creation
 //   __tsan_destroy_fiber    zeroes a large state: made and destroyed for every GPU thread, they cost most
 //                           of the run's time)
@@ -15,9 +16,10 @@
 //                           sync object per barrier parity (a thread can be at most one barrier ahead)
 //   shared_array            a block's __shared__ array: its 0xff fill (the initcheck poison) is not a GPU
 //                           thread's write
-//   run_grid                each GPU thread starts after the blocks that ran before it on this executor
-//                           thread (their stacks and shared memory are reused: no false races on them; so
-//                           the blocks of a grid are ordered, and a race between two is not reported); what
+//   run_grid                each GPU thread starts after the kernel's launch (what the executor did before
+//                           the grid) and after the GPU threads that ended before it on this executor thread
+//                           (their stacks and shared memory are reused: no false races on them; so the
+//                           blocks of a grid are ordered, and a race between two is not reported); what
 //                           fiber.cpp does once a GPU thread ended (its stack given back) is ordered after
 //                           the same for those that ended before; the executor goes on after the grid's
 //                           threads (what the host reads after a kernel)
@@ -42,10 +44,9 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 }
 
 namespace {
-__thread char ended;           // every ended GPU thread of this executor thread released here
+__thread char ended;           // the launches and every ended GPU thread of this executor thread released here
 __thread char tails;           // fiber.cpp's work on an ended GPU thread (its stack given back)
 __thread bool ending;          // the GPU thread running has ended: its next switch is its last
-__thread void *executor;       // this executor thread's own TSan fiber
 __thread std::vector<void *> *spare;   // TSan fibers of GPU threads that ended, for the next block
 __thread char barrier_obj[2];  // __syncthreads by parity
 // per GPU thread of the block running: barriers passed (sized before the grid runs: an allocation on a
@@ -60,7 +61,7 @@ unsigned &passed() {
 extern "C" void __wrap___tsan_switch_to_fiber(void *fiber, unsigned flags) {
     if (ending) __tsan_release(&tails);
     ending = false;
-    __real___tsan_switch_to_fiber(fiber, fiber == executor ? flags | __tsan_switch_to_fiber_no_sync : flags);
+    __real___tsan_switch_to_fiber(fiber, flags | __tsan_switch_to_fiber_no_sync);
 }
 extern "C" void *__wrap___tsan_create_fiber(unsigned flags) {
     if (!spare || spare->empty()) return __real___tsan_create_fiber(flags);
@@ -90,7 +91,6 @@ extern "C" void *__wrap__ZN7cudacpu12shared_arrayEPKvm(const void *site, size_t 
 extern "C" void __wrap__ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc(dim3 grid, dim3 block,
                                                                          const std::function<void()> &body,
                                                                          const char *name) {
-    executor = __tsan_get_current_fiber();
     if (!barriers) barriers = new std::vector<unsigned>;
     barriers->resize((size_t)block.x * block.y * block.z);
     const std::function<void()> thread = [&body] {
@@ -101,6 +101,7 @@ extern "C" void __wrap__ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc(dim3 
         __tsan_acquire(&tails);
         ending = true;
     };
+    __tsan_release(&ended);   // the launch happens before every GPU thread of the grid
     __real__ZN7cudacpu8run_gridE4dim3S0_RKSt8functionIFvvEEPKc(grid, block, thread, name);
     __tsan_acquire(&ended);
 }
