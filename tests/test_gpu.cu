@@ -1605,13 +1605,14 @@ static void *vote_main(void *p) {
     return NULL;
 }
 // The failure tests' N ranks' communicators: on the GPU the same-GPU
-// communicator (c; in and dc unused); on the CPU harness the CPU's (in),
-// each wrapped so that its abort reaches nobody (dc, as between processes
-// over NCCL), with a 30 s timeout
+// communicator (c; in and dc unused); on the CPU harness the CPU's (in; dc
+// unused: a failed rank's abort reaches the others, the fail-fast rule),
+// with a 30 s timeout
 static wd_status vote_comms(int n, wd_comm **c, wd_comm **in, tl_deaf *dc) {
 #ifdef WD_TEST_GPU_ON_CPU
+    (void)dc;
     wd_status st = wd_comm_local_create(n, 30.0, in);
-    for (int p = 0; !st && p < n; p++) c[p] = tl_deaf_init(&dc[p], in[p]);
+    for (int p = 0; !st && p < n; p++) c[p] = in[p];
     return st;
 #else
     (void)in; (void)dc;
@@ -1969,13 +1970,11 @@ static void test_rank_fails_after_collectives(void) {
         for (int p = 0; made && p < N; p += 2) {
             if (k == 0) CHECK(v[p].st == WD_OK);
             else CHECK(v[p].st == WD_ERR_ABORTED && strstr(v[p].err, "rank 1 failed (device error): ") && strstr(v[p].err, "injected") &&
-                       (k != 1 || strstr(v[p].err, "validation: ")) && (!create || strstr(v[p].err, "start-up: ")) && !strstr(v[p].err, "tables differ"));
+                       !strstr(v[p].err, "tables differ"));
             CHECK(v[p].m->step == cs[k].end_step);
         }
 #ifndef WD_TEST_GPU_ON_CPU
         CHECK_OK(c[0]->ops->poll(c[0], 0));   // ended without an abort
-#else
-        for (int p = 0; p < N; p++) CHECK(dc[p].aborts == 0);   // no rank aborted its (deaf) communicator
 #endif
         for (int p = 0; p < N; p++) wd_model_destroy(v[p].m);
 #ifdef WD_TEST_GPU_ON_CPU
