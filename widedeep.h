@@ -1506,47 +1506,24 @@ typedef struct wd_step_result {
     int stopped;                    // a rank asked to stop: this step changed nothing anywhere
 } wd_step_result;
 /* The tail of a step's dense gradient: WD_STEP_TAIL floats summed over the
-   ranks with it, so that every rank learns the same things at the same step:
-   [0] loss sum, [1] weight sum, [2] samples, then the votes (WD_STEP_VOTES):
-   [3] stop votes, [4] failure votes, [5] the sum of (rank + 1) over the ranks
-   that failed, [6] the sum of their wd_status codes, [7..) the reason, 3
-   bytes per float (exact: one rank's bytes plus zeros). A rank that fails
-   between steps (its data, a validation, a checkpoint) takes part in one
-   more step without samples that carries its failure (submit_failure): that
-   step changes nothing anywhere, and every rank's step fails with
-   WD_ERR_ABORTED naming the rank and its reason (when several fail in one
-   step: how many). So the other ranks end at that step, within one step's
-   time, where an abort cannot reach them (NCCL between processes) and
-   without waiting for a timeout anywhere. */
-#define WD_TAIL_WHY 96              // floats of the reason: 287 bytes
-#define WD_STEP_VOTES (4 + WD_TAIL_WHY)
-#define WD_STEP_TAIL (3 + WD_STEP_VOTES)
-// This rank's votes (WD_STEP_VOTES floats, the tail from [3]): stop, and a
-// failure of rank `rank` (st != WD_OK) with its reason.
-WDDEF void wd_step_votes(float *votes, int stop, int rank, wd_status st, const char *why);
-// The failure a summed tail carries: WD_OK if none, else WD_ERR_ABORTED
-// with the message ("rank 2 failed (corrupt data): ...") in msg.
-WDDEF wd_status wd_step_failure(const float *tail, char *msg, size_t n);
+   ranks with it, so that every rank reads the same at the same step: [0] loss
+   sum, [1] weight sum, [2] samples, [3] stops (a rank asked to stop: the step
+   changes nothing anywhere). A non-finite loss or gradient read from the sums
+   fails every rank alike (numeric halting); any other failure aborts the
+   communicator (wd_train's failure policy). */
+#define WD_STEP_TAIL 4
 typedef struct wd_backend_ops {
     const char *name;               // "cpu", "cuda"
     const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
-    // Makes one rank's backend. With d->comm, every rank of the job calls it
-    // at once, and it either posts no collective (CUDA) or posts its
-    // collectives on d->comm before anything of its own can fail (CPU: the
-    // processes' worker counts; a rank that cannot post them aborts d->comm):
-    // a failure is then carried to every rank by wd_train's second agreement
-    // round, which every rank reaches, failed or not, on the communicator it
-    // was given (the caller's: a backend never makes or frees it).
+    // Makes one rank's backend, its parameters copied from d->model. With
+    // d->comm every rank of the job calls it at once (the communicator is
+    // the caller's: a backend never makes or frees it).
     wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
     void (*destroy)(wd_backend *be);
     // Starts a training step on this rank's samples b (b may be reused once
     // it returns); stop = 1 asks every rank to end training, and that step
     // then changes nothing anywhere. At most two steps are in flight.
     wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
-    // Instead of the next step: this rank failed (st, why) between steps.
-    // Starts a step without samples carrying the failure vote (see
-    // WD_STEP_TAIL); completed like a step, it fails on every rank.
-    wd_status (*submit_failure)(wd_backend *be, wd_status st, const char *why);
     // Waits for the oldest submitted step and gives its results. A failed
     // step (a non-finite loss, a device error) changed nothing, and neither
     // does any later step.
@@ -1559,42 +1536,22 @@ typedef struct wd_backend_ops {
     void (*times)(const wd_backend *be, double *stage_s);
     // What runs, for reports ("cpu threads=2 gemm=openblas fp32").
     void (*describe)(const wd_backend *be, char *buf, size_t n);
-    // Devices of this kind present (GPUs; 1 for the CPU).
-    wd_status (*devices)(int *n);
-    // Communicators for `nranks` ranks of this process on GPUs devices[r].
+} wd_backend_ops;
+/* A device kind's set-up for wd_train, beside its arithmetic (a table of
+   its own: the CPU trains as one rank per process and has none): how many
+   devices are present, and the communicators between `nranks` ranks of this
+   process on GPUs devices[r]. */
+typedef struct wd_device_ops {
+    wd_status (*count)(int *n);
     wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
     void (*comm_destroy)(wd_comm **ranks, int nranks);
-    // Right after submit, submit_failure or complete failed: how far that
-    // failure reached the other ranks (WD_REACH_*; NULL: WD_REACH_NONE).
-    int (*reach)(const wd_backend *be);
-} wd_backend_ops;
-// How far a failed step reached the other ranks (wd_backend_ops.reach), so
-// that wd_train posts the same collectives in the same order on every rank:
-//  - NONE: this rank's alone (nothing of a failed submit went out; a device
-//    or communicator error);
-//  - SENT: a submit failed after the step's collectives went out: the other
-//    ranks complete that step (it counts), and learn of the failure from
-//    what comes next on every rank (the next step's vote, or the
-//    validation's gather after that step);
-//  - ALL: every rank fails at that step alike (read from the step's
-//    reduced data: a failure vote, a non-finite loss, a bad gradient or
-//    parameter, replicas' tables that differ): no rank posts a collective
-//    that another does not (a step the CUDA device has in flight already
-//    runs on every rank alike and changes nothing; nothing after it), so
-//    nobody waits for this rank: it neither votes nor aborts. Not yet
-//    handled: a rank whose step failed after its collectives (SENT, STOP)
-//    never runs the after-the-sum checks (gradient, parameters, tables), so
-//    where the others fail them in that step it posts the next step's vote
-//    (or the validation's gather) alone and waits for WD_COMM_TIMEOUT;
-//  - STOP: as SENT, and that step's reduced data carries a stop: the others
-//    end after it, having submitted the next step already unless they waited
-//    for this one first (a validation, checkpoint or publish step).
-enum { WD_REACH_NONE = 0, WD_REACH_SENT = 1, WD_REACH_ALL = 2, WD_REACH_STOP = 3 };
+} wd_device_ops;
 WDDEF const wd_backend_ops *wd_backend_cpu(void);
 #ifdef WD_HAVE_CUDA
 // In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
 // wd_last_error() like every other call's.
 WDDEF const wd_backend_ops *wd_backend_cuda(void);
+WDDEF const wd_device_ops *wd_devices_cuda(void);
 WDDEF wd_status wd_cuda_device_count(int *n);
 // NCCL communicators: every GPU of this process, or one rank of a job whose
 // unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
@@ -1633,7 +1590,7 @@ typedef enum wd_buf {
     WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
     WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
     WD_BUF_LOGITS,                  // (5, B) probabilities, dlogit, wide logits, spare (the loss kernel's block sums)
-    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, votes
+    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, stops
     WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
     WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
     WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
@@ -1698,7 +1655,7 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e);
 WDDEF double wd_env_number(const char *name, double dflt);
 /* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
-   the run (votes count; from 1, whatever the model's step) fails right after
+   the run (from 1, whatever the model's step) fails right after
    its collectives went out, before its update; where pre_ok, "R:S:pre" right
    before them (*pre = 1); "R:create", rank R's backend fails at the end of
    its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
@@ -6379,31 +6336,7 @@ static wd_opt wd__opt(const wd_model *m, int64_t step) {
     return o;
 }
 
-#define WD__TAIL WD_STEP_TAIL   // floats after the dense gradient: loss sum, weight sum, samples, votes
-WDDEF void wd_step_votes(float *v, int stop, int rank, wd_status st, const char *why) {
-    memset(v, 0, sizeof(float) * WD_STEP_VOTES);
-    v[0] = stop ? 1.0f : 0.0f;
-    if (!st) return;
-    v[1] = 1.0f; v[2] = (float)(rank + 1); v[3] = (float)st;
-    const unsigned char *p = (const unsigned char *)(why ? why : "");
-    size_t n = WD__MIN(strlen((const char *)p), (size_t)3 * WD_TAIL_WHY - 1);
-    for (size_t i = 0; i < n; i++) v[4 + i / 3] += (float)((uint32_t)p[i] << (8 * (i % 3)));   // < 2^24: exact
-}
-WDDEF wd_status wd_step_failure(const float *t, char *msg, size_t n) {
-    if (!(t[4] > 0.0f)) return WD_OK;
-    if (t[4] != 1.0f) { snprintf(msg, n, "%.0f ranks failed in the same step (each reports its own reason)", (double)t[4]); return WD_ERR_ABORTED; }
-    char why[3 * WD_TAIL_WHY + 1];
-    size_t k = 0;
-    for (int i = 0; i < WD_TAIL_WHY; i++) {
-        float f = t[7 + i];
-        uint32_t u = f >= 0.0f && f < 16777216.0f ? (uint32_t)f : 0;
-        for (int b = 0; b < 3; b++) why[k++] = (char)((u >> (8 * b)) & 0xff);
-    }
-    why[k] = 0;
-    int st = (int)t[6];
-    snprintf(msg, n, "rank %.0f failed (%s): %s", (double)t[5] - 1, wd_status_string((wd_status)(st > 0 && st < WD_STATUS_COUNT ? st : WD_ERR_INTERNAL)), why);
-    return WD_ERR_ABORTED;
-}
+#define WD__TAIL WD_STEP_TAIL   // floats after the dense gradient: loss sum, weight sum, samples, stops
 // One worker's scratch, for up to `cap` samples at a time.
 typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
 typedef struct wd__ws {
@@ -6412,7 +6345,7 @@ typedef struct wd__ws {
     float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16 keeps them in lp_in); last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
-    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, votes
+    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stops
     // sparse gradient rows of this worker's samples: key + R floats each
     int64_t nocc, occ_cap;
     int64_t *okey;                  // (occ_cap)
@@ -7653,7 +7586,6 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     float samples = 0.0f;
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
     w->g[m->P + 2] = samples;
-    memset(w->g + m->P + 3, 0, sizeof(float) * (WD__TAIL - 3));
     w->g[m->P + 3] = r == 0 && c->stop ? 1.0f : 0.0f;   // worker 0 asks for the process
     double tm = wd__now(), sort0 = w->t_sort;
     if (!st) st = wd__merge_local(m, w);
@@ -7856,9 +7788,10 @@ static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     if (c->hier) snprintf(buf, n, "cpu threads=%d processes=%d %s", c->T, c->hier->ext->size, eng);
     else snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
 }
-static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
-static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, NULL, wd__cpu_complete,
-                                           wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL, NULL};
+static const wd_backend_ops wd__cpu_ops = {
+    .name = "cpu", .batch_alloc = NULL, .create = wd__cpu_create, .destroy = wd__cpu_destroy, .submit = wd__cpu_submit,
+    .complete = wd__cpu_complete, .predict = wd__cpu_predict, .download = wd__cpu_download, .times = wd__cpu_times,
+    .describe = wd__cpu_describe};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
 // ---- evaluation: predictions through a backend, in file order ---------------------------------
@@ -8286,19 +8219,29 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
 extern "C"
 #endif
 const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
-#define WD__CUDA_LINKED() (wd_backend_cuda != NULL)
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
+#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
 #elif defined(WD_HAVE_CUDA)
 #define WD__CUDA_LINKED() 1
 #else
 #define WD__CUDA_LINKED() 0
 #endif
-// The backend of a device, or an error naming what is missing.
-static wd_status wd__backend_for(int device, const wd_backend_ops **out) {
+// The backend of a device (and its set-up table: NULL for the CPU), or an
+// error naming what is missing.
+static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
     *out = NULL;
+    if (dev) *dev = NULL;
     if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
     if (device != WD_DEVICE_CUDA) return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
 #if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
-    if (WD__CUDA_LINKED()) { *out = wd_backend_cuda(); return WD_OK; }
+    if (WD__CUDA_LINKED()) {
+        *out = wd_backend_cuda();
+        if (dev) *dev = wd_devices_cuda();
+        return WD_OK;
+    }
 #endif
     return wd__fail(WD_ERR_UNSUPPORTED, "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
@@ -8309,7 +8252,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: batch_size %d is negative", d->batch_size);
     if (d->threads < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: threads %d is negative", d->threads);
     const wd_backend_ops *ops;
-    WD__TRY(wd__backend_for(d->device, &ops));
+    WD__TRY(wd__backend_for(d->device, &ops, NULL));
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = d->batch_size > 0 ? d->batch_size : 4096; bd.ranks = 1;
@@ -8961,7 +8904,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     WD__TRY(wd__train_check(m, d));
     double t0 = wd__now();
     const wd_backend_ops *ops;
-    WD__TRY(wd__backend_for(d->device, &ops));
+    const wd_device_ops *dev;
+    WD__TRY(wd__backend_for(d->device, &ops, &dev));
     // every file opened and its schema matched before anything starts
     // and their vocabularies matched: the model's, or (a model that has none
     // recorded yet) the first training file's, which the model then records.
@@ -9011,8 +8955,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         run->comm[0] = run->ranks > 1 ? d->comm : NULL;
     } else {
         int n = 1, have = 1;
-        if (d->device != WD_DEVICE_CPU) {   // devices counted before any is touched
-            st = ops->devices(&have);
+        if (dev) {   // devices counted before any is touched
+            st = dev->count(&have);
             n = d->devices == WD_ALL_GPUS ? have : d->devices > 0 ? d->devices : 1;
         }
         run->ranks = run->nlocal = n;
@@ -9022,8 +8966,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                 st = d->device_ids ? wd__fail(WD_ERR_INVALID_ARG, "wd_train: device id %d, but %d %s device%s present", run->device[r], have, ops->name, have == 1 ? " is" : "s are")
                                    : wd__fail(WD_ERR_UNSUPPORTED, "wd_train: %d %s devices asked for, %d present", n, ops->name, have);
         if (!st && n > 1) {
-            if (!ops->comm_create) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
-            else { st = ops->comm_create(n, run->device, run->comm); own_comm = !st; }
+            if (!dev) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
+            else { st = dev->comm_create(n, run->device, run->comm); own_comm = !st; }
         }
     }
     if (!st && run->stream && run->ranks > 1) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU", run->ranks);
@@ -9119,7 +9063,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     if (own_comm) {
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", wd_last_error());
-        ops->comm_destroy(run->comm, run->nlocal);
+        dev->comm_destroy(run->comm, run->nlocal);
         if (st) wd__fail(st, "%s", err);
     }
     rep->seconds = wd__now() - t0;
@@ -9450,7 +9394,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     t->d.source = wd__trainer_source; t->d.source_user = t;
     wd_status st = wd__train_check(m, &t->d);   // what wd_train would refuse, refused now
     const wd_backend_ops *ops = NULL;
-    if (!st) st = wd__backend_for(d->device, &ops);
+    if (!st) st = wd__backend_for(d->device, &ops, NULL);
     for (int i = 0; !st && i < 2; i++) st = wd_batch_init_with(&t->buf[i], &m->schema, 0, 0, ops->batch_alloc);
     // predictions never read parameters the thread writes: they read a
     // snapshot, published now if none was; those already reading in place finish first
