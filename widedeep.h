@@ -1653,7 +1653,9 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e);
 // A number from the environment variable `name` (atof), dflt where it is
 // unset or empty: how the CUDA backend reads its switches (WD_CUDA_*).
 WDDEF double wd_env_number(const char *name, double dflt);
-/* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
+#ifdef WD_TESTING
+/* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
+   build): the backends' failure hooks, WD_CPU_TEST_FAIL and
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
    the run (from 1, whatever the model's step) fails right after
    its collectives went out, before its update; where pre_ok, "R:S:pre" right
@@ -1661,6 +1663,7 @@ WDDEF double wd_env_number(const char *name, double dflt);
    its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
    *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
+#endif
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -7557,10 +7560,12 @@ typedef struct wd__cpu {
     wd_status halted;               // sticky: after a failed step nothing changes
     wd_status late;                 // the communicator failed after a step's whole update: the next submit fails
     char late_err[WD__ERR_MAX];
-    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (tests only, wd_test_fail_parse): rank R's S-th
+    int inject;                     // WD_TESTING: the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
+#ifdef WD_TESTING
+    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (wd_test_fail_parse): rank R's S-th
     int64_t fail_step;              // step of this backend fails after its collectives, before its update (0: off)
-    int inject;                     // the step in progress is that one
     int64_t submits;                // steps submitted by this backend
+#endif
     int64_t step;                   // steps applied (Adam's bias correction)
 } wd__cpu;
 
@@ -7697,7 +7702,8 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
-    if (!st) {   // tests only: a step failing after its collectives (R:S; no :pre here), a backend
+#ifdef WD_TESTING
+    if (!st) {   // test builds only: a step failing after its collectives (R:S; no :pre here), a backend
                  // failing at the end of its creation (R:create)
         long long fs = 0;
         int pre = 0, create = 0;
@@ -7706,6 +7712,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!st && create && c->fail_rank == d->rank) st = wd__fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CPU_TEST_FAIL)", d->rank);
         if (create) c->fail_rank = -1;
     }
+#endif
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
     return WD_OK;
@@ -7722,7 +7729,9 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     if (st) snprintf(c->res_err[q], sizeof c->res_err[q], "an earlier step failed; nothing more was applied");
     else {
         c->b = b; c->stop = stop;
+#ifdef WD_TESTING
         c->inject = c->fail_step > 0 && c->rank == c->fail_rank && ++c->submits == c->fail_step;
+#endif
         double t0 = wd__now();
         wd__lp_refresh(c->m);   // bf16 copies of the weights: part of the forward pass
         c->ws[0].t_fwd += wd__now() - t0;
@@ -7741,13 +7750,16 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
             st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step + 1, bad);
             snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
         }
+#ifdef WD_TESTING
         if (c->inject) {   // WD_CPU_TEST_FAIL: this step failed after its collectives, before its update
             c->inject = 0;
-            if (!st) st = wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
+            if (!st) st = wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives "
+                                   "(WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
             else st = wd__fail(st, "%s", c->res_err[q]);
             c->halted = st;
             return st;
         }
+#endif
         if (!st && !res->stopped) c->step++;   // the global step, as the loop counts it
         if (st) c->halted = st;
     }
@@ -8114,13 +8126,14 @@ static wd_status wd__eval_gather(wd_comm *c, const char *what, const float *plan
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
     size_t len = sizeof(float) * 3 * (size_t)mine;
-    wd_status st = views && sizes && n && at ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
+    wd_status st = views && sizes && n && at ? WD_OK
+                                             : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
     if (!st) st = c->ops->allgather(c, planes, len, views, sizes);
     for (int64_t j = 0; !st && j < nall; j++) n[j % P] += all[j].n;
     for (int q = 0; !st && q < P; q++)   // the same check on every rank: all fail or none
         if (sizes[q] != sizeof(float) * 3 * (size_t)n[q])
-            st = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what, q, sizes[q],
-                          (long long)n[q]);
+            st = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what, q,
+                          sizes[q], (long long)n[q]);
     int64_t o = 0;
     for (int64_t j = 0; !st && j < nall; j++) {
         int q = (int)(j % P);
@@ -8435,7 +8448,8 @@ static wd_status wd__settings_check(const wd__run *run, wd_comm *c) {
     wd__settings *rec = WD__NEW(wd__settings);
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
-    wd_status st = rec && views && sizes ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for the settings of %d ranks", P);
+    wd_status st = rec && views && sizes ? WD_OK
+                                         : wd__fail(WD_ERR_NOMEM, "out of memory for the settings of %d ranks", P);
     if (!st) {
         wd__settings_fill(run, rec);
         st = c->ops->allgather(c, rec, sizeof *rec, views, sizes);
@@ -10174,6 +10188,7 @@ WDDEF void wd_cuda_env_read(wd_cuda_env *e) {
     e->check_tables = chk >= 1 && chk < 9e18 ? (int64_t)chk : 0;
     e->sparse_fused = !sp || !*sp || !strcmp(sp, "segmented") ? 0 : !strcmp(sp, "fused") ? 1 : -1;
 }
+#ifdef WD_TESTING
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create) {
     const char *tf = getenv(name);
     int fr = -1, n = 0;
@@ -10187,6 +10202,7 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
     *rank = fr; *step = fs; *pre = tf[n] != 0;
     return WD_OK;
 }
+#endif
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most) {
     int over = most > x->cap;
     x->win = WD__MAX(x->win, most);

@@ -89,8 +89,8 @@
 // WD_EXCHANGE_CAP=N the exchange's first cap (rows per rank, then it follows
 // the counts: the header's wd_xcap); WD_EXCHANGE_FULL=1 every exchange at
 // the whole capacity, as before the cap (for timing both side by side);
-// WD_CUDA_TEST_FAIL=R:S (tests only) rank R's S-th step fails right after
-// its collectives, R:S:pre right before them (section 6: the failure handling).
+// WD_CUDA_TEST_FAIL=R:S (test builds only: -DWD_TESTING) rank R's S-th step
+// fails right after its collectives, R:S:pre right before them.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -1198,10 +1198,12 @@ struct wdc_rank {
                                     // or a step in flight cut off by the communicator's failure): no download
     int enq_stage;                  // how far the step being enqueued got (WDC_ENQ_*)
     int fork_open;                  // the side branch forked and not joined yet (an error joins it)
-    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails
+#ifdef WD_TESTING
+    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th step fails
     long long fail_step;            // right after its collectives were enqueued, or before them (0: off)
     int fail_pre;
     int fail_create;                // WD_CUDA_TEST_FAIL=R:create and this is rank R: wdc_create fails
+#endif
     // steps numbered by their collectives (WD_CHECK_TABLES's steps, WD_CUDA_TEST_FAIL); a step
     // done again keeps its own
     long long coll_steps, slot_no[2];
@@ -1581,7 +1583,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->use_graph = !r->comm && !r->timing && wd_env_number("WD_CUDA_GRAPH", 1) != 0;
     r->overlap = !r->timing && wd_env_number("WD_CUDA_OVERLAP", 1) != 0;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * wd_env_number("WD_CUDA_OVERLAP_DELAY_US", 0));
-    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them);
+#ifdef WD_TESTING
+    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th step fails right after its collectives (pre: before them);
         // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
         int create = 0;
         wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre, &create);
@@ -1589,6 +1592,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         r->fail_create = create && r->fail_rank == r->rank;
         if (create) r->fail_rank = -1;
     }
+#endif
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->stop_host, 2 * sizeof *r->stop_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
@@ -1891,8 +1895,15 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     int checks = r->check_every > 0 && c && c->size > 1 && no % r->check_every == 0;
     // WD_CUDA_TEST_FAIL, once; used up here even without a communicator, where it never fires
     // (its failures are between ranks: tests give it several)
+#ifdef WD_TESTING
     int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;
     if (fails) r->fail_step = 0;
+#define WDC_INJECT(when) \
+    if (fails && (when)) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected %s the step's collectives (WD_CUDA_TEST_FAIL)", \
+                                         r->rank, no, r->fail_pre ? "before" : "after")
+#else
+#define WDC_INJECT(when)
+#endif
     unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
@@ -1902,10 +1913,10 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_GO(wdc_pack_k, wdc_blocks(cap, WDC_THREADS), WDC_THREADS, st)(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
-        if (fails && r->fail_pre) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected before the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
+        WDC_INJECT(r->fail_pre);
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
-        if (fails) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
+        WDC_INJECT(1);
         WDC_TRY(wdc_exchange_read(r, slot, cap, full));
         WDC_GO(wdc_unpack_k, wdc_blocks(M, WDC_THREADS), WDC_THREADS, st)(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
@@ -1966,7 +1977,7 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     char err[1024];
     snprintf(err, sizeof err, "%s", wd_last_error());
     if (r->fork_open) {   // join (overlap22 review #6)
-        (void)(cudaEventRecord(r->join, r->side) == cudaSuccess && cudaStreamWaitEvent(r->compute, r->join, 0) == cudaSuccess);
+        if (cudaEventRecord(r->join, r->side) == cudaSuccess) (void)cudaStreamWaitEvent(r->compute, r->join, 0);
         r->fork_open = 0;
     }
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -1990,7 +2001,9 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     memset(r, 0, sizeof *r);
     r->device = bd->device;
     wd_status st = wdc_rank_init(r, bd);
+#ifdef WD_TESTING
     if (!st && r->fail_create) st = wdc_fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
+#endif
     if (st) {
         char err[1024];
         snprintf(err, sizeof err, "%s", wd_last_error());
@@ -2054,7 +2067,8 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
     // completed that one (wdc_wait on done[slot]); predict runs with no step in flight
     WDC_CUDA(cudaStreamWaitEvent(r->copy, r->done[slot], 0));
     WDC_TRY(wdc_batch_copy(r, b, slot));
-    WDC_CUDA(cudaMemcpyAsync(&r->state->stop[slot], &r->stop_host[slot], sizeof r->stop_host[slot], cudaMemcpyHostToDevice, r->copy));
+    WDC_CUDA(cudaMemcpyAsync(&r->state->stop[slot], &r->stop_host[slot], sizeof r->stop_host[slot], cudaMemcpyHostToDevice,
+                             r->copy));
     WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
     if (r->submitted > r->completed) {   // the step before: done again first if it must be
         wd_status st = wdc_settle(r, (slot + 1) % 2);
@@ -2096,7 +2110,9 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
     r->submitted++;
     return WD_OK;
 }
-static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) { return wdc_submit_step((wdc_rank *)be, b, stop); }
+static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) {
+    return wdc_submit_step((wdc_rank *)be, b, stop);
+}
 static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     wdc_rank *r = (wdc_rank *)be;
     memset(out, 0, sizeof *out);
@@ -2230,7 +2246,8 @@ static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks
 static void wdc_comm_destroy(wd_comm **ranks, int nranks);
 static const wd_backend_ops wdc_ops = {
     .name = "cuda", .batch_alloc = &wdc_pinned, .create = wdc_create, .destroy = wdc_destroy, .submit = wdc_submit,
-    .complete = wdc_complete, .predict = wdc_predict, .download = wdc_download, .times = wdc_times, .describe = wdc_describe};
+    .complete = wdc_complete, .predict = wdc_predict, .download = wdc_download, .times = wdc_times,
+    .describe = wdc_describe};
 static const wd_device_ops wdc_devices = {
     .count = wd_cuda_device_count, .comm_create = wdc_comm_create, .comm_destroy = wdc_comm_destroy};
 extern "C" const wd_device_ops *wd_devices_cuda(void) { return &wdc_devices; }
