@@ -8463,11 +8463,13 @@ static wd_status wd__settings_check(const wd__run *run, wd_comm *c) {
                                mis, sizeof mis);
     }
     // the views may be the other ranks' own records (a shared-memory
-    // communicator): nobody leaves before everyone has read them
+    // communicator): nobody leaves before everyone has read them. A mismatch
+    // wins over the barrier's failure: every rank found it, and one that
+    // left first may have aborted already (the failure policy)
     if (!st) st = c->ops->barrier(c);
     wd__free(rec); wd__free(views); wd__free(sizes);
-    if (st) return st;
-    return mis[0] ? wd__fail(WD_ERR_INVALID_ARG, "start-up: %s", mis) : WD_OK;
+    if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "start-up: %s", mis);
+    return st;
 }
 // Epochs done, with the current one's fraction.
 static double wd__epoch_f(const wd__run *run) {
