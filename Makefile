@@ -9,6 +9,8 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra
 LDLIBS  := -lzstd -lz -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer
+# the test hooks (WD_CPU_TEST_FAIL, WD_CUDA_TEST_FAIL): test builds only, never a user's (`make`, build/wd)
+TESTF   := -DWD_TESTING
 DATA    ?= ../shared/data
 B       := build
 HDR     := widedeep.h
@@ -118,9 +120,11 @@ $(B)/multi_gpu: examples/multi_gpu.c $(HDR) $(B)/widedeep_cuda.o $(ENGINE) | $(B
 # test_gpu compares against tests/ref.h and the CPU backend with the portable
 # GEMM loops, whatever GEMM says (so gpu-pack links the same object)
 $(B)/test_gpu.o: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) | $(B)
-	$(NVCC) $(NVFLAGS) -c -o $@ tests/test_gpu.cu
-$(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(B)
-	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda.o $(CUDALIBS) $(LDLIBS)
+	$(NVCC) $(NVFLAGS) $(TESTF) -c -o $@ tests/test_gpu.cu
+$(B)/widedeep_cuda_test.o: widedeep_cuda.cu $(HDR) | $(B)
+	$(NVCC) $(NVFLAGS) $(TESTF) -c -o $@ widedeep_cuda.cu
+$(B)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda_test.o | $(B)
+	$(CXX) -o $@ $(B)/test_gpu.o $(B)/widedeep_cuda_test.o $(CUDALIBS) $(LDLIBS)
 
 # ---- the GPU pack ---------------------------------------------------------------------------
 # `make gpu-pack`: build/gpu-pack/, what a GPU host with no package registry
@@ -144,7 +148,7 @@ PACK_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,'$$ORIGIN/lib:/usr/local/cuda/lib64
 $(PACK)/multi_gpu $(PACK)/wd-mpi-cuda $(PACK)/ceilings $(PACK)/loader_ladder $(PACK)/host_feed: PACK_STRIP := -Wl,-s
 $(PACK):
 	@mkdir -p $(PACK)
-$(PACK)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda.o | $(PACK)
+$(PACK)/test_gpu: $(B)/test_gpu.o $(B)/widedeep_cuda_test.o | $(PACK)
 	$(CXX) -o $@ $^ $(PACK_LIBS)
 $(B)/wd-cuda-pack.o: tools/wd.c $(HDR) | $(B)
 	$(CC) -std=c11 $(CFLAGS) $(WARN) -DWD_HAVE_CUDA -c -o $@ tools/wd.c
@@ -215,35 +219,35 @@ TESTS := test_wd test_convert test_contract test_loader test_train test_stream t
 TESTS += test_errors   # the first error survives its clean-up; library threads block signals
 PORTABLE_TESTS := test_ref_portable test_golden_portable test_train_portable test_engine_portable
 $(B)/test_%: tests/test_%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) $(ENGINE) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) $(GEMMF) -o $@ $< $(LDLIBS) $(GEMML)
 $(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(LDLIBS)
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) -o $@ $< $(LDLIBS)
 # the tests that use the header's declarations only (no WIDEDEEP_IMPLEMENTATION,
 # no wd__ internals) link the implementation compiled once per flavor
 # (tests/impl.c) instead of compiling all of it again each
 LINKED_TESTS := test_ref test_golden test_faults test_loop test_edges
 LINKED_TESTS += test_errors
 $(B)/impl_san.o: tests/impl.c $(HDR) $(ENGINE) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -c -o $@ tests/impl.c
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) $(GEMMF) -c -o $@ tests/impl.c
 $(B)/impl_san_portable.o: tests/impl.c $(HDR) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -c -o $@ tests/impl.c
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) -c -o $@ tests/impl.c
 $(addprefix $(B)/,$(LINKED_TESTS)): $(B)/%: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(B)/impl_san.o $(ENGINE) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ $< $(B)/impl_san.o $(LDLIBS) $(GEMML)
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) $(GEMMF) -o $@ $< $(B)/impl_san.o $(LDLIBS) $(GEMML)
 $(addsuffix _portable,$(addprefix $(B)/,$(filter $(LINKED_TESTS),$(PORTABLE_TESTS:_portable=)))): $(B)/%_portable: tests/%.c tests/testlib.h $(wildcard tests/*.h) $(B)/impl_san_portable.o | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) -o $@ $< $(B)/impl_san_portable.o $(LDLIBS)
+	$(CC) -std=c11 -O1 -g $(SAN) $(TESTF) $(WARN) -o $@ $< $(B)/impl_san_portable.o $(LDLIBS)
 
 # the threaded tests (loader, communicator, trainer) again under ThreadSanitizer
 # (portable GEMMs: libgomp, under oneDNN, is not instrumented for TSan)
 TSAN_CC := $(shell command -v clang >/dev/null && echo clang || echo $(CC))
 $(B)/%_tsan: tests/%.c tests/testlib.h $(HDR) | $(B)
-	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(WARN) -o $@ $< $(LDLIBS)
+	$(TSAN_CC) -std=c11 -O1 -g -fsanitize=thread $(TESTF) $(WARN) -o $@ $< $(LDLIBS)
 
 # tests/test_gpu.cu's harness on the CPU backend (no nvcc needed): the
 # reference runs, the screen, the read-backs, the tolerances, WD_GPU_TESTS;
 # with the build's GEMM engine, so that precision bf16 runs where oneDNN and
 # the CPU have it (test_gradients_bf16: the CPU's bf16 against the reference)
 $(B)/test_gpu_on_cpu: tests/test_gpu.cu tests/testlib.h tests/ref.h $(HDR) $(ENGINE) | $(B)
-	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(WARN) $(GEMMF) -o $@ tests/test_gpu.cu $(LDLIBS) $(GEMML)
+	$(CXX) -std=c++17 -x c++ -DWD_TEST_GPU_ON_CPU -O1 -g $(SAN) $(TESTF) $(WARN) $(GEMMF) -o $@ tests/test_gpu.cu $(LDLIBS) $(GEMML)
 
 # tests/test_gpu.cu and widedeep_cuda.cu, unchanged, on an emulated device
 # (tests/cudacpu: CUDA on the CPU, for tests; its README.md): g++ with the
@@ -259,7 +263,7 @@ EMU_HDRS  := $(EMU_DIR)/cudacpu.h $(EMU_DIR)/internal.h $(EMU_DIR)/cub/cub.cuh
 EMU_CXX   := $(CXX) -std=c++17 -g1 -ffp-contract=off $(SAN) $(WARN) -I$(EMU_DIR) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 # (WD_PLAN_REDZONE: the device plan's buffers with poisoned gaps between them, widedeep.h section 17)
 EMU_RZ    := -DWD_PLAN_REDZONE=256
-EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA $(EMU_RZ) -I.
+EMU_CU    := $(EMU_CXX) -O1 -Wno-unknown-pragmas -x c++ -include $(EMU_DIR)/cudacpu.h -DWD_HAVE_CUDA $(TESTF) $(EMU_RZ) -I.
 EMU_RT    := $(addprefix $(B)/cudacpu_,fiber.o cudart.o cublaslt.o)
 EMU_BINS  := $(if $(CUDA_HDRS),$(B)/test_gpu_emu $(B)/cudacpu_selftest $(B)/cudacpu_redzone $(B)/wd-cuda-emu \
 	$(if $(NCCL_HDRS),$(B)/libnccl_cpu.so $(B)/test_nccl_cpu))
@@ -277,7 +281,7 @@ $(B)/cudacpu_redzone: $(EMU_DIR)/redzone.cu $(EMU_DIR)/child.h $(HDR) $(B)/wided
 # wd-cuda on the emulated device (ASan + UBSan, the objects of test_gpu_emu): tests/run.sh trains the
 # Criteo sample with it on the device and on the CPU backend and compares their AUC (gpu_emu_criteo)
 $(B)/wd-cuda-emu: tools/wd.c $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) $(ENGINE) | $(B)
-	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) -DWD_HAVE_CUDA $(EMU_RZ) -c -o $(B)/wd-cuda-emu.o tools/wd.c
+	$(CC) -std=c11 -O1 -g $(SAN) $(WARN) $(GEMMF) $(TESTF) -DWD_HAVE_CUDA $(EMU_RZ) -c -o $(B)/wd-cuda-emu.o tools/wd.c
 	$(CXX) $(SAN) -rdynamic -o $@ $(B)/wd-cuda-emu.o $(B)/widedeep_cuda_emu.o $(EMU_RT) $(LDLIBS) $(GEMML) -ldl
 # the emulator's own tests: each check against a seeded bug in a copy of a real kernel
 $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_DIR)/child.h $(EMU_RT) | $(B)
@@ -285,7 +289,7 @@ $(B)/cudacpu_selftest: $(EMU_DIR)/selftest.cu $(EMU_DIR)/child.h $(EMU_RT) | $(B
 # NCCL for the emulated device (ranks as threads; tests/cudacpu/README.md, "NCCL"): no CUDA library
 # linked, the program's runtime is its; ASan + UBSan as the programs that load it. test_nccl_cpu: the
 # library against NCCL's rules and its faults, the backend against the faults, examples/multi_gpu.c.
-EMU_CC    := $(CC) -std=c11 -O1 -g1 $(SAN) $(WARN) $(EMU_RZ) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
+EMU_CC    := $(CC) -std=c11 -O1 -g1 $(SAN) $(TESTF) $(WARN) $(EMU_RZ) -isystem $(CUDA_HOME)/include -isystem $(NCCL_HOME)/include
 $(B)/libnccl_cpu.so: $(EMU_DIR)/nccl_cpu.c | $(B)
 	$(EMU_CC) -fPIC -shared -o $@ $<
 $(B)/test_nccl_cpu: $(EMU_DIR)/test_nccl_cpu.c examples/multi_gpu.c tests/testlib.h $(HDR) $(B)/widedeep_cuda_emu.o $(EMU_RT) \

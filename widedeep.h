@@ -29,7 +29,7 @@
     13. Model          wd_model_*: the Wide&Deep model, its optimizers
     14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
                        (threads; MPI processes with WD_USE_MPI)
-    15. Training       wd_train() (its ranks' start-up agreement; wd_train_fail),
+    15. Training       wd_train() (failing fast; the processes' settings check),
                        wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
                        (desc.source, wd_trainer_push; raw lines growing
@@ -57,7 +57,7 @@
          conversion, forward, backward, sparse row merging, optimizers
      15. a team (persistent worker threads); the CPU backend; evaluation;
          the training loop (one per rank, the same for every backend; the
-         start-up agreement);
+         processes' settings check; the failure policy: fail fast);
          online learning: published snapshots; pushing batches (a trainer)
      18. protobuf encoder (also section 19's); the ONNX graph
 
@@ -982,13 +982,11 @@ static inline WD_HD uint16_t wd_bf16_bits(uint32_t u) {
 /* How data-parallel ranks combine gradients. The CPU trainer's workers use
    the in-process communicator below; the CUDA backend implements the same
    operations with NCCL. Every rank calls every collective in the same order.
-   A failing rank calls abort: every rank's pending and later collectives
-   then return WD_ERR_ABORTED with the reason, and a collective that waits
-   longer than the timeout aborts everyone the same way (never a hang).
-   Where an abort cannot reach the other ranks (NCCL between processes),
-   wd_train's ranks carry a failure between steps in the next step's
-   allreduced tail instead (WD_STEP_TAIL, section 17): every rank learns it
-   at that step, without waiting for the timeout. */
+   Failing fast: a failing rank calls abort, and every rank's pending and
+   later collectives return WD_ERR_ABORTED with "rank R failed (status):
+   reason"; a collective that waits longer than the timeout aborts everyone
+   the same way (never a hang). Where an abort cannot reach the other ranks
+   (NCCL between processes), they end at the timeout (WD_COMM_TIMEOUT). */
 typedef struct wd_comm wd_comm;
 typedef struct wd_comm_ops {
     // in-place sum of n floats over all ranks
@@ -1250,22 +1248,28 @@ typedef struct wd_train_desc {
     // One process per GPU or per node: the communicator from
     // wd_comm_nccl_init_rank (or wd_comm_mpi_create: the CPU device); this
     // process trains rank comm->rank of comm->size on GPU device_index
-    // (devices is then ignored). Before the first step the ranks agree
-    // (every rank's wd_train at once): a rank whose set-up failed (its
-    // files, its model, its desc) ends every rank's wd_train with
-    // WD_ERR_ABORTED naming it and the reason; settings that must be equal
-    // on every rank (device, the model's description, precision,
-    // vocabularies and parameters, its training position, batch_size,
-    // epochs, max_steps, eval_every (with validation files),
-    // checkpoint_every, publish_every, early_stop, no_shuffle, the training
-    // and validation files' contents, and on the CUDA device cuda's
-    // exchange_cap, exchange_full, check_tables and sparse, after the
-    // environment's overrides: wd_cuda_desc_resolve) are compared, and
-    // a difference fails every rank with WD_ERR_INVALID_ARG naming the
-    // setting and the rank. May differ: threads, loader threads and RAM,
-    // file paths, map, progress, keep_best. Rank 0 alone writes
-    // checkpoints: every rank gives checkpoint_every (every rank waits for
-    // its steps at those steps), rank 0 alone needs checkpoint_path.
+    // (devices is then ignored). Before the first step the processes
+    // compare the settings that must be equal on every rank (device, the
+    // model's description, precision, vocabularies and parameters, its
+    // training position, batch_size, epochs, max_steps, eval_every (with
+    // validation files), checkpoint_every, publish_every, early_stop,
+    // no_shuffle, the training and validation files' contents, and on the
+    // CUDA device cuda's exchange_cap, exchange_full, check_tables and
+    // sparse, after the environment's overrides: wd_cuda_desc_resolve): a difference fails
+    // every rank with WD_ERR_INVALID_ARG naming the rank and the setting.
+    // May differ: threads, loader threads and RAM, file paths, map,
+    // progress, keep_best. Rank 0 alone writes checkpoints: every rank gives
+    // checkpoint_every (every rank waits for its steps at those steps), rank
+    // 0 alone needs checkpoint_path.
+    // Failing fast (as NCCL and DDP jobs do): a rank that fails, at any
+    // point, aborts the communicator; every other rank's wd_train then ends
+    // with WD_ERR_ABORTED "rank R failed (status): reason" (over NCCL between
+    // processes, where an abort reaches nobody: within WD_COMM_TIMEOUT), and
+    // rank 0 says which checkpoint holds the last finished step
+    // (wd_train_report.error_saved). Recovery is resuming from it, which is
+    // bit-identical to a run that never failed. A rank that fails before it
+    // can call wd_train aborts the communicator itself (comm->ops->abort):
+    // the others' wd_train end at once naming it.
     wd_comm *comm;
     int device_index;
     int64_t max_steps;              // stop after this global step (0: no limit)
@@ -1326,14 +1330,6 @@ typedef struct wd_train_report {
                                     // (wd_progress.warning has it whole)
 } wd_train_report;
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep);
-// Instead of wd_train, on a rank of a job (wd_train_desc.comm) that failed
-// before it could call wd_train (its options, its model): takes part in the
-// other ranks' start-up agreement with this failure, so that their wd_train
-// ends at once with WD_ERR_ABORTED naming this rank and `why`. Returns st
-// (WD_OK becomes WD_ERR_INVALID_ARG) with `why` as the message, also when
-// the communicator failed. Call it at most once per job and never after
-// this rank's wd_train ran: the others would never join its allgather.
-WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why);
 /* Pushing batches: wd_train over a stream on a thread of its own, fed by
    wd_trainer_push from any one thread at a time. open takes the desc's
    settings (files and source must be unset) and refuses a model that a
@@ -1586,47 +1582,24 @@ typedef struct wd_step_result {
     int stopped;                    // a rank asked to stop: this step changed nothing anywhere
 } wd_step_result;
 /* The tail of a step's dense gradient: WD_STEP_TAIL floats summed over the
-   ranks with it, so that every rank learns the same things at the same step:
-   [0] loss sum, [1] weight sum, [2] samples, then the votes (WD_STEP_VOTES):
-   [3] stop votes, [4] failure votes, [5] the sum of (rank + 1) over the ranks
-   that failed, [6] the sum of their wd_status codes, [7..) the reason, 3
-   bytes per float (exact: one rank's bytes plus zeros). A rank that fails
-   between steps (its data, a validation, a checkpoint) takes part in one
-   more step without samples that carries its failure (submit_failure): that
-   step changes nothing anywhere, and every rank's step fails with
-   WD_ERR_ABORTED naming the rank and its reason (when several fail in one
-   step: how many). So the other ranks end at that step, within one step's
-   time, where an abort cannot reach them (NCCL between processes) and
-   without waiting for a timeout anywhere. */
-#define WD_TAIL_WHY 96              // floats of the reason: 287 bytes
-#define WD_STEP_VOTES (4 + WD_TAIL_WHY)
-#define WD_STEP_TAIL (3 + WD_STEP_VOTES)
-// This rank's votes (WD_STEP_VOTES floats, the tail from [3]): stop, and a
-// failure of rank `rank` (st != WD_OK) with its reason.
-WDDEF void wd_step_votes(float *votes, int stop, int rank, wd_status st, const char *why);
-// The failure a summed tail carries: WD_OK if none, else WD_ERR_ABORTED
-// with the message ("rank 2 failed (corrupt data): ...") in msg.
-WDDEF wd_status wd_step_failure(const float *tail, char *msg, size_t n);
+   ranks with it, so that every rank reads the same at the same step: [0] loss
+   sum, [1] weight sum, [2] samples, [3] stops (a rank asked to stop: the step
+   changes nothing anywhere). A non-finite loss or gradient read from the sums
+   fails every rank alike (numeric halting); any other failure aborts the
+   communicator (wd_train's failure policy). */
+#define WD_STEP_TAIL 4
 typedef struct wd_backend_ops {
     const char *name;               // "cpu", "cuda"
     const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
-    // Makes one rank's backend. With d->comm, every rank of the job calls it
-    // at once, and it either posts no collective (CUDA) or posts its
-    // collectives on d->comm before anything of its own can fail (CPU: the
-    // processes' worker counts; a rank that cannot post them aborts d->comm):
-    // a failure is then carried to every rank by wd_train's second agreement
-    // round, which every rank reaches, failed or not, on the communicator it
-    // was given (the caller's: a backend never makes or frees it).
+    // Makes one rank's backend, its parameters copied from d->model. With
+    // d->comm every rank of the job calls it at once (the communicator is
+    // the caller's: a backend never makes or frees it).
     wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
     void (*destroy)(wd_backend *be);
     // Starts a training step on this rank's samples b (b may be reused once
     // it returns); stop = 1 asks every rank to end training, and that step
     // then changes nothing anywhere. At most two steps are in flight.
     wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
-    // Instead of the next step: this rank failed (st, why) between steps.
-    // Starts a step without samples carrying the failure vote (see
-    // WD_STEP_TAIL); completed like a step, it fails on every rank.
-    wd_status (*submit_failure)(wd_backend *be, wd_status st, const char *why);
     // Waits for the oldest submitted step and gives its results. A failed
     // step (a non-finite loss, a device error) changed nothing, and neither
     // does any later step.
@@ -1639,42 +1612,22 @@ typedef struct wd_backend_ops {
     void (*times)(const wd_backend *be, double *stage_s);
     // What runs, for reports ("cpu threads=2 gemm=openblas fp32").
     void (*describe)(const wd_backend *be, char *buf, size_t n);
-    // Devices of this kind present (GPUs; 1 for the CPU).
-    wd_status (*devices)(int *n);
-    // Communicators for `nranks` ranks of this process on GPUs devices[r].
+} wd_backend_ops;
+/* A device kind's set-up for wd_train, beside its arithmetic (a table of
+   its own: the CPU trains as one rank per process and has none): how many
+   devices are present, and the communicators between `nranks` ranks of this
+   process on GPUs devices[r]. */
+typedef struct wd_device_ops {
+    wd_status (*count)(int *n);
     wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
     void (*comm_destroy)(wd_comm **ranks, int nranks);
-    // Right after submit, submit_failure or complete failed: how far that
-    // failure reached the other ranks (WD_REACH_*; NULL: WD_REACH_NONE).
-    int (*reach)(const wd_backend *be);
-} wd_backend_ops;
-// How far a failed step reached the other ranks (wd_backend_ops.reach), so
-// that wd_train posts the same collectives in the same order on every rank:
-//  - NONE: this rank's alone (nothing of a failed submit went out; a device
-//    or communicator error);
-//  - SENT: a submit failed after the step's collectives went out: the other
-//    ranks complete that step (it counts), and learn of the failure from
-//    what comes next on every rank (the next step's vote, or the
-//    validation's gather after that step);
-//  - ALL: every rank fails at that step alike (read from the step's
-//    reduced data: a failure vote, a non-finite loss, a bad gradient or
-//    parameter, replicas' tables that differ): no rank posts a collective
-//    that another does not (a step the CUDA device has in flight already
-//    runs on every rank alike and changes nothing; nothing after it), so
-//    nobody waits for this rank: it neither votes nor aborts. Not yet
-//    handled: a rank whose step failed after its collectives (SENT, STOP)
-//    never runs the after-the-sum checks (gradient, parameters, tables), so
-//    where the others fail them in that step it posts the next step's vote
-//    (or the validation's gather) alone and waits for WD_COMM_TIMEOUT;
-//  - STOP: as SENT, and that step's reduced data carries a stop: the others
-//    end after it, having submitted the next step already unless they waited
-//    for this one first (a validation, checkpoint or publish step).
-enum { WD_REACH_NONE = 0, WD_REACH_SENT = 1, WD_REACH_ALL = 2, WD_REACH_STOP = 3 };
+} wd_device_ops;
 WDDEF const wd_backend_ops *wd_backend_cpu(void);
 #ifdef WD_HAVE_CUDA
 // In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
 // wd_last_error() like every other call's.
 WDDEF const wd_backend_ops *wd_backend_cuda(void);
+WDDEF const wd_device_ops *wd_devices_cuda(void);
 WDDEF wd_status wd_cuda_device_count(int *n);
 // NCCL communicators: every GPU of this process, or one rank of a job whose
 // unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
@@ -1713,7 +1666,7 @@ typedef enum wd_buf {
     WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
     WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
     WD_BUF_LOGITS,                  // (5, B) probabilities, dlogit, wide logits, spare (the loss kernel's block sums)
-    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, votes
+    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, stops
     WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
     WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
     WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
@@ -1772,14 +1725,17 @@ WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
 // A number from the environment variable `name` (atof), dflt where it is
 // unset or empty: how the communicators read WD_COMM_TIMEOUT.
 WDDEF double wd_env_number(const char *name, double dflt);
-/* Tests only: the backends' failure hooks, WD_CPU_TEST_FAIL and
+#ifdef WD_TESTING
+/* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
+   build): the backends' failure hooks, WD_CPU_TEST_FAIL and
    WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
-   the run (votes count; from 1, whatever the model's step) fails right after
+   the run (from 1, whatever the model's step) fails right after
    its collectives went out, before its update; where pre_ok, "R:S:pre" right
    before them (*pre = 1); "R:create", rank R's backend fails at the end of
    its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
    *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
+#endif
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -6501,31 +6457,7 @@ static wd_opt wd__opt(const wd_model *m, int64_t step) {
     return o;
 }
 
-#define WD__TAIL WD_STEP_TAIL   // floats after the dense gradient: loss sum, weight sum, samples, votes
-WDDEF void wd_step_votes(float *v, int stop, int rank, wd_status st, const char *why) {
-    memset(v, 0, sizeof(float) * WD_STEP_VOTES);
-    v[0] = stop ? 1.0f : 0.0f;
-    if (!st) return;
-    v[1] = 1.0f; v[2] = (float)(rank + 1); v[3] = (float)st;
-    const unsigned char *p = (const unsigned char *)(why ? why : "");
-    size_t n = WD__MIN(strlen((const char *)p), (size_t)3 * WD_TAIL_WHY - 1);
-    for (size_t i = 0; i < n; i++) v[4 + i / 3] += (float)((uint32_t)p[i] << (8 * (i % 3)));   // < 2^24: exact
-}
-WDDEF wd_status wd_step_failure(const float *t, char *msg, size_t n) {
-    if (!(t[4] > 0.0f)) return WD_OK;
-    if (t[4] != 1.0f) { snprintf(msg, n, "%.0f ranks failed in the same step (each reports its own reason)", (double)t[4]); return WD_ERR_ABORTED; }
-    char why[3 * WD_TAIL_WHY + 1];
-    size_t k = 0;
-    for (int i = 0; i < WD_TAIL_WHY; i++) {
-        float f = t[7 + i];
-        uint32_t u = f >= 0.0f && f < 16777216.0f ? (uint32_t)f : 0;
-        for (int b = 0; b < 3; b++) why[k++] = (char)((u >> (8 * b)) & 0xff);
-    }
-    why[k] = 0;
-    int st = (int)t[6];
-    snprintf(msg, n, "rank %.0f failed (%s): %s", (double)t[5] - 1, wd_status_string((wd_status)(st > 0 && st < WD_STATUS_COUNT ? st : WD_ERR_INTERNAL)), why);
-    return WD_ERR_ABORTED;
-}
+#define WD__TAIL WD_STEP_TAIL   // floats after the dense gradient: loss sum, weight sum, samples, stops
 // One worker's scratch, for up to `cap` samples at a time.
 typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse gradient row to merge
 typedef struct wd__ws {
@@ -6534,7 +6466,7 @@ typedef struct wd__ws {
     float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16 keeps them in lp_in); last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
-    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, votes
+    float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stops
     // sparse gradient rows of this worker's samples: key + R floats each
     int64_t nocc, occ_cap;
     int64_t *okey;                  // (occ_cap)
@@ -7072,7 +7004,7 @@ static void wd__comm_abort(wd_comm *c, wd_status st, const char *why) {
     if (!h->aborted) {
         h->aborted = 1;
         h->abort_st = st;
-        snprintf(h->why, sizeof h->why, "rank %d aborted: %s", c->rank, why ? why : wd_status_string(st));
+        snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -7345,7 +7277,7 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     if (h->aborted) return;
     h->aborted = 1;
     memset(h->why, 0, sizeof h->why);
-    snprintf(h->why, sizeof h->why, "rank %d of %d failed: %s", c->rank, c->size, why ? why : wd_status_string(st));
+    snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
     for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
         MPI_Request rq;
         if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
@@ -7730,27 +7662,26 @@ typedef struct wd__cpu {
     // the round in progress
     const wd_batch *b;
     int stop;
-    wd_status fail_st;              // submit_failure: this rank's failure, voted in the tail
-    char fail_why[WD__ERR_MAX];
     float *probs;
     wd_status wst[256];             // each worker's status
     char werr[256][WD__ERR_MAX];
     int wbad[256];                  // per worker: gradient values too large or not finite
     int wpost[256];                 // per worker: parameters an update left non-finite
+    int wapplied[256];              // per worker: its share of the update was applied
     // finished steps not yet completed: a queue of two
     wd_step_result res[2];
     wd_status res_st[2];
     char res_err[2][WD__ERR_MAX];
     int res_head, res_n;
     wd_status halted;               // sticky: after a failed step nothing changes
-    int halted_reach;               // how far that failure reached (WD_REACH_*)
-    int res_reach[2];               // per finished step: how far its failure reached
-    int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
-    int wshared[256];               // per worker: its failure was read from the reduced data (every rank's alike)
-    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (tests only, wd_test_fail_parse): rank R's S-th
+    wd_status late;                 // the communicator failed after a step's whole update: the next submit fails
+    char late_err[WD__ERR_MAX];
+    int inject;                     // WD_TESTING: the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
+#ifdef WD_TESTING
+    int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (wd_test_fail_parse): rank R's S-th
     int64_t fail_step;              // step of this backend fails after its collectives, before its update (0: off)
-    int inject;                     // the step in progress is that one
-    int64_t submits;                // steps submitted by this backend (votes too; counted as WD_CUDA_TEST_FAIL's)
+    int64_t submits;                // steps submitted by this backend
+#endif
     int64_t step;                   // steps applied (Adam's bias correction)
 } wd__cpu;
 
@@ -7770,13 +7701,13 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     c->wst[r] = WD_OK;
     c->wbad[r] = 0;
     c->wpost[r] = 0;
-    c->wshared[r] = 0;
+    c->wapplied[r] = 0;
     if (i1 > i0) { st = wd__forward(m, w, b, i0, i1 - i0, i1 - i0); if (!st) st = wd__backward(m, w, b, i0, i1 - i0); }
     else { memset(w->g, 0, sizeof(float) * (size_t)(m->P + WD__TAIL)); w->nocc = 0; }
     float samples = 0.0f;
     for (int i = i0; i < i1; i++) samples += b->weight[i] != 0.0f;
     w->g[m->P + 2] = samples;
-    wd_step_votes(w->g + m->P + 3, r == 0 && c->stop, c->rank, r == 0 ? c->fail_st : WD_OK, c->fail_why);   // worker 0 votes for the process
+    w->g[m->P + 3] = r == 0 && c->stop ? 1.0f : 0.0f;   // worker 0 asks for the process
     double tm = wd__now(), sort0 = w->t_sort;
     if (!st) st = wd__merge_local(m, w);
     double t0 = wd__now();
@@ -7789,12 +7720,8 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     w->t_comm += t1 - t0;
     if (st) { wd__cpu_worker_fail(c, r, st); return; }
     float loss = w->g[m->P], wsum = w->g[m->P + 1];
-    char voted[WD__ERR_MAX];
-    wd_status vst = wd_step_failure(w->g + m->P, voted, sizeof voted);
-    int apply = !vst && w->g[m->P + 3] <= 0.0f && wsum > 0;   // a failure or a stop vote: every worker skips the update
-    int shared = 0;                 // a failure read from the reduced data: every rank's alike
-    if (vst) { st = wd__fail(vst, "%s", voted); shared = 1; }
-    else if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step + 1); apply = 0; shared = 1; }
+    int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop: every worker of every rank skips the update
+    if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step + 1); apply = 0; }
     if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the step after its collectives (wd__cpu_submit)
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
@@ -7802,15 +7729,16 @@ static void wd__cpu_step_worker(void *ctx, int r) {
         if ((st = lc->ops->barrier(lc)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
         int bad = 0;
         for (int q = 0; q < T; q++) bad += c->wbad[q];
-        if (bad) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step + 1, bad, (double)WD__GRAD_MAX); shared = 1; }
-        else wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]);
+        if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step + 1, bad, (double)WD__GRAD_MAX);
+        else { wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]); c->wapplied[r] = 1; }
     }
     double t2 = wd__now();
     w->t_opt += t2 - t1;
-    if (st) { wd__cpu_worker_fail(c, r, st); c->wshared[r] = shared; }
+    if (st) wd__cpu_worker_fail(c, r, st);
     // every update done before anyone reads the model again; and, between
     // processes, every view of this step's allgather read before any
-    // process may change or free its rows
+    // process may change or free its rows (failing here, after the update:
+    // wd__cpu_submit counts the step and fails the next)
     st = cm->ops->barrier(cm);
     w->t_comm += wd__now() - t2;   // waiting for the slowest worker
     if (st && !c->wst[r]) wd__cpu_worker_fail(c, r, st);
@@ -7867,23 +7795,16 @@ static void wd__cpu_destroy(wd_backend *be) {
 static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     *out = NULL;
     if (d->ranks > 1 && !d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank per process (its `threads` workers split each batch); ranks of several processes need their communicator (wd_comm_mpi_create)");
-    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);   // equal on every rank (the agreement)
-    int multi = d->comm && d->comm->size > 1;
+    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);   // equal on every rank (the settings check)
     wd__cpu *c = WD__NEW(wd__cpu);
-    if (!c) {   // before the processes' collective below: the abort tells the others
-        if (multi) d->comm->ops->abort(d->comm, WD_ERR_NOMEM, "out of memory for the CPU backend");
-        return wd__fail(WD_ERR_NOMEM, "out of memory");
-    }
+    if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->m = d->model;
     c->rank = d->rank;
     c->step = c->m->step;
     c->T = WD__MIN(256, d->threads > 0 ? d->threads : wd__online_cores());
     c->T = WD__MIN(c->T, d->batch);   // no idle workers
     c->cap = (d->batch + c->T - 1) / c->T;
-    // The processes' collective first, before anything of this process's
-    // own can fail, so that every process posts it: wd_train's second
-    // agreement round then carries each one's set-up status.
-    wd_status st = multi ? wd__hier_create(d->comm, c->comm, c->T, &c->hier) : WD_OK;
+    wd_status st = d->comm && d->comm->size > 1 ? wd__hier_create(d->comm, c->comm, c->T, &c->hier) : WD_OK;
     if (!st) st = wd__precision_check(d->model);
     if (!st) {
         c->ws = (wd__ws *)wd__calloc(sizeof(wd__ws) * (size_t)c->T);
@@ -7897,8 +7818,9 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->views) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (!st) { st = wd__team_start(&c->team, c->T); c->team_made = !st; }
-    if (!st) {   // tests only: the header's side of a step failing after its collectives (R:S; no :pre
-                 // here), and of a backend failing at the end of its creation (R:create)
+#ifdef WD_TESTING
+    if (!st) {   // test builds only: a step failing after its collectives (R:S; no :pre here), a backend
+                 // failing at the end of its creation (R:create)
         long long fs = 0;
         int pre = 0, create = 0;
         st = wd_test_fail_parse("WD_CPU_TEST_FAIL", 0, &c->fail_rank, &fs, &pre, &create);
@@ -7906,64 +7828,60 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!st && create && c->fail_rank == d->rank) st = wd__fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CPU_TEST_FAIL)", d->rank);
         if (create) c->fail_rank = -1;
     }
+#endif
     if (st) { wd__cpu_destroy((wd_backend *)c); return st; }
     *out = (wd_backend *)c;
     return WD_OK;
 }
 static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     wd__cpu *c = (wd__cpu *)be;
-    c->reach = WD_REACH_NONE;
     if (c->res_n == 2) return wd__fail(WD_ERR_INTERNAL, "cpu backend: a third step submitted before one completed");
     if (b->n > c->T * c->cap) return wd__fail(WD_ERR_INVALID_ARG, "batch of %d samples; the backend was made for %d", b->n, c->T * c->cap);
+    if (c->late) return wd__fail(c->late, "%s", c->late_err);
     int q = (c->res_head + c->res_n) % 2;
     wd_step_result *res = &c->res[q];
     memset(res, 0, sizeof *res);
     wd_status st = c->halted;
-    int reach = c->halted_reach;
     if (st) snprintf(c->res_err[q], sizeof c->res_err[q], "an earlier step failed; nothing more was applied");
     else {
         c->b = b; c->stop = stop;
-        c->inject = c->fail_step > 0 && c->rank == c->fail_rank && ++c->submits == c->fail_step && !c->fail_st;
+#ifdef WD_TESTING
+        c->inject = c->fail_step > 0 && c->rank == c->fail_rank && ++c->submits == c->fail_step;
+#endif
         double t0 = wd__now();
         wd__lp_refresh(c->m);   // bf16 copies of the weights: part of the forward pass
         c->ws[0].t_fwd += wd__now() - t0;
         wd__cpu_round(c, wd__cpu_step_worker);
         st = wd__cpu_round_status(c, c->res_err[q], sizeof c->res_err[q]);
-        int shared = st != WD_OK;   // every worker's failure read from the reduced data: every rank's alike
-        for (int r = 0; r < c->T; r++) if (c->wst[r] && !c->wshared[r]) shared = 0;
-        int bad = 0;
-        for (int r = 0; r < c->T; r++) bad += c->wpost[r];
+        int bad = 0, applied = 1;
+        for (int r = 0; r < c->T; r++) { bad += c->wpost[r]; applied &= c->wapplied[r]; }
         const float *g = c->ws[0].g + c->m->P;
         res->loss = g[0]; res->weight = g[1]; res->samples = g[2]; res->stopped = g[3] > 0.0f;
+        if (st && applied) {   // the update is whole: the step counts, the failure is the next submit's
+            c->late = st;
+            snprintf(c->late_err, sizeof c->late_err, "%s", c->res_err[q]);
+            st = WD_OK;
+        }
         if (!st && bad) {   // the same update of the same replica on every rank
             st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step + 1, bad);
             snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
-            shared = 1;
         }
-        reach = st && shared ? WD_REACH_ALL : WD_REACH_NONE;
+#ifdef WD_TESTING
         if (c->inject) {   // WD_CPU_TEST_FAIL: this step failed after its collectives, before its update
             c->inject = 0;
-            if (st && !shared) { c->halted = st; c->halted_reach = WD_REACH_NONE; return wd__fail(st, "%s", c->res_err[q]); }
-            c->reach = st ? WD_REACH_ALL : res->stopped ? WD_REACH_STOP : WD_REACH_SENT;   // every rank fails at this step, or completes it
-            return wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
+            if (!st) st = wd__fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives "
+                                   "(WD_CPU_TEST_FAIL)", c->rank, (long long)c->fail_step);
+            else st = wd__fail(st, "%s", c->res_err[q]);
+            c->halted = st;
+            return st;
         }
+#endif
         if (!st && !res->stopped) c->step++;   // the global step, as the loop counts it
-        if (st) { c->halted = st; c->halted_reach = reach; }
+        if (st) c->halted = st;
     }
-    c->res_reach[q] = reach;
     c->res_st[q] = st;
     c->res_n++;
     return WD_OK;
-}
-static wd_status wd__cpu_submit_failure(wd_backend *be, wd_status st, const char *why) {
-    wd__cpu *c = (wd__cpu *)be;
-    wd_batch none;                  // no samples: every worker's share is empty (the step runs within submit)
-    memset(&none, 0, sizeof none);
-    c->fail_st = st ? st : WD_ERR_INTERNAL;
-    snprintf(c->fail_why, sizeof c->fail_why, "%s", why ? why : "");
-    wd_status r = wd__cpu_submit(be, &none, 0);
-    c->fail_st = WD_OK;
-    return r;
 }
 static wd_status wd__cpu_complete(wd_backend *be, wd_step_result *out) {
     wd__cpu *c = (wd__cpu *)be;
@@ -7972,7 +7890,6 @@ static wd_status wd__cpu_complete(wd_backend *be, wd_step_result *out) {
     c->res_head = (c->res_head + 1) % 2;
     c->res_n--;
     *out = c->res[q];
-    c->reach = c->res_st[q] ? c->res_reach[q] : WD_REACH_NONE;
     if (c->res_st[q]) return wd__fail(c->res_st[q], "%s", c->res_err[q]);
     return WD_OK;
 }
@@ -7999,10 +7916,10 @@ static void wd__cpu_describe(const wd_backend *be, char *buf, size_t n) {
     if (c->hier) snprintf(buf, n, "cpu threads=%d processes=%d %s", c->T, c->hier->ext->size, eng);
     else snprintf(buf, n, "cpu threads=%d %s", c->T, eng);
 }
-static wd_status wd__cpu_devices(int *n) { *n = 1; return WD_OK; }
-static int wd__cpu_reach(const wd_backend *be) { return ((const wd__cpu *)be)->reach; }
-static const wd_backend_ops wd__cpu_ops = {"cpu", NULL, wd__cpu_create, wd__cpu_destroy, wd__cpu_submit, wd__cpu_submit_failure, wd__cpu_complete,
-                                           wd__cpu_predict, wd__cpu_download, wd__cpu_times, wd__cpu_describe, wd__cpu_devices, NULL, NULL, wd__cpu_reach};
+static const wd_backend_ops wd__cpu_ops = {
+    .name = "cpu", .batch_alloc = NULL, .create = wd__cpu_create, .destroy = wd__cpu_destroy, .submit = wd__cpu_submit,
+    .complete = wd__cpu_complete, .predict = wd__cpu_predict, .download = wd__cpu_download, .times = wd__cpu_times,
+    .describe = wd__cpu_describe};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
 // ---- evaluation: predictions through a backend, in file order ---------------------------------
@@ -8307,110 +8224,49 @@ typedef struct wd__evalio {
     // weight) of every rank are gathered back into file order, so that each
     // rank computes the metrics of the same arrays as one rank scoring all
     // (bit-identical where the predictions are). The oov counts are then
-    // this rank's blocks'. A rank that fails joins the gather all the same,
-    // with its status and reason instead of scores: every rank then fails
-    // together (the failed one with its error, the others with
-    // WD_ERR_ABORTED "rank R failed (status): WHAT: reason"), so no rank
-    // waits for another and none needs the communicator's abort (which
-    // cannot reach other processes over NCCL). Only a rank without memory
-    // for the others' views stays out, and its caller's abort ends theirs.
+    // this rank's blocks'. A rank that fails returns its error and its
+    // caller aborts the communicator (wd__rank_thread): the others' gather
+    // ends with WD_ERR_ABORTED naming it.
     wd_comm *comm;
-    const char *what;               // the reason's label for the other ranks ("validation")
+    const char *what;               // what the messages call it ("validation")
 } wd__evalio;
-// A rank's record in the gather: its status and reason, then its scores.
-#define WD__EVAL_WHY 280
-typedef struct wd__evalrec { int32_t st, pad; char why[WD__EVAL_WHY]; } wd__evalrec;
-// A gathered vote (every rank's record starts with a wd__evalrec): the
-// verdict every rank reaches alike, WD_OK or WD_ERR_ABORTED with the message
-// in msg ("rank R failed (status): WHAT: reason"; several: how many failed in
-// `what`); *failed gets how many did. A record too short counts as failed.
-static wd_status wd__votes(const void *const *views, const size_t *sizes, int P, const char *what, int *failed, char *msg, size_t n) {
-    int first = -1;
-    wd__evalrec r1;
-    memset(&r1, 0, sizeof r1);
-    *failed = 0;
-    msg[0] = 0;
-    for (int q = 0; q < P; q++) {
-        wd__evalrec r;
-        memset(&r, 0, sizeof r);
-        if (sizes[q] >= sizeof r) memcpy(&r, views[q], sizeof r);
-        else { r.st = WD_ERR_INTERNAL; snprintf(r.why, sizeof r.why, "%.16s: sent %zu bytes, not a vote", what, sizes[q]); }
-        if (!r.st) continue;
-        if ((*failed)++ == 0) { first = q; r1 = r; }
-    }
-    if (!*failed) return WD_OK;
-    if (*failed > 1) snprintf(msg, n, "%d ranks failed in the %s (each reports its own reason)", *failed, what);
-    else {
-        wd_status fst = (wd_status)(r1.st > 0 && r1.st < WD_STATUS_COUNT ? r1.st : WD_ERR_INTERNAL);
-        r1.why[WD__EVAL_WHY - 1] = 0;
-        snprintf(msg, n, "rank %d failed (%s): %s", first, wd_status_string(fst), r1.why);
-    }
-    return WD_ERR_ABORTED;
-}
-// This rank's vote: st (WD_OK or its failure, the reason from
-// wd_last_error()) labelled with `what`.
-static void wd__vote_own(wd__evalrec *rec, wd_status st, const char *what) {
-    char err[WD__ERR_MAX] = "";
-    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
-    rec->st = (int32_t)st; rec->pad = 0;
-    memset(rec->why, 0, sizeof rec->why);
-    if (st) snprintf(rec->why, sizeof rec->why, "%.16s: %.*s", what, WD__EVAL_WHY - 20, err);
-}
-// The gather of every rank's scores (st: this rank's status so far; rec:
-// its record, followed by its (pred, label, weight) planes of `mine`
-// samples when st is WD_OK), into file order: block j of the files (all[j],
-// nall blocks) came from rank j % P, after that rank's earlier blocks.
-// Called by every rank; returns WD_OK on every rank or an error on every
-// rank (see wd__evalio.comm).
-static wd_status wd__eval_gather(wd_comm *c, wd_status st, const char *what, wd__evalrec *rec, int64_t mine, const wd__lplan *all, int64_t nall,
-                                 float *pred, float *label, float *weight) {
+// The gather of every rank's (pred, label, weight) planes (`mine` samples
+// at planes) into file order: block j of the files (all[j], nall blocks)
+// came from rank j % P, after that rank's earlier blocks. Called by every
+// rank whose scoring succeeded.
+static wd_status wd__eval_gather(wd_comm *c, const char *what, const float *planes, int64_t mine, const wd__lplan *all,
+                                 int64_t nall, float *pred, float *label, float *weight) {
     int P = c->size;
-    char err[WD__ERR_MAX] = "";
     if (!what) what = "evaluation";
-    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
-    wd__vote_own(rec, st, what);
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
     int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
-    if (!views || !sizes || !n || !at) {   // no room for the others' views: the caller's abort tells them (wd__rank_thread)
-        wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
-    }
-    size_t len = sizeof *rec + (st ? 0 : sizeof(float) * 3 * (size_t)mine);
-    wd_status gst = c->ops->allgather(c, rec, len, views, sizes);
-    if (gst) {   // the communicator failed (another rank's abort, a timeout)
-        wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
-        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "%s: gathering every rank's scores (%zu bytes from this one): %s", what, len, wd_last_error());
-    }
-    // the votes, the same on every rank
-    int failed = 0;
-    char voted[WD__ERR_MAX];
-    wd__votes(views, sizes, P, what, &failed, voted, sizeof voted);
-    if (!failed) {
-        for (int64_t j = 0; j < nall; j++) n[j % P] += all[j].n;
-        for (int q = 0; !gst && q < P; q++)   // the same check on every rank: all fail or none
-            if (sizes[q] != sizeof *rec + sizeof(float) * 3 * (size_t)n[q])
-                gst = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what, q, sizes[q], (long long)n[q]);
-        int64_t o = 0;
-        for (int64_t j = 0; !gst && j < nall; j++) {
-            int q = (int)(j % P);
-            const float *v = (const float *)((const wd__evalrec *)views[q] + 1);
-            size_t k = sizeof(float) * (size_t)all[j].n;
-            if (k) {
-                memcpy(pred + o, v + at[q], k);
-                memcpy(label + o, v + n[q] + at[q], k);
-                memcpy(weight + o, v + 2 * n[q] + at[q], k);
-            }
-            at[q] += all[j].n; o += all[j].n;
+    size_t len = sizeof(float) * 3 * (size_t)mine;
+    wd_status st = views && sizes && n && at ? WD_OK
+                                             : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
+    if (!st) st = c->ops->allgather(c, planes, len, views, sizes);
+    for (int64_t j = 0; !st && j < nall; j++) n[j % P] += all[j].n;
+    for (int q = 0; !st && q < P; q++)   // the same check on every rank: all fail or none
+        if (sizes[q] != sizeof(float) * 3 * (size_t)n[q])
+            st = wd__fail(WD_ERR_INTERNAL, "%s: rank %d sent %zu bytes of scores for its %lld samples", what, q,
+                          sizes[q], (long long)n[q]);
+    int64_t o = 0;
+    for (int64_t j = 0; !st && j < nall; j++) {
+        int q = (int)(j % P);
+        const float *v = (const float *)views[q];
+        size_t k = sizeof(float) * (size_t)all[j].n;
+        if (k) {
+            memcpy(pred + o, v + at[q], k);
+            memcpy(label + o, v + n[q] + at[q], k);
+            memcpy(weight + o, v + 2 * n[q] + at[q], k);
         }
+        at[q] += all[j].n; o += all[j].n;
     }
-    wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
     // the views may be the other ranks' own memory (a shared-memory
-    // communicator): nobody frees its record before everyone has read
-    wd_status bst = c->ops->barrier(c);
-    if (st) return wd__fail(st, "%s", err);
-    if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
-    return gst ? gst : bst;
+    // communicator): nobody frees its planes before everyone has read them
+    wd_status bst = views && sizes && n && at ? c->ops->barrier(c) : WD_OK;
+    wd__free(views); wd__free(sizes); wd__free(n); wd__free(at);
+    return st ? st : bst;
 }
 // Predicts every sample of the files in order through backend be (no step
 // in flight) and computes the metrics; with io->comm, this rank's share.
@@ -8441,16 +8297,12 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     if (!st) st = wd_loader_open(&ld, &l);
     if (!st) st = wd_loader_reset(l, 0, 0);
     int64_t mine = total;           // this rank's samples: its blocks', in their order
-    wd__evalrec own0;               // with ranks: this rank's record, its (pred, label, weight) planes after it
-    wd__evalrec *own = &own0;
+    float *planes = NULL;           // with ranks: this rank's (pred, label, weight) planes
     if (!st && c) {
         mine = 0;
         for (int64_t j = c->rank; j < l->nall; j += c->size) mine += l->all[j].n;
-        size_t bytes = sizeof *own + sizeof(float) * 3 * (size_t)mine;
-        own = (wd__evalrec *)wd__malloc(bytes);
-        if (!own) { own = &own0; st = wd__fail(WD_ERR_NOMEM, "out of memory for %zu bytes of scores", bytes); }
+        planes = wd__alloc_floats(WD__MAX(3 * mine, 1), "scores", &st);
     }
-    float *planes = (float *)(own + 1);
     float *op = c ? planes : pred, *ol = c ? planes + mine : label, *ow = c ? planes + 2 * mine : weight;
     int64_t at = 0;
     while (!st && at < mine) {
@@ -8468,9 +8320,9 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
         }
     }
     if (!st && at != mine) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)mine);
-    if (c) st = wd__eval_gather(c, st, io->what, own, mine, l ? l->all : NULL, l ? l->nall : 0, pred, label, weight);   // failed or not
+    if (c && !st) st = wd__eval_gather(c, io->what, planes, mine, l->all, l->nall, pred, label, weight);
     wd_loader_close(l);
-    if (own != &own0) wd__free(own);
+    wd__free(planes);
     if (!st) st = wd_auc(pred, label, weight, total, &out->auc);
     if (!st) {
         out->logloss = wd_logloss(pred, label, weight, total);
@@ -8496,19 +8348,29 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
 extern "C"
 #endif
 const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
-#define WD__CUDA_LINKED() (wd_backend_cuda != NULL)
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
+#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
 #elif defined(WD_HAVE_CUDA)
 #define WD__CUDA_LINKED() 1
 #else
 #define WD__CUDA_LINKED() 0
 #endif
-// The backend of a device, or an error naming what is missing.
-static wd_status wd__backend_for(int device, const wd_backend_ops **out) {
+// The backend of a device (and its set-up table: NULL for the CPU), or an
+// error naming what is missing.
+static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
     *out = NULL;
+    if (dev) *dev = NULL;
     if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
     if (device != WD_DEVICE_CUDA) return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
 #if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
-    if (WD__CUDA_LINKED()) { *out = wd_backend_cuda(); return WD_OK; }
+    if (WD__CUDA_LINKED()) {
+        *out = wd_backend_cuda();
+        if (dev) *dev = wd_devices_cuda();
+        return WD_OK;
+    }
 #endif
     return wd__fail(WD_ERR_UNSUPPORTED, "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
@@ -8519,7 +8381,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: batch_size %d is negative", d->batch_size);
     if (d->threads < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: threads %d is negative", d->threads);
     const wd_backend_ops *ops;
-    WD__TRY(wd__backend_for(d->device, &ops));
+    WD__TRY(wd__backend_for(d->device, &ops, NULL));
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = d->batch_size > 0 ? d->batch_size : 4096; bd.ranks = 1;
@@ -8557,7 +8419,8 @@ typedef struct wd__run {
     int stream;                     // batches come from d->source (one rank), not files
     int64_t src_batches;            // batches the source gave so far
     int64_t epoch_batches;          // batches of one epoch on each rank (0 until the loader tells; a stream: 0)
-    uint64_t valid_fp;              // the validation files (wd__check_files' fingerprint; the start-up agreement)
+    uint64_t valid_fp;              // the validation files (wd__check_files' fingerprint; the settings check)
+    int64_t saved_step;             // the step of the last checkpoint rank 0 wrote in this call (-1: none)
     const char *warning;            // wd_progress.warning of the call being made
     int skip_row;                   // a stream's batches skipped in a row (WD_MAX_SKIPPED), the last at
     int64_t skip_steps;             //   rep->steps of this many steps
@@ -8576,38 +8439,23 @@ typedef struct wd__rank {
     wd_batch pad;                   // a stream's short batch, padded to the rank's batch
     int pad_made;
     int64_t last_eval;              // the step of its last validation (-1: none)
-    int voted;                      // its failure reached every rank already (a validation's gather, the step vote): no abort
     int host_holds;                 // be is gone (a rebuild after a skipped step failed); m holds the model
 } wd__rank;
 
-// ---- the start-up agreement: before the first collective of training ----
-// Every rank of a job calls it once, before anything else of training
-// touches the communicator (wd__rank_train; a rank whose set-up failed in
-// wd_train, or before it: wd_train_fail), and once more, status alone,
-// after its backend was made and its loader opened (wd__rank_train: a GPU
-// without the memory its plan needs, a shard it cannot open, reach every
-// rank the same way): it gathers each rank's status
-// and what must be equal on every rank, so that a rank's failure ends
-// every rank at once naming it (where a communicator's abort reaches no
-// other process, the others would wait in the first collective for the
-// timeout) and a mismatch is refused naming the rank and the setting. It
-// reads nothing of the model's arithmetic and changes nothing in it.
-enum { WD__AG_DEVICE, WD__AG_DESC, WD__AG_PRECISION, WD__AG_PARAMS, WD__AG_POSITION, WD__AG_BATCH, WD__AG_TRAIN, WD__AG_VALID, WD__AG_EPOCHS,
-       WD__AG_MAX_STEPS, WD__AG_EVAL_EVERY, WD__AG_CKPT_EVERY, WD__AG_PUBLISH_EVERY, WD__AG_EARLY_STOP, WD__AG_NO_SHUFFLE, WD__AG_ENV,
-       WD__AG_N = WD__AG_ENV + 4 };
-static const char *const wd__agree_name[WD__AG_N] = {
-    "device", "model description (schema, sizes, optimizers, seed)", "precision", "parameters (dense, sampled tables)", "training position",
-    "batch_size", "training files", "validation files", "epochs", "max_steps", "eval_every", "checkpoint_every",
-    "publish_every", "early_stop", "no_shuffle",
-    // the CUDA device's per-process settings the ranks must share (their collectives' sizes, the update: wd__agree_env)
-    "cuda.exchange_cap (WD_EXCHANGE_CAP)", "cuda.exchange_full (WD_EXCHANGE_FULL)",
-    "cuda.check_tables (WD_CHECK_TABLES)", "cuda.sparse (WD_CUDA_SPARSE)"};
-typedef struct wd__agreef { uint64_t v; char show[40]; } wd__agreef;
-typedef struct wd__agreerec {
-    wd__evalrec head;               // this rank's status and reason (a failed rank sends this alone)
-    wd__agreef f[WD__AG_N];
+// ---- the processes' settings check: before the first collective of training ----
+// The processes of a job must train the same model the same way: each fills
+// a record of the settings that must be equal (wd__settings_fill, one line a
+// setting), the records are gathered once (a few KB) and the first
+// difference from rank 0 fails every rank alike with WD_ERR_INVALID_ARG
+// naming the rank and the setting. In-process ranks share one desc and one
+// model: nothing to compare. It reads nothing of the model's arithmetic.
+#define WD__SET_MAX 32
+typedef struct wd__setting { char name[56]; uint64_t v; char show[40]; } wd__setting;
+typedef struct wd__settings {
+    int n;
+    wd__setting s[WD__SET_MAX];
     uint64_t vocab[WD_MAX_SLOTS];   // each slot's vocabulary fingerprint (0: none)
-} wd__agreerec;
+} wd__settings;
 static uint64_t wd__fp_floats(uint64_t h, const float *p, int64_t n, int64_t most) {
     if (!p) return wd_mix64(h ^ 0xF1);
     int64_t step = n > most ? n / most : 1;
@@ -8618,123 +8466,126 @@ static uint64_t wd__fp_floats(uint64_t h, const float *p, int64_t n, int64_t mos
     }
     return h;
 }
-static void wd__agree_num(wd__agreef *f, int64_t v) { f->v = (uint64_t)v; snprintf(f->show, sizeof f->show, "%lld", (long long)v); }
-static void wd__agree_fp(wd__agreef *f, uint64_t v) { f->v = v; snprintf(f->show, sizeof f->show, "fingerprint %016llx", (unsigned long long)v); }
+// One setting: its value (compared) and how a message shows it (show NULL: the number).
+static void wd__set(wd__settings *r, const char *name, uint64_t v, const char *show) {
+    if (r->n >= WD__SET_MAX) return;   // WD__SET_MAX covers wd__settings_fill's lines
+    wd__setting *e = &r->s[r->n++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->v = v;
+    if (show) snprintf(e->show, sizeof e->show, "%s", show);
+    else snprintf(e->show, sizeof e->show, "%lld", (long long)v);
+}
+static void wd__set_fp(wd__settings *r, const char *name, uint64_t v) {
+    char show[40];
+    snprintf(show, sizeof show, "fingerprint %016llx", (unsigned long long)v);
+    wd__set(r, name, v, show);
+}
 // The desc's CUDA settings (wd__train resolved the environment's overrides
-// into them; the CPU device reads none of them: all 0).
-// cuda.sparse leaves the replicas identical either way (each rank's
-// rows are summed by it alone, then exchanged), but the two paths sum in
-// other orders, so a job mixing them would train a model neither path
-// gives: compared as a policy.
-static void wd__agree_env(wd__agreerec *rec, const wd_train_desc *d) {
+// into them; the CPU device reads none: all 0). cuda.sparse leaves the
+// replicas identical either way, but the two paths sum in other orders:
+// compared as a policy.
+static void wd__settings_cuda(wd__settings *r, const wd_train_desc *d) {
     wd_cuda_desc e;
     memset(&e, 0, sizeof e);
     if (d->device == WD_DEVICE_CUDA) e = d->cuda;
-    wd__agree_num(&rec->f[WD__AG_ENV], e.exchange_cap);
-    wd__agree_num(&rec->f[WD__AG_ENV + 1], e.exchange_full);
-    wd__agree_num(&rec->f[WD__AG_ENV + 2], e.check_tables);
-    wd__agree_num(&rec->f[WD__AG_ENV + 3], e.sparse);
-    snprintf(rec->f[WD__AG_ENV + 3].show, sizeof rec->f[0].show, "%s", e.sparse ? "fused" : "segmented");
+    wd__set(r, "cuda.exchange_cap (WD_EXCHANGE_CAP)", (uint64_t)e.exchange_cap, NULL);
+    wd__set(r, "cuda.exchange_full (WD_EXCHANGE_FULL)", (uint64_t)e.exchange_full, NULL);
+    wd__set(r, "cuda.check_tables (WD_CHECK_TABLES)", (uint64_t)e.check_tables, NULL);
+    wd__set(r, "cuda.sparse (WD_CUDA_SPARSE)", (uint64_t)e.sparse, e.sparse ? "fused" : "segmented");
 }
-static void wd__agree_fill(const wd__run *run, wd__agreerec *rec) {
+static void wd__settings_fill(const wd__run *run, wd__settings *r) {
     const wd_model *m = run->m;
     const wd_model_desc *md = &m->d;
     const wd_train_desc *d = run->d;
-    memset(rec, 0, sizeof *rec);
-    wd__agree_num(&rec->f[WD__AG_DEVICE], d->device);
-    snprintf(rec->f[WD__AG_DEVICE].show, sizeof rec->f[0].show, "%s", d->device == WD_DEVICE_CUDA ? "cuda" : "cpu");
+    memset(r, 0, sizeof *r);
     uint64_t h = wd_mix64(0xA6EE5EEDull ^ (uint64_t)m->schema.ndense) + (uint64_t)m->schema.nslots;
     for (int k = 0; k < m->schema.nslots; k++) {
         const wd_slot *sl = &m->schema.slot[k];
         for (size_t i = 0; i < sizeof sl->name && sl->name[i]; i++) h = wd_mix64(h ^ (uint8_t)sl->name[i]);
         h = wd_mix64(h ^ ((uint64_t)sl->buckets << 8 ^ (uint64_t)(uint32_t)sl->kind));
     }
-    float fl[] = {md->lr_deep, md->lr_wide, md->ftrl_beta, md->ftrl_l1, md->ftrl_l2, md->adagrad_init, md->adam_beta1, md->adam_beta2, md->adam_eps, md->emb_init};
+    float fl[] = {md->lr_deep, md->lr_wide, md->ftrl_beta, md->ftrl_l1, md->ftrl_l2, md->adagrad_init, md->adam_beta1,
+                  md->adam_beta2, md->adam_eps, md->emb_init};
     h = wd__fp_floats(h, fl, (int64_t)(sizeof fl / sizeof fl[0]), 64);
-    int64_t iv[] = {md->embed_dim, md->optimizer, md->pooling, md->ncross, md->cross_buckets, md->no_wide, md->no_deep, (int64_t)md->seed};
+    int64_t iv[] = {md->embed_dim, md->optimizer, md->pooling, md->ncross, md->cross_buckets, md->no_wide, md->no_deep,
+                    (int64_t)md->seed};
     for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++) h = wd_mix64(h ^ (uint64_t)iv[i]) + i;
     for (int l = 0; l < WD_MAX_LAYERS; l++) h = wd_mix64(h ^ (uint64_t)md->hidden[l]);
-    for (int c = 0; c < md->ncross && c < WD_MAX_CROSSES; c++) h = wd_mix64(h ^ ((uint64_t)md->cross[c][0] << 32 | (uint32_t)md->cross[c][1]));
-    wd__agree_fp(&rec->f[WD__AG_DESC], h);
-    wd__agree_num(&rec->f[WD__AG_PRECISION], md->precision);
-    snprintf(rec->f[WD__AG_PRECISION].show, sizeof rec->f[0].show, "%s", md->precision == WD_PRECISION_BF16 ? "bf16" : "fp32");
-    h = wd__fp_floats(0x9A7A, m->dense, m->P, INT64_MAX);   // the MLP and the wide dense weights whole; the tables sampled
-    h = wd__fp_floats(h, m->wide, m->wide_rows, 1 << 16);
-    wd__agree_fp(&rec->f[WD__AG_PARAMS], wd__fp_floats(h, m->emb, m->emb ? m->emb_rows * m->E : 0, 1 << 16));
-    rec->f[WD__AG_POSITION].v = wd_mix64(wd_mix64(wd_mix64((uint64_t)m->epoch) ^ (uint64_t)m->batch) ^ (uint64_t)m->step);
-    snprintf(rec->f[WD__AG_POSITION].show, sizeof rec->f[0].show, "epoch %lld, batch %lld, step %lld", (long long)m->epoch, (long long)m->batch, (long long)m->step);
-    wd__agree_num(&rec->f[WD__AG_BATCH], m->batch_size);
-    wd__agree_fp(&rec->f[WD__AG_TRAIN], m->data_fp);
-    wd__agree_fp(&rec->f[WD__AG_VALID], run->valid_fp);
-    wd__agree_num(&rec->f[WD__AG_EPOCHS], run->epochs);
-    wd__agree_num(&rec->f[WD__AG_MAX_STEPS], d->max_steps);
-    wd__agree_num(&rec->f[WD__AG_EVAL_EVERY], d->nvalid > 0 ? d->eval_every : 0);
-    wd__agree_num(&rec->f[WD__AG_CKPT_EVERY], d->checkpoint_every);   // every rank drains at its steps (a path on rank 0 alone)
-    wd__agree_num(&rec->f[WD__AG_PUBLISH_EVERY], d->publish_every);
-    wd__agree_num(&rec->f[WD__AG_EARLY_STOP], d->early_stop);
-    wd__agree_num(&rec->f[WD__AG_NO_SHUFFLE], d->no_shuffle);
-    wd__agree_env(rec, d);
-    for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) rec->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
+    for (int c = 0; c < md->ncross && c < WD_MAX_CROSSES; c++)
+        h = wd_mix64(h ^ ((uint64_t)md->cross[c][0] << 32 | (uint32_t)md->cross[c][1]));
+    // the MLP and the wide dense weights whole; the tables sampled
+    uint64_t ph = wd__fp_floats(wd__fp_floats(0x9A7A, m->dense, m->P, INT64_MAX), m->wide, m->wide_rows, 1 << 16);
+    ph = wd__fp_floats(ph, m->emb, m->emb ? m->emb_rows * m->E : 0, 1 << 16);
+    char pos[40];
+    snprintf(pos, sizeof pos, "epoch %lld, batch %lld, step %lld", (long long)m->epoch, (long long)m->batch,
+             (long long)m->step);
+    wd__set(r, "device", (uint64_t)d->device, d->device == WD_DEVICE_CUDA ? "cuda" : "cpu");
+    wd__set_fp(r, "model description (schema, sizes, optimizers, seed)", h);
+    wd__set(r, "precision", (uint64_t)md->precision, md->precision == WD_PRECISION_BF16 ? "bf16" : "fp32");
+    wd__set_fp(r, "parameters (dense, sampled tables)", ph);
+    wd__set(r, "training position", wd_mix64(wd_mix64(wd_mix64((uint64_t)m->epoch) ^ (uint64_t)m->batch) ^
+                                              (uint64_t)m->step), pos);
+    wd__set(r, "batch_size", (uint64_t)m->batch_size, NULL);
+    wd__set_fp(r, "training files", m->data_fp);
+    wd__set_fp(r, "validation files", run->valid_fp);
+    wd__set(r, "epochs", (uint64_t)run->epochs, NULL);
+    wd__set(r, "max_steps", (uint64_t)d->max_steps, NULL);
+    wd__set(r, "eval_every", (uint64_t)(d->nvalid > 0 ? d->eval_every : 0), NULL);
+    wd__set(r, "checkpoint_every", (uint64_t)d->checkpoint_every, NULL);   // every rank waits at its steps
+    wd__set(r, "publish_every", (uint64_t)d->publish_every, NULL);
+    wd__set(r, "early_stop", (uint64_t)d->early_stop, NULL);
+    wd__set(r, "no_shuffle", (uint64_t)d->no_shuffle, NULL);
+    wd__settings_cuda(r, d);
+    for (int k = 0; k < m->schema.nslots && k < WD_MAX_SLOTS; k++) r->vocab[k] = wd_vocab_fingerprint(m->in.vocab, k);
 }
-// The agreement (see above): rec holds this rank's settings (wd__agree_fill)
-// when st is WD_OK; else this rank failed (the reason in wd_last_error()).
-// rec NULL: the second round, status alone (every rank's backend made and
-// loader opened, wd__rank_train), nothing compared. WD_OK on every rank, or
-// an error on every rank: the failed rank's own, the others'
-// WD_ERR_ABORTED naming it, or WD_ERR_INVALID_ARG naming the first setting
-// that differs and the rank (*agreed = 1 with any error: every rank saw the
-// same records and returns it, so no rank waits for another and none needs
-// to abort its communicator).
-static wd_status wd__agree(wd_comm *c, wd__agreerec *rec, wd_status st, const wd_schema *schema, int *agreed) {
+// The first difference between rank q's settings and rank 0's into mis ("" if none).
+static void wd__settings_diff(const wd__settings *r0, const wd__settings *rq, int q, const wd_schema *schema,
+                              char *mis, size_t n) {
+    for (int i = 0; i < r0->n; i++)
+        if (rq->s[i].v != r0->s[i].v || strcmp(rq->s[i].name, r0->s[i].name)) {
+            snprintf(mis, n, "rank %d's %.56s is %.40s, rank 0's %.40s: it must be equal on every rank", q,
+                     rq->s[i].name, rq->s[i].show, r0->s[i].show);
+            return;
+        }
+    for (int k = 0; k < WD_MAX_SLOTS; k++)
+        if (rq->vocab[k] != r0->vocab[k]) {
+            snprintf(mis, n, "rank %d's vocabulary of slot %d (%.31s) has fingerprint %016llx, rank 0's %016llx: every "
+                     "rank must train the same model on files converted alike (--schema-from)", q, k,
+                     k < schema->nslots ? schema->slot[k].name : "?", (unsigned long long)rq->vocab[k],
+                     (unsigned long long)r0->vocab[k]);
+            return;
+        }
+}
+// The check (see above), every process's wd_train at once: WD_OK on every
+// rank, or the same WD_ERR_INVALID_ARG on every rank; a failed collective
+// (another rank's abort, a timeout) as it failed.
+static wd_status wd__settings_check(const wd__run *run, wd_comm *c) {
     int P = c->size;
-    char err[WD__ERR_MAX] = "", voted[WD__ERR_MAX] = "", mis[WD__ERR_MAX] = "";
-    wd__evalrec head;               // the status round's record
-    wd__evalrec *own = rec ? &rec->head : &head;
-    if (st) snprintf(err, sizeof err, "%s", wd_last_error());
-    wd__vote_own(own, st, "start-up");
+    wd__settings *rec = WD__NEW(wd__settings);
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
-    if (!views || !sizes) {   // the others are told by the abort (wd_train_fail has no caller's abort)
-        wd__free(views); wd__free(sizes);
-        c->ops->abort(c, st ? st : WD_ERR_NOMEM, st ? err : "out of memory for the start-up agreement");
-        return st ? wd__fail(st, "%s", err) : wd__fail(WD_ERR_NOMEM, "out of memory for the start-up agreement of %d ranks", P);
+    wd_status st = rec && views && sizes ? WD_OK
+                                         : wd__fail(WD_ERR_NOMEM, "out of memory for the settings of %d ranks", P);
+    if (!st) {
+        wd__settings_fill(run, rec);
+        st = c->ops->allgather(c, rec, sizeof *rec, views, sizes);
     }
-    wd_status gst = c->ops->allgather(c, own, st || !rec ? sizeof *own : sizeof *rec, views, sizes);
-    if (gst) {
-        wd__free(views); wd__free(sizes);
-        return st ? wd__fail(st, "%s", err) : wd__fail(gst, "start-up: the ranks' agreement: %s", wd_last_error());
-    }
-    int failed = 0;
-    wd__votes(views, sizes, P, "start-up", &failed, voted, sizeof voted);
-    for (int q = 1; rec && !failed && !mis[0] && q < P; q++)
+    char mis[WD__ERR_MAX] = "";
+    for (int q = 1; !st && !mis[0] && q < P; q++) {
         if (sizes[q] != sizeof *rec || sizes[0] != sizeof *rec)
-            snprintf(mis, sizeof mis, "start-up: rank %d sent %zu bytes of settings, rank 0 %zu, this rank's library %zu: every rank must run the same widedeep.h", q, sizes[q], sizes[0], sizeof *rec);
-    if (rec && !failed && !mis[0]) {   // the first difference from rank 0, the same on every rank
-        const wd__agreerec *r0 = (const wd__agreerec *)views[0];
-        for (int i = 0; !mis[0] && i < WD__AG_N; i++)
-            for (int q = 1; !mis[0] && q < P; q++) {
-                const wd__agreerec *rq = (const wd__agreerec *)views[q];
-                if (rq->f[i].v != r0->f[i].v)
-                    snprintf(mis, sizeof mis, "start-up: rank %d's %s is %.40s, rank 0's %.40s: it must be equal on every rank", q, wd__agree_name[i], rq->f[i].show, r0->f[i].show);
-            }
-        for (int k = 0; !mis[0] && k < WD_MAX_SLOTS; k++)
-            for (int q = 1; !mis[0] && q < P; q++) {
-                const wd__agreerec *rq = (const wd__agreerec *)views[q];
-                if (rq->vocab[k] != r0->vocab[k])
-                    snprintf(mis, sizeof mis, "start-up: rank %d's vocabulary of slot %d (%.31s) has fingerprint %016llx, rank 0's %016llx: every rank must train "
-                             "the same model on files converted alike (--schema-from)", q, k, schema && k < schema->nslots ? schema->slot[k].name : "?",
-                             (unsigned long long)rq->vocab[k], (unsigned long long)r0->vocab[k]);
-            }
+            snprintf(mis, sizeof mis, "rank %d sent %zu bytes of settings, rank 0 %zu, this rank's library %zu: every "
+                     "rank must run the same widedeep.h", q, sizes[q], sizes[0], sizeof *rec);
+        else wd__settings_diff((const wd__settings *)views[0], (const wd__settings *)views[q], q, &run->m->schema,
+                               mis, sizeof mis);
     }
-    wd__free(views); wd__free(sizes);
     // the views may be the other ranks' own records (a shared-memory
-    // communicator): nobody leaves before everyone has read them
-    wd_status bst = c->ops->barrier(c);
-    if (agreed) *agreed = (st || failed || mis[0]) && !bst;
-    if (st) return wd__fail(st, "%s", err);
-    if (failed) return wd__fail(WD_ERR_ABORTED, "%s", voted);
-    if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "%s", mis);
-    return bst ? wd__fail(bst, "start-up: the ranks' agreement: %s", wd_last_error()) : WD_OK;
+    // communicator): nobody leaves before everyone has read them. A mismatch
+    // wins over the barrier's failure: every rank found it, and one that
+    // left first may have aborted already (the failure policy)
+    if (!st) st = c->ops->barrier(c);
+    wd__free(rec); wd__free(views); wd__free(sizes);
+    if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "start-up: %s", mis);
+    return st;
 }
 // Epochs done, with the current one's fraction.
 static double wd__epoch_f(const wd__run *run) {
@@ -8780,7 +8631,6 @@ static wd_status wd__validate(wd__rank *k, int64_t step) {
     if (k->last_eval == step) return WD_OK;   // this model was validated already
     k->last_eval = step;
     wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
-    if (st && io.comm && io.comm->size > 1) k->voted = 1;   // every rank failed with it, in the gather
     if (st) return st == WD_ERR_ABORTED ? st : wd__fail(st, "validation: %s", wd_last_error());   // another rank's failure names itself
     if (k->local != 0) return WD_OK;
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
@@ -8801,7 +8651,6 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
     wd__run *run = k->run;
     wd_step_result r;
     wd_status st = run->ops->complete(k->be, &r);
-    if (st && run->ops->reach && run->ops->reach(k->be) == WD_REACH_ALL) k->voted = 1;   // every rank failed it alike: no abort
     if (st) return st;
     if (r.stopped) { k->stopped = 1; return WD_OK; }
     (*step)++;
@@ -8871,9 +8720,7 @@ static int wd__published(const wd_model *m);
 // tenth into epoch 2, -1: none), a checkpoint or a publish step. Every rank
 // waits there, not only rank 0 (who writes checkpoints and publishes, and
 // alone needs checkpoint_path): a stop read in such a step then leaves no
-// rank with a step in flight that another rank never submits. The one rule
-// for the loop's waits and for a step whose submit failed after its
-// collectives (what the others do after it).
+// rank with a step in flight that another rank never submits.
 static int wd__sync_step(const wd_train_desc *d, int64_t n, int64_t probe, int *validating) {
     *validating = d->nvalid > 0 && (n == probe || (d->eval_every > 0 && n % d->eval_every == 0));
     return *validating || (d->checkpoint_every > 0 && n % d->checkpoint_every == 0) || (d->publish_every > 0 && n % d->publish_every == 0);
@@ -8938,216 +8785,168 @@ static wd_status wd__stream_skip(wd__rank *k, const wd_backend_desc *bd, int64_t
     }
     return WD_OK;
 }
+// The work after a step every rank waits for (wd__sync_step): the
+// validation (every rank: each scores its share), rank 0's checkpoint
+// (a stream's that cannot be written is a warning) and publish.
+static wd_status wd__rank_sync(wd__rank *k, int64_t step, int validating, int inflight) {
+    wd__run *run = k->run;
+    const wd_train_desc *d = run->d;
+    wd_status st = validating ? wd__validate(k, step) : WD_OK;
+    if (!st && k->rank == 0 && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
+        st = run->ops->download(k->be);
+        wd_status cs = st ? WD_OK : wd_model_save(run->m, d->checkpoint_path);
+        if (!st && !cs) run->saved_step = step;
+        if (cs == WD_ERR_IO && run->stream) {   // written as a temporary and renamed: the last one stays
+            char msg[WD__ERR_MAX + 160];
+            snprintf(msg, sizeof msg, "the checkpoint after step %lld (training source: batch %lld) was not "
+                     "written, training goes on (the next one tries again): %s", (long long)step,
+                     (long long)run->src_batches - 1 - inflight, wd_last_error());
+            wd__stream_warn(k, &run->rep->checkpoints_failed, msg);
+        } else if (cs) st = cs;
+    }
+    if (!st && k->rank == 0 && d->publish_every > 0 && step % d->publish_every == 0)
+        st = wd__publish_from(run->m, run->ops, k->be);
+    return st;
+}
+// One epoch's steps (a stream's: until it ends), at most two in flight, then
+// the drain (also after an error: the first error wins). *over: 1 the epoch
+// ended, 2 a stream's last step (at max_steps) was skipped and another batch
+// takes its place, 0 otherwise (max_steps, a stop, an error).
+static wd_status wd__rank_epoch(wd__rank *k, const wd_backend_desc *bd, int64_t epoch, int64_t *step,
+                                int64_t *in_epoch, int *over) {
+    wd__run *run = k->run;
+    const wd_train_desc *d = run->d;
+    const wd_backend_ops *ops = run->ops;
+    wd_status st = WD_OK;
+    if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
+    else st = wd_loader_reset(k->loader, epoch, *in_epoch);
+    if (!st && !run->stream && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
+        run->epoch_batches = wd_loader_batches(k->loader);
+        run->total_steps = *step + (run->epochs - epoch) * wd_loader_batches(k->loader) - *in_epoch;
+        if (d->max_steps > 0) run->total_steps = WD__MIN(run->total_steps, d->max_steps);
+    }
+    // Deep CTR models overfit sharply at the start of their second epoch (the
+    // one-epoch phenomenon): with validation, the second epoch is validated
+    // a tenth of the way in too, besides at its start and end.
+    int64_t probe = epoch == 1 && d->nvalid > 0 && !run->stream && !st
+                        ? *step - *in_epoch + WD__MAX(1, wd_loader_batches(k->loader) / 10) : -1;
+    int inflight = 0;
+    int64_t submitted = *step;
+    *over = 0;
+    while (!st && !k->stopped && !(d->max_steps > 0 && submitted >= d->max_steps)) {
+        const wd_batch *b = NULL;
+        double t0 = wd__now();
+        st = run->stream ? wd__source_next(k, &b) : wd_loader_next(k->loader, &b);
+        k->stage[WD_STAGE_DATA] += wd__now() - t0;
+        if (!st && !b) *over = 1;
+        if (st || !b) break;
+        wd_oov_count(run->m->in.vocab, b, &k->oov);
+        if ((st = ops->submit(k->be, b, k->local == 0 && run->stop)) != WD_OK) break;
+        submitted++; inflight++;
+        // Validation and checkpoints see exactly the model after their step (wd__sync_step).
+        int validating;
+        int sync = wd__sync_step(d, submitted, probe, &validating);
+        while (!st && inflight > (sync ? 0 : 1)) {
+            st = wd__rank_complete(k, step, in_epoch);
+            inflight--;
+            if (st == WD_ERR_NUMERIC && run->stream) {   // skipped; the step after it (b) goes again
+                int64_t bad = run->src_batches - 1 - inflight, done = *step;   // the source's count of its batch
+                st = wd__stream_skip(k, bd, step, in_epoch, &inflight, inflight ? b : NULL, bad);
+                submitted = *step + inflight;
+                // a step that finished before the skip had its validation, checkpoint and publish
+                sync = submitted > done && wd__sync_step(d, submitted, probe, &validating);
+            }
+        }
+        if (st || k->stopped || !sync) continue;
+        double t1 = wd__now();
+        st = wd__rank_sync(k, *step, validating, inflight);
+        k->stage[WD_STAGE_OTHER] += wd__now() - t1;
+    }
+    if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+    while (inflight > 0) {
+        wd_status s2 = wd__rank_complete(k, step, in_epoch);
+        inflight--;
+        if (s2 == WD_ERR_NUMERIC && run->stream && !st && !inflight) {   // the last step: skipped
+            s2 = wd__stream_skip(k, bd, step, in_epoch, &inflight, NULL, run->src_batches - 1);
+            if (!s2 && !*over && !run->stop) *over = 2;
+        }
+        if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
+    }
+    return st ? wd__fail(st, "%s", k->err) : WD_OK;
+}
 // One rank's training: its loader shard (or the stream) through its backend.
+// Any error returns at once (wd__rank_thread applies the failure policy).
 static wd_status wd__rank_train(wd__rank *k) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
     const wd_backend_ops *ops = run->ops;
     wd_model *m = run->m;
-    int chief = k->rank == 0;       // keeps the validations' results, writes checkpoints
     wd_comm *jc = run->comm[k->local];
-    if (jc && jc->size > 1) {       // the ranks' first collective: status and settings
-        wd__agreerec rec;
-        wd__agree_fill(run, &rec);
-        int agreed = 0;
-        wd_status ast = wd__agree(jc, &rec, WD_OK, &m->schema, &agreed);
-        k->voted = agreed;   // a mismatch every rank saw: no abort (wd__rank_thread), the communicator stays usable
-        if (ast) return ast;
-    }
+    if (jc && run->nlocal == 1) WD__TRY(wd__settings_check(run, jc));   // processes only
     wd_backend_desc bd;
     memset(&bd, 0, sizeof bd);
     bd.model = m; bd.batch = run->batch; bd.rank = k->rank; bd.ranks = run->ranks;
-    bd.device = run->device[k->local]; bd.threads = d->threads; bd.comm = run->comm[k->local];
+    bd.device = run->device[k->local]; bd.threads = d->threads; bd.comm = jc;
     bd.cuda = d->cuda;
-    wd_status st = ops->create(&bd, &k->be);
-    wd_loader_desc ld;
-    memset(&ld, 0, sizeof ld);
-    ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
-    ld.shard_index = k->rank; ld.shard_count = run->ranks;
-    ld.threads = d->loader_threads > 0 ? d->loader_threads : ops == wd_backend_cpu() ? 1 : 0;
-    ld.devices = run->nlocal; ld.ram_bytes = d->loader_ram;
-    ld.shuffle = !d->no_shuffle; ld.seed = m->d.seed;
-    ld.remainder = WD_REMAINDER_PAD;
-    ld.map = d->map; ld.map_user = d->map_user;
-    ld.batch_alloc = ops->batch_alloc;
+    WD__TRY(ops->create(&bd, &k->be));
+    if (!run->stream) {
+        wd_loader_desc ld;
+        memset(&ld, 0, sizeof ld);
+        ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
+        ld.shard_index = k->rank; ld.shard_count = run->ranks;
+        ld.threads = d->loader_threads > 0 ? d->loader_threads : ops == wd_backend_cpu() ? 1 : 0;
+        ld.devices = run->nlocal; ld.ram_bytes = d->loader_ram;
+        ld.shuffle = !d->no_shuffle; ld.seed = m->d.seed;
+        ld.remainder = WD_REMAINDER_PAD;
+        ld.map = d->map; ld.map_user = d->map_user;
+        ld.batch_alloc = ops->batch_alloc;
+        WD__TRY(wd_loader_open(&ld, &k->loader));
+    }
+    int publish = k->rank == 0 && d->publish_every > 0;
+    if (publish) WD__TRY(wd__publish_from(m, ops, k->be));   // predictions never read the live model
     // every rank keeps its own copy of the position; local rank 0 writes the model's
     int64_t epoch = m->epoch, in_epoch = m->batch, step = m->step;
-    int inflight = 0;
-    int step_failed = 0;            // a step failed (on every rank alike, or this device): no failure vote
-    int owed = 0, owed_validates = 0, owed_sync = 0;   // a submit failed after its step's collectives (WD_REACH_SENT,
-                                                       // WD_REACH_STOP): the others complete that step (validating
-                                                       // after it; waiting for it before the next). A stream
-                                                       // never votes (its length is unknown): it aborts
-    if (!st && !run->stream) st = wd_loader_open(&ld, &k->loader);
-    int publish = chief && d->publish_every > 0;
-    if (!st && publish) st = wd__publish_from(m, ops, k->be);   // predictions never read the live model
-    if (jc && jc->size > 1) {       // the second round: every rank's set-up status (its backend, its loader)
-        // Every rank reaches it, failed or not (the communicator is the
-        // caller's, never the backend's; a backend's create posts its own
-        // collectives before anything of its own can fail): a failure here
-        // ends every rank at once, naming the rank and the reason, where a
-        // communicator's abort reaches no other process (NCCL between
-        // processes) and the others would wait in their first step.
-        int agreed = 0;
-        st = wd__agree(jc, NULL, st, NULL, &agreed);
-        k->voted = agreed;   // every rank read the same statuses: no abort
-    }
-    if (st) return st;
+    wd_status st = WD_OK;
     double t_loop = wd__now();
     while (!st && !k->stopped && epoch < run->epochs && !(d->max_steps > 0 && step >= d->max_steps)) {
-        if (run->stream) run->total_steps = d->max_steps;   // a stream's length is unknown
-        else st = wd_loader_reset(k->loader, epoch, in_epoch);
-        if (!st && !run->stream && k->local == 0 && run->total_steps == 0) {   // every epoch has as many batches
-            run->epoch_batches = wd_loader_batches(k->loader);
-            run->total_steps = step + (run->epochs - epoch) * wd_loader_batches(k->loader) - in_epoch;
-            if (d->max_steps > 0) run->total_steps = WD__MIN(run->total_steps, d->max_steps);
+        int over = 0;
+        st = wd__rank_epoch(k, &bd, epoch, &step, &in_epoch, &over);
+        if (!st && over == 2 && !k->stopped) continue;
+        if (st || k->stopped || !over) break;
+        if (!run->stream) {
+            epoch++;
+            in_epoch = 0;
+            if (k->local == 0) { m->epoch = epoch; m->batch = 0; }
         }
-        int epoch_over = 0;
-        int64_t submitted = step;
-        // Deep CTR models overfit sharply at the start of their second epoch (the
-        // one-epoch phenomenon): with validation, the second epoch is validated
-        // a tenth of the way in too, besides at its start and end.
-        int64_t probe = epoch == 1 && d->nvalid > 0 && !run->stream ? step - in_epoch + WD__MAX(1, wd_loader_batches(k->loader) / 10) : -1;
-        while (!st && !k->stopped) {
-            if (d->max_steps > 0 && submitted >= d->max_steps) break;
-            const wd_batch *b = NULL;
-            double t0 = wd__now();
-            st = run->stream ? wd__source_next(k, &b) : wd_loader_next(k->loader, &b);
-            k->stage[WD_STAGE_DATA] += wd__now() - t0;
-            if (st) break;
-            if (!b) { epoch_over = 1; break; }
-            wd_oov_count(m->in.vocab, b, &k->oov);
-            st = ops->submit(k->be, b, k->local == 0 && run->stop);
-            if (st) {   // aborted: a collective it enqueued (CUDA), another rank's failure
-                int reach = ops->reach ? ops->reach(k->be) : WD_REACH_NONE;
-                if (reach == WD_REACH_ALL) k->voted = step_failed = 1;   // every rank ends at this step
-                else if ((reach == WD_REACH_SENT || reach == WD_REACH_STOP) && st != WD_ERR_ABORTED && run->ranks > 1) {   // the others complete it: it counts
-                    submitted++; owed = reach;
-                    owed_sync = wd__sync_step(d, submitted, probe, &owed_validates);
-                } else step_failed = st == WD_ERR_ABORTED;
-                break;
-            }
-            submitted++; inflight++;
-            // Validation (every rank: each scores its share) and checkpoints
-            // see exactly the model after their step (wd__sync_step).
-            int validating;
-            int sync = wd__sync_step(d, submitted, probe, &validating);
-            while (!st && inflight > (sync ? 0 : 1)) {
-                st = wd__rank_complete(k, &step, &in_epoch);
-                inflight--;
-                if (st == WD_ERR_NUMERIC && run->stream) {   // skipped; the step after it (b) goes again
-                    int64_t bad = run->src_batches - 1 - inflight;   // the source's count of the failed step's batch
-                    int64_t done = step;
-                    st = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, inflight ? b : NULL, bad);
-                    submitted = step + inflight;
-                    // a step that finished before the skip had its validation, checkpoint and publish
-                    sync = (submitted > done && wd__sync_step(d, submitted, probe, &validating));
-                }
-                step_failed = st != WD_OK;
-            }
-            if (st || k->stopped || !sync) continue;
-            double t1 = wd__now();
-            if (validating) st = wd__validate(k, step);
-            if (!st && chief && d->checkpoint_path && d->checkpoint_every > 0 && step % d->checkpoint_every == 0) {
-                st = ops->download(k->be);
-                wd_status cs = st ? WD_OK : wd_model_save(m, d->checkpoint_path);
-                if (cs == WD_ERR_IO && run->stream) {   // written as a temporary and renamed: the last one stays
-                    char msg[WD__ERR_MAX + 160];
-                    snprintf(msg, sizeof msg, "the checkpoint after step %lld (training source: batch %lld) was not "
-                             "written, training goes on (the next one tries again): %s", (long long)step,
-                             (long long)run->src_batches - 1 - inflight, wd_last_error());
-                    wd__stream_warn(k, &run->rep->checkpoints_failed, msg);
-                } else if (cs) st = cs;
-            }
-            if (!st && publish && step % d->publish_every == 0) st = wd__publish_from(m, ops, k->be);
-            k->stage[WD_STAGE_OTHER] += wd__now() - t1;
-        }
-        if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
-        int again = 0;              // the last step in flight (at max_steps) was skipped: another batch takes its place
-        while (inflight > 0) {   // drain, also after an error (the first error wins)
-            wd_status s2 = wd__rank_complete(k, &step, &in_epoch);
-            inflight--;
-            if (s2 == WD_ERR_NUMERIC && run->stream && !st && !inflight) {   // the last step: skipped
-                s2 = wd__stream_skip(k, &bd, &step, &in_epoch, &inflight, NULL, run->src_batches - 1);
-                again = !s2 && !epoch_over && !run->stop;
-            }
-            if (s2) step_failed = 1;
-            if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
-        }
-        if (st) wd__fail(st, "%s", k->err);
-        if (again && !k->stopped) continue;
-        if (st || k->stopped || !epoch_over) break;
-        if (run->stream) {   // the stream ended: validated once, like an epoch's end
-            if (d->nvalid > 0) {
-                double t1 = wd__now();
-                st = wd__validate(k, step);
-                k->stage[WD_STAGE_OTHER] += wd__now() - t1;
-            }
-            break;
-        }
-        epoch++;
-        in_epoch = 0;
-        if (k->local == 0) { m->epoch = epoch; m->batch = 0; }
-        if (d->nvalid > 0) {   // every rank: each scores its share
+        if (d->nvalid > 0) {   // every rank: each scores its share (a stream: once, at its end)
             double t1 = wd__now();
             st = wd__validate(k, step);
             k->stage[WD_STAGE_OTHER] += wd__now() - t1;
         }
+        if (run->stream) break;
     }
     k->loop_s = wd__now() - t_loop;
-    // A failure between steps while the others have steps to run (each rank
-    // knows the schedule: the same steps per epoch everywhere): one more step
-    // carries it to them (WD_STEP_TAIL), so that none waits for this rank.
-    // Not after a failed step (every rank failed it, or this device did;
-    // another rank's failure or a timeout in a step's collectives), nor a
-    // failed validation (every rank learnt it in the gather). Where the error
-    // came from decides, not its status: this rank's own WD_ERR_ABORTED (a
-    // map callback's) is voted too. A step whose submit failed after its
-    // collectives went out (owed) ran on the others: what they do after it
-    // decides. A validation after it: this rank joins its gather with the
-    // failure; another step: the vote; nothing (the last step, a stop read
-    // before it): nobody waits for this rank, so it neither votes nor aborts.
-    // A stop read in that step ends the others after it: they run the next
-    // step only where they did not wait for that one (not a sync step).
-    if (st && !step_failed && !k->voted && run->ranks > 1 && !run->stream) {
-        int owed_stop = owed == WD_REACH_STOP;
-        if (owed) owed = 1;
-        int64_t at = step + owed, in = in_epoch + owed;   // where the others are
-        int64_t nb = k->loader && k->loader->epoch == epoch ? wd_loader_batches(k->loader) : INT64_MAX;   // unknown before the epoch's reset
-        int last = d->max_steps > 0 && at >= d->max_steps;
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        if (owed && !k->stopped && !owed_stop && (owed_validates || (!last && in >= nb && d->nvalid > 0))) {
-            wd__evalrec rec;   // the others' wd__validate gathers every rank's scores: this rank sends its failure
-            wd__eval_gather(run->comm[k->local], st, "validation", &rec, 0, NULL, 0, NULL, NULL, NULL);
-            k->voted = 1;
-        } else if (!k->stopped && !last && (owed_stop ? !owed_sync && in < nb : in < nb ? epoch < run->epochs : epoch + 1 < run->epochs)) {
-            wd_step_result r;
-            // fails, as on every rank: WD_ERR_ABORTED once the vote read back (or the communicator
-            // failed, and was aborted): no abort needed after it (wd__rank_thread); a vote whose
-            // submit failed after its collectives went out reached them too
-            wd_status vst = ops->submit_failure(k->be, st, err);
-            if (vst ? ops->reach && ops->reach(k->be) != WD_REACH_NONE
-                    : ops->complete(k->be, &r) == WD_ERR_ABORTED || (ops->reach && ops->reach(k->be) == WD_REACH_ALL)) k->voted = 1;
-        } else if (owed) k->voted = 1;
-        wd__fail(st, "%s", err);
-    }
     if (!st && k->local == 0) st = ops->download(k->be);   // the host model holds the result
-    if (!st && chief && (publish || wd__published(m)))   // predictions see the end
+    if (!st && k->rank == 0 && (publish || wd__published(m)))   // predictions see the end
         st = wd__publish_from(m, ops, k->be);
     return st;
 }
+// The failure policy (fail fast), the one place: a rank that failed, at any
+// point, aborts its communicator, so that every other rank's pending and
+// later collectives end with "rank R failed (status): reason" (over NCCL
+// between processes: at the timeout). A rank that failed because another
+// did (WD_ERR_ABORTED from a collective) aborts too: the communicator keeps
+// the first reason. wd_train reports the first failure that is not such an
+// abort (wd__train), naming its rank when the process has several.
 static void *wd__rank_thread(void *arg) {
     wd__rank *k = (wd__rank *)arg;
     k->st = wd__rank_train(k);
-    if (k->st) {
-        snprintf(k->err, sizeof k->err, "%s", wd_last_error());
-        wd_comm *c = k->run->comm[k->local];
-        if (c && k->st != WD_ERR_ABORTED && !k->voted) c->ops->abort(c, k->st, k->err);   // nobody waits for us
-    }
+    if (!k->st) return NULL;
+    snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+    wd_comm *c = k->run->comm[k->local];
+    if (c) c->ops->abort(c, k->st, k->err);
     return NULL;
 }
-
 // The batch size of a run: the desc's, the checkpoint's, or 4096 halved
 // until an epoch has >= 100 steps (never below 32); a multiple of ranks.
 static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64_t samples, int ranks, int *out) {
@@ -9206,15 +9005,7 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
     return WD_OK;
 }
 
-WDDEF wd_status wd_train_fail(wd_comm *comm, wd_status st, const char *why) {
-    if (!st) st = WD_ERR_INVALID_ARG;
-    wd__fail(st, "%s", why && *why ? why : wd_status_string(st));
-    if (!comm || !comm->ops || comm->size <= 1 || comm->rank < 0 || comm->rank >= comm->size) return st;
-    wd__agreerec rec;
-    memset(&rec, 0, sizeof rec);
-    return wd__agree(comm, &rec, st, NULL, NULL);
-}
-// wd_train (*ran: its ranks ran, each reaching the start-up agreement first).
+// wd_train (*ran: its ranks ran; each applies the failure policy itself).
 static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran);
 // One training at a time per model (wd_train, a trainer): two would write the
 // same parameters. Released by wd__train_release.
@@ -9227,8 +9018,8 @@ static wd_status wd__train_claim(wd_model *m, const char *who) {
 }
 static void wd__train_release(wd_model *m) { if (m) __atomic_store_n(&m->training, 0, __ATOMIC_RELEASE); }
 // wd_train once the model is claimed (st: the claim's failure). A failure
-// before the ranks ran leaves a job's other ranks in their start-up
-// agreement: this rank joins it with the failure.
+// before the ranks ran aborts a job's communicator (the failure policy: the
+// other processes' settings check ends naming this rank).
 static wd_status wd__train_run(wd_model *m, const wd_train_desc *d, wd_train_report *rep, wd_status st) {
     int ran = 0;
     wd_train_report local;
@@ -9237,11 +9028,8 @@ static wd_status wd__train_run(wd_model *m, const wd_train_desc *d, wd_train_rep
     rep->valid_auc = rep->valid_logloss = rep->best_auc = rep->best_epoch = NAN;
     rep->best_step = -1;
     if (!st) st = wd__train(m, d, rep, &ran);
-    if (st && !ran && d && d->comm && d->comm->size > 1) {
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        return wd_train_fail(d->comm, st, err);
-    }
+    if (st && !ran && d && d->comm && d->comm->size > 1 && d->comm->ops)
+        d->comm->ops->abort(d->comm, st, wd_last_error());
     return st;
 }
 WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *rep) {
@@ -9257,7 +9045,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     d = &resolved;
     double t0 = wd__now();
     const wd_backend_ops *ops;
-    WD__TRY(wd__backend_for(d->device, &ops));
+    const wd_device_ops *dev;
+    WD__TRY(wd__backend_for(d->device, &ops, &dev));
     // every file opened and its schema matched before anything starts
     // and their vocabularies matched: the model's, or (a model that has none
     // recorded yet) the first training file's, which the model then records.
@@ -9295,7 +9084,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__run *run = WD__NEW(wd__run);
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
     run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
-    run->best_auc = NAN; run->best_step = -1;
+    run->best_auc = NAN; run->best_step = -1; run->saved_step = -1;
     rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
     run->epochs = d->epochs > 0 ? d->epochs : 1;
     run->stream = d->source != NULL;
@@ -9307,8 +9096,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         run->comm[0] = run->ranks > 1 ? d->comm : NULL;
     } else {
         int n = 1, have = 1;
-        if (d->device != WD_DEVICE_CPU) {   // devices counted before any is touched
-            st = ops->devices(&have);
+        if (dev) {   // devices counted before any is touched
+            st = dev->count(&have);
             n = d->devices == WD_ALL_GPUS ? have : d->devices > 0 ? d->devices : 1;
         }
         run->ranks = run->nlocal = n;
@@ -9318,8 +9107,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                 st = d->device_ids ? wd__fail(WD_ERR_INVALID_ARG, "wd_train: device id %d, but %d %s device%s present", run->device[r], have, ops->name, have == 1 ? " is" : "s are")
                                    : wd__fail(WD_ERR_UNSUPPORTED, "wd_train: %d %s devices asked for, %d present", n, ops->name, have);
         if (!st && n > 1) {
-            if (!ops->comm_create) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
-            else { st = ops->comm_create(n, run->device, run->comm); own_comm = !st; }
+            if (!dev) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
+            else { st = dev->comm_create(n, run->device, run->comm); own_comm = !st; }
         }
     }
     if (!st && run->stream && run->ranks > 1) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU", run->ranks);
@@ -9346,9 +9135,12 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         }
         for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
         char err[WD__ERR_MAX] = "";
+        int who = 0;
         for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
-            if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; snprintf(err, sizeof err, "%s", ks[i].err); }
-        if (st) wd__fail(st, "%s", err);
+            if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
+        if (st && run->nlocal > 1)
+            wd__fail(st, "rank %d failed (%s): %s", ks[who].rank, wd_status_string(st), ks[who].err);
+        else if (st) wd__fail(st, "%s", ks[who].err);
         wd__rank *k0 = &ks[0];
         rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
         rep->train_s = k0->loop_s;
@@ -9366,7 +9158,11 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
             snprintf(err, sizeof err, "%s", wd_last_error());
             wd_status s2 = k0->be ? ops->download(k0->be) : WD_OK;
             if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
-            if (s2) wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step, wd_last_error());
+            if (s2 && run->saved_step >= 0)
+                wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
+                         err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
+                         (long long)run->saved_step);
+            else if (s2) wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step, wd_last_error());
             else {
                 rep->error_saved = 1;
                 wd__fail(st, "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s", err,
@@ -9408,7 +9204,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     if (own_comm) {
         char err[WD__ERR_MAX];
         snprintf(err, sizeof err, "%s", wd_last_error());
-        ops->comm_destroy(run->comm, run->nlocal);
+        dev->comm_destroy(run->comm, run->nlocal);
         if (st) wd__fail(st, "%s", err);
     }
     rep->seconds = wd__now() - t0;
@@ -9739,7 +9535,7 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     t->d.source = wd__trainer_source; t->d.source_user = t;
     wd_status st = wd__train_check(m, &t->d);   // what wd_train would refuse, refused now
     const wd_backend_ops *ops = NULL;
-    if (!st) st = wd__backend_for(d->device, &ops);
+    if (!st) st = wd__backend_for(d->device, &ops, NULL);
     for (int i = 0; !st && i < 2; i++) st = wd_batch_init_with(&t->buf[i], &m->schema, 0, 0, ops->batch_alloc);
     // predictions never read parameters the thread writes: they read a
     // snapshot, published now if none was; those already reading in place finish first
@@ -10575,6 +10371,7 @@ WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out) 
     *out = c;
     return WD_OK;
 }
+#ifdef WD_TESTING
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create) {
     const char *tf = getenv(name);
     int fr = -1, n = 0;
@@ -10588,6 +10385,7 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
     *rank = fr; *step = fs; *pre = tf[n] != 0;
     return WD_OK;
 }
+#endif
 WDDEF int wd_xcap_step(wd_xcap *x, int64_t most) {
     int over = most > x->cap;
     x->win = WD__MAX(x->win, most);

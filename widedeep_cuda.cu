@@ -35,11 +35,11 @@
 // run, no segment lists; the keys, sort and runs run on a branch forked at
 // the step's start, beside the MLP, and joined before the sums:
 // wdc_step_enqueue; the gather computes the wide logit too) -> with several
-// ranks: the dense gradient (and its tail of votes) is allreduced and every
-// rank's merged rows allgathered in blocks of a fixed cap (a step whose rows
+// ranks: the dense gradient (and its tail: loss, weight, samples, stops) is
+// allreduced and every rank's merged rows allgathered in blocks of a fixed cap (a step whose rows
 // do not fit is done again with the whole capacity) and merged again (rank
 // order, in segments) -> checks (loss finite, every gradient finite and
-// below WD__GRAD_MAX's 1e15; the failure and stop votes) -> updates ->
+// below WD__GRAD_MAX's 1e15; the stop) -> updates ->
 // results into pinned memory.
 // Every sum has a fixed order, so a step is deterministic (cuBLASLt's products
 // and DRELU_BGRAD's bias gradients: on GPUs of one architecture and number of
@@ -71,8 +71,8 @@
 // faster design on paper and becomes the default once a GPU run has passed
 // test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
 // WD_COMM_TIMEOUT (the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
-// (tests only) rank R's S-th step fails right after its collectives, R:S:pre
-// right before them (section 6: the failure handling), are read where they act.
+// (test builds only: -DWD_TESTING) rank R's S-th step fails right after its
+// collectives, R:S:pre right before them, are read where they act.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -189,15 +189,14 @@ static int wdc_drained(cudaStream_t st, double limit) {
 static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + per - 1) / per) : 1u; }
 
 // Step flags (wdc_state.flags, wdc_result.flags).
-// WDC_VOTED: a rank's failure vote (the header's WD_STEP_TAIL): nothing changes, every rank fails.
 // WDC_REDO: a rank had more merged rows than the exchange's cap: nothing changes, the step is done
 // again at once with every rank's whole capacity (wdc_settle).
-enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_VOTED = 32, WDC_REDO = 64 };
-#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_VOTED)
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_REDO = 64 };
+#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER)
 
 // What one finished step reports to the host (copied to pinned memory).
 struct wdc_result {
-    float tail[WD_STEP_TAIL];       // loss sum, weight sum, samples, votes (over all ranks)
+    float tail[WD_STEP_TAIL];       // loss sum, weight sum, samples, stops (over all ranks)
     int flags, halted;              // this step's flags; failures of this or an earlier step
     long long step;                 // steps applied after it
     unsigned long long checksum;    // cuda.check_tables: this replica's checksum
@@ -219,7 +218,7 @@ struct wdc_dims {
     uint32_t cross_buckets;
     int kind[WD_MAX_SLOTS];
     int mean, wide, deep;
-    long long emb_rows, P_mlp, Pd;
+    long long emb_rows, wide_rows, P_mlp, Pd;
     long long rows;                 // sparse occurrences of one rank's step (N1max)
     unsigned long long sentinel;    // key of unused occurrences: above every real key
 };
@@ -233,7 +232,7 @@ struct wdc_state {
     float c1, c2;                   // Adam's bias corrections for this step
     int nruns, nsegs;               // runs and segments of the current sort
     int nhot, nchunks;              // sparse fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
-    float vote[2][WD_STEP_VOTES];   // the host's votes (stop, failure), per input buffer
+    float stop[2];                  // the host's stop (1: stop), per input buffer
     unsigned long long checksum, checksums[256];   // cuda.check_tables: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
@@ -431,13 +430,13 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
     }
     if (threadIdx.x < 4) part[(size_t)blockIdx.x * 4 + threadIdx.x] = sh[threadIdx.x][0];
 }
-// tail[0..2] = loss, weight, samples; tail[3..] = this rank's votes;
+// tail[0..2] = loss, weight, samples; tail[3] = this rank's stop;
 // the wide bias gradient (sum of dlogit) into *gbias. One thread, fixed order.
 __global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, int nblocks, const wdc_state *s, int slot) {
     float acc[4] = {0, 0, 0, 0};
     for (int q = 0; q < nblocks; q++) for (int j = 0; j < 4; j++) acc[j] += part[(size_t)q * 4 + j];
     tail[0] = acc[0]; tail[1] = acc[1]; tail[2] = acc[2];
-    for (int q = 0; q < WD_STEP_VOTES; q++) tail[3 + q] = s->vote[slot][q];
+    tail[3] = s->stop[slot];
     if (gbias) *gbias = acc[3];
 }
 static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out, const float *wlogit,
@@ -648,7 +647,7 @@ __global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const in
 }
 // A merged row's value as the updates read it: with check, scaled by the
 // batch's 1 / weight sum and checked as wdc_dense_check_k does (a bad value
-// flags the step unless it is already flagged: a stop vote stays a clean
+// flags the step unless it is already flagged: a stop stays a clean
 // stop; nothing is checked without weight); without, the plain sum (the
 // exchange sends it, and the receiver scales and checks).
 __device__ __forceinline__ float wdc_row_value(float acc, wdc_state *s, int check) {
@@ -803,6 +802,9 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= s->nruns || ukey[r] == d.sentinel || s->flags || s->halted || s->inv_w == 0.0f) return;
     long long key = (long long)ukey[r];
+    // a key outside the tables: only an exchange cut off by the communicator's failure sends one
+    // (its rank's wait then fails, and the replica is unsafe): never an access outside them
+    if (key < 0 || key >= d.wide_rows) { atomicOr(&s->post_bad, 1); return; }
     o.c1 = s->c1; o.c2 = s->c2;
     for (int col = lane; col < d.R; col += 32) {
         float g = rows[(size_t)r * d.R + col], *w;
@@ -820,20 +822,18 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
     }
 }
 
-// Before the checks: 1 / weight sum, the failure and stop votes, a finite loss, Adam's corrections.
-// What a step's allreduced tail says, the same on every rank: a failure vote,
-// else a stop vote, else a non-finite loss (0: none). wdc_step_begin_k's flags
-// and the host's reading of them (wdc_settle: no step is done again, and none
-// enqueued after a failure) come from this one function.
+// Before the checks: 1 / weight sum, the stop, a finite loss, Adam's corrections.
+// What a step's allreduced tail says, the same on every rank: a stop, else a
+// non-finite loss (0: none). wdc_step_begin_k's flags and the host's reading
+// of them (wdc_settle: no such step is done again) come from this one function.
 __device__ __forceinline__ int wdc_tail_flags(const float *tail) {
-    if (tail[4] > 0.0f) return WDC_VOTED;
     if (tail[3] > 0.0f) return WDC_STOP;
     if (!isfinite(tail[0])) return WDC_BAD_LOSS;
     return 0;
 }
 __global__ void wdc_step_begin_k(wdc_state *s, const float *tail, float b1, float b2) {
     int f = wdc_tail_flags(tail);
-    if (!f && s->xover) f = WDC_REDO;   // rows are missing: the step is done again (a vote or a bad loss needs no rows)
+    if (!f && s->xover) f = WDC_REDO;   // rows are missing: the step is done again (a stop or a bad loss needs no rows)
     s->flags = f;
     s->post_bad = 0;
     s->inv_w = tail[1] > 0.0f ? 1.0f / tail[1] : 0.0f;
@@ -1189,30 +1189,22 @@ struct wdc_rank {
     int xcapped[2];                 // per input buffer: its exchange had a cap (an overflow is done again)
     int (*x_host)[3];               // pinned (2): the most merged rows of a rank, overflow, the tail's flags
     cudaEvent_t xdone[2];
-    // Failures (section 6): a step whose tail says every rank fails (a failure vote,
-    // a non-finite loss) ends the enqueueing of collectives on every rank at the
-    // same point of its sequence (gate); a step whose enqueue failed part way stays
-    // in flight, unreported (lost), so that its collectives still meet the others'.
-    wd_status gate;                 // WD_OK, or (every rank fails at a step) how later steps report that they were not run
-    int gated[2];                   // per input buffer: a step submitted after gate was set (nothing enqueued)
-    int lost[2];                    // per input buffer: a step whose enqueue failed part way (complete() passes over it)
-    int unsafe;                     // the replica may hold part of a step (an update enqueued, then a failure): no download
+    // Failures (section 6, fail fast): an error returns; wd_train aborts the communicator.
+    int unsafe;                     // the replica may hold part of a step (an update enqueued, then a failure,
+                                    // or a step in flight cut off by the communicator's failure): no download
     int enq_stage;                  // how far the step being enqueued got (WDC_ENQ_*)
-    long long enq_cap;              // the step being enqueued: its exchange's cap, whole capacity, WD_CHECK_TABLES gather
-    int enq_full, enq_checks;
     int fork_open;                  // the side branch forked and not joined yet (an error joins it)
-    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails
+#ifdef WD_TESTING
+    int fail_rank;                  // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th step fails
     long long fail_step;            // right after its collectives were enqueued, or before them (0: off)
     int fail_pre;
     int fail_create;                // WD_CUDA_TEST_FAIL=R:create and this is rank R: wdc_create fails
-    // steps numbered by their collectives (WD_CHECK_TABLES's steps, WD_CUDA_TEST_FAIL): a step
-    // whose enqueue failed before them is not counted, so the vote after it takes its number
-    // (the others' step of that number pairs with the vote); a step done again keeps its own
+#endif
+    // steps numbered by their collectives (WD_CHECK_TABLES's steps, WD_CUDA_TEST_FAIL); a step
+    // done again keeps its own
     long long coll_steps, slot_no[2];
-    int reach;                      // the last failed submit's or complete's (wd_backend_ops.reach)
-    int settled_tf;                 // the tail's flags of the step wdc_settle read last
     wdc_result *res_host;           // pinned (2)
-    float (*vote_host)[WD_STEP_VOTES];   // pinned (2)
+    float *stop_host;               // pinned (2)
     char *staging;                  // pinned, for uploads and downloads
     size_t staging_bytes;
     int64_t submitted, completed;
@@ -1267,7 +1259,7 @@ static void wdc_rank_free(wdc_rank *r) {
     }
     for (int j = 0; j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) if (r->mark[j][i]) cudaEventDestroy(r->mark[j][i]);
     if (r->res_host) cudaFreeHost(r->res_host);
-    if (r->vote_host) cudaFreeHost(r->vote_host);
+    if (r->stop_host) cudaFreeHost(r->stop_host);
     if (r->x_host) cudaFreeHost(r->x_host);
     for (int i = 0; i < 2; i++) if (r->xdone[i]) cudaEventDestroy(r->xdone[i]);
     if (r->staging) cudaFreeHost(r->staging);
@@ -1503,6 +1495,7 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     d->cross_buckets = md->cross_buckets;
     d->mean = md->pooling == WD_POOL_MEAN; d->wide = !md->no_wide; d->deep = !md->no_deep;
     d->emb_rows = v->emb_rows;
+    d->wide_rows = v->wide_rows;
     r->pad = v->nlayers ? (long long)(d->INp - d->IN) * v->layer_out[0] : 0;
     d->P_mlp = v->P_mlp + r->pad; d->Pd = v->P + r->pad;
     for (int l = 0; l < v->nlayers; l++) { r->lw[l] = v->layer_w[l] + (l ? r->pad : 0); r->lb[l] = v->layer_b[l] + r->pad; }
@@ -1580,7 +1573,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     r->use_graph = !r->comm && !r->timing && !cfg->no_graph;
     r->overlap = !r->timing && !cfg->no_overlap;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * cfg->overlap_delay_us);
-    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (tests only): rank R's S-th step fails right after its collectives (pre: before them);
+#ifdef WD_TESTING
+    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th step fails right after its collectives (pre: before them);
         // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
         int create = 0;
         wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre, &create);
@@ -1588,8 +1582,9 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         r->fail_create = create && r->fail_rank == r->rank;
         if (create) r->fail_rank = -1;
     }
+#endif
     WDC_CUDA(cudaHostAlloc((void **)&r->res_host, 2 * sizeof(wdc_result), cudaHostAllocPortable));
-    WDC_CUDA(cudaHostAlloc((void **)&r->vote_host, 2 * sizeof *r->vote_host, cudaHostAllocPortable));
+    WDC_CUDA(cudaHostAlloc((void **)&r->stop_host, 2 * sizeof *r->stop_host, cudaHostAllocPortable));
     WDC_CUDA(cudaHostAlloc((void **)&r->x_host, 2 * sizeof *r->x_host, cudaHostAllocPortable));
     wd_xcap_init(&r->xcap, d->rows, cfg->exchange_cap);
     r->xfull = cfg->exchange_full;
@@ -1814,9 +1809,8 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
 // with cuda.exchange_full) every occurrence's (the whole capacity: a step
 // done again, wdc_settle).
 // How far a step's enqueue got (wdc_rank.enq_stage), for an error part way
-// (wdc_step_enqueue): its exchange's collectives, their read-back for the
-// host, an update, cuda.check_tables's gather.
-enum { WDC_ENQ_STARTED = 0, WDC_ENQ_COLL, WDC_ENQ_READ, WDC_ENQ_UPDATES, WDC_ENQ_CHECKED };
+// (wdc_step_enqueue): an update enqueued leaves the replica unsafe.
+enum { WDC_ENQ_STARTED = 0, WDC_ENQ_UPDATES };
 // After the exchange's collectives: every rank's count of merged rows and the
 // tail's flags to the host (x_host, xdone), which reads them (wdc_settle)
 // before it enqueues anything more.
@@ -1828,7 +1822,6 @@ static wd_status wdc_exchange_read(wdc_rank *r, int slot, long long cap, int ful
     WDC_CUDA(cudaEventRecord(r->xdone[slot], r->compute));
     r->xpend[slot] = 1;
     r->xcapped[slot] = !full;
-    r->enq_stage = WDC_ENQ_READ;
     return WD_OK;
 }
 static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
@@ -1890,11 +1883,17 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     long long no = slow ? r->slot_no[slot] : r->coll_steps + 1;   // this step's number (a step done again keeps its own)
     r->slot_no[slot] = no;
     int checks = r->check_every > 0 && c && c->size > 1 && no % r->check_every == 0;
-    // WD_CUDA_TEST_FAIL, once (the vote after :pre has its number); used up here even without a
-    // communicator, where it never fires (its failures are between ranks: tests give it several)
+    // WD_CUDA_TEST_FAIL, once; used up here even without a communicator, where it never fires
+    // (its failures are between ranks: tests give it several)
+#ifdef WD_TESTING
     int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;
     if (fails) r->fail_step = 0;
-    r->enq_cap = cap; r->enq_full = full; r->enq_checks = checks;
+#define WDC_INJECT(when) \
+    if (fails && (when)) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected %s the step's collectives (WD_CUDA_TEST_FAIL)", \
+                                         r->rank, no, r->fail_pre ? "before" : "after")
+#else
+#define WDC_INJECT(when)
+#endif
     unsigned runblocks = wdc_blocks(d.rows > M ? d.rows : M, WDC_WARPS);
     if (c) {   // a 1-rank communicator too (tests: the exchange must give the 1-rank path's model bit for bit)
         // this rank's merged rows, unscaled; then every rank's dense gradient summed
@@ -1904,11 +1903,10 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_GO(wdc_pack_k, wdc_blocks(cap, WDC_THREADS), WDC_THREADS, st)(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
-        if (fails && r->fail_pre) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected before the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
+        WDC_INJECT(r->fail_pre);
         WDC_TRY(c->ops->stream_allreduce_sum(c, r->g, (size_t)(d.Pd + WD_STEP_TAIL), (void *)st));
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
-        r->enq_stage = WDC_ENQ_COLL;   // the other ranks count on these from here on (an error: wdc_step_enqueue)
-        if (fails) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected after the step's collectives (WD_CUDA_TEST_FAIL)", r->rank, no);
+        WDC_INJECT(1);
         WDC_TRY(wdc_exchange_read(r, slot, cap, full));
         WDC_GO(wdc_unpack_k, wdc_blocks(M, WDC_THREADS), WDC_THREADS, st)(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
@@ -1946,7 +1944,6 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_GO(wdc_checksum_fix_k, 1, 1, st)(sum);   // never WDC_NO_CHECKSUM
         WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
-        r->enq_stage = WDC_ENQ_CHECKED;
         WDC_GO(wdc_checksum_cmp_k, 1, 1, st)(r->state, all, r->ranks);
         WDC_LAUNCH("checksum_cmp");
     }
@@ -1957,51 +1954,26 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     return WD_OK;
 }
 
-// This rank can no longer keep step with the other ranks' collectives: it
-// aborts the communicator (the group's other ranks see it at once, NCCL
-// ranks of other processes through NCCL's own error or the timeout) and
-// says WD_ERR_ABORTED, so that wd_train does not try a failure vote.
-static wd_status wdc_give_up(wdc_rank *r, wd_status st) {
-    if (!r->comm || st == WD_ERR_ABORTED) return st;
-    char err[1024];
-    snprintf(err, sizeof err, "%s", wd_last_error());
-    r->comm->ops->abort(r->comm, st, err);
-    return wdc_fail(WD_ERR_ABORTED, "%s", err);
-}
 // Enqueues a whole training step (wdc_step_kernels). An error part way
 // leaves the streams joined (a capture then ends joined, and the next step's
-// side branch cannot overtake this one's) and, with several ranks, every
-// collective the other ranks run for this step enqueued, with what the host
-// reads after them: the exchange's read-back (wdc_settle reads it at the
-// same point as they do) and WD_CHECK_TABLES's gather (of WDC_NO_CHECKSUM:
-// the others compare theirs and leave this one out). A failure after an update was
-// enqueued may leave part of a step applied: the replica is no longer
-// downloaded (unsafe). Where that cannot be enqueued, or the communicator
-// failed (a collective's enqueue failed, another rank aborted), this rank
-// aborts it and the error is WD_ERR_ABORTED (wd_train then does not vote:
-// the abort is the only way left to reach the others).
+// side branch cannot overtake this one's); after an update was enqueued the
+// replica may hold part of a step and is no longer downloaded (unsafe).
+// With several ranks the others may wait for this step's collectives:
+// wd_train aborts the communicator (fail fast).
 static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
     r->enq_stage = WDC_ENQ_STARTED;
     wd_status st = wdc_step_kernels(r, slot, slow);
     if (st == WD_OK) return WD_OK;
     char err[1024];
     snprintf(err, sizeof err, "%s", wd_last_error());
-    int whole = 1;
     if (r->fork_open) {   // join (overlap22 review #6)
-        whole &= cudaEventRecord(r->join, r->side) == cudaSuccess && cudaStreamWaitEvent(r->compute, r->join, 0) == cudaSuccess;
+        if (cudaEventRecord(r->join, r->side) == cudaSuccess) (void)cudaStreamWaitEvent(r->compute, r->join, 0);
         r->fork_open = 0;
     }
-    wd_comm *c = r->comm;
-    if (c && r->enq_stage == WDC_ENQ_COLL) whole &= wdc_exchange_read(r, slot, r->enq_cap, r->enq_full) == WD_OK;
-    if (c && r->enq_stage >= WDC_ENQ_COLL && r->enq_checks && r->enq_stage < WDC_ENQ_CHECKED)
-        whole &= cudaMemsetAsync(&r->state->checksum, 0xff, sizeof r->state->checksum, r->compute) == cudaSuccess &&   // WDC_NO_CHECKSUM
-                 c->ops->stream_allgather(c, &r->state->checksum, r->state->checksums, sizeof r->state->checksum, (void *)r->compute) == WD_OK;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (r->enq_stage >= WDC_ENQ_UPDATES && cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) r->unsafe = 1;
     (void)cudaGetLastError();   // a launch error above is this step's, not the next launch's
-    int give_up = c && ((r->enq_stage >= WDC_ENQ_COLL && !whole) || c->ops->poll(c, 0) != WD_OK);
-    wdc_fail(st, "%s", err);
-    return give_up ? wdc_give_up(r, st) : st;
+    return wdc_fail(st, "%s", err);
 }
 
 // ---- 6. Backend ---------------------------------------------------------------------------------
@@ -2019,7 +1991,9 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     memset(r, 0, sizeof *r);
     r->device = bd->device;
     wd_status st = wdc_rank_init(r, bd);
+#ifdef WD_TESTING
     if (!st && r->fail_create) st = wdc_fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
+#endif
     if (st) {
         wdc_rank_free(r);
         return wdc_fail(st, "GPU %d: %s", bd->device, wd_last_error());
@@ -2046,119 +2020,54 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
 // The exchange of the step in input buffer `slot` read back: every rank
 // reads the same counts and tail at the same point of its sequence of
 // collectives (after that step's, before anything of the next step), so
-// every rank makes the same choices:
-//  - the tail says every rank fails (a failure vote, a non-finite loss):
-//    nothing more is enqueued (gate; wdc_submit_step). This, not an abort,
-//    is what keeps a failed rank's peers from waiting: no rank enqueues a
-//    collective after that step, so every rank's collectives meet, and the
-//    communicator can be finalized cleanly (NCCL: an abort here could cut
-//    off a peer still receiving this step's data through this rank, as
-//    ncclCommFinalize's comment in nccl.h says it flushes "all issued
-//    communications" and ends only when the communicator "is globally
-//    quiescent");
-//  - a rank had more merged rows than the cap: the step changed nothing
-//    (WDC_REDO) and is enqueued again at once with every rank's whole
-//    capacity (the pre-cap exchange, bit for bit the same sums); not a step
-//    whose tail stops or fails it (the device flags it so, not WDC_REDO: it
-//    changes nothing either way). The cap follows the counts (wd_xcap_step).
+// every rank makes the same choice: a rank had more merged rows than the cap:
+// the step changed nothing (WDC_REDO) and is enqueued again at once with
+// every rank's whole capacity (the pre-cap exchange, bit for bit the same
+// sums); not a step whose tail stops or fails it (the device flags it so,
+// not WDC_REDO: it changes nothing either way). The cap follows the counts
+// (wd_xcap_step).
 static wd_status wdc_settle(wdc_rank *r, int slot) {
     if (!r->xpend[slot]) return WD_OK;
     WDC_TRY(wdc_wait(r, r->xdone[slot], "a step's exchange"));
     r->xpend[slot] = 0;
     int tf = r->x_host[slot][2];   // wdc_tail_flags
-    r->settled_tf = tf;             // (wdc_lost: read before a step done again rewrites x_host)
-    if ((tf & (WDC_VOTED | WDC_BAD_LOSS)) && !r->gate) r->gate = tf & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
     if (!r->xcapped[slot]) return WD_OK;
     int over = wd_xcap_step(&r->xcap, r->x_host[slot][0]);
     if (over != r->x_host[slot][1]) return wdc_fail(WD_ERR_INTERNAL, "rank %d: the exchange's overflow flag (%d) disagrees with its count (%d rows, cap %lld)", r->rank, r->x_host[slot][1], r->x_host[slot][0], (long long)r->xcap.cap);
     if (!over || tf) return WD_OK;
     r->xredone++;
-    if (r->lost[slot]) r->unsafe = 1;   // done again whole, so applied, though never reported
     wd_status st = wdc_step_enqueue(r, slot, 1);
     if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess && !st) st = wdc_fail(WD_ERR_DEVICE, "rank %d: recording a step's end failed", r->rank);
-    // done again part way: the others count on the whole of it (its collectives, then the next
-    // step's) and this rank's step has no result to report: only the abort can tell them
-    return st ? wdc_give_up(r, st) : WD_OK;
+    if (st) r->unsafe = 1;   // done again part way: its first run changed nothing, this one may have
+    return st;
 }
-// The step in input buffer `slot` failed part way through its enqueue
-// (wdc_step_enqueue: streams joined, with several ranks its collectives and
-// their read-back enqueued): what it enqueued stays in flight, unreported
-// (lost: complete() passes over it), settled at once (the point where the
-// other ranks settle it), and the next step takes the other input buffer,
-// so no copy races this one's kernels (the next copy into this buffer waits
-// for done). With its collectives enqueued the step counts (coll_steps) and
-// wd_train learns so (reach: WD_REACH_SENT; WD_REACH_ALL when its tail
-// fails every rank: a vote, a non-finite loss; WD_REACH_STOP a stop): the
-// others complete it, and learn of this rank's failure from what comes next
-// on every rank (the next step's vote, the validation's gather after it).
-// Before its collectives nothing of it reached them (WD_REACH_NONE): the
-// vote that follows takes its place and number.
-static wd_status wdc_lost(wdc_rank *r, int slot, wd_status st) {
-    char err[1024];
-    snprintf(err, sizeof err, "%s", wd_last_error());
-    if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess || cudaEventSynchronize(r->copied[slot]) != cudaSuccess) {
-        (void)cudaGetLastError();   // the device failed: nothing of this rank runs any more (wd_train aborts)
-        return wdc_fail(st, "%s", err);
-    }
-    int sent = r->comm && r->enq_stage >= WDC_ENQ_COLL;
-    if (sent) r->coll_steps++;
-    r->lost[slot] = 1;
-    r->submitted++;
-    wd_status s2 = wdc_settle(r, slot);
-    if (s2) return wdc_give_up(r, s2);
-    if (sent && st != WD_ERR_ABORTED) r->reach = r->settled_tf & (WDC_VOTED | WDC_BAD_LOSS) ? WD_REACH_ALL : r->settled_tf & WDC_STOP ? WD_REACH_STOP : WD_REACH_SENT;
-    return wdc_fail(st, "%s", err);
-}
-// The oldest steps in flight that failed part way (wdc_lost): waited for, never reported.
-static wd_status wdc_pass_lost(wdc_rank *r) {
-    while (r->completed < r->submitted && r->lost[r->completed % 2]) {
-        int slot = (int)(r->completed % 2);
-        WDC_CUDA(cudaSetDevice(r->device));
-        wd_status st = wdc_settle(r, slot);
-        if (!st) st = wdc_wait(r, r->done[slot], "a step that failed part way");
-        r->lost[slot] = 0;
-        r->completed++;
-        if (st) return st;
-    }
-    return WD_OK;
-}
-// A step on batch b, or (b NULL) a failure vote (fst, why) on a batch of
-// zeros: every sample's weight 0, ids 0, no multi-hot ids. After a step
-// whose tail ended training on every rank (gate), nothing is enqueued: the
-// step is gated, and complete() reports it as not run.
-static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_status fst, const char *why) {
-    r->reach = WD_REACH_NONE;   // first: an early error below reached nobody (never the last call's reach)
+// A step on batch b. An error leaves nothing of it to complete (wd_train
+// ends; with an update enqueued the replica is unsafe).
+static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
     if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
-    if (b && b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
+    if (b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
-    if (r->gate) { r->gated[slot] = 1; r->submitted++; return WD_OK; }
     double t0 = wdc_now();
-    wd_step_votes(r->vote_host[slot], stop, r->rank, fst, why);
+    r->stop_host[slot] = stop ? 1.0f : 0.0f;
     // a guard, not the mechanism: the step that last read this input buffer (its side branch
     // joined before done) is over, since a third step in flight is refused above and the host
     // completed that one (wdc_wait on done[slot]); predict runs with no step in flight
     WDC_CUDA(cudaStreamWaitEvent(r->copy, r->done[slot], 0));
-    if (b) WDC_TRY(wdc_batch_copy(r, b, slot));
-    else WDC_CUDA(cudaMemsetAsync(r->batch[slot], 0, r->bytes_batch, r->copy));
-    WDC_CUDA(cudaMemcpyAsync(r->state->vote[slot], r->vote_host[slot], sizeof r->vote_host[slot], cudaMemcpyHostToDevice, r->copy));
+    WDC_TRY(wdc_batch_copy(r, b, slot));
+    WDC_CUDA(cudaMemcpyAsync(&r->state->stop[slot], &r->stop_host[slot], sizeof r->stop_host[slot], cudaMemcpyHostToDevice,
+                             r->copy));
     WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
     if (r->submitted > r->completed) {   // the step before: done again first if it must be
         wd_status st = wdc_settle(r, (slot + 1) % 2);
         if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // the caller's batch is its own again
     }
-    if (r->gate) {   // the step before ended training on every rank: none enqueues anything more
-        WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
-        r->gated[slot] = 1;
-        r->submitted++;
-        return WD_OK;
-    }
     WDC_CUDA(cudaStreamWaitEvent(r->compute, r->copied[slot], 0));
     // the device time of the step alone: began completes when the stream reaches it, after the
     // previous step and this batch's copy (idle time waiting for the loader falls before it)
     WDC_CUDA(cudaEventRecord(r->began[slot], r->compute));
+    wd_status st = WD_OK;
     if (r->use_graph) {   // one rank, no communicator: a graph is launched whole or not at all
-        wd_status st = WD_OK;
         if (!r->graph[slot]) {   // captured once per input buffer, replayed every step
             cudaGraph_t g;
             WDC_CUDA(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
@@ -2178,43 +2087,33 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop, wd_st
             cudaError_t e = cudaGraphLaunch(r->graph[slot], r->compute);
             if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphLaunch failed: %s", cudaGetErrorString(e));
         }
-        if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // nothing of this step runs; the caller's batch is its own again
-    } else {
-        wd_status st = wdc_step_enqueue(r, slot, 0);
-        if (st) return wdc_lost(r, slot, st);
-    }
+    } else st = wdc_step_enqueue(r, slot, 0);
+    if (st) { cudaEventSynchronize(r->copied[slot]); return st; }   // the caller's batch is its own again
     r->coll_steps++;
     WDC_CUDA(cudaEventRecord(r->ended[slot], r->compute));
     WDC_CUDA(cudaEventRecord(r->done[slot], r->compute));
-    // the host batch (and this slot's pinned votes) free again once on the device
+    // the host batch (and this slot's pinned stop) free again once on the device
     WDC_CUDA(cudaEventSynchronize(r->copied[slot]));
     r->stage[WD_STAGE_H2D] += wdc_now() - t0;
     r->submitted++;
     return WD_OK;
 }
-static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) { return wdc_submit_step((wdc_rank *)be, b, stop, WD_OK, NULL); }
-static wd_status wdc_submit_failure(wd_backend *be, wd_status st, const char *why) {
-    return wdc_submit_step((wdc_rank *)be, NULL, 0, st ? st : WD_ERR_INTERNAL, why);
+static wd_status wdc_submit(wd_backend *be, const wd_batch *b, int stop) {
+    return wdc_submit_step((wdc_rank *)be, b, stop);
 }
 static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     wdc_rank *r = (wdc_rank *)be;
     memset(out, 0, sizeof *out);
-    r->reach = WD_REACH_NONE;
     WDC_CUDA(cudaSetDevice(r->device));
-    WDC_TRY(wdc_pass_lost(r));
     if (r->completed == r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: no step in flight");
     int slot = (int)(r->completed % 2);
-    if (r->gated[slot]) {   // submitted after a step that ended training on every rank: not run
-        r->gated[slot] = 0;
-        r->completed++;
-        r->reach = WD_REACH_ALL;
-        return r->gate == WD_ERR_ABORTED ? wdc_fail(WD_ERR_ABORTED, "a rank's failure vote ended training at an earlier step; this step was not run")
-                                         : wdc_fail(r->gate, "an earlier step failed; nothing more was applied");
-    }
     double t0 = wdc_now();
     wd_status st = wdc_settle(r, slot);
     if (!st) st = wdc_wait(r, r->done[slot], "a training step");
     r->completed++;
+    // cut off by the communicator's failure (an abort, a timeout): the step's
+    // later kernels may have run on partial sums
+    if (st && r->comm) r->unsafe = 1;
     if (st) return st;
     if (r->completed > WDC_WARM_STEPS) {
         float ms = 0;
@@ -2236,18 +2135,8 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     out->stopped = (res->flags & WDC_STOP) != 0;
     if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
-    // every rank reads the same flags: a failure ends every rank, and no step submitted from here
-    // on enqueues anything (one already in flight runs on every rank alike, and changes nothing);
-    // nobody waits for this rank then (WD_REACH_ALL: wd_train neither votes nor aborts)
-    if ((bad || (res->halted & WDC_FAILED)) && !r->gate) r->gate = bad & WDC_VOTED ? WD_ERR_ABORTED : WD_ERR_NUMERIC;
-    if (bad || (res->halted & WDC_FAILED)) r->reach = WD_REACH_ALL;
+    // every rank reads the same flags: a failure ends every rank alike (numeric halting)
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
-    if (bad & WDC_VOTED) {   // a rank failed between steps: every rank ends here; no rank enqueued
-        char why[1024];      // a collective after this step (wdc_settle), so none waits for the failed one
-        wd_status vst = wd_step_failure(res->tail, why, sizeof why);
-        if (!vst) { snprintf(why, sizeof why, "a rank failed (its vote did not read back)"); vst = WD_ERR_ABORTED; }
-        return wdc_fail(vst, "%s", why);
-    }
     if (bad & WDC_TABLES_DIFFER)
         return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (cuda.check_tables)",
                         res->step + 1);
@@ -2256,14 +2145,15 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step + 1);
     return WD_OK;
 }
-// A step that failed part way after an update was enqueued (wdc_step_enqueue)
-// may have left part of it applied: the replica is no finished step's.
+// A step that failed part way after an update was enqueued (wdc_step_enqueue),
+// or was cut off by the communicator's failure (wdc_complete), may have left
+// part of it applied: the replica is no finished step's.
 static wd_status wdc_unsafe(const wdc_rank *r, const char *what) {
-    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way after its updates were enqueued, so the GPU's model may hold part of it", r->rank, what);
+    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way (after its updates were enqueued, or cut off by the "
+                    "communicator's failure), so the GPU's model may hold part of it", r->rank, what);
 }
 static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
-    WDC_TRY(wdc_pass_lost(r));
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: predict with a step in flight");
     if (r->unsafe) return wdc_unsafe(r, "predict");
     if (b->n > r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d", b->n, r->B);
@@ -2283,7 +2173,6 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
 }
 static wd_status wdc_download(wd_backend *be) {
     wdc_rank *r = (wdc_rank *)be;
-    WDC_TRY(wdc_pass_lost(r));
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: download with a step in flight");
     if (r->unsafe) return wdc_unsafe(r, "download");
     return wdc_download_all(r);
@@ -2345,9 +2234,13 @@ extern "C" wd_status wd_cuda_device_count(int *n) {
 }
 static wd_status wdc_comm_create(int nranks, const int *devices, wd_comm **ranks);
 static void wdc_comm_destroy(wd_comm **ranks, int nranks);
-static int wdc_reach(const wd_backend *be) { return ((const wdc_rank *)be)->reach; }
-static const wd_backend_ops wdc_ops = {"cuda", &wdc_pinned, wdc_create, wdc_destroy, wdc_submit, wdc_submit_failure, wdc_complete, wdc_predict,
-                                       wdc_download, wdc_times, wdc_describe, wd_cuda_device_count, wdc_comm_create, wdc_comm_destroy, wdc_reach};
+static const wd_backend_ops wdc_ops = {
+    .name = "cuda", .batch_alloc = &wdc_pinned, .create = wdc_create, .destroy = wdc_destroy, .submit = wdc_submit,
+    .complete = wdc_complete, .predict = wdc_predict, .download = wdc_download, .times = wdc_times,
+    .describe = wdc_describe};
+static const wd_device_ops wdc_devices = {
+    .count = wd_cuda_device_count, .comm_create = wdc_comm_create, .comm_destroy = wdc_comm_destroy};
+extern "C" const wd_device_ops *wd_devices_cuda(void) { return &wdc_devices; }
 extern "C" const wd_backend_ops *wd_backend_cuda(void) { return &wdc_ops; }
 
 // ---- 7. Communicators ------------------------------------------------------------------------------
@@ -2361,7 +2254,7 @@ struct wdc_group {
 static void wdc_group_abort(wdc_group *g, int rank, wd_status st, const char *why) {
     pthread_mutex_lock(&g->mu);
     if (!g->aborted) {   // why first: a reader that sees aborted reads it without the lock
-        snprintf(g->why, sizeof g->why, "rank %d: %s: %.300s", rank, wd_status_string(st), why ? why : "");
+        snprintf(g->why, sizeof g->why, "rank %d failed (%s): %.300s", rank, wd_status_string(st), why ? why : "");
         __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g->mu);
@@ -2602,7 +2495,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     return WD_OK;
 }
 // Teardown, every wait bounded: a communicator that ended cleanly (every
-// rank's collectives met: also after a failure vote, wdc_settle) is
+// rank's collectives met) is
 // finalized, polled with the group's abort flag for at most WDC_FINALIZE_S
 // (or WD_COMM_TIMEOUT if shorter), then destroyed. nccl.h (2.28): finalize
 // "flushes all issued communications" and the state turns ncclSuccess "when

@@ -218,26 +218,34 @@ if command -v nvcc >/dev/null; then
     end
 else skip mpi_cuda_bootstrap "nvcc not installed"; fi
 
-# a rank's failure between steps reaches the others as a failure vote in
-# the next step's tail (WD_STEP_TAIL): every rank ends at that step with an
-# error naming the failed rank and its reason (in its own words), within
-# seconds. (a) rank 2's third block is corrupt (blocks 2, 5, 8 of a 9-block
-# file: its loader fails at step 2); (b) the validation after step 2: block
-# 8 of the validation file is rank 2's share (8 % 3), and ranks 0 and 1
-# learn of its failure in the validation's gather
-begin mpi_failure_vote
+# Fail fast: a rank's failure between steps aborts the communicator; every
+# rank ends at once with an error naming the failed rank and its reason (in
+# its own words), within seconds. (a) rank 2's third block is corrupt
+# (blocks 2, 5, 8 of a 9-block file: its loader fails at step 2); rank 0
+# saves the model of its last finished step, and the job resumed from it
+# on the repaired file ends bit-identical to a run that never failed; (b)
+# the validation after step 2: block 8 of the validation file is rank 2's
+# share (8 % 3), and ranks 0 and 1 end in the validation's gather
+begin mpi_fail_fast
+F="--batch 300 --no-shuffle --hidden 32,16 --threads 1"
 "$WD1" gen -o "$T/v9.wdr" --rows 900 --seed 1 --max-card 200 --block 100 >/dev/null 2>&1
 ck "no byte of block 8 found to flip" flip_in_block "$WD1" "$T/v9.wdr" "$T/bad9.wdr" 8 90 91 92 93 94
 for c in train valid; do
     t0=$SECONDS
-    if [ $c = train ]; then failed=2; run mp 3 train --train "$T/bad9.wdr,$T/t.wdr" --batch 300 --no-shuffle --hidden 32,16 --threads 1
+    if [ $c = train ]; then failed=2; run mp 3 train --train "$T/bad9.wdr,$T/t.wdr" $F --save "$T/ff.wdm"
     else failed=2; run mp 3 train $C --threads 1 --valid "$T/bad9.wdr" --eval-every 2; fi
     ck "$c: mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
     ck "$c: took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 30 ]
     ck "$c: rank $failed names the block" grep -q "^wd: error: corrupt data: .*bad9.wdr: block 8: " "$T/err"
     ck "$c: the other two ranks name rank $failed and its reason: $(grep -c "rank $failed failed (corrupt data): .*bad9.wdr: block 8: " "$T/err")" \
         [ "$(grep -c "^wd: error: aborted: rank $failed failed (corrupt data): .*bad9.wdr: block 8: " "$T/err")" = 2 ]
+    [ $c = train ] && ck "train: rank 0 saved step 2" grep -q "ff.wdm holds the state before the error (step 2" "$T/err"
 done
+run mp 3 train --train "$T/v9.wdr,$T/t.wdr" $F --save "$T/ffref.wdm"
+ck "uninterrupted: exit $rc" [ "$rc" = 0 ]
+run mp 3 train --train "$T/v9.wdr,$T/t.wdr" --no-shuffle --threads 1 --resume "$T/ff.wdm" --save "$T/ffres.wdm"
+ck "resumed from step 2: exit $rc" [ "$rc" = 0 ]
+ck "the resumed run's checkpoint differs from the uninterrupted one's" cmp -s "$T/ffres.wdm" "$T/ffref.wdm"
 end
 
 # Early stop decided at a validation (every 2 steps) lands in the next step,
@@ -302,12 +310,10 @@ ck "unequal chunks: both ranks name them" [ "$(grep -c 'WD_MPI_CHUNK_BYTES is 30
 end "($note)"
 
 # A rank that fails before its first step (its shard: the second training
-# file, truncated; then rank 0's --log, in wd-mpi before wd_train) takes
-# part in the start-up agreement with its failure: the other ranks end at
-# once naming it and its reason (they used to wait in their first
-# collective for wd-mpi's 60 s end barrier and MPI_Abort, or the
-# communicator's timeout)
-begin mpi_setup_failure_voted
+# file, truncated; then rank 0's --log, in wd-mpi before wd_train) aborts
+# the communicator (fail fast): the other ranks end at once naming it and
+# its reason, and all meet in wd-mpi's end barrier (no MPI_Abort)
+begin mpi_setup_failure_fails_fast
 head -c 3000 "$T/b0.wdr" > "$T/trunc.wdr"
 t0=$SECONDS
 run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train --train "$T/t.wdr,$T/b0.wdr" --batch 200 --threads 1 --hidden 32,16 : \
@@ -315,13 +321,13 @@ run timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 1 "$WD" train
 ck "mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
 ck "took $((SECONDS - t0)) s" [ $((SECONDS - t0)) -lt 10 ]
 ck "rank 1 names its file" grep -q '^wd: error: .*trunc.wdr' "$T/err"
-ck "rank 0 names rank 1 and its reason" grep -q '^wd: error: aborted: rank 1 failed (.*): start-up: .*trunc.wdr' "$T/err"
+ck "rank 0 names rank 1 and its reason" grep -q '^wd: error: aborted: rank 1 failed (.*): .*trunc.wdr' "$T/err"
 ck "the job was ended by MPI_Abort" eval '! grep -q "ending the job\|MPI_ABORT was invoked" "$T/err"'
-t1=$SECONDS   # wd-mpi's own set-up after MPI started: rank 0's --log (wd_train_fail)
+t1=$SECONDS   # wd-mpi's own set-up after MPI started: rank 0's --log (it aborts the communicator)
 run mp 3 train $C --threads 1 --log /nonexistent-dir/l.csv
 ck "--log: mpirun exit $rc, wanted non-zero (not a timeout)" eval '[ "$rc" != 0 ] && [ "$rc" != 124 ]'
 ck "--log: took $((SECONDS - t1)) s" [ $((SECONDS - t1)) -lt 10 ]
-ck "--log: ranks 1 and 2 name rank 0 and its reason" [ "$(grep -c '^wd: error: aborted: rank 0 failed (I/O error): start-up: /nonexistent-dir/l.csv: cannot create the log' "$T/err")" = 2 ]
+ck "--log: ranks 1 and 2 name rank 0 and its reason" [ "$(grep -c '^wd: error: aborted: rank 0 failed (I/O error): /nonexistent-dir/l.csv: cannot create the log' "$T/err")" = 2 ]
 end "($((t1 - t0)) s, $((SECONDS - t1)) s)"
 
 # A setting the ranks must share, unequal (rank 2's --max-steps): every

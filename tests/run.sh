@@ -286,7 +286,7 @@ job gpu_on_cpu_selected
 EMU_PARTS=4
 EMU_TIMEOUT=$((TEST_TIMEOUT * 3))   # a part: 1-1.5 min of CPU (RESULTS.md); a machine loaded 3x more must not fail it
 EMU_POLICY=("" "CUDACPU_STREAMS=lazy" "CUDACPU_SCHED=random CUDACPU_STREAMS=random CUDACPU_SEED=1" "")
-EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_rank_fails_mid_step"
+EMU_NCCL_TESTS="test_nccl_one_rank test_nccl_two_gpus test_nccl_fail_fast"
 emu_cuda() { echo "${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}"; }
 gpu_emu_part() {  # gpu_emu_part K: part K of test_gpu.cu's tests on the emulated device
     local k=$1 name="test_gpu_emu[$1/$EMU_PARTS${EMU_POLICY[$1]:+ ${EMU_POLICY[$1]}}]" t i=0 sel= skip= n=0 p f s out=$T/emu.out

@@ -933,7 +933,7 @@ static void test_comm(void) {
         int named = 0;
         double worst = 0;
         for (int r = 0; r < 4; r++) {
-            if (r != 2) { CHECK(args[r].st == WD_ERR_ABORTED); named += strstr(args[r].err, "rank 2 aborted: injected failure") != NULL; }
+            if (r != 2) { CHECK(args[r].st == WD_ERR_ABORTED); named += strstr(args[r].err, "rank 2 failed (") && strstr(args[r].err, "injected failure"); }
             worst = args[r].seconds > worst ? args[r].seconds : worst;
         }
         CHECK(named == 3 && worst < 5.0);
@@ -1060,6 +1060,9 @@ typedef struct deaf_opts {
     const char *train1; int batch1;   // process 1's training file and batch_size instead (NULL, 0: the others')
     const char *checkpoint12;         // processes 1 and 2's checkpoint_path instead ("": none; NULL: process 0's)
     int aborts[3];                    // out: each process's communicator aborts
+    int hear;                         // 1: the communicators' aborts reach every process (the local hub itself)
+    const char *resume;               // every process starts from this checkpoint (NULL: a new model)
+    wd_progress_fn progress0; void *progress0_user;   // process 0's progress callback instead
 } deaf_opts;
 static int stop_from(void *user, const wd_progress *p) { return p->step >= *(const int *)user; }
 static int64_t g_deaf_max_steps;    // train_deaf's max_steps (0: none)
@@ -1073,9 +1076,12 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
     const char *files[1] = {train}, *vfiles[1] = {valid}, *files1[1] = {o->train1};
     for (int p = 0; p < 3; p++) {
         memset(&a[p], 0, sizeof a[p]);
-        if (!(a[p].m = ms[p] = tl_criteo_model(0, TRAIN))) return -1;
+        ms[p] = NULL;
+        if (o->resume ? wd_model_load(o->resume, &ms[p]) != WD_OK : !(ms[p] = tl_criteo_model(0, TRAIN))) return -1;
+        a[p].m = ms[p];
         a[p].td.files = files; a[p].td.nfiles = 1; a[p].td.batch_size = 512 * 3; a[p].td.threads = 1;
-        a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = tl_deaf_init(&dc[p], in[p]); a[p].index = p;
+        a[p].td.no_shuffle = 1; a[p].td.epochs = 2; a[p].td.comm = o->hear ? in[p] : tl_deaf_init(&dc[p], in[p]); a[p].index = p;
+        if (p == 0 && o->progress0) { a[p].td.progress = o->progress0; a[p].td.user = o->progress0_user; }
         a[p].td.max_steps = g_deaf_max_steps;
         if (valid) { a[p].td.valid_files = vfiles; a[p].td.nvalid = 1; a[p].td.eval_every = o->eval_every; }
         if (o->checkpoint) { a[p].td.checkpoint_path = o->checkpoint; a[p].td.checkpoint_every = o->checkpoint_every; }
@@ -1090,89 +1096,121 @@ static double train_deaf(wd_model **ms, wd_status *st, char err[3][1024], const 
     for (int p = 0; p < 3; p++) pthread_create(&th[p], NULL, proc_main, &a[p]);
     for (int p = 0; p < 3; p++) pthread_join(th[p], NULL);
     double dt = wd__now() - t0;
-    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); o->stopped[p] = g_proc_rep[p].stopped; o->aborts[p] = dc[p].aborts; }
+    for (int p = 0; p < 3; p++) { st[p] = a[p].st; snprintf(err[p], 1024, "%s", a[p].err); o->stopped[p] = g_proc_rep[p].stopped; o->aborts[p] = o->hear ? 0 : dc[p].aborts; }
     wd_comm_local_destroy(in, 3);
     return dt;
 }
-// One process fails between steps; the others end at the next step with an
-// error naming its rank and reason, within seconds (a timeout would take
-// 600), and the failure step changed nothing: every replica holds the model
-// of the steps before it. (a) process 2's third block is corrupt (its loader
-// fails at step 2); (b) the validation after step 2: block 8 of the
-// validation file is process 2's share too (8 % 3), and the others learn of
-// its failure in the validation's gather, with its reason.
-static void test_process_failure_vote(void) {
-    REQUIRE(g_data_ok);
-    // the votes themselves: one rank's reason (any bytes, cut at 287) exact in a sum; two ranks: their count
-    {
-        float a[WD_STEP_TAIL] = {0}, b[WD_STEP_TAIL] = {0}, sum[WD_STEP_TAIL];
-        char why[400], msg[600];
-        for (int i = 0; i < 399; i++) why[i] = (char)(1 + (i * 37) % 255);
-        why[399] = 0;
-        wd_step_votes(a + 3, 0, 5, WD_ERR_IO, why);
-        wd_step_votes(b + 3, 1, 2, WD_OK, "ignored");
-        for (int i = 0; i < WD_STEP_TAIL; i++) sum[i] = a[i] + b[i] + 0.0f;
-        CHECK(wd_step_failure(sum, msg, sizeof msg) == WD_ERR_ABORTED && sum[3] == 1.0f);
-        char want[600];
-        snprintf(want, sizeof want, "rank 5 failed (I/O error): %.287s", why);
-        CHECK(strcmp(msg, want) == 0);
-        CHECK(wd_step_failure(b, msg, sizeof msg) == WD_OK);
-        wd_step_votes(b + 3, 0, 7, WD_ERR_CORRUPT, "other");
-        for (int i = 0; i < WD_STEP_TAIL; i++) sum[i] = a[i] + b[i];
-        CHECK(wd_step_failure(sum, msg, sizeof msg) == WD_ERR_ABORTED && strstr(msg, "2 ranks failed in the same step"));
-    }
-    char bad[300];
-    snprintf(bad, sizeof bad, "%s/vote-bad.wdr", TMP);
-    REQUIRE(copy_with_bad_block(TRAIN, bad, 8) == 0);   // process 2's third block
-    for (int c = 0; c < 2; c++) {
-        wd_model *ms[3];
-        wd_status st[3];
-        char err[3][1024];
-        int failed = 2;
-        deaf_opts o = {30.0, 2, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};   // a regression fails in 30 s rather than hang
-        double dt = c == 0 ? train_deaf(ms, st, err, bad, NULL, &o) : train_deaf(ms, st, err, TRAIN, bad, &o);
-        REQUIRE(dt >= 0);
-        printf("  %s: %.2f s; rank %d: %s; rank %d: %s\n", c == 0 ? "a corrupt training block" : "a corrupt validation block", dt,
-               failed, err[failed], (failed + 1) % 3, err[(failed + 1) % 3]);
-        CHECK(dt < 20);
-        CHECK(st[failed] == WD_ERR_CORRUPT && strstr(err[failed], "vote-bad.wdr") && (c == 1 || strstr(err[failed], "block 8")));
-        for (int p = 0; p < 3; p++) {
-            if (p == failed) continue;
-            char want[64];
-            snprintf(want, sizeof want, "rank %d failed (corrupt data): ", failed);
-            CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], want) && strstr(err[p], "vote-bad.wdr"));
-        }
-        for (int p = 0; p < 3; p++) CHECK(ms[p]->step == 2 && models_equal(ms[0], ms[p]));
-        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
-    }
-    unlink(bad);
+// Failing fast (issue 31): a process that fails at any point aborts the
+// communicator, and every process ends within seconds, the others with
+// WD_ERR_ABORTED naming the failed rank and its reason; rank 0 saves the
+// model of its last finished step (error_saved), and resuming every process
+// from that checkpoint finishes bit-identical to a run that never failed.
+// 3 processes over one shared-memory communicator (threads), 4 steps an
+// epoch, 2 epochs. A stopped process (its loader sleeps past the
+// communicator's timeout, 2 s) ends everyone at the timeout instead.
+static wd_status sleep_third(void *user, wd_batch *b, int worker) {
+    (void)b; (void)worker;
+    if (__atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3) usleep(4000000);
+    return WD_OK;
 }
-// A process that fails before its first step (it cannot open its training
-// file) or whose settings differ (its batch_size) ends every process at
-// once, in the start-up agreement: over communicators whose abort reaches
-// nobody, the others used to wait in their first collective for the
-// timeout (30 s here). (a) every other process names rank 1 and its
-// reason; (b) every process refuses, naming rank 1 and the setting. No
-// step ran anywhere, and after (b) no rank aborted its communicator (every
-// rank knows the outcome). (c) and (d): what may differ, and what is compared.
-static void test_process_setup_agreement(void) {
+static wd_status huge_third(void *user, wd_batch *b, int worker) {
+    (void)worker;
+    if (__atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3)
+        for (int i = 0; i < b->n; i++) b->dense[(size_t)i * (size_t)b->ndense] = 1e30f;
+    return WD_OK;
+}
+static char g_ff_dir[300], g_ff_moved[300];
+static int move_ckpt_dir(void *user, const wd_progress *p) {   // process 0: its checkpoint's directory goes away at step 2
+    (void)user;
+    if (p->step == 2 && isnan(p->valid_auc)) rename(g_ff_dir, g_ff_moved);
+    return 0;
+}
+static void test_process_fail_fast(void) {
     REQUIRE(g_data_ok);
-    char missing[300];
-    snprintf(missing, sizeof missing, "%s/agree-missing.wdr", TMP);
-    for (int c = 0; c < 2; c++) {
+    char bad[300], missing[300], ck[300], moved_ck[300];
+    snprintf(bad, sizeof bad, "%s/ff-bad.wdr", TMP);
+    snprintf(missing, sizeof missing, "%s/ff-missing.wdr", TMP);
+    snprintf(g_ff_dir, sizeof g_ff_dir, "%s/ff-dir", TMP);
+    snprintf(g_ff_moved, sizeof g_ff_moved, "%s/ff-dir-moved", TMP);
+    snprintf(ck, sizeof ck, "%s/ff-dir/ck.wdm", TMP);
+    snprintf(moved_ck, sizeof moved_ck, "%s/ff-dir-moved/ck.wdm", TMP);
+    REQUIRE(copy_with_bad_block(TRAIN, bad, 8) == 0);   // process 2's third block (training), its share (validation)
+    wd_model *ref[3];
+    wd_status st[3];
+    char err[3][1024];
+    deaf_opts ro = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}, 1, NULL, NULL, NULL};
+    REQUIRE(train_deaf(ref, st, err, TRAIN, NULL, &ro) >= 0 && st[0] == WD_OK && ref[0]->step == 8);
+    // failed: the failed rank; resume: the step of the checkpoint on disk (-1: none)
+    enum { MISSING, CREATE, CORRUPT, OWN_ABORT, AFTER_COLL, VALID, CKPT, NUMERIC, STOPPED };
+    static const struct { int kind; const char *name, *why; int failed; wd_status fst; int resume; } cs[] = {
+        {MISSING, "set-up: a missing training file", "ff-missing.wdr", 1, WD_ERR_IO, -1},
+        {CREATE, "set-up: the backend's creation", "injected at the end of the backend's creation", 1, WD_ERR_DEVICE, -1},
+        {CORRUPT, "mid-step: a corrupt block", "ff-bad.wdr", 2, WD_ERR_CORRUPT, 2},
+        {OWN_ABORT, "mid-step: a map callback's own WD_ERR_ABORTED", "process 1's map callback gives up", 1, WD_ERR_ABORTED, 2},
+        {AFTER_COLL, "after the step's collectives", "injected after the step's collectives", 1, WD_ERR_DEVICE, 3},
+        {VALID, "at validation", "ff-bad.wdr", 2, WD_ERR_CORRUPT, 2},
+        {CKPT, "at a checkpoint", "ck.wdm", 0, WD_ERR_IO, 1},
+        {NUMERIC, "a non-finite step (every process alike)", "not finite", -1, WD_ERR_NUMERIC, 2},
+        {STOPPED, "a stopped process (past the timeout)", "timeout", -1, WD_ERR_ABORTED, 2}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        wd_model *ms[3];
+        int seen = 0, k = cs[c].kind;
+        unlink(ck); rmdir(g_ff_dir); unlink(moved_ck); rmdir(g_ff_moved);
+        REQUIRE(mkdir(g_ff_dir, 0755) == 0);
+        deaf_opts o = {k == STOPPED ? 2.0 : 30.0, k == VALID ? 2 : 0, 0, ck, k == CKPT, {0}, NULL, &seen, k == MISSING ? missing : NULL, 0, NULL, {0},
+                       1, NULL, k == CKPT ? move_ckpt_dir : NULL, NULL};
+        o.map = k == CORRUPT ? NULL : k == OWN_ABORT ? abort_third : k == NUMERIC ? huge_third : k == STOPPED ? sleep_third : NULL;
+        if (k == CREATE) setenv("WD_CPU_TEST_FAIL", "1:create", 1);
+        if (k == AFTER_COLL) setenv("WD_CPU_TEST_FAIL", "1:3", 1);
+        double dt = train_deaf(ms, st, err, k == CORRUPT ? bad : TRAIN, k == VALID ? bad : NULL, &o);
+        unsetenv("WD_CPU_TEST_FAIL");
+        REQUIRE(dt >= 0);
+        int f = cs[c].failed, ok = dt < (k == STOPPED ? 8.0 : 5.0);
+        for (int p = 0; p < 3; p++) {
+            if (p == f) ok = ok && st[p] == cs[c].fst && strstr(err[p], cs[c].why);
+            else if (f >= 0) {
+                char want[64];
+                snprintf(want, sizeof want, "rank %d failed (%s): ", f, wd_status_string(cs[c].fst));
+                ok = ok && st[p] == WD_ERR_ABORTED && strstr(err[p], want) && strstr(err[p], cs[c].why);
+            } else ok = ok && st[p] == cs[c].fst && strstr(err[p], cs[c].why);
+        }
+        ok = ok && ms[0]->step == (k == CKPT ? 2 : cs[c].resume < 0 ? 0 : cs[c].resume);   // rank 0's last finished step
+        ok = ok && (cs[c].resume < 0 || k == CKPT || (g_proc_rep[0].error_saved && strstr(err[0], "saved to")));
+        if (k == CKPT) ok = ok && strstr(err[0], "holds the checkpoint of step 1");
+        printf("  %s: %.2f s; rank %d: %s | rank %d: %s\n", cs[c].name, dt, f < 0 ? 1 : f, err[f < 0 ? 1 : f], f == 0 ? 1 : 0,
+               err[f == 0 ? 1 : 0]);
+        CHECK(ok);
+        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
+        if (cs[c].resume < 0 || k == NUMERIC) continue;   // nothing saved; a diverged model resumes into the same step
+        // every process resumes from the checkpoint rank 0 left: bit-identical to the run that never failed
+        deaf_opts r = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}, 1, k == CKPT ? moved_ck : ck, NULL, NULL};
+        wd_model *rs[3] = {NULL, NULL, NULL};
+        int rok = train_deaf(rs, st, err, TRAIN, NULL, &r) >= 0;
+        for (int p = 0; p < 3; p++) rok = rok && rs[p] && st[p] == WD_OK && rs[p]->step == 8 && models_equal(rs[p], ref[p]);
+        if (!rok) printf("  %s: the resume from step %d: %s | %s\n", cs[c].name, cs[c].resume, err[0], err[1]);
+        CHECK(rok);
+        for (int p = 0; p < 3; p++) if (rs[p]) wd_model_destroy(rs[p]);
+    }
+    for (int p = 0; p < 3; p++) wd_model_destroy(ref[p]);
+    unlink(ck); rmdir(g_ff_dir); unlink(moved_ck); rmdir(g_ff_moved); unlink(bad);
+}
+// Settings that differ between processes (process 1's batch_size) are
+// refused on every process, naming rank 1 and the setting; no step ran.
+// What may differ is accepted, and the environment's settings are compared
+// as the backend parses them.
+static void test_process_settings_check(void) {
+    REQUIRE(g_data_ok);
+    {
         wd_model *ms[3];
         wd_status st[3];
         char err[3][1024];
-        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, c == 0 ? missing : NULL, c == 1 ? 1024 * 3 : 0, NULL, {0}};
+        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, NULL, 1024 * 3, NULL, {0}, 1, NULL, NULL, NULL};
         double dt = train_deaf(ms, st, err, TRAIN, TEST, &o);
         REQUIRE(dt >= 0);
-        printf("  %s: %.3f s; rank 1: %s; rank 0: %s\n", c == 0 ? "a missing training file" : "another batch_size", dt, err[1], err[0]);
+        printf("  another batch_size: %.3f s; rank 1: %s\n", dt, err[1]);
         CHECK(dt < 1.0);
         for (int p = 0; p < 3; p++) {
-            if (c == 0 && p == 1) CHECK(st[p] != WD_OK && st[p] != WD_ERR_ABORTED && strstr(err[p], "agree-missing.wdr"));
-            else if (c == 0) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (") && strstr(err[p], "start-up: ") && strstr(err[p], "agree-missing.wdr"));
-            else CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank") &&
-                       o.aborts[p] == 0);   // every rank knows the outcome: the communicator stays usable
+            CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank"));
             CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
         }
         for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
@@ -1189,7 +1227,7 @@ static void test_process_setup_agreement(void) {
         wd_status st[3];
         char err[3][1024];
         unlink(ck);
-        deaf_opts o = {30.0, 0, 0, ck, 1, {0}, NULL, NULL, NULL, 0, c == 0 ? "" : "/nonexistent-dir/agree-ck.wdm", {0}};
+        deaf_opts o = {30.0, 0, 0, ck, 1, {0}, NULL, NULL, NULL, 0, c == 0 ? "" : "/nonexistent-dir/agree-ck.wdm", {0}, 1, NULL, NULL, NULL};
         double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
         REQUIRE(dt >= 0);
         printf("  checkpoint_path on process 0 only (others: %s): %.2f s; %s | %s | %s\n", c == 0 ? "none" : "a missing directory", dt, err[0], err[1], err[2]);
@@ -1213,173 +1251,25 @@ static void test_process_setup_agreement(void) {
             {"WD_CUDA_SPARSE", "segmented", NULL, 1}, {"WD_CUDA_SPARSE", "fused", NULL, 0}, {"WD_CUDA_SPARSE", "fused", "segmented", 0}};
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
             for (int dev = 0; dev < 2; dev++) {
-                wd__agreerec a, b;
+                wd__settings a, b;
                 wd_train_desc ta, tb;
                 memset(&a, 0, sizeof a); memset(&b, 0, sizeof b);
                 memset(&ta, 0, sizeof ta); memset(&tb, 0, sizeof tb);
                 ta.device = tb.device = dev ? WD_DEVICE_CUDA : WD_DEVICE_CPU;
                 setenv(cs[i].name, cs[i].x, 1);
                 CHECK_OK(wd_cuda_desc_resolve(&ta.cuda, &ta.cuda));
-                wd__agree_env(&a, &ta);
+                wd__settings_cuda(&a, &ta);
                 if (cs[i].y) setenv(cs[i].name, cs[i].y, 1);
                 else unsetenv(cs[i].name);
                 CHECK_OK(wd_cuda_desc_resolve(&tb.cuda, &tb.cuda));
-                wd__agree_env(&b, &tb);
+                wd__settings_cuda(&b, &tb);
                 unsetenv(cs[i].name);
-                int same = 1;
-                for (int f = WD__AG_ENV; f < WD__AG_N; f++) same = same && a.f[f].v == b.f[f].v;
+                int same = a.n == b.n && a.n == 4;
+                for (int f = 0; f < a.n; f++) same = same && a.s[f].v == b.s[f].v;
                 if (same != (!dev || cs[i].same)) printf("  %s=%s against %s on the %s device: %s\n", cs[i].name, cs[i].x, cs[i].y ? cs[i].y : "unset", dev ? "CUDA" : "CPU", same ? "equal" : "different");
                 CHECK(same == (!dev || cs[i].same));
             }
     }
-}
-// A process whose set-up fails after the start-up agreement: its backend's
-// creation (WD_CPU_TEST_FAIL=1:create, the CPU side of a GPU without the
-// memory its plan needs) or its loader's open (a loader_ram of 1 byte on
-// process 1 alone). The second agreement round (every rank's status after
-// its backend and loader) ends the others at once, naming rank 1 and its
-// reason, with no communicator aborted; no step ran. Over deaf
-// communicators the others used to wait in their first step for the
-// timeout (30 s here) after a failed creation.
-static void test_process_setup_fails_after_agreement(void) {
-    REQUIRE(g_data_ok);
-    for (int c = 0; c < 2; c++) {
-        wd_model *ms[3];
-        wd_status st[3];
-        char err[3][1024];
-        deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};
-        if (c == 0) setenv("WD_CPU_TEST_FAIL", "1:create", 1);
-        else g_deaf_loader_ram1 = 1;
-        double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
-        unsetenv("WD_CPU_TEST_FAIL");
-        g_deaf_loader_ram1 = 0;
-        REQUIRE(dt >= 0);
-        const char *why = c == 0 ? "injected at the end of the backend's creation" : "RAM budget 1 bytes";
-        printf("  %s: %.3f s, %d aborts; rank 1: %s; rank 0: %s\n", c == 0 ? "the backend's creation" : "the loader's open", dt, o.aborts[0] + o.aborts[1] + o.aborts[2], err[1], err[0]);
-        CHECK(dt < 1.0 && o.aborts[0] + o.aborts[1] + o.aborts[2] == 0);
-        CHECK(st[1] == (c == 0 ? WD_ERR_DEVICE : WD_ERR_LIMIT) && strstr(err[1], why));
-        for (int p = 0; p < 3; p += 2)
-            CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (") && strstr(err[p], "start-up: ") && strstr(err[p], why));
-        for (int p = 0; p < 3; p++) CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
-        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
-    }
-}
-// A rank's own failure whose status is WD_ERR_ABORTED (its map callback's)
-// is voted like any other: where the error came from decides, not its
-// status (the vote used to skip it, taking it for another rank's abort, and
-// the others waited out the timeout, 30 s here). Process 1's third block.
-static void test_process_own_abort_voted(void) {
-    REQUIRE(g_data_ok);
-    wd_model *ms[3];
-    wd_status st[3];
-    char err[3][1024];
-    int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, abort_third, &seen, NULL, 0, NULL, {0}};
-    double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
-    REQUIRE(dt >= 0);
-    printf("  %.2f s; rank 1: %s; rank 0: %s\n", dt, err[1], err[0]);
-    CHECK(dt < 20);
-    CHECK(st[1] == WD_ERR_ABORTED && strstr(err[1], "process 1's map callback gives up"));
-    for (int p = 0; p < 3; p += 2) CHECK(st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (aborted): ") && strstr(err[p], "process 1's map callback gives up"));
-    for (int p = 0; p < 3; p++) CHECK(ms[p]->step == ms[0]->step && models_equal(ms[0], ms[p]));
-    for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
-}
-// A step that fails on one process after its collectives went out
-// (WD_CPU_TEST_FAIL=1:S, the CPU backend's hook: the step's allreduce and
-// allgather run, its update does not): the others complete step S, and
-// process 1 must post what they post next, in the same order, or someone
-// waits for the timeout (30 s) or pairs a vote with a validation's gather.
-// 3 processes over deaf communicators, 4 steps an epoch, 2 epochs:
-//  (a) S = 3 mid-epoch: the vote at step 4; the others fail there naming
-//      rank 1 and hold step 3's model;
-//  (b) S = 3 = max_steps, and (c) S = 8, the last step of the last epoch:
-//      nothing follows, so rank 1 neither votes (it used to, alone, and
-//      waited out the timeout) nor aborts; the others end WD_OK at step S;
-//  (d) validation every 3 steps, S = 3, and (e) S = 4, the epoch's end
-//      (validated): rank 1 sends its failure in the validation's gather;
-//      the others fail there naming it ("validation: ...");
-//  (f) a checkpoint every step (a sync step on every rank), S = 3: the vote
-//      at step 4;
-//  (g) process 0 asks to stop from step 1 on (the stop lands in step 3,
-//      step 4 is in flight), S = 4: every rank stops after step 4; rank 1
-//      neither votes nor aborts (it used to abort);
-//  (h) the same stop landing in S = 3 itself: the others submitted step 4
-//      before they read it, so rank 1 votes there and they fail naming it;
-//  (i) a checkpoint every step, the stop landing in S = 2 itself: the others
-//      waited for step 2 and stop after it, so rank 1 posts nothing;
-//  (j) as (i), processes 1 and 2 naming no checkpoint_path (rank 0 alone
-//      writes): rank 1 still knows step 2 was waited for (it used to vote
-//      at step 3, alone, and wait out the timeout).
-// No process aborts its communicator in any of them (every failure reached
-// the others by a vote or a gather, or nobody waits), and every run ends in
-// seconds. Last, a failure every process reads from the reduced data (a
-// dense value of 1e30 in process 1's third block: the step's loss or
-// gradient is refused on every process alike, WD_ERR_NUMERIC): nobody
-// aborts either (every process used to, after the step, WD_REACH_ALL).
-static wd_status huge_third(void *user, wd_batch *b, int worker) {
-    (void)worker;
-    if (__atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST) == 3)
-        for (int i = 0; i < b->n; i++) b->dense[(size_t)i * (size_t)b->ndense] = 1e30f;
-    return WD_OK;
-}
-static void test_process_fails_after_collectives(void) {
-    REQUIRE(g_data_ok);
-    char ck[300];
-    snprintf(ck, sizeof ck, "%s/sent-ck.wdm", TMP);
-    // expect: 0 the others fail at step `end` by rank 1's vote or gather, 1 they end WD_OK at `end`, 2 they stop at `end`
-    // pathless: processes 1 and 2 name no checkpoint_path (rank 0 alone writes; they wait at its steps all the same)
-    static const struct { const char *name; int S, max_steps, valid, eval_every, ckpt, stop_at, expect, end, pathless; } cs[] = {
-        {"mid-epoch", 3, 0, 0, 0, 0, 0, 0, 3, 0},
-        {"the last step (max_steps)", 3, 3, 0, 0, 0, 0, 1, 3, 0},
-        {"the last step of the last epoch", 8, 0, 0, 0, 0, 0, 1, 8, 0},
-        {"a validating step", 3, 0, 1, 3, 0, 0, 0, 3, 0},
-        {"the epoch's end, validated", 4, 0, 1, 0, 0, 0, 0, 4, 0},
-        {"a checkpoint step", 3, 0, 0, 0, 1, 0, 0, 3, 0},
-        {"after a stop was read", 4, 0, 0, 0, 0, 1, 2, 2, 0},
-        {"a step carrying a stop", 3, 0, 0, 0, 0, 1, 0, 2, 0},
-        {"a checkpoint step carrying a stop", 2, 0, 0, 0, 1, 1, 2, 1, 0},
-        {"a checkpoint step carrying a stop, processes 1 and 2 without checkpoint_path", 2, 0, 0, 0, 1, 1, 2, 1, 1}};
-    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
-        wd_model *ms[3];
-        wd_status st[3];
-        char err[3][1024], spec[32];
-        snprintf(spec, sizeof spec, "1:%d", cs[c].S);
-        setenv("WD_CPU_TEST_FAIL", spec, 1);
-        g_deaf_max_steps = cs[c].max_steps;
-        deaf_opts o = {30.0, cs[c].eval_every, cs[c].stop_at, cs[c].ckpt ? ck : NULL, cs[c].ckpt, {0}, NULL, NULL, NULL, 0, cs[c].pathless ? "" : NULL, {0}};
-        double dt = train_deaf(ms, st, err, TRAIN, cs[c].valid ? TEST : NULL, &o);
-        unsetenv("WD_CPU_TEST_FAIL");
-        g_deaf_max_steps = 0;
-        REQUIRE(dt >= 0);
-        int aborts = o.aborts[0] + o.aborts[1] + o.aborts[2];
-        int ok = dt < 20 && aborts == 0;
-        ok = ok && st[1] == WD_ERR_DEVICE && strstr(err[1], "injected after the step's collectives");
-        for (int p = 0; p < 3; p += 2) {
-            ok = ok && ms[p]->step == cs[c].end;
-            if (cs[c].expect == 1) ok = ok && st[p] == WD_OK;   // nothing followed step S
-            else if (cs[c].expect == 2) ok = ok && (p == 0 ? st[p] == WD_ERR_ABORTED && strstr(err[p], "stopped at step") : st[p] == WD_OK);
-            else ok = ok && st[p] == WD_ERR_ABORTED && strstr(err[p], "rank 1 failed (device error): ") && strstr(err[p], "injected after the step's collectives") &&
-                         (!cs[c].valid || strstr(err[p], "validation: "));
-        }
-        ok = ok && models_equal(ms[0], ms[2]);
-        printf("  %s (S = %d): %.2f s, %d aborts, steps %lld %lld %lld; rank 1: %s; rank 0: %s\n", cs[c].name, cs[c].S, dt, aborts,
-               (long long)ms[0]->step, (long long)ms[1]->step, (long long)ms[2]->step, err[1], err[0]);
-        CHECK(ok);
-        for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
-    }
-    unlink(ck);
-    wd_model *ms[3];
-    wd_status st[3];
-    char err[3][1024];
-    int seen = 0;
-    deaf_opts o = {30.0, 0, 0, NULL, 0, {0}, huge_third, &seen, NULL, 0, NULL, {0}};
-    double dt = train_deaf(ms, st, err, TRAIN, NULL, &o);
-    REQUIRE(dt >= 0);
-    int aborts = o.aborts[0] + o.aborts[1] + o.aborts[2];
-    printf("  a non-finite step on every process: %.2f s, %d aborts; rank 0: %s\n", dt, aborts, err[0]);
-    CHECK(dt < 20 && aborts == 0);
-    for (int p = 0; p < 3; p++) CHECK(st[p] == WD_ERR_NUMERIC && ms[p]->step == 2 && models_equal(ms[0], ms[p]));
-    for (int p = 0; p < 3; p++) wd_model_destroy(ms[p]);
 }
 // A stop (process 0's progress callback) that lands on a step where the
 // ranks wait for their steps to finish: every rank waits at the same steps
@@ -1401,7 +1291,7 @@ static void test_process_stop_at_sync_steps(void) {
             wd_model *ms[3];
             wd_status st[3];
             char err[3][1024];
-            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0, NULL, {0}};
+            deaf_opts o = {10.0, c == 0 ? 1 : 0, at, c == 2 ? ck : NULL, c == 2 ? 1 : 0, {0}, NULL, NULL, NULL, 0, NULL, {0}, 0, NULL, NULL, NULL};
             double dt = train_deaf(ms, st, err, TRAIN, c == 2 ? NULL : TEST, &o);
             REQUIRE(dt >= 0);
             int ok = dt < 8;
@@ -1614,13 +1504,10 @@ int main(int argc, char **argv) {
     RUN(test_comm);
     RUN(test_workers_equivalence);
     RUN(test_processes_equivalence);
-    RUN(test_process_failure_vote);
+    RUN(test_process_fail_fast);
     RUN(test_processes_validate);
     RUN(test_process_stop_at_sync_steps);
-    RUN(test_process_own_abort_voted);
-    RUN(test_process_setup_agreement);
-    RUN(test_process_fails_after_collectives);
-    RUN(test_process_setup_fails_after_agreement);
+    RUN(test_process_settings_check);
     RUN(test_learns_and_evaluates);
     RUN(test_reported_loss);
     RUN(test_checkpoint_roundtrip_and_resume);

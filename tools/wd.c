@@ -67,7 +67,7 @@ WD_PRINTF(1, 2) static int usage_error(const char *fmt, ...) {
     else fprintf(stderr, "wd: %s\n(run 'wd help' for usage)\n", msg);
     return 2;
 }
-// The last error said (an MPI rank that fails before wd_train votes it: mpi_end)
+// The last error said (an MPI rank that fails before wd_train aborts the job's communicator with it: mpi_end)
 static char g_errline[4096];
 static wd_status g_errst;
 static int fail(wd_status st) {
@@ -1624,12 +1624,13 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // the processes of its node), or with --device cuda one GPU per local rank
 // (NCCL, its id shared by MPI_Bcast). Every rank scores its share of the
 // validation blocks (the library gathers them); rank 0 alone writes --save,
-// --log and progress; every rank reports its own errors. A failed rank ends the job
-// (MPI_Abort) so that none waits on it, unless every rank failed with it
-// (the failure vote): then all finalize; a stop (SIGINT/SIGTERM to every
-// rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
+// --log and progress; every rank reports its own errors. A failed rank aborts the
+// communicator (the library's fail-fast rule: every other rank's wd_train ends naming
+// it); when every rank then reaches the end they all finalize, else the job is ended
+// (MPI_Abort); a stop (SIGINT/SIGTERM to every rank, as mpirun sends on Ctrl-C) ends
+// every rank at the same step.
 #ifdef WD_USE_MPI
-static int g_mpi_rank, g_mpi_size = 1, g_mpi_init, g_mpi_trained;   // trained: wd_train (or wd_train_fail) was called
+static int g_mpi_rank, g_mpi_size = 1, g_mpi_init, g_mpi_trained;   // trained: wd_train was called
 static wd_comm *g_mpi_comm;
 static MPI_Comm g_mpi_end = MPI_COMM_NULL;   // mpi_end's barrier alone (no other collective is ever on it)
 static int env_int(const char *a, const char *b, int dflt) {
@@ -1712,15 +1713,17 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
 // communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when longer:
 // rank 0 may be saving the model after an error, and a shorter wait's
 // MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
-// exit status and message (a failure they share: one rank's failure vote
-// ends them all at the same step; rank 0 alone failing its final save).
+// exit status and message (one rank's failure aborts the communicator and
+// ends every rank's wd_train; rank 0 alone failing its final save).
 // Else a failed rank ends the job (MPI_Abort), since some rank may still
 // wait for it in a collective.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
     // failed after MPI started, before wd_train (its --log, --tensorboard):
-    // the other ranks' wd_train learn it in their start-up agreement
-    if (rc && g_mpi_comm && !g_mpi_trained) wd_train_fail(g_mpi_comm, g_errst, g_errline[0] ? g_errline : "failed before training started");
+    // the abort ends the other ranks' wd_train (their settings check) naming this rank
+    if (rc && g_mpi_comm && !g_mpi_trained)
+        g_mpi_comm->ops->abort(g_mpi_comm, g_errst ? g_errst : WD_ERR_INVALID_ARG,
+                               g_errline[0] ? g_errline : "failed before training started");
     fflush(stdout);
     fflush(stderr);
     if (g_mpi_size > 1) {
@@ -1883,8 +1886,11 @@ static int cmd_train(int argc, char **argv) {
     memset(&rep, 0, sizeof rep);
     rep.valid_auc = rep.valid_logloss = rep.best_auc = NAN;
     mpi_trained();
-    if (g_signal) st = wd_train_fail(td->comm, WD_ERR_ABORTED, "interrupted before training started");   // the other ranks' wd_train learn it
-    else st = wd_train(m, td, &rep);
+    if (g_signal) {
+        st = WD_ERR_ABORTED;
+        wd_set_last_error("interrupted before training started");
+        if (td->comm) td->comm->ops->abort(td->comm, st, wd_last_error());   // the other ranks' wd_train end naming it
+    } else st = wd_train(m, td, &rep);
     if (ui.tty) fprintf(stderr, "\r\033[K");
     log_flush(&ui);
     int64_t epoch = 0, inb = 0, step = 0;
