@@ -8862,7 +8862,8 @@ static wd_status wd__rank_epoch(wd__rank *k, const wd_backend_desc *bd, int64_t 
         st = wd__rank_sync(k, *step, validating, inflight);
         k->stage[WD_STAGE_OTHER] += wd__now() - t1;
     }
-    if (st) snprintf(k->err, sizeof k->err, "%s", wd_last_error());
+    int held = st != 0;   // the drain keeps the first error (wd_error_hold)
+    if (held) wd_error_hold(1);
     while (inflight > 0) {
         wd_status s2 = wd__rank_complete(k, step, in_epoch);
         inflight--;
@@ -8870,9 +8871,10 @@ static wd_status wd__rank_epoch(wd__rank *k, const wd_backend_desc *bd, int64_t 
             s2 = wd__stream_skip(k, bd, step, in_epoch, &inflight, NULL, run->src_batches - 1);
             if (!s2 && !*over && !run->stop) *over = 2;
         }
-        if (!st && s2) { st = s2; snprintf(k->err, sizeof k->err, "%s", wd_last_error()); }
+        if (!st && s2) { st = s2; held = 1; wd_error_hold(1); }
     }
-    return st ? wd__fail(st, "%s", k->err) : WD_OK;
+    if (held) wd_error_hold(0);
+    return st;
 }
 // One rank's training: its loader shard (or the stream) through its backend.
 // Any error returns at once (wd__rank_thread applies the failure policy).
@@ -9202,10 +9204,9 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
                       d->checkpoint_path ? "; checkpoint saved to " : "", d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
     if (own_comm) {
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
+        wd_error_hold(1);   // the communicators' teardown keeps the call's error
         dev->comm_destroy(run->comm, run->nlocal);
-        if (st) wd__fail(st, "%s", err);
+        wd_error_hold(0);
     }
     rep->seconds = wd__now() - t0;
     rep->samples_per_s = rep->train_s > 0 ? (double)rep->samples / rep->train_s : 0;
