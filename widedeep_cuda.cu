@@ -136,9 +136,11 @@ static wd_status wdc_fail(wd_status st, const char *fmt, ...) {
     return st;
 }
 #define WDC_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
-    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, cudaGetErrorString(e_)); } while (0)
+    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+                    cudaGetErrorString(e_)); } while (0)
 #define WDC_LT(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) \
-    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: cuBLAS status %d", #call, __FILE__, __LINE__, (int)s_); } while (0)
+    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: cuBLAS status %d", #call, __FILE__, __LINE__, \
+                    (int)s_); } while (0)
 // NCCL through dlopen (section 7 loads it): wdc_nc.X is ncclX.
 struct wdc_nccl_api {
     ncclResult_t (*GetVersion)(int *);
@@ -157,10 +159,12 @@ struct wdc_nccl_api {
 static wdc_nccl_api wdc_nc;
 // A call on a nonblocking communicator may answer ncclInProgress: not a failure (section 7 waits for it).
 #define WDC_NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess && r_ != ncclInProgress) \
-    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, wdc_nc.GetErrorString(r_)); } while (0)
+    return wdc_fail(WD_ERR_DEVICE, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, \
+                    wdc_nc.GetErrorString(r_)); } while (0)
 #define WDC_TRY(expr) do { wd_status t_ = (expr); if (t_ != WD_OK) return t_; } while (0)
 #define WDC_LAUNCH(name) do { cudaError_t e_ = cudaGetLastError(); if (e_ != cudaSuccess) \
-    return wdc_fail(WD_ERR_DEVICE, "kernel %s failed to launch at %s:%d: %s", name, __FILE__, __LINE__, cudaGetErrorString(e_)); } while (0)
+    return wdc_fail(WD_ERR_DEVICE, "kernel %s failed to launch at %s:%d: %s", name, __FILE__, __LINE__, \
+                    cudaGetErrorString(e_)); } while (0)
 
 static double wdc_now(void) {
     struct timespec ts;
@@ -178,7 +182,8 @@ static int wdc_drained(cudaStream_t st, double limit) {
 }
 
 // ---- 2. Kernels ---------------------------------------------------------------------------------
-#define WDC_THREADS 256             // threads per block of every kernel over elements; reductions size their shared arrays by it
+#define WDC_THREADS 256             // threads per block of every kernel over elements;
+                                    // reductions size their shared arrays by it
 #define WDC_WARPS (WDC_THREADS / 32)
 #define WDC_SEG 32                  // most rows of one run a warp sums (hot ids: many warps, then their segments)
 #define WDC_CHUNK 256               // rows per block of a column sum's first level
@@ -236,24 +241,28 @@ struct wdc_state {
     unsigned long long checksum, checksums[256];   // cuda.check_tables: this replica's, every rank's
     int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
-    int xres[2][3];                 // per input buffer: most merged rows of a rank, xover, the tail's flags (for the host)
+    int xres[2][3];                 // per input buffer: most merged rows of a
+                                    // rank, xover, the tail's flags (for the host)
     wdc_result res[2];              // per input buffer
     long long table_off[WD_MAX_SLOTS + WD_MAX_CROSSES + 1];
     wdc_dims d;                     // the kernels' shapes and batches, read through pointers (about 6 KB:
     wdc_batch b[2];                 // by value they would near the 4 KB a launch's parameters may take)
 };
 
-static_assert(sizeof(wdc_state) <= 16384, "wdc_state outgrew its plan entry (WD_BUF_STATE in widedeep.h's wd_plan_make)");
+static_assert(sizeof(wdc_state) <= 16384,
+              "wdc_state outgrew its plan entry (WD_BUF_STATE in widedeep.h's wd_plan_make)");
 
 // A sample's ids in slot k.
 __device__ __forceinline__ const uint32_t *wdc_ids(const wdc_batch &b, const wdc_dims &d, int k, int i, int *count) {
-    if (d.kind[k] == WD_MULTI_HOT) { uint32_t a = b.offs[k][i]; *count = (int)(b.offs[k][i + 1] - a); return b.ids[k] + a; }
+    if (d.kind[k] == WD_MULTI_HOT) { uint32_t a = b.offs[k][i]; *count = (int)(b.offs[k][i + 1] - a);
+        return b.ids[k] + a; }
     *count = 1;
     return b.ids[k] + i;
 }
 
 // Column c of sample i's MLP input x = [dense | pooled embedding of every slot | zero padding].
-__device__ __forceinline__ float wdc_x_at(const wdc_batch &b, const wdc_dims &d, const float *emb, const long long *table_off, int i, int c) {
+__device__ __forceinline__ float wdc_x_at(const wdc_batch &b, const wdc_dims &d, const float *emb,
+                                          const long long *table_off, int i, int c) {
     float v = 0.0f;
     if (c < d.D) v = b.dense[(size_t)i * d.D + c];
     else if (c < d.IN) {
@@ -273,15 +282,17 @@ __device__ __forceinline__ void wdc_x_put(float *x, uint16_t *x16, size_t at, fl
     else x[at] = v;
 }
 // x (n, INp) or x16, one block per sample (cuda.no_overlap; wdc_gather_wide_k otherwise).
-__global__ void wdc_gather_k(float *x, uint16_t *x16, const wdc_batch *__restrict__ bp, const float *emb, const long long *table_off,
-                             const wdc_dims *__restrict__ dp, int n) {
+__global__ void wdc_gather_k(float *x, uint16_t *x16, const wdc_batch *__restrict__ bp, const float *emb,
+                             const long long *table_off, const wdc_dims *__restrict__ dp, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x;
     if (i >= n) return;
-    for (int c = threadIdx.x; c < d.INp; c += blockDim.x) wdc_x_put(x, x16, (size_t)i * d.INp + c, wdc_x_at(b, d, emb, table_off, i, c));
+    for (int c = threadIdx.x; c < d.INp; c += blockDim.x)
+        wdc_x_put(x, x16, (size_t)i * d.INp + c, wdc_x_at(b, d, emb, table_off, i, c));
 }
-static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_batch *b, const float *emb, const long long *toff, const wdc_dims *d, int n) {
+static wd_status wdc_gather(cudaStream_t st, float *x, uint16_t *x16, const wdc_batch *b, const float *emb,
+                            const long long *toff, const wdc_dims *d, int n) {
     WDC_GO(wdc_gather_k, n, 128, st)(x, x16, b, emb, toff, d, n);
     WDC_LAUNCH("gather");
     return WD_OK;
@@ -304,18 +315,20 @@ __global__ void wdc_spin_k(long long ns) {
 // wdc_gather_wide_k, which loads the terms on a warp's lanes and adds them in
 // this order, gives the same float bit for bit: bias, dense products, slots,
 // crosses.
-__device__ __forceinline__ float wdc_slot_wide(int i, int k, const wdc_batch &b, const wdc_dims &d, const float *wide, const long long *table_off) {
+__device__ __forceinline__ float wdc_slot_wide(int i, int k, const wdc_batch &b, const wdc_dims &d, const float *wide,
+                                               const long long *table_off) {
     int cnt;
     const uint32_t *ids = wdc_ids(b, d, k, i, &cnt);
     float s = 0.0f;
     for (int j = 0; j < cnt; j++) s = __fadd_rn(s, wide[table_off[k] + ids[j]]);
     return (d.mean && cnt > 1) ? __fdiv_rn(s, (float)cnt) : s;
 }
-__device__ __forceinline__ float wdc_cross_wide(int i, int c, const wdc_batch &b, const wdc_dims &d, const float *wide, const long long *table_off) {
+__device__ __forceinline__ float wdc_cross_wide(int i, int c, const wdc_batch &b, const wdc_dims &d, const float *wide,
+                                                const long long *table_off) {
     return wide[table_off[d.S + c] + wd_cross_hash(b.ids[d.cross_a[c]][i], b.ids[d.cross_b[c]][i], c, d.cross_buckets)];
 }
-__device__ __forceinline__ float wdc_wide_logit(int i, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
-                                                const long long *table_off) {
+__device__ __forceinline__ float wdc_wide_logit(int i, const wdc_batch &b, const wdc_dims &d, const float *wide,
+                                                const float *wdense, const long long *table_off) {
     float z = wdense[d.D];
     for (int j = 0; j < d.D; j++) z = __fadd_rn(z, __fmul_rn(wdense[j], b.dense[(size_t)i * d.D + j]));
     for (int k = 0; k < d.S; k++) z = __fadd_rn(z, wdc_slot_wide(i, k, b, d, wide, table_off));
@@ -338,8 +351,9 @@ __device__ __forceinline__ float wdc_warp_add_in_order(float z, float term, int 
 // wdc_wide_logit of every sample, its terms loaded on the lanes (dense
 // products, a slot each, a cross each) and added in its order by every lane.
 // The loss kernel then reads one float a sample instead of every id again.
-__global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
-                                  const float *emb, const float *wide, const float *wdense, const long long *table_off, int n) {
+__global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const wdc_batch *__restrict__ bp,
+                                  const wdc_dims *__restrict__ dp, const float *emb, const float *wide,
+                                  const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -360,18 +374,22 @@ __global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const 
                         float4 u = *(const float4 *)(emb + (table_off[k] + ids[j]) * d.E + e0);
                         v.x += u.x; v.y += u.y; v.z += u.z; v.w += u.w;
                     }
-                    if (d.mean && cnt > 1) { v.x /= (float)cnt; v.y /= (float)cnt; v.z /= (float)cnt; v.w /= (float)cnt; }
+                    if (d.mean && cnt > 1) { v.x /= (float)cnt; v.y /= (float)cnt; v.z /= (float)cnt;
+                        v.w /= (float)cnt; }
                 }
                 // store s: column D + 4 t0 + 32 s + lane, component lane % 4 of lane 8 s + lane / 4's quad
                 for (int s = 0; s < 4; s++) {
                     int from = 8 * s + lane / 4, col = 4 * t0 + 32 * s + lane;
                     float vx = __shfl_sync(0xffffffffu, v.x, from), vy = __shfl_sync(0xffffffffu, v.y, from);
                     float vz = __shfl_sync(0xffffffffu, v.z, from), vw = __shfl_sync(0xffffffffu, v.w, from);
-                    if (col < 4 * quads) wdc_x_put(x, x16, row + d.D + col, lane % 4 == 0 ? vx : lane % 4 == 1 ? vy : lane % 4 == 2 ? vz : vw);
+                    if (col < 4 * quads)
+                        wdc_x_put(x, x16, row + d.D + col,
+                                  lane % 4 == 0 ? vx : lane % 4 == 1 ? vy : lane % 4 == 2 ? vz : vw);
                 }
             }
         } else
-            for (int c = d.D + lane; c < d.IN; c += 32) wdc_x_put(x, x16, row + c, wdc_x_at(b, d, emb, table_off, i, c));
+            for (int c = d.D + lane; c < d.IN; c += 32)
+                wdc_x_put(x, x16, row + c, wdc_x_at(b, d, emb, table_off, i, c));
     }
     if (!wlogit) return;
     float z = wdense[d.D];
@@ -389,22 +407,25 @@ __global__ void wdc_gather_wide_k(float *x, uint16_t *x16, float *wlogit, const 
     }
     if (lane == 0) wlogit[i] = z;
 }
-static wd_status wdc_gather_wide(cudaStream_t st, float *x, uint16_t *x16, float *wlogit, const wdc_batch *b, const wdc_dims *d, const float *emb, const float *wide,
-                                 const float *wdense, const long long *toff, int n) {
+static wd_status wdc_gather_wide(cudaStream_t st, float *x, uint16_t *x16, float *wlogit, const wdc_batch *b,
+                                 const wdc_dims *d, const float *emb, const float *wide, const float *wdense,
+                                 const long long *toff, int n) {
     if (!x && !x16 && !wlogit) return WD_OK;
-    WDC_GO(wdc_gather_wide_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(x, x16, wlogit, b, d, emb, wide, wdense, toff, n);
+    WDC_GO(wdc_gather_wide_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(x, x16, wlogit, b, d, emb, wide,
+                                                                         wdense, toff, n);
     WDC_LAUNCH("gather_wide");
     return WD_OK;
 }
 // The wide logit of sample i: wdc_gather_wide_k's when it ran (wlogit), else computed here.
-__device__ __forceinline__ float wdc_wide_of(int i, const float *wlogit, const wdc_batch &b, const wdc_dims &d, const float *wide, const float *wdense,
-                                             const long long *table_off) {
+__device__ __forceinline__ float wdc_wide_of(int i, const float *wlogit, const wdc_batch &b, const wdc_dims &d,
+                                             const float *wide, const float *wdense, const long long *table_off) {
     return wlogit ? wlogit[i] : wdc_wide_logit(i, b, d, wide, wdense, table_off);
 }
 // Per sample: probability, dlogit = w (p - y); per block: partial sums of
 // loss, weight, samples (w != 0) and dlogit, summed by wdc_loss_final.
-__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const float *wlogit, const wdc_batch *__restrict__ bp,
-                           const wdc_dims *__restrict__ dp, const float *wide, const float *wdense, const long long *table_off, int n) {
+__global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float *deep_out, const float *wlogit,
+                           const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *wide,
+                           const float *wdense, const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     WDC_SHARED(float, sh, [4][WDC_THREADS]);
@@ -432,16 +453,18 @@ __global__ void wdc_loss_k(float *prob, float *dlogit, float *part, const float 
 }
 // tail[0..2] = loss, weight, samples; tail[3] = this rank's stop;
 // the wide bias gradient (sum of dlogit) into *gbias. One thread, fixed order.
-__global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, int nblocks, const wdc_state *s, int slot) {
+__global__ void wdc_loss_final_k(float *tail, float *gbias, const float *part, int nblocks,
+                                 const wdc_state *s, int slot) {
     float acc[4] = {0, 0, 0, 0};
     for (int q = 0; q < nblocks; q++) for (int j = 0; j < 4; j++) acc[j] += part[(size_t)q * 4 + j];
     tail[0] = acc[0]; tail[1] = acc[1]; tail[2] = acc[2];
     tail[3] = s->stop[slot];
     if (gbias) *gbias = acc[3];
 }
-static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias, const float *deep_out, const float *wlogit,
-                          const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense, const long long *toff,
-                          const wdc_state *s, int slot, int n) {
+static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *part, float *tail, float *gbias,
+                          const float *deep_out, const float *wlogit, const wdc_batch *b, const wdc_dims *d,
+                          const float *wide, const float *wdense, const long long *toff, const wdc_state *s,
+                          int slot, int n) {
     unsigned nb = wdc_blocks(n, WDC_THREADS);
     WDC_GO(wdc_loss_k, nb, WDC_THREADS, st)(prob, dlogit, part, deep_out, wlogit, b, d, wide, wdense, toff, n);
     WDC_LAUNCH("loss");
@@ -450,8 +473,9 @@ static wd_status wdc_loss(cudaStream_t st, float *prob, float *dlogit, float *pa
     return WD_OK;
 }
 // Probabilities only (evaluation and prediction).
-__global__ void wdc_predict_k(float *prob, const float *deep_out, const float *wlogit, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
-                              const float *wide, const float *wdense, const long long *table_off, int n) {
+__global__ void wdc_predict_k(float *prob, const float *deep_out, const float *wlogit, const wdc_batch *__restrict__ bp,
+                              const wdc_dims *__restrict__ dp, const float *wide, const float *wdense,
+                              const long long *table_off, int n) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -460,9 +484,11 @@ __global__ void wdc_predict_k(float *prob, const float *deep_out, const float *w
     if (d.wide) z += wdc_wide_of(i, wlogit, b, d, wide, wdense, table_off);
     prob[i] = 1.0f / (1.0f + expf(-z));
 }
-static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wlogit, const wdc_batch *b, const wdc_dims *d,
-                                    const float *wide, const float *wdense, const long long *toff, int n) {
-    WDC_GO(wdc_predict_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(prob, deep_out, wlogit, b, d, wide, wdense, toff, n);
+static wd_status wdc_predict_logits(cudaStream_t st, float *prob, const float *deep_out, const float *wlogit,
+                                    const wdc_batch *b, const wdc_dims *d, const float *wide, const float *wdense,
+                                    const long long *toff, int n) {
+    WDC_GO(wdc_predict_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(prob, deep_out, wlogit, b, d, wide,
+                                                                       wdense, toff, n);
     WDC_LAUNCH("predict");
     return WD_OK;
 }
@@ -475,7 +501,8 @@ __global__ void wdc_colsum_part_k(float *partial, const float *a, int lda, int n
     int j = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * WDC_CHUNK;
     float acc = 0.0f;
     if (j < m)
-        for (int r = r0 + threadIdx.y; r < min(n, r0 + WDC_CHUNK); r += 8) acc += a[(size_t)r * lda + j] * (s ? s[r] : 1.0f);
+        for (int r = r0 + threadIdx.y; r < min(n, r0 + WDC_CHUNK); r += 8)
+            acc += a[(size_t)r * lda + j] * (s ? s[r] : 1.0f);
     sh[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && j < m) {
@@ -491,7 +518,8 @@ __global__ void wdc_colsum_final_k(float *out, const float *partial, int chunks,
     for (int c = 0; c < chunks; c++) t += partial[(size_t)c * m + j];
     out[j] = t;
 }
-static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const float *a, int lda, int n, int m, const float *s) {
+static wd_status wdc_colsum(cudaStream_t st, float *out, float *partial, const float *a, int lda, int n, int m,
+                            const float *s) {
     int chunks = (n + WDC_CHUNK - 1) / WDC_CHUNK;
     WDC_GO(wdc_colsum_part_k, dim3(wdc_blocks(m, 32), chunks), dim3(32, 8), st)(partial, a, lda, n, m, s);
     WDC_LAUNCH("colsum_part");
@@ -510,7 +538,8 @@ __global__ void wdc_relu_grad_k(float *dd, const float *a, const uint16_t *a16, 
     if (!on) dd[q] = 0.0f;
     if (d16) d16[q] = wdc_bf16(on ? dd[q] : 0.0f);
 }
-static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, const uint16_t *a16, uint16_t *d16, size_t count) {
+static wd_status wdc_relu_grad(cudaStream_t st, float *dd, const float *a, const uint16_t *a16, uint16_t *d16,
+                               size_t count) {
     WDC_GO(wdc_relu_grad_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)(dd, a, a16, d16, count);
     WDC_LAUNCH("relu_grad");
     return WD_OK;
@@ -549,7 +578,8 @@ __global__ void wdc_top_k(float *gb, uint16_t *dz16, const float *dlogit, int n)
 // Sparse occurrences. The one-hot region holds B x T1 (q = i T1 + t: one-hot
 // slots, then crosses); then each multi-hot slot j owns B x MH positions, of
 // which its batch uses offs[B]. Unused positions get the sentinel key.
-__device__ __forceinline__ int wdc_find_sample(const uint32_t *offs, int n, uint32_t p) {   // largest i with offs[i] <= p
+__device__ __forceinline__ int wdc_find_sample(const uint32_t *offs, int n, uint32_t p) {   // largest i with
+                                                                                            // offs[i] <= p
     int lo = 0, hi = n - 1;
     while (lo < hi) { int mid = (lo + hi + 1) / 2; if (offs[mid] <= p) lo = mid; else hi = mid - 1; }
     return lo;
@@ -578,7 +608,8 @@ __device__ __forceinline__ wdc_occ wdc_occ_at(long long q, const wdc_batch &b, c
     if (d.mean && cnt > 1) o.scale = 1.0f / (float)cnt;
     return o;
 }
-__global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const long long *table_off) {
+__global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, const wdc_batch *__restrict__ bp,
+                           const wdc_dims *__restrict__ dp, const long long *table_off) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -590,20 +621,23 @@ __global__ void wdc_keys_k(unsigned long long *key, uint32_t *occ, const wdc_bat
         uint32_t id;
         if (q >= one) id = b.ids[o.table][(q - one) % ((long long)d.B * d.MH)];
         else if (o.table < d.S) id = b.ids[o.table][o.i];
-        else { int c = o.table - d.S; id = wd_cross_hash(b.ids[d.cross_a[c]][o.i], b.ids[d.cross_b[c]][o.i], c, d.cross_buckets); }
+        else { int c = o.table - d.S; id = wd_cross_hash(b.ids[d.cross_a[c]][o.i], b.ids[d.cross_b[c]][o.i], c,
+                                                         d.cross_buckets); }
         k = (unsigned long long)(table_off[o.table] + id);
     }
     key[q] = k;
     occ[q] = (uint32_t)q;
 }
-static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch *b, const wdc_dims *d, long long rows, const long long *toff) {
+static wd_status wdc_keys(cudaStream_t st, unsigned long long *key, uint32_t *occ, const wdc_batch *b,
+                          const wdc_dims *d, long long rows, const long long *toff) {
     WDC_GO(wdc_keys_k, wdc_blocks(rows, WDC_THREADS), WDC_THREADS, st)(key, occ, b, d, toff);
     WDC_LAUNCH("keys");
     return WD_OK;
 }
 // Runs cut into segments of at most WDC_SEG rows: counts per run, then the
 // run of every segment (scan in between); nsegs into the state.
-__global__ void wdc_seg_count_k(int *seg_cnt, const int *run_cnt, const unsigned long long *ukey, const wdc_state *s, int n, unsigned long long sentinel) {
+__global__ void wdc_seg_count_k(int *seg_cnt, const int *run_cnt, const unsigned long long *ukey, const wdc_state *s,
+                                int n, unsigned long long sentinel) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n) return;
     seg_cnt[r] = (r < s->nruns && ukey[r] != sentinel) ? (run_cnt[r] + WDC_SEG - 1) / WDC_SEG : 0;
@@ -616,13 +650,16 @@ __global__ void wdc_seg_fill_k(int *seg_run, const int *seg_cnt, const int *seg_
 }
 // One warp per segment: the sum of its occurrences' gradient rows (R floats:
 // wide, then E deep) in sorted (= occurrence) order, from dlogit and dx.
-__global__ void wdc_seg_sum_occ_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off, const int *run_cnt,
-                                  const uint32_t *occ_s, const wdc_state *s, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
+__global__ void wdc_seg_sum_occ_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off,
+                                  const int *run_cnt, const uint32_t *occ_s, const wdc_state *s,
+                                  const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
+                                  const float *dlogit, const float *dx) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int seg = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (seg >= s->nsegs) return;
-    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG, j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
+    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG,
+        j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
     for (int col = lane; col < d.R; col += 32) {
         float acc = 0.0f;
         for (int j = j0; j < j1; j++) {
@@ -634,11 +671,13 @@ __global__ void wdc_seg_sum_occ_k(float *seg_rows, const int *seg_run, const int
     }
 }
 // The same from rows gathered from every rank: occurrence q is row q of `in`.
-__global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off, const int *run_cnt,
-                                   const uint32_t *occ_s, const wdc_state *s, const float *in, int R) {
+__global__ void wdc_seg_sum_rows_k(float *seg_rows, const int *seg_run, const int *seg_first, const int *run_off,
+                                   const int *run_cnt, const uint32_t *occ_s, const wdc_state *s,
+                                   const float *in, int R) {
     int seg = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (seg >= s->nsegs) return;
-    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG, j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
+    int r = seg_run[seg], j0 = run_off[r] + (seg - seg_first[r]) * WDC_SEG,
+        j1 = min(j0 + WDC_SEG, run_off[r] + run_cnt[r]);
     for (int col = lane; col < R; col += 32) {
         float acc = 0.0f;
         for (int j = j0; j < j1; j++) acc += in[(size_t)occ_s[j] * R + col];
@@ -658,8 +697,9 @@ __device__ __forceinline__ float wdc_row_value(float acc, wdc_state *s, int chec
     return acc;
 }
 // One warp per run: its segments summed in order into rows[r] (wdc_row_value).
-__global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *seg_first, const int *seg_cnt, const unsigned long long *ukey,
-                                wdc_state *s, int R, unsigned long long sentinel, int check) {
+__global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *seg_first, const int *seg_cnt,
+                                const unsigned long long *ukey, wdc_state *s, int R, unsigned long long sentinel,
+                                int check) {
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= s->nruns || ukey[r] == sentinel) return;
     for (int col = lane; col < R; col += 32) {
@@ -690,14 +730,16 @@ __global__ void wdc_run_merge_k(float *rows, const float *seg_rows, const int *s
 // loads at a time. Each term is rounded before it is added (__fmul_rn: never
 // an FMA), so both kinds of round give the same bits. Every lane of the warp
 // must call it (shuffles; nb is the same on every lane).
-__device__ __forceinline__ float wdc_occ_term(int t, int mi, int mt, float ms, int col, const wdc_dims &d, const float *dlogit, const float *dx) {
+__device__ __forceinline__ float wdc_occ_term(int t, int mi, int mt, float ms, int col, const wdc_dims &d,
+                                              const float *dlogit, const float *dx) {
     int it = __shfl_sync(0xffffffffu, mi, t), tt = __shfl_sync(0xffffffffu, mt, t);
     float st = __shfl_sync(0xffffffffu, ms, t);
     if (col >= d.R) return 0.0f;
     if (col == 0) return d.wide ? __fmul_rn(dlogit[it], st) : 0.0f;
     return tt < d.S ? __fmul_rn(dx[(size_t)it * d.INp + d.D + tt * d.E + (col - 1)], st) : 0.0f;
 }
-__device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, const wdc_batch &b, const wdc_dims &d, const float *dlogit, const float *dx) {
+__device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, const wdc_batch &b, const wdc_dims &d,
+                             const float *dlogit, const float *dx) {
     int lane = threadIdx.x % 32, col = c0 + lane;
     float acc = 0.0f;
     for (int base = j0; base < j1; base += 32) {
@@ -717,7 +759,8 @@ __device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, cons
             for (int t0 = 0; t0 < nb; t0 += 4) {
                 float x[4];
 #pragma unroll
-                for (int u = 0; u < 4; u++) x[u] = t0 + u < nb ? wdc_occ_term(t0 + u, mi, mt, ms, col, d, dlogit, dx) : 0.0f;
+                for (int u = 0; u < 4; u++)
+                    x[u] = t0 + u < nb ? wdc_occ_term(t0 + u, mi, mt, ms, col, d, dlogit, dx) : 0.0f;
 #pragma unroll
                 for (int u = 0; u < 4; u++) if (t0 + u < nb) acc += x[u];
             }
@@ -728,13 +771,15 @@ __device__ float wdc_occ_sum(int j0, int j1, int c0, const uint32_t *occ_s, cons
 // (wdc_row_value); a hot run is listed (hot: run, first chunk, chunks) and
 // its chunks (run, index) reserved for wdc_hot_chunk_k. s->nhot and
 // s->nchunks are 0 before the launch.
-__global__ void wdc_fused_rows_k(float *rows, int4 *hot, int2 *chunks, const unsigned long long *ukey, const int *run_off, const int *run_cnt,
-                                 const uint32_t *occ_s, wdc_state *s, const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp,
-                                 const float *dlogit, const float *dx, int check) {
+__global__ void wdc_fused_rows_k(float *rows, int4 *hot, int2 *chunks, const unsigned long long *ukey,
+                                 const int *run_off, const int *run_cnt, const uint32_t *occ_s, wdc_state *s,
+                                 const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit,
+                                 const float *dx, int check) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     int lane = threadIdx.x % 32, nruns = s->nruns, nw = gridDim.x * WDC_WARPS;
-    for (int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32; r < nruns; r += nw) {   // r, and so every branch below, is the same on all lanes
+    for (int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32; r < nruns; r += nw) {   // r, and so every branch below,
+                                                                                    // is the same on all lanes
         if (ukey[r] == d.sentinel) continue;
         int j0 = run_off[r], cnt = run_cnt[r];
         if (cnt > WDC_HOT) {
@@ -755,15 +800,18 @@ __global__ void wdc_fused_rows_k(float *rows, int4 *hot, int2 *chunks, const uns
 // One block per chunk of a hot run (grid-stride): warp w sums the w-th of
 // WDC_WARPS equal contiguous shares, then warp 0 adds the shares in warp
 // order into part[e] (R floats; e: the chunk's place in the list).
-__global__ void wdc_hot_chunk_k(float *part, const int2 *chunks, const int *run_off, const int *run_cnt, const uint32_t *occ_s, const wdc_state *s,
-                                const wdc_batch *__restrict__ bp, const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
+__global__ void wdc_hot_chunk_k(float *part, const int2 *chunks, const int *run_off, const int *run_cnt,
+                                const uint32_t *occ_s, const wdc_state *s, const wdc_batch *__restrict__ bp,
+                                const wdc_dims *__restrict__ dp, const float *dlogit, const float *dx) {
     const wdc_batch &b = *bp;
     const wdc_dims &d = *dp;
     WDC_SHARED(float, sh, [WDC_WARPS][32]);
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, n = s->nchunks;
-    for (int e = blockIdx.x; e < n; e += gridDim.x) {   // e is the same in the whole block: the barriers below are reached by all
+    for (int e = blockIdx.x; e < n; e += gridDim.x) {   // e is the same in the whole block: the
+                                                        // barriers below are reached by all
         int2 ch = chunks[e];
-        int end = run_off[ch.x] + run_cnt[ch.x], a = run_off[ch.x] + ch.y * WDC_HOT_CHUNK, len = min(WDC_HOT_CHUNK, end - a);
+        int end = run_off[ch.x] + run_cnt[ch.x], a = run_off[ch.x] + ch.y * WDC_HOT_CHUNK,
+            len = min(WDC_HOT_CHUNK, end - a);
         int w0 = a + len * w / WDC_WARPS, w1 = a + len * (w + 1) / WDC_WARPS;
         for (int c0 = 0; c0 < d.R; c0 += 32) {
             sh[w][lane] = wdc_occ_sum(w0, w1, c0, occ_s, b, d, dlogit, dx);
@@ -796,8 +844,9 @@ __global__ void wdc_hot_merge_k(float *rows, const int4 *hot, const float *part,
 // whole, or none is). A non-finite result marks post_bad, which no update
 // reads, so the step is applied in full and deterministically, as on the
 // CPU, and reported at its end (WDC_BAD_PARAM: the model is unusable).
-__global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *ukey, wdc_state *s, const wdc_dims *__restrict__ dp, wd_opt o,
-                                   float *wide, float *wz, float *wn, float *emb, float *es1, float *es2) {
+__global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *ukey, wdc_state *s,
+                                   const wdc_dims *__restrict__ dp, wd_opt o, float *wide, float *wz, float *wn,
+                                   float *emb, float *es1, float *es2) {
     const wdc_dims &d = *dp;
     int r = blockIdx.x * WDC_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= s->nruns || ukey[r] == d.sentinel || s->flags || s->halted || s->inv_w == 0.0f) return;
@@ -851,8 +900,8 @@ __global__ void wdc_dense_check_k(wdc_state *s, const float *g, long long P) {
 // The dense update over the flat device buffer: the deep rule for the MLP,
 // FTRL for the wide dense weights and bias (flags and post_bad: as above);
 // at precision bf16 the MLP weights' bf16 copy lp follows them.
-__global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp, long long P, int wide, wd_opt o,
-                                   uint16_t *lp) {
+__global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *g, wdc_state *s, long long P_mlp,
+                                   long long P, int wide, wd_opt o, uint16_t *lp) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= P || s->flags || s->halted || s->inv_w == 0.0f) return;
     float gi = g[i] * s->inv_w;
@@ -882,11 +931,13 @@ __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
 // occurrences of a key stay in rank order whatever the cap, so the sums are
 // the same bit for bit). A received block starts at a multiple of 4 bytes
 // only (its size is 16 + (8 + 4 R) cap), so keys are read as two 32-bit halves.
-__global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s, long long cap, int R, unsigned long long sentinel) {
+__global__ void wdc_pack_k(char *send, const float *rows, const unsigned long long *ukey, const wdc_state *s,
+                           long long cap, int R, unsigned long long sentinel) {
     long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int n = s->nruns;   // the sentinel sorts last: its run (unused occurrences) is no row
     if (n > 0 && ukey[n - 1] == sentinel) n--;
-    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)n; h[1] = (uint32_t)R; h[2] = (uint32_t)cap; h[3] = 0; }   // also when cap is 0
+    if (j == 0) { uint32_t *h = (uint32_t *)send; h[0] = (uint32_t)n; h[1] = (uint32_t)R;
+        h[2] = (uint32_t)cap; h[3] = 0; }   // also when cap is 0
     if (j >= cap) return;
     unsigned long long *keys = (unsigned long long *)(send + 16);   // send: 256-byte aligned
     float *out = (float *)(send + 16 + 8 * cap);
@@ -897,14 +948,16 @@ __global__ void wdc_pack_k(char *send, const float *rows, const unsigned long lo
 // Every rank's count of merged rows (the blocks' headers) against the cap:
 // the most, and whether some rank's did not fit (the step is then done
 // again); and the allreduced tail's flags (wdc_tail_flags), for the host.
-__global__ void wdc_exchange_check_k(wdc_state *s, const char *recv, const float *tail, long long cap, int ranks, int R, int slot) {
+__global__ void wdc_exchange_check_k(wdc_state *s, const char *recv, const float *tail, long long cap, int ranks,
+                                     int R, int slot) {
     size_t block = 16 + (8 + 4 * (size_t)R) * (size_t)cap;
     unsigned most = 0;
     for (int q = 0; q < ranks; q++) most = max(most, *(const uint32_t *)(recv + (size_t)q * block));
     s->xover = (long long)most > cap;
     s->xres[slot][0] = (int)most; s->xres[slot][1] = s->xover; s->xres[slot][2] = wdc_tail_flags(tail);
 }
-__global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long cap, int ranks, int R) {
+__global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows_out, const char *recv, long long cap,
+                             int ranks, int R) {
     long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= cap * ranks) return;
     long long r = q / cap, j = q % cap;
@@ -920,7 +973,8 @@ __global__ void wdc_unpack_k(unsigned long long *key, uint32_t *occ, float *rows
 // patterns times a position hash), so identical replicas give equal sums.
 __global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long long n, unsigned long long salt) {
     unsigned long long s = 0;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
         uint32_t u = __float_as_uint(x[i]);
         s += (unsigned long long)u * (wd_mix64((unsigned long long)i ^ salt) | 1ull);
     }
@@ -995,7 +1049,8 @@ struct wdc_mm {
     void *C;
     const float *bias_after;        // bias added by wdc_bias_act_k after the product (NULL: none or fused)
     int relu_after;
-    uint16_t *out16;                // precision bf16, C an fp32 scratch: the result rounded into out16 (with bias_after by
+    uint16_t *out16;                // precision bf16, C an fp32 scratch: the result
+                                    // rounded into out16 (with bias_after by
                                     // wdc_bias_act_k, else after a fused epilogue by wdc_to_bf16_k)
 };
 // What a product is (row-major operands as above; bias: the bias, or for
@@ -1032,8 +1087,9 @@ static wd_status wdc_mm_desc(wdc_mm *p, const wdc_mm_args *a, const wdc_mm_offer
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
     if (o->epi != WDC_EPI_NONE) {
-        static const cublasLtEpilogue_t lt[5] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS,
-                                                 CUBLASLT_EPILOGUE_RELU_AUX_BIAS, CUBLASLT_EPILOGUE_DRELU_BGRAD};
+        static const cublasLtEpilogue_t lt[5] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+                                                 CUBLASLT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_RELU_AUX_BIAS,
+                                                 CUBLASLT_EPILOGUE_DRELU_BGRAD};
         cublasLtEpilogue_t epi = lt[o->epi];
         const void *bias = a->bias;
         WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
@@ -1045,7 +1101,8 @@ static wd_status wdc_mm_desc(wdc_mm *p, const wdc_mm_args *a, const wdc_mm_offer
         if (o->epi == WDC_EPI_RELU_AUX_BIAS || o->epi == WDC_EPI_DRELU_BGRAD) {
             const void *aux = a->aux;
             int64_t ld = a->aux_ld;
-            WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+            WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                                                  sizeof aux));
             WDC_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
         }
     }
@@ -1057,17 +1114,21 @@ static wd_status wdc_mm_desc(wdc_mm *p, const wdc_mm_args *a, const wdc_mm_offer
 }
 // The plan of the first offer the heuristic has an algorithm for (the last
 // offer should be WDC_EPI_NONE).
-static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, const wdc_mm_args *a, const wdc_mm_offer *offers, int noffers, size_t ws_bytes) {
+static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, const wdc_mm_args *a, const wdc_mm_offer *offers,
+                             int noffers, size_t ws_bytes) {
     uint64_t ws = ws_bytes;
     cublasStatus_t s2 = CUBLAS_STATUS_SUCCESS;
     for (int i = 0; i < noffers; i++) {
         const wdc_mm_offer *o = &offers[i];
         if (o->epi != WDC_EPI_NONE && (!a->bias || wdc_align(a->bias) < 16)) continue;
-        if ((o->epi == WDC_EPI_RELU_AUX_BIAS || o->epi == WDC_EPI_DRELU_BGRAD) && (!a->aux || a->aux_ld % 128 != 0 || a->aux_ld < a->N)) continue;
+        if ((o->epi == WDC_EPI_RELU_AUX_BIAS || o->epi == WDC_EPI_DRELU_BGRAD)
+            && (!a->aux || a->aux_ld % 128 != 0 || a->aux_ld < a->N)) continue;
         // cuBLASLt's A is our B, its B our A; C and D are both our C
         uint32_t al[4] = {wdc_align(a->B), wdc_align(a->A), wdc_align(o->C), wdc_align(o->C)};
-        static const cublasLtMatmulPreferenceAttributes_t which[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+        static const cublasLtMatmulPreferenceAttributes_t which[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
         memset(p, 0, sizeof *p);
         p->M = a->M; p->N = a->N; p->K = a->K; p->epi = o->epi; p->A = a->A; p->B = a->B; p->C = o->C;
         wd_status ds = wdc_mm_desc(p, a, o);
@@ -1079,16 +1140,19 @@ static wd_status wdc_mm_make(wdc_mm *p, cublasLtHandle_t lt, const wdc_mm_args *
         cublasLtMatmulPreference_t pref;
         WDC_LT(cublasLtMatmulPreferenceCreate(&pref));
         s2 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-        for (int q = 0; q < 4 && s2 == CUBLAS_STATUS_SUCCESS; q++) s2 = cublasLtMatmulPreferenceSetAttribute(pref, which[q], &al[q], sizeof al[q]);
+        for (int q = 0; q < 4 && s2 == CUBLAS_STATUS_SUCCESS; q++)
+            s2 = cublasLtMatmulPreferenceSetAttribute(pref, which[q], &al[q], sizeof al[q]);
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
-        if (s2 == CUBLAS_STATUS_SUCCESS) s2 = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+        if (s2 == CUBLAS_STATUS_SUCCESS)
+            s2 = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
         cublasLtMatmulPreferenceDestroy(pref);
         if (s2 == CUBLAS_STATUS_SUCCESS && found >= 1) { p->algo = res.algo; return WD_OK; }
         wdc_mm_free(p);   // no algorithm with this epilogue: the next offer
     }
-    return wdc_fail(WD_ERR_DEVICE, "cuBLASLt has no algorithm for a %dx%dx%d GEMM (%s inputs, alignment %u/%u bytes, status %d)", a->M, a->N, a->K,
-                    a->in_t == CUDA_R_16BF ? "bf16" : "fp32", wdc_align(a->B), wdc_align(a->A), (int)s2);
+    return wdc_fail(WD_ERR_DEVICE,
+                    "cuBLASLt has no algorithm for a %dx%dx%d GEMM (%s inputs, alignment %u/%u bytes, status %d)", a->M,
+                    a->N, a->K, a->in_t == CUDA_R_16BF ? "bf16" : "fp32", wdc_align(a->B), wdc_align(a->A), (int)s2);
 }
 // c[q] = c[q] + bias[q % n] (then ReLU), or at precision bf16 that rounded
 // into out16[q]: the epilogue, when cuBLASLt cannot fuse it.
@@ -1102,14 +1166,16 @@ __global__ void wdc_bias_act_k(float *c, uint16_t *out16, const float *bias, siz
 }
 static wd_status wdc_mm_run(const wdc_mm *p, cublasLtHandle_t lt, void *ws, size_t ws_bytes, cudaStream_t st) {
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, p->B, p->la, p->A, p->lb, &zero, p->C, p->lc, p->C, p->lc, &p->algo, ws, ws_bytes, st);
+    cublasStatus_t s = cublasLtMatmul(lt, p->desc, &one, p->B, p->la, p->A, p->lb, &zero, p->C, p->lc, p->C, p->lc,
+                                      &p->algo, ws, ws_bytes, st);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d, epilogue %d) failed: status %d%s", p->M, p->N, p->K, p->epi, (int)s,
-                        p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD
+        return wdc_fail(WD_ERR_DEVICE, "cublasLtMatmul (%dx%dx%d, epilogue %d) failed: status %d%s", p->M, p->N, p->K,
+                        p->epi, (int)s, p->epi == WDC_EPI_RELU_AUX_BIAS || p->epi == WDC_EPI_DRELU_BGRAD
                             ? " (cuda.no_epilogue runs without the ReLU-mask epilogues)" : "");
     size_t count = (size_t)p->M * (size_t)p->N;
     if (p->bias_after) {
-        WDC_GO(wdc_bias_act_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)((float *)p->C, p->out16, p->bias_after, count, p->N, p->relu_after);
+        WDC_GO(wdc_bias_act_k, wdc_blocks((int64_t)count, WDC_THREADS), WDC_THREADS, st)((float *)p->C, p->out16,
+                p->bias_after, count, p->N, p->relu_after);
         WDC_LAUNCH("bias_act");
     } else if (p->out16) WDC_TRY(wdc_to_bf16(st, p->out16, (const float *)p->C, count));
     return WD_OK;
@@ -1135,7 +1201,8 @@ struct wdc_rank {
     char *batch[2];
     size_t bytes_batch, off_label, off_weight, off_dense, off_ids[WD_MAX_SLOTS], off_offs[WD_MAX_SLOTS];
     float *x, *grad[2], *logits, *g, *partial;
-    void *act[WD_MAX_LAYERS + 1];   // (B, H_l) fp32; at precision bf16 the hidden layers' bf16 (the last, the deep logit, fp32)
+    void *act[WD_MAX_LAYERS + 1];   // (B, H_l) fp32; at precision bf16 the hidden
+                                    // layers' bf16 (the last, the deep logit, fp32)
     uint32_t *mask[WD_MAX_LAYERS + 1];   // hidden layers: the ReLU masks (B rows of mask_ld bits; the epilogues)
     int64_t mask_ld[WD_MAX_LAYERS + 1];
     uint16_t *wlp, *x16, *lpg[2];   // precision bf16: the MLP weights (Pd's MLP part), the MLP input, the dz ping-pong
@@ -1182,7 +1249,8 @@ struct wdc_rank {
     int bf16_direct;                // at bf16 the epilogues are offered a bf16 output first (section 3)
     int64_t check_every;
     wd_comm *comm;
-    wd_xcap xcap;                   // the exchange (several ranks): merged rows per rank and step (the header's wd_xcap)
+    wd_xcap xcap;                   // the exchange (several ranks): merged rows
+                                    // per rank and step (the header's wd_xcap)
     int xfull;                      // cuda.exchange_full: every exchange at the whole capacity (as before the cap)
     long long xredone;              // steps done again with the whole capacity (a rank's rows did not fit)
     int xpend[2];                   // per input buffer: the exchange's outcome (and the tail's flags) not read yet
@@ -1212,7 +1280,8 @@ struct wdc_rank {
 #define WDC_WARM_STEPS 4            // steps left out of device_ms: each input buffer's first two (first launches)
 };
 
-static void *wdc_pinned_alloc(size_t n, void *u) { (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
+static void *wdc_pinned_alloc(size_t n, void *u) {
+    (void)u; void *p = NULL; return cudaHostAlloc(&p, n, cudaHostAllocPortable) == cudaSuccess ? p : NULL; }
 static void wdc_pinned_free(void *p, void *u) { (void)u; cudaFreeHost(p); }
 static const wd_allocator wdc_pinned = {wdc_pinned_alloc, wdc_pinned_free, NULL};
 
@@ -1243,7 +1312,8 @@ static void wdc_rank_free(wdc_rank *r) {
     wd_error_hold(0);
     if (!drained) { wd_free(r); return; }
     for (int i = 0; i < 2; i++) if (r->graph[i]) cudaGraphExecDestroy(r->graph[i]);
-    for (int l = 0; l <= WD_MAX_LAYERS; l++) { wdc_mm_free(&r->fwd[l]); wdc_mm_free(&r->bw[l]); wdc_mm_free(&r->ba[l]); }
+    for (int l = 0; l <= WD_MAX_LAYERS; l++) { wdc_mm_free(&r->fwd[l]); wdc_mm_free(&r->bw[l]);
+        wdc_mm_free(&r->ba[l]); }
     if (r->lt) cublasLtDestroy(r->lt);
     if (r->slab) cudaFree(r->slab);
     if (r->compute) cudaStreamDestroy(r->compute);
@@ -1269,7 +1339,8 @@ static void wdc_rank_free(wdc_rank *r) {
 // Host <-> device copies of large arrays through the pinned staging buffer,
 // ordered on the compute stream. rows x width bytes, with pitches (1 row: a
 // plain copy of any size).
-static wd_status wdc_h2d(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+static wd_status wdc_h2d(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t rows) {
     size_t per = rows == 1 ? r->staging_bytes : r->staging_bytes / width;
     if (per == 0) return wdc_fail(WD_ERR_INTERNAL, "upload rows of %zu bytes exceed the staging buffer", width);
     for (size_t done = 0; done < (rows == 1 ? width : rows);) {
@@ -1279,21 +1350,26 @@ static wd_status wdc_h2d(wdc_rank *r, void *dst, size_t dpitch, const void *src,
             memcpy(r->staging, (const char *)src + done, n);
             WDC_CUDA(cudaMemcpyAsync((char *)dst + done, r->staging, n, cudaMemcpyHostToDevice, r->compute));
         } else {
-            for (size_t q = 0; q < n; q++) memcpy(r->staging + q * width, (const char *)src + (done + q) * spitch, width);
-            WDC_CUDA(cudaMemcpy2DAsync((char *)dst + done * dpitch, dpitch, r->staging, width, width, n, cudaMemcpyHostToDevice, r->compute));
+            for (size_t q = 0; q < n; q++)
+                memcpy(r->staging + q * width, (const char *)src + (done + q) * spitch, width);
+            WDC_CUDA(cudaMemcpy2DAsync((char *)dst + done * dpitch, dpitch, r->staging, width, width, n,
+                                       cudaMemcpyHostToDevice, r->compute));
         }
         done += n;
     }
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     return WD_OK;
 }
-static wd_status wdc_d2h(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+static wd_status wdc_d2h(wdc_rank *r, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t rows) {
     size_t per = rows == 1 ? r->staging_bytes : r->staging_bytes / width;
     if (per == 0) return wdc_fail(WD_ERR_INTERNAL, "download rows of %zu bytes exceed the staging buffer", width);
     for (size_t done = 0; done < (rows == 1 ? width : rows);) {
         size_t n = rows == 1 ? (width - done < per ? width - done : per) : (rows - done < per ? rows - done : per);
-        if (rows == 1) WDC_CUDA(cudaMemcpyAsync(r->staging, (const char *)src + done, n, cudaMemcpyDeviceToHost, r->compute));
-        else WDC_CUDA(cudaMemcpy2DAsync(r->staging, width, (const char *)src + done * spitch, spitch, width, n, cudaMemcpyDeviceToHost, r->compute));
+        if (rows == 1)
+            WDC_CUDA(cudaMemcpyAsync(r->staging, (const char *)src + done, n, cudaMemcpyDeviceToHost, r->compute));
+        else WDC_CUDA(cudaMemcpy2DAsync(r->staging, width, (const char *)src + done * spitch, spitch, width, n,
+                                        cudaMemcpyDeviceToHost, r->compute));
         WDC_CUDA(cudaStreamSynchronize(r->compute));
         if (rows == 1) memcpy((char *)dst + done, r->staging, n);
         else for (size_t q = 0; q < n; q++) memcpy((char *)dst + (done + q) * dpitch, r->staging + q * width, width);
@@ -1356,10 +1432,14 @@ static wd_status wdc_download_all(wdc_rank *r) {
 // Carves the plan's buffers (every lookup checked: a missing one is an error).
 static wd_status wdc_carve(wdc_rank *r) {
     char *base = r->slab;
-#define WDC_AT(ptr, T, buf, idx) do { int64_t o_; WDC_TRY(wd_plan_find(&r->plan, buf, idx, &o_, NULL)); ptr = (T)(base + o_); } while (0)
-    WDC_AT(r->dense, float *, WD_BUF_DENSE, 0); WDC_AT(r->s1, float *, WD_BUF_DENSE_S1, 0); WDC_AT(r->s2, float *, WD_BUF_DENSE_S2, 0);
-    WDC_AT(r->wide, float *, WD_BUF_WIDE, 0); WDC_AT(r->wz, float *, WD_BUF_WIDE_Z, 0); WDC_AT(r->wn, float *, WD_BUF_WIDE_N, 0);
-    WDC_AT(r->emb, float *, WD_BUF_EMB, 0); WDC_AT(r->es1, float *, WD_BUF_EMB_S1, 0); WDC_AT(r->es2, float *, WD_BUF_EMB_S2, 0);
+#define WDC_AT(ptr, T, buf, idx) do { int64_t o_; WDC_TRY(wd_plan_find(&r->plan, buf, idx, &o_, NULL)); \
+    ptr = (T)(base + o_); } while (0)
+    WDC_AT(r->dense, float *, WD_BUF_DENSE, 0); WDC_AT(r->s1, float *, WD_BUF_DENSE_S1, 0);
+    WDC_AT(r->s2, float *, WD_BUF_DENSE_S2, 0);
+    WDC_AT(r->wide, float *, WD_BUF_WIDE, 0); WDC_AT(r->wz, float *, WD_BUF_WIDE_Z, 0);
+    WDC_AT(r->wn, float *, WD_BUF_WIDE_N, 0);
+    WDC_AT(r->emb, float *, WD_BUF_EMB, 0); WDC_AT(r->es1, float *, WD_BUF_EMB_S1, 0);
+    WDC_AT(r->es2, float *, WD_BUF_EMB_S2, 0);
     if (!r->v.emb_s2) r->es2 = NULL;
     WDC_AT(r->batch[0], char *, WD_BUF_BATCH, 0); WDC_AT(r->batch[1], char *, WD_BUF_BATCH, 1);
     WDC_AT(r->x, float *, WD_BUF_X, 0);
@@ -1373,14 +1453,19 @@ static wd_status wdc_carve(wdc_rank *r) {
         WDC_AT(r->lpg[0], uint16_t *, WD_BUF_GRAD_LP, 0); WDC_AT(r->lpg[1], uint16_t *, WD_BUF_GRAD_LP, 1);
     }
     WDC_AT(r->grad[0], float *, WD_BUF_GRAD, 0); WDC_AT(r->grad[1], float *, WD_BUF_GRAD, 1);
-    WDC_AT(r->logits, float *, WD_BUF_LOGITS, 0); WDC_AT(r->g, float *, WD_BUF_DENSE_GRAD, 0); WDC_AT(r->partial, float *, WD_BUF_PARTIAL, 0);
-    WDC_AT(r->keys, unsigned long long *, WD_BUF_KEYS, 0); WDC_AT(r->keys_alt, unsigned long long *, WD_BUF_KEYS_ALT, 0);
+    WDC_AT(r->logits, float *, WD_BUF_LOGITS, 0); WDC_AT(r->g, float *, WD_BUF_DENSE_GRAD, 0);
+    WDC_AT(r->partial, float *, WD_BUF_PARTIAL, 0);
+    WDC_AT(r->keys, unsigned long long *, WD_BUF_KEYS, 0);
+    WDC_AT(r->keys_alt, unsigned long long *, WD_BUF_KEYS_ALT, 0);
     WDC_AT(r->occ, uint32_t *, WD_BUF_OCC, 0); WDC_AT(r->occ_alt, uint32_t *, WD_BUF_OCC_ALT, 0);
-    WDC_AT(r->ukeys, unsigned long long *, WD_BUF_UKEYS, 0); WDC_AT(r->run_cnt, int *, WD_BUF_RUN_COUNT, 0); WDC_AT(r->run_off, int *, WD_BUF_RUN_OFF, 0);
-    WDC_AT(r->seg_cnt, int *, WD_BUF_SEG_COUNT, 0); WDC_AT(r->seg_first, int *, WD_BUF_SEG_FIRST, 0); WDC_AT(r->seg_run, int *, WD_BUF_SEG_RUN, 0);
+    WDC_AT(r->ukeys, unsigned long long *, WD_BUF_UKEYS, 0); WDC_AT(r->run_cnt, int *, WD_BUF_RUN_COUNT, 0);
+    WDC_AT(r->run_off, int *, WD_BUF_RUN_OFF, 0);
+    WDC_AT(r->seg_cnt, int *, WD_BUF_SEG_COUNT, 0); WDC_AT(r->seg_first, int *, WD_BUF_SEG_FIRST, 0);
+    WDC_AT(r->seg_run, int *, WD_BUF_SEG_RUN, 0);
     WDC_AT(r->seg_rows, float *, WD_BUF_SEG_ROWS, 0); WDC_AT(r->rows, float *, WD_BUF_ROWS, 0);
     WDC_AT(r->exchange, char *, WD_BUF_EXCHANGE, 0);
-    WDC_AT(r->scratch, void *, WD_BUF_SORT_SCRATCH, 0); WDC_AT(r->gemm_ws, void *, WD_BUF_GEMM_WS, 0); WDC_AT(r->state, wdc_state *, WD_BUF_STATE, 0);
+    WDC_AT(r->scratch, void *, WD_BUF_SORT_SCRATCH, 0); WDC_AT(r->gemm_ws, void *, WD_BUF_GEMM_WS, 0);
+    WDC_AT(r->state, wdc_state *, WD_BUF_STATE, 0);
 #undef WDC_AT
     int64_t b1, b2;
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SORT_SCRATCH, 0, NULL, &b1));
@@ -1388,7 +1473,9 @@ static wd_status wdc_carve(wdc_rank *r) {
     r->scratch_bytes = (size_t)b1; r->gemm_ws_bytes = (size_t)b2;
     int64_t sb;
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_STATE, 0, NULL, &sb));
-    if ((int64_t)sizeof(wdc_state) > sb) return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry (%lld)", sizeof(wdc_state), (long long)sb);
+    if ((int64_t)sizeof(wdc_state) > sb)
+        return wdc_fail(WD_ERR_INTERNAL, "device state of %zu bytes exceeds its plan entry (%lld)", sizeof(wdc_state),
+                        (long long)sb);
     r->table_off = r->state->table_off;
     // the fused path's lists in the segment buffers: room for the most a step of d.rows occurrences can make
     r->hot = (int4 *)r->seg_cnt; r->chunks = (int2 *)r->seg_run; r->chunk_rows = r->seg_rows;
@@ -1397,7 +1484,8 @@ static wd_status wdc_carve(wdc_rank *r) {
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SEG_RUN, 0, NULL, &have[1]));
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_SEG_ROWS, 0, NULL, &have[2]));
     if (16 * hot_max > have[0] || 8 * chunk_max > have[1] || 4 * chunk_max * r->d.R > have[2])
-        return wdc_fail(WD_ERR_INTERNAL, "the fused sparse path's lists (%lld hot runs, %lld chunks of %d floats) exceed the segment buffers",
+        return wdc_fail(WD_ERR_INTERNAL,
+                        "the fused sparse path's lists (%lld hot runs, %lld chunks of %d floats) exceed the segment buffers",
                         (long long)hot_max, (long long)chunk_max, r->d.R);
     return WD_OK;
 }
@@ -1419,7 +1507,9 @@ static wd_status wdc_batch_layout(wdc_rank *r) {
     wd_batch_free(&b);
     int64_t planned;
     WDC_TRY(wd_plan_find(&r->plan, WD_BUF_BATCH, 0, NULL, &planned));
-    if ((int64_t)r->bytes_batch > planned) return wdc_fail(WD_ERR_INTERNAL, "a batch of %zu bytes exceeds its plan entry (%lld)", r->bytes_batch, (long long)planned);
+    if ((int64_t)r->bytes_batch > planned)
+        return wdc_fail(WD_ERR_INTERNAL, "a batch of %zu bytes exceeds its plan entry (%lld)", r->bytes_batch,
+                        (long long)planned);
     return WD_OK;
 }
 static wdc_batch wdc_batch_at(const wdc_rank *r, int slot) {
@@ -1447,10 +1537,13 @@ static wd_status wdc_batch_copy(wdc_rank *r, const wd_batch *b, int slot) {
         if (s->slot[k].kind != WD_MULTI_HOT) continue;
         size_t nnz = b->offs[k][b->n];
         if (nnz > (size_t)r->B * (size_t)r->d.MH)
-            return wdc_fail(WD_ERR_LIMIT, "slot %s: a batch of %d samples holds %zu ids; the device reserves %d per sample (WD_PLAN_MULTI_HOT_IDS)", s->slot[k].name, b->n, nnz, r->d.MH);
+            return wdc_fail(WD_ERR_LIMIT,
+                            "slot %s: a batch of %d samples holds %zu ids; the device reserves %d per sample (WD_PLAN_MULTI_HOT_IDS)",
+                            s->slot[k].name, b->n, nnz, r->d.MH);
     }
     int same = b->cap == r->B && b->mem_bytes >= r->bytes_batch;
-    for (int k = 0; k < s->nslots && same; k++) same = s->slot[k].kind != WD_MULTI_HOT || b->nnz_cap == (int64_t)r->B * r->d.MH;
+    for (int k = 0; k < s->nslots && same; k++)
+        same = s->slot[k].kind != WD_MULTI_HOT || b->nnz_cap == (int64_t)r->B * r->d.MH;
     if (same && (size_t)((const char *)b->label - (const char *)b->mem) == r->off_label) {
         WDC_CUDA(cudaMemcpyAsync(dst, b->mem, r->bytes_batch, cudaMemcpyHostToDevice, st));
         return WD_OK;
@@ -1498,17 +1591,20 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     d->wide_rows = v->wide_rows;
     r->pad = v->nlayers ? (long long)(d->INp - d->IN) * v->layer_out[0] : 0;
     d->P_mlp = v->P_mlp + r->pad; d->Pd = v->P + r->pad;
-    for (int l = 0; l < v->nlayers; l++) { r->lw[l] = v->layer_w[l] + (l ? r->pad : 0); r->lb[l] = v->layer_b[l] + r->pad; }
+    for (int l = 0; l < v->nlayers; l++) { r->lw[l] = v->layer_w[l] + (l ? r->pad : 0);
+        r->lb[l] = v->layer_b[l] + r->pad; }
     d->rows = (long long)d->B * d->T1 + (long long)d->nmh * d->B * d->MH;
     {   // the sort, runs and segments index occurrences of every rank with int (occ: uint32)
         long long N = d->rows * (r->ranks > 1 ? r->ranks : 1), NS = N + N / WDC_SEG + 1;
         if (NS > INT_MAX)
-            return wdc_fail(WD_ERR_LIMIT, "batch %d: %lld sparse occurrences per rank x %d ranks = %lld keys, up to %lld segments; the CUDA "
+            return wdc_fail(WD_ERR_LIMIT,
+                            "batch %d: %lld sparse occurrences per rank x %d ranks = %lld keys, up to %lld segments; the CUDA "
                             "backend indexes them with 32-bit ints (at most %d): use a smaller batch or fewer ranks",
                             d->B, d->rows, r->ranks > 1 ? r->ranks : 1, N, NS, INT_MAX);
     }
     r->key_bits = 1;
-    while (r->key_bits < 63 && ((unsigned long long)1 << r->key_bits) <= (unsigned long long)v->wide_rows) r->key_bits++;
+    while (r->key_bits < 63 && ((unsigned long long)1 << r->key_bits) <= (unsigned long long)v->wide_rows)
+        r->key_bits++;
     d->sentinel = ((unsigned long long)1 << r->key_bits) - 1;
     r->opt.optimizer = md->optimizer; r->opt.lr_deep = md->lr_deep; r->opt.lr_wide = md->lr_wide;
     r->opt.beta = md->ftrl_beta; r->opt.l1 = md->ftrl_l1; r->opt.l2 = md->ftrl_l2;
@@ -1520,7 +1616,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaMemGetInfo(&free_b, &total_b));
     if (cfg->max_bytes > 0 && (uint64_t)cfg->max_bytes < (uint64_t)free_b) free_b = (size_t)cfg->max_bytes;
     if ((size_t)r->plan.total > free_b)
-        return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)", r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
+        return wdc_fail(WD_ERR_NOMEM, "GPU %d has %.2f GiB free, the plan needs %.2f GiB (see wd train --plan)",
+                        r->device, free_b / 1073741824.0, r->plan.total / 1073741824.0);
     WDC_CUDA(cudaMalloc((void **)&r->slab, (size_t)r->plan.total));
 #if defined(CUDACPU) && defined(__SANITIZE_ADDRESS__)
     wdc_plan_poison(&r->plan, r->slab);
@@ -1558,23 +1655,27 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     }
     r->timing = cfg->timing;
     r->sparse_fused = cfg->sparse == WD_CUDA_SPARSE_FUSED;   // default segmented: see the header comment
-    if (r->sparse_fused) {   // a grid-stride kernel's blocks beyond those resident at once would only wait for a second wave
+    if (r->sparse_fused) {   // a grid-stride kernel's blocks beyond those resident
+                             // at once would only wait for a second wave
         int sms = 0, per[3] = {0, 0, 0};
         WDC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->device));
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[0], wdc_fused_rows_k, WDC_THREADS, 0));
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[1], wdc_hot_chunk_k, WDC_THREADS, 0));
         WDC_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per[2], wdc_hot_merge_k, WDC_THREADS, 0));
-        for (int i = 0; i < 3; i++) r->fused_grid[i] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per[i] > 0 ? per[i] : 1);
+        for (int i = 0; i < 3; i++)
+            r->fused_grid[i] = (unsigned)(sms > 0 ? sms : 1) * (unsigned)(per[i] > 0 ? per[i] : 1);
         r->fused_cap = (unsigned)cfg->fused_grid;   // tests only (bench/GPU_RUN.md): the grids capped
         for (int i = 0; r->fused_cap && i < 3; i++) r->fused_grid[i] = min(r->fused_grid[i], r->fused_cap);
     }
-    for (int j = 0; r->timing && j < 2; j++) for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
+    for (int j = 0; r->timing && j < 2; j++)
+        for (int i = 0; i < WDC_MARKS; i++) WDC_CUDA(cudaEventCreate(&r->mark[j][i]));
     r->check_every = cfg->check_tables;
     r->use_graph = !r->comm && !r->timing && !cfg->no_graph;
     r->overlap = !r->timing && !cfg->no_overlap;   // timed stages run one after another
     r->side_delay_ns = (long long)(1e3 * cfg->overlap_delay_us);
 #ifdef WD_TESTING
-    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th step fails right after its collectives (pre: before them);
+    {   // WD_CUDA_TEST_FAIL=R:S[:pre] (test builds only): rank R's S-th
+        // step fails right after its collectives (pre: before them);
         // R:create: rank R's backend fails at the end of its creation (wdc_create), after everything else was made
         int create = 0;
         wd_status tst = wd_test_fail_parse("WD_CUDA_TEST_FAIL", 1, &r->fail_rank, &r->fail_step, &r->fail_pre, &create);
@@ -1610,7 +1711,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         // offers the epilogues' own bf16 output first (section 3)
         int lp_out = r->lp && !last;
         void *fc = lp_out ? (void *)r->grad[0] : r->act[l];
-        wdc_mm_args fa = {compute, in_t, 0, 1, r->B, out, K, in, W, bias, last ? NULL : r->mask[l], last ? 0 : r->mask_ld[l]};
+        wdc_mm_args fa = {compute, in_t, 0, 1, r->B, out, K, in, W, bias, last ? NULL : r->mask[l],
+                          last ? 0 : r->mask_ld[l]};
         wdc_mm_offer fo[5];
         int nf = 0;
         if (last) fo[nf++] = {WDC_EPI_BIAS, r->act[l], CUDA_R_32F};
@@ -1635,14 +1737,16 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         WDC_TRY(fwd_make(l, r->epilogue));
         // dz: dlogit (fp32) or the layer above's gradient; at precision bf16 every dz is a bf16
         // copy (wdc_top_k's of dlogit, then the ping-pong): layer l reads lpg[(l + 1) % 2]
-        const void *dz = r->lp ? (const void *)r->lpg[(l + 1) % 2] : last ? (const void *)(r->logits + r->B) : (const void *)r->grad[(l + 1) % 2];
+        const void *dz = r->lp ? (const void *)r->lpg[(l + 1) % 2] : last ? (const void *)(r->logits + r->B)
+            : (const void *)r->grad[(l + 1) % 2];
         wdc_mm_args wa = {compute, in_t, 1, 0, out, K, r->B, dz, in, NULL, NULL, 0};
         wdc_mm_offer wo = {WDC_EPI_NONE, r->g + r->lw[l], CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->bw[l], r->lt, &wa, &wo, 1, r->gemm_ws_bytes));
         // da = dz W into grad[l % 2] (fp32: layer 0's is the embeddings' gradient); through layer
         // l - 1's ReLU with DRELU_BGRAD when that layer wrote its mask, at bf16 then rounded into
         // lpg[l % 2] (cuda.bf16_direct: offered straight into lpg[l % 2] first)
-        wdc_mm_args aa = {compute, in_t, 0, 0, r->B, K, out, dz, W, l ? r->g + r->lb[l - 1] : NULL, l ? r->mask[l - 1] : NULL, l ? r->mask_ld[l - 1] : 0};
+        wdc_mm_args aa = {compute, in_t, 0, 0, r->B, K, out, dz, W, l ? r->g + r->lb[l - 1] : NULL,
+                          l ? r->mask[l - 1] : NULL, l ? r->mask_ld[l - 1] : 0};
         wdc_mm_offer ao[3];
         int na = 0;
         if (l && r->epilogue && r->fwd[l - 1].epi == WDC_EPI_RELU_AUX_BIAS) {
@@ -1651,7 +1755,8 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         }
         ao[na++] = {WDC_EPI_NONE, r->grad[l % 2], CUDA_R_32F};
         WDC_TRY(wdc_mm_make(&r->ba[l], r->lt, &aa, ao, na, r->gemm_ws_bytes));
-        if (r->lp && r->ba[l].epi == WDC_EPI_DRELU_BGRAD && r->ba[l].C == (void *)r->grad[l % 2]) r->ba[l].out16 = r->lpg[l % 2];
+        if (r->lp && r->ba[l].epi == WDC_EPI_DRELU_BGRAD && r->ba[l].C == (void *)r->grad[l % 2])
+            r->ba[l].out16 = r->lpg[l % 2];
     }
     // a mask no product reads (layer l's da fell back to relu_grad and the column sums): layer
     // l - 1's forward again without writing it
@@ -1667,10 +1772,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
         cub::DoubleBuffer<unsigned long long> kb(r->keys, r->keys_alt);
         cub::DoubleBuffer<uint32_t> vb(r->occ, r->occ_alt);
         WDC_CUDA(cub::DeviceRadixSort::SortPairs(NULL, need[0], kb, vb, N, 0, r->key_bits, r->compute));
-        WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need[1], r->keys, r->ukeys, r->run_cnt, &r->state->nruns, N, r->compute));
+        WDC_CUDA(cub::DeviceRunLengthEncode::Encode(NULL, need[1], r->keys, r->ukeys, r->run_cnt, &r->state->nruns, N,
+                                                    r->compute));
         WDC_CUDA(cub::DeviceScan::ExclusiveSum(NULL, need[2], r->run_cnt, r->run_off, N, r->compute));
         for (int i = 0; i < 3; i++)
-            if (need[i] > r->scratch_bytes) return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch for %d keys, the plan has %zu", need[i], N, r->scratch_bytes);
+            if (need[i] > r->scratch_bytes)
+                return wdc_fail(WD_ERR_INTERNAL, "CUB needs %zu bytes of scratch for %d keys, the plan has %zu",
+                                need[i], N, r->scratch_bytes);
     }
     // state and parameters
     wdc_state init;
@@ -1682,11 +1790,13 @@ static wd_status wdc_rank_init(wdc_rank *r, const wd_backend_desc *bd) {
     WDC_CUDA(cudaMemcpyAsync(r->state, &init, sizeof init, cudaMemcpyHostToDevice, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     WDC_CUDA(cudaMemsetAsync(r->x, 0, 4 * (size_t)r->B * d->INp, r->compute));   // the padding columns stay 0
-    for (int l = 0; l + 1 < v->nlayers; l++) WDC_CUDA(cudaMemsetAsync(r->mask[l], 0, (size_t)r->mask_ld[l] / 8 * (size_t)r->B, r->compute));
+    for (int l = 0; l + 1 < v->nlayers; l++)
+        WDC_CUDA(cudaMemsetAsync(r->mask[l], 0, (size_t)r->mask_ld[l] / 8 * (size_t)r->B, r->compute));
     if (r->lp) {   // rows past a short prediction batch are read, never used: initialised once
         WDC_CUDA(cudaMemsetAsync(r->x16, 0, 2 * (size_t)r->B * d->INp, r->compute));
         WDC_TRY(wdc_upload(r));
-        return wdc_to_bf16(r->compute, r->wlp, r->dense, (size_t)d->P_mlp);   // the weights' bf16 copy (then wdc_dense_update_k's)
+        return wdc_to_bf16(r->compute, r->wlp, r->dense, (size_t)d->P_mlp);   // the weights' bf16 copy
+                                                                              // (then wdc_dense_update_k's)
     }
     return wdc_upload(r);
 }
@@ -1704,7 +1814,8 @@ static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32
     WDC_CUDA(cub::DeviceRadixSort::SortPairs(r->scratch, bytes, kb, vb, n, 0, r->key_bits, st));
     WDC_CUDA(cudaMemsetAsync(r->run_cnt, 0, 4 * (size_t)(n + 1), st));
     bytes = r->scratch_bytes;
-    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, bytes, kb.Current(), r->ukeys, r->run_cnt, &r->state->nruns, n, st));
+    WDC_CUDA(cub::DeviceRunLengthEncode::Encode(r->scratch, bytes, kb.Current(), r->ukeys, r->run_cnt,
+                                                &r->state->nruns, n, st));
     bytes = r->scratch_bytes;
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->run_cnt, r->run_off, n, st));
     *occ_s = vb.Current();
@@ -1713,11 +1824,13 @@ static wd_status wdc_sort_runs(wdc_rank *r, cudaStream_t st, int n, const uint32
 // The runs of the last sort over n keys cut into segments of at most WDC_SEG
 // rows (seg_cnt, seg_first, seg_run; nsegs into the state).
 static wd_status wdc_segments(wdc_rank *r, cudaStream_t st, int n) {
-    WDC_GO(wdc_seg_count_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n, r->d.sentinel);
+    WDC_GO(wdc_seg_count_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_cnt, r->run_cnt, r->ukeys, r->state, n,
+                                                                         r->d.sentinel);
     WDC_LAUNCH("seg_count");
     size_t bytes = r->scratch_bytes;
     WDC_CUDA(cub::DeviceScan::ExclusiveSum(r->scratch, bytes, r->seg_cnt, r->seg_first, n, st));
-    WDC_GO(wdc_seg_fill_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_run, r->seg_cnt, r->seg_first, r->state, n);
+    WDC_GO(wdc_seg_fill_k, wdc_blocks(n, WDC_THREADS), WDC_THREADS, st)(r->seg_run, r->seg_cnt, r->seg_first,
+                                                                        r->state, n);
     WDC_LAUNCH("seg_fill");
     return WD_OK;
 }
@@ -1726,30 +1839,35 @@ static wd_status wdc_segments(wdc_rank *r, cudaStream_t st, int n) {
 // with check, scaled and checked (wdc_row_value). Segmented: segments of at
 // most WDC_SEG rows summed by a warp each, then each run's segments in order;
 // fused: wdc_fused_rows_k and, for hot runs, wdc_hot_chunk_k and wdc_hot_merge_k.
-static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *occ_s, const wdc_batch *db, const float *dlogit, const float *dx, int check) {
+static wd_status wdc_sparse_rows(wdc_rank *r, cudaStream_t st, const uint32_t *occ_s, const wdc_batch *db,
+                                 const float *dlogit, const float *dx, int check) {
     const wdc_dims &d = r->d;
     const wdc_dims *dd = &r->state->d;
     int64_t n = d.rows;
     if (!r->sparse_fused) {
         WDC_TRY(wdc_segments(r, st, (int)n));
-        WDC_GO(wdc_seg_sum_occ_k, wdc_blocks(n + n / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt,
-                                                                                            occ_s, r->state, db, dd, dlogit, dx);
+        WDC_GO(wdc_seg_sum_occ_k, wdc_blocks(n + n / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run,
+                r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, db, dd, dlogit, dx);
         WDC_LAUNCH("seg_sum_occ");
-        WDC_GO(wdc_run_merge_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, check);
+        WDC_GO(wdc_run_merge_k, wdc_blocks(n, WDC_WARPS), WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first,
+                                                                           r->seg_cnt, r->ukeys, r->state, d.R,
+                                                                           d.sentinel, check);
         WDC_LAUNCH("run_merge");
         return WD_OK;
     }
     // grid-stride kernels: the blocks resident at once (r->fused_grid), fewer when there cannot be that much work
     int64_t hot_max = n / (WDC_HOT + 1), chunk_max = n / WDC_HOT_CHUNK + hot_max + 1;
-    static_assert(offsetof(wdc_state, nchunks) == offsetof(wdc_state, nhot) + sizeof(int), "one memset zeroes nhot and nchunks");
+    static_assert(offsetof(wdc_state, nchunks) == offsetof(wdc_state, nhot) + sizeof(int),
+                  "one memset zeroes nhot and nchunks");
     WDC_CUDA(cudaMemsetAsync(&r->state->nhot, 0, 2 * sizeof(int), st));   // nhot and nchunks
-    WDC_GO(wdc_fused_rows_k, min(r->fused_grid[0], wdc_blocks(n, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot, r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s,
-                                                                                r->state, db, dd, dlogit, dx, check);
+    WDC_GO(wdc_fused_rows_k, min(r->fused_grid[0], wdc_blocks(n, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot,
+            r->chunks, r->ukeys, r->run_off, r->run_cnt, occ_s, r->state, db, dd, dlogit, dx, check);
     WDC_LAUNCH("fused_rows");
-    WDC_GO(wdc_hot_chunk_k, min(r->fused_grid[1], wdc_blocks(chunk_max, 1)), WDC_THREADS, st)(r->chunk_rows, r->chunks, r->run_off, r->run_cnt, occ_s, r->state, db, dd,
-                                                                               dlogit, dx);
+    WDC_GO(wdc_hot_chunk_k, min(r->fused_grid[1], wdc_blocks(chunk_max, 1)), WDC_THREADS, st)(r->chunk_rows, r->chunks,
+            r->run_off, r->run_cnt, occ_s, r->state, db, dd, dlogit, dx);
     WDC_LAUNCH("hot_chunk");
-    WDC_GO(wdc_hot_merge_k, min(r->fused_grid[2], wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot, r->chunk_rows, r->state, d.R, check);
+    WDC_GO(wdc_hot_merge_k, min(r->fused_grid[2], wdc_blocks(hot_max, WDC_WARPS)), WDC_THREADS, st)(r->rows, r->hot,
+            r->chunk_rows, r->state, d.R, check);
     WDC_LAUNCH("hot_merge");
     return WD_OK;
 }
@@ -1774,7 +1892,8 @@ static wd_status wdc_forward(wdc_rank *r, const wdc_batch *b, int n, int slot) {
     float *x = r->v.nlayers && !r->lp ? r->x : NULL;
     uint16_t *x16 = r->lp ? r->x16 : NULL;
     if (r->overlap)
-        WDC_TRY(wdc_gather_wide(st, x, x16, r->d.wide ? r->wide_logit : NULL, b, dd, r->emb, r->wide, r->dense + r->d.P_mlp, r->table_off, n));
+        WDC_TRY(wdc_gather_wide(st, x, x16, r->d.wide ? r->wide_logit : NULL, b, dd, r->emb, r->wide,
+                                r->dense + r->d.P_mlp, r->table_off, n));
     else if (r->v.nlayers) WDC_TRY(wdc_gather(st, x, x16, b, r->emb, r->table_off, dd, n));
     WDC_TRY(wdc_mark(r, slot, 1));
     for (int l = 0; l < r->v.nlayers; l++) WDC_TRY(wdc_mm_run(&r->fwd[l], r->lt, r->gemm_ws, r->gemm_ws_bytes, st));
@@ -1816,9 +1935,11 @@ enum { WDC_ENQ_STARTED = 0, WDC_ENQ_UPDATES };
 // before it enqueues anything more.
 static wd_status wdc_exchange_read(wdc_rank *r, int slot, long long cap, int full) {
     size_t block = 16 + (8 + 4 * (size_t)r->d.R) * (size_t)cap;
-    WDC_GO(wdc_exchange_check_k, 1, 1, r->compute)(r->state, r->exchange + block, r->g + r->d.Pd, cap, r->ranks, r->d.R, slot);
+    WDC_GO(wdc_exchange_check_k, 1, 1, r->compute)(r->state, r->exchange + block, r->g + r->d.Pd, cap, r->ranks,
+                                                   r->d.R, slot);
     WDC_LAUNCH("exchange_check");
-    WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost, r->compute));
+    WDC_CUDA(cudaMemcpyAsync(r->x_host[slot], r->state->xres[slot], sizeof r->x_host[slot], cudaMemcpyDeviceToHost,
+                             r->compute));
     WDC_CUDA(cudaEventRecord(r->xdone[slot], r->compute));
     r->xpend[slot] = 1;
     r->xcapped[slot] = !full;
@@ -1848,8 +1969,8 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     WDC_TRY(wdc_mark(r, slot, 2));
     const float *deep_out = L ? (const float *)r->act[L - 1] : NULL;
     float *wdense = r->dense + d.P_mlp;
-    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out, r->overlap ? r->wide_logit : NULL, db, dd,
-                     r->wide, wdense, r->table_off, r->state, slot, n));
+    WDC_TRY(wdc_loss(st, prob, dlogit, r->loss_part, tail, d.wide ? r->g + d.P_mlp + d.D : NULL, deep_out,
+                     r->overlap ? r->wide_logit : NULL, db, dd, r->wide, wdense, r->table_off, r->state, slot, n));
     if (d.wide && d.D) WDC_TRY(wdc_colsum(st, r->g + d.P_mlp, r->partial, b.dense, d.D, n, d.D, dlogit));
     WDC_TRY(wdc_mark(r, slot, 3));
     // MLP backward: layer l's dz (n, out_l) is dlogit, then the grad[] ping-pong (layer l
@@ -1866,21 +1987,24 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         if (l && r->ba[l].epi != WDC_EPI_DRELU_BGRAD) {
             int K = v->layer_in[l];
             float *dn = r->grad[l % 2];
-            WDC_TRY(wdc_relu_grad(st, dn, r->lp ? NULL : (const float *)r->act[l - 1], r->lp ? (const uint16_t *)r->act[l - 1] : NULL,
-                                  r->lp ? r->lpg[l % 2] : NULL, (size_t)n * (size_t)K));
+            WDC_TRY(wdc_relu_grad(st, dn, r->lp ? NULL : (const float *)r->act[l - 1],
+                                  r->lp ? (const uint16_t *)r->act[l - 1] : NULL, r->lp ? r->lpg[l % 2] : NULL,
+                                  (size_t)n * (size_t)K));
             WDC_TRY(wdc_colsum(st, r->g + r->lb[l - 1], r->partial, dn, K, n, K, NULL));
         }
     }
     float *dx = L ? r->grad[0] : NULL;   // layer 0's da: the embeddings' gradient
     WDC_TRY(wdc_mark(r, slot, 4));
-    // sparse rows: keys, sort, runs (joined from the side branch, or here); then every run's merged row (wdc_sparse_rows)
+    // sparse rows: keys, sort, runs (joined from the side branch,
+    // or here); then every run's merged row (wdc_sparse_rows)
     if (r->overlap) { WDC_CUDA(cudaStreamWaitEvent(st, r->join, 0)); r->fork_open = 0; }   // join
     else WDC_TRY(wdc_sort_batch(r, st, db, &occ_s));
     WDC_TRY(wdc_mark(r, slot, 5));
     wd_comm *c = r->comm;
     int full = slow || r->xfull;
     long long cap = full ? d.rows : r->xcap.cap, M = c ? cap * r->ranks : 0;   // M: the rows every rank's blocks hold
-    long long no = slow ? r->slot_no[slot] : r->coll_steps + 1;   // this step's number (a step done again keeps its own)
+    long long no = slow ? r->slot_no[slot] : r->coll_steps + 1;   // this step's number (a step
+                                                                  // done again keeps its own)
     r->slot_no[slot] = no;
     int checks = r->check_every > 0 && c && c->size > 1 && no % r->check_every == 0;
     // WD_CUDA_TEST_FAIL, once; used up here even without a communicator, where it never fires
@@ -1889,7 +2013,9 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     int fails = r->fail_step > 0 && !slow && r->rank == r->fail_rank && no == r->fail_step;
     if (fails) r->fail_step = 0;
 #define WDC_INJECT(when) \
-    if (fails && (when)) return wdc_fail(WD_ERR_DEVICE, "rank %d, step %lld: a failure injected %s the step's collectives (WD_CUDA_TEST_FAIL)", \
+    if (fails && (when)) \
+        return wdc_fail(WD_ERR_DEVICE, \
+                        "rank %d, step %lld: a failure injected %s the step's collectives (WD_CUDA_TEST_FAIL)", \
                                          r->rank, no, r->fail_pre ? "before" : "after")
 #else
 #define WDC_INJECT(when)
@@ -1900,7 +2026,8 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         // and merged rows gathered (on the compute stream: no host wait inside the step)
         WDC_TRY(wdc_sparse_rows(r, st, occ_s, db, dlogit, dx, 0));
         size_t block = 16 + (8 + 4 * (size_t)d.R) * (size_t)cap;
-        WDC_GO(wdc_pack_k, wdc_blocks(cap, WDC_THREADS), WDC_THREADS, st)(r->exchange, r->rows, r->ukeys, r->state, cap, d.R, d.sentinel);
+        WDC_GO(wdc_pack_k, wdc_blocks(cap, WDC_THREADS), WDC_THREADS, st)(r->exchange, r->rows, r->ukeys, r->state, cap,
+                                                                          d.R, d.sentinel);
         WDC_LAUNCH("pack");
         WDC_TRY(wdc_mark(r, slot, 6));
         WDC_INJECT(r->fail_pre);
@@ -1908,11 +2035,13 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_TRY(c->ops->stream_allgather(c, r->exchange, r->exchange + block, block, (void *)st));
         WDC_INJECT(1);
         WDC_TRY(wdc_exchange_read(r, slot, cap, full));
-        WDC_GO(wdc_unpack_k, wdc_blocks(M, WDC_THREADS), WDC_THREADS, st)(r->keys, r->occ, r->rows, r->exchange + block, cap, r->ranks, d.R);
+        WDC_GO(wdc_unpack_k, wdc_blocks(M, WDC_THREADS), WDC_THREADS, st)(r->keys, r->occ, r->rows, r->exchange + block,
+                                                                          cap, r->ranks, d.R);
         WDC_LAUNCH("unpack");
         WDC_TRY(wdc_sort_runs(r, st, (int)M, &occ_s));
         WDC_TRY(wdc_segments(r, st, (int)M));
-        WDC_GO(wdc_seg_sum_rows_k, wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run, r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
+        WDC_GO(wdc_seg_sum_rows_k, wdc_blocks(M + M / WDC_SEG + 1, WDC_WARPS), WDC_THREADS, st)(r->seg_rows, r->seg_run,
+                r->seg_first, r->run_off, r->run_cnt, occ_s, r->state, r->rows, d.R);
         WDC_LAUNCH("seg_sum_rows");
     }
     // checks before any update (the sparse rows' in their merge), then the updates
@@ -1921,7 +2050,8 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
     WDC_GO(wdc_dense_check_k, wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, st)(r->state, r->g, d.Pd);
     WDC_LAUNCH("dense_check");
     if (c) {
-        WDC_GO(wdc_run_merge_k, runblocks, WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys, r->state, d.R, d.sentinel, 1);
+        WDC_GO(wdc_run_merge_k, runblocks, WDC_THREADS, st)(r->rows, r->seg_rows, r->seg_first, r->seg_cnt, r->ukeys,
+                                                            r->state, d.R, d.sentinel, 1);
         WDC_LAUNCH("run_merge");
         WDC_TRY(wdc_mark(r, slot, 7));
     } else {
@@ -1930,9 +2060,11 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_TRY(wdc_mark(r, slot, 7));
     }
     r->enq_stage = WDC_ENQ_UPDATES;
-    WDC_GO(wdc_dense_update_k, wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, st)(r->dense, r->s1, r->s2, r->g, r->state, d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
+    WDC_GO(wdc_dense_update_k, wdc_blocks(d.Pd, WDC_THREADS), WDC_THREADS, st)(r->dense, r->s1, r->s2, r->g, r->state,
+                                                                               d.P_mlp, d.Pd, d.wide, r->opt, r->wlp);
     WDC_LAUNCH("dense_update");
-    WDC_GO(wdc_sparse_apply_k, runblocks, WDC_THREADS, st)(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz, r->wn, r->emb, r->es1, r->es2);
+    WDC_GO(wdc_sparse_apply_k, runblocks, WDC_THREADS, st)(r->rows, r->ukeys, r->state, dd, r->opt, r->wide, r->wz,
+                                                           r->wn, r->emb, r->es1, r->es2);
     WDC_LAUNCH("sparse_apply");
     WDC_TRY(wdc_mark(r, slot, 8));
     if (checks) {
@@ -1940,7 +2072,9 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         WDC_CUDA(cudaMemsetAsync(sum, 0, sizeof *sum, st));
         const float *parts[3] = {r->dense, r->wide, r->emb};
         long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
-        for (int i = 0; i < 3; i++) if (lens[i]) { WDC_GO(wdc_checksum_k, 256, WDC_THREADS, st)(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
+        for (int i = 0; i < 3; i++)
+            if (lens[i]) { WDC_GO(wdc_checksum_k, 256, WDC_THREADS, st)(sum, parts[i], lens[i], 0x51ED + i);
+                WDC_LAUNCH("checksum"); }
         WDC_GO(wdc_checksum_fix_k, 1, 1, st)(sum);   // never WDC_NO_CHECKSUM
         WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
@@ -1971,7 +2105,8 @@ static wd_status wdc_step_enqueue(wdc_rank *r, int slot, int slow) {
         r->fork_open = 0;
     }
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (r->enq_stage >= WDC_ENQ_UPDATES && cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) r->unsafe = 1;
+    if (r->enq_stage >= WDC_ENQ_UPDATES && cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess
+        && cs == cudaStreamCaptureStatusNone) r->unsafe = 1;
     (void)cudaGetLastError();   // a launch error above is this step's, not the next launch's
     return wdc_fail(st, "%s", err);
 }
@@ -1981,18 +2116,24 @@ static wd_status wdc_create(const wd_backend_desc *bd, wd_backend **out) {
     *out = NULL;
     if (!bd->model) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: no model");
     if (bd->batch <= 0) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: batch %d", bd->batch);
-    if ((bd->ranks > 1 || bd->comm) && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather || !bd->comm->ops->poll))
-        return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
+    if ((bd->ranks > 1 || bd->comm)
+        && (!bd->comm || !bd->comm->ops->stream_allreduce_sum || !bd->comm->ops->stream_allgather
+            || !bd->comm->ops->poll))
+        return wdc_fail(WD_ERR_INVALID_ARG,
+                        "cuda backend: %d ranks need a device communicator (wd_comm_nccl_* or wd_comm_cuda_local_create)", bd->ranks);
     int ndev = 0;
     WDC_TRY(wd_cuda_device_count(&ndev));
-    if (bd->device < 0 || bd->device >= ndev) return wdc_fail(WD_ERR_INVALID_ARG, "GPU %d does not exist (%d present)", bd->device, ndev);
+    if (bd->device < 0 || bd->device >= ndev)
+        return wdc_fail(WD_ERR_INVALID_ARG, "GPU %d does not exist (%d present)", bd->device, ndev);
     wdc_rank *r = (wdc_rank *)wd_alloc(sizeof(wdc_rank));
     if (!r) return wdc_fail(WD_ERR_NOMEM, "out of memory");
     memset(r, 0, sizeof *r);
     r->device = bd->device;
     wd_status st = wdc_rank_init(r, bd);
 #ifdef WD_TESTING
-    if (!st && r->fail_create) st = wdc_fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
+    if (!st && r->fail_create)
+        st = wdc_fail(WD_ERR_DEVICE,
+                      "rank %d: a failure injected at the end of the backend's creation (WD_CUDA_TEST_FAIL)", r->rank);
 #endif
     if (st) {
         wdc_rank_free(r);
@@ -2012,7 +2153,8 @@ static wd_status wdc_wait(wdc_rank *r, cudaEvent_t ev, const char *what) {
     for (;;) {
         cudaError_t e = cudaEventQuery(ev);
         if (e == cudaSuccess) return r->comm ? r->comm->ops->poll(r->comm, 0) : WD_OK;
-        if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: waiting for %s: %s", r->rank, what, cudaGetErrorString(e));
+        if (e != cudaErrorNotReady)
+            return wdc_fail(WD_ERR_DEVICE, "rank %d: waiting for %s: %s", r->rank, what, cudaGetErrorString(e));
         if (r->comm) WDC_TRY(r->comm->ops->poll(r->comm, wdc_now() - t0));
         usleep(20);
     }
@@ -2033,19 +2175,26 @@ static wd_status wdc_settle(wdc_rank *r, int slot) {
     int tf = r->x_host[slot][2];   // wdc_tail_flags
     if (!r->xcapped[slot]) return WD_OK;
     int over = wd_xcap_step(&r->xcap, r->x_host[slot][0]);
-    if (over != r->x_host[slot][1]) return wdc_fail(WD_ERR_INTERNAL, "rank %d: the exchange's overflow flag (%d) disagrees with its count (%d rows, cap %lld)", r->rank, r->x_host[slot][1], r->x_host[slot][0], (long long)r->xcap.cap);
+    if (over != r->x_host[slot][1])
+        return wdc_fail(WD_ERR_INTERNAL,
+                        "rank %d: the exchange's overflow flag (%d) disagrees with its count (%d rows, cap %lld)",
+                        r->rank, r->x_host[slot][1], r->x_host[slot][0], (long long)r->xcap.cap);
     if (!over || tf) return WD_OK;
     r->xredone++;
     wd_status st = wdc_step_enqueue(r, slot, 1);
-    if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess && !st) st = wdc_fail(WD_ERR_DEVICE, "rank %d: recording a step's end failed", r->rank);
+    if (cudaEventRecord(r->done[slot], r->compute) != cudaSuccess && !st)
+        st = wdc_fail(WD_ERR_DEVICE, "rank %d: recording a step's end failed", r->rank);
     if (st) r->unsafe = 1;   // done again part way: its first run changed nothing, this one may have
     return st;
 }
 // A step on batch b. An error leaves nothing of it to complete (wd_train
 // ends; with an update enqueued the replica is unsafe).
 static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
-    if (r->submitted - r->completed >= 2) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
-    if (b->n != r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d", b->n, r->B);
+    if (r->submitted - r->completed >= 2)
+        return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a third step submitted before one completed");
+    if (b->n != r->B)
+        return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a training batch of %d samples; the rank was made for %d",
+                        b->n, r->B);
     WDC_CUDA(cudaSetDevice(r->device));
     int slot = (int)(r->submitted % 2);
     double t0 = wdc_now();
@@ -2055,8 +2204,8 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
     // completed that one (wdc_wait on done[slot]); predict runs with no step in flight
     WDC_CUDA(cudaStreamWaitEvent(r->copy, r->done[slot], 0));
     WDC_TRY(wdc_batch_copy(r, b, slot));
-    WDC_CUDA(cudaMemcpyAsync(&r->state->stop[slot], &r->stop_host[slot], sizeof r->stop_host[slot], cudaMemcpyHostToDevice,
-                             r->copy));
+    WDC_CUDA(cudaMemcpyAsync(&r->state->stop[slot], &r->stop_host[slot], sizeof r->stop_host[slot],
+                             cudaMemcpyHostToDevice, r->copy));
     WDC_CUDA(cudaEventRecord(r->copied[slot], r->copy));
     if (r->submitted > r->completed) {   // the step before: done again first if it must be
         wd_status st = wdc_settle(r, (slot + 1) % 2);
@@ -2073,12 +2222,15 @@ static wd_status wdc_submit_step(wdc_rank *r, const wd_batch *b, int stop) {
             WDC_CUDA(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal));
             st = wdc_step_enqueue(r, slot, 0);
             cudaError_t e = cudaStreamEndCapture(r->compute, &g);
-            if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaStreamEndCapture failed: %s", cudaGetErrorString(e));
+            if (!st && e != cudaSuccess)
+                st = wdc_fail(WD_ERR_DEVICE, "cudaStreamEndCapture failed: %s", cudaGetErrorString(e));
             else if (e == cudaSuccess) {
                 if (!st) {   // the side stream's priority, copied into its kernel nodes by the capture, counts
                              // only with this flag (else the graph runs at the launch stream's priority)
-                    e = cudaGraphInstantiateWithFlags(&r->graph[slot], g, r->side_prio ? cudaGraphInstantiateFlagUseNodePriority : 0);
-                    if (e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "cudaGraphInstantiateWithFlags failed: %s", cudaGetErrorString(e));
+                    e = cudaGraphInstantiateWithFlags(&r->graph[slot], g,
+                                                      r->side_prio ? cudaGraphInstantiateFlagUseNodePriority : 0);
+                    if (e != cudaSuccess)
+                        st = wdc_fail(WD_ERR_DEVICE, "cudaGraphInstantiateWithFlags failed: %s", cudaGetErrorString(e));
                 }
                 cudaGraphDestroy(g);
             }
@@ -2122,8 +2274,9 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
         r->device_steps++;
     }
     if (r->timing) {   // the stage between each pair of events of this step
-        static const int stage_of[WDC_MARKS - 1] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD, WD_STAGE_SORT,
-                                                    WD_STAGE_ROWS, WD_STAGE_COMM, WD_STAGE_OPTIMIZER, WD_STAGE_OPTIMIZER};
+        static const int stage_of[WDC_MARKS - 1] = {WD_STAGE_EMBED, WD_STAGE_MLP_FWD, WD_STAGE_WIDE, WD_STAGE_MLP_BWD,
+                                                    WD_STAGE_SORT, WD_STAGE_ROWS, WD_STAGE_COMM, WD_STAGE_OPTIMIZER,
+                                                    WD_STAGE_OPTIMIZER};
         for (int i = 0; i < WDC_MARKS - 1; i++) {
             float ms = 0;
             WDC_CUDA(cudaEventElapsedTime(&ms, r->mark[slot][i], r->mark[slot][i + 1]));
@@ -2133,30 +2286,44 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     const wdc_result *res = &r->res_host[slot];
     out->loss = res->tail[0]; out->weight = res->tail[1]; out->samples = res->tail[2];
     out->stopped = (res->flags & WDC_STOP) != 0;
-    if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
+    if (res->flags & WDC_REDO)
+        return wdc_fail(WD_ERR_INTERNAL,
+                        "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
     // every rank reads the same flags: a failure ends every rank alike (numeric halting)
-    if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
+    if (!bad && (res->halted & WDC_FAILED))
+        return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
     if (bad & WDC_TABLES_DIFFER)
         return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (cuda.check_tables)",
                         res->step + 1);
-    if (bad & WDC_BAD_LOSS) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", res->step + 1);
-    if (bad & WDC_BAD_GRAD) return wdc_fail(WD_ERR_NUMERIC, "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", res->step + 1, (double)WDC_GRAD_MAX);
-    if (bad & WDC_BAD_PARAM) return wdc_fail(WD_ERR_NUMERIC, "step %lld: the update left parameters non-finite; the model is no longer usable", res->step + 1);
+    if (bad & WDC_BAD_LOSS)
+        return wdc_fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied",
+                        res->step + 1);
+    if (bad & WDC_BAD_GRAD)
+        return wdc_fail(WD_ERR_NUMERIC,
+                        "step %lld: gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied",
+                        res->step + 1, (double)WDC_GRAD_MAX);
+    if (bad & WDC_BAD_PARAM)
+        return wdc_fail(WD_ERR_NUMERIC,
+                        "step %lld: the update left parameters non-finite; the model is no longer usable",
+                        res->step + 1);
     return WD_OK;
 }
 // A step that failed part way after an update was enqueued (wdc_step_enqueue),
 // or was cut off by the communicator's failure (wdc_complete), may have left
 // part of it applied: the replica is no finished step's.
 static wd_status wdc_unsafe(const wdc_rank *r, const char *what) {
-    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way (after its updates were enqueued, or cut off by the "
+    return wdc_fail(WD_ERR_DEVICE,
+                    "rank %d: %s refused: a step failed part way (after its updates were enqueued, or cut off by the "
                     "communicator's failure), so the GPU's model may hold part of it", r->rank, what);
 }
 static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: predict with a step in flight");
     if (r->unsafe) return wdc_unsafe(r, "predict");
-    if (b->n > r->B) return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d", b->n, r->B);
+    if (b->n > r->B)
+        return wdc_fail(WD_ERR_INVALID_ARG, "cuda backend: a batch of %d samples; the rank was made for %d",
+                        b->n, r->B);
     if (b->n <= 0) return WD_OK;   // nothing to copy or launch
     WDC_CUDA(cudaSetDevice(r->device));
     WDC_TRY(wdc_batch_copy(r, b, 0));
@@ -2165,8 +2332,8 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     const wdc_batch *db = &r->state->b[0];
     WDC_TRY(wdc_forward(r, db, b->n, -1));
     const float *deep_out = r->v.nlayers ? (const float *)r->act[r->v.nlayers - 1] : NULL;
-    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_logit : NULL, db, &r->state->d, r->wide, r->dense + r->d.P_mlp,
-                               r->table_off, b->n));
+    WDC_TRY(wdc_predict_logits(r->compute, r->logits, deep_out, r->overlap ? r->wide_logit : NULL, db, &r->state->d,
+                               r->wide, r->dense + r->d.P_mlp, r->table_off, b->n));
     WDC_CUDA(cudaMemcpyAsync(probs, r->logits, 4 * (size_t)b->n, cudaMemcpyDeviceToHost, r->compute));
     WDC_CUDA(cudaStreamSynchronize(r->compute));
     return WD_OK;
@@ -2195,20 +2362,28 @@ static void wdc_describe(const wd_backend *be, char *buf, size_t n) {
     for (int l = 0; l < r->v.nlayers && o < sizeof mlp; l++) {
         const wdc_mm *f = &r->fwd[l], *b = &r->ba[l];
         o += (size_t)snprintf(mlp + o, sizeof mlp - o, "%s%s%s/%s%s", l ? "," : "",
-                              f->epi == WDC_EPI_RELU_AUX_BIAS ? "aux" : f->epi == WDC_EPI_NONE ? "kernel" : "fused", f->out16 && !f->bias_after ? "+r" : "",
-                              l == 0 ? "-" : b->epi == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel", l && b->out16 ? "+r" : "");
+                              f->epi == WDC_EPI_RELU_AUX_BIAS ? "aux" : f->epi == WDC_EPI_NONE ? "kernel" : "fused",
+                              f->out16 && !f->bias_after ? "+r" : "",
+                              l == 0 ? "-" : b->epi == WDC_EPI_DRELU_BGRAD ? "fused" : "kernel",
+                              l && b->out16 ? "+r" : "");
     }
     char fg[48] = "";   // cuda.fused_grid (tests only): the grids it left
-    if (r->sparse_fused && r->fused_cap) snprintf(fg, sizeof fg, " fused_grid=%u,%u,%u", r->fused_grid[0], r->fused_grid[1], r->fused_grid[2]);
+    if (r->sparse_fused && r->fused_cap)
+        snprintf(fg, sizeof fg, " fused_grid=%u,%u,%u", r->fused_grid[0], r->fused_grid[1], r->fused_grid[2]);
     char xch[64] = "";   // early in the line: reports keep its first 127 bytes
-    if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap, r->xredone);
+    if (r->comm) snprintf(xch, sizeof xch, " exchange=%lld redone=%lld", r->xfull ? r->d.rows : (long long)r->xcap.cap,
+                          r->xredone);
     // device_ms: the device time of a step (its first event to its last on the compute stream,
     // without the wait for its batch), the mean over the steps after the first WDC_WARM_STEPS
     char dev[40] = "";
     if (r->device_steps > 0) snprintf(dev, sizeof dev, " device_ms=%.4f", 1e3 * r->device_s / (double)r->device_steps);
-    snprintf(buf, n, "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s%s overlap=%s%s%s", p.name, p.major, p.minor,
-             r->ranks, xch, r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32", r->use_graph ? "on" : "off", r->epilogue ? "on" : "off",
-             r->v.nlayers ? mlp : "none", r->sparse_fused ? "fused" : "segmented", fg, r->overlap ? "on" : "off", r->overlap && r->side_prio ? " side=high" : "", dev);
+    snprintf(buf, n,
+             "cuda %s sm_%d%d ranks=%d%s gemm=cublaslt precision=%s graph=%s epilogue=%s mlp=%s sparse=%s%s overlap=%s%s%s",
+             p.name, p.major, p.minor, r->ranks, xch,
+             r->v.desc->precision == WD_PRECISION_BF16 ? "bf16" : r->fp32 ? "fp32" : "tf32",
+             r->use_graph ? "on" : "off", r->epilogue ? "on" : "off", r->v.nlayers ? mlp : "none",
+             r->sparse_fused ? "fused" : "segmented", fg, r->overlap ? "on" : "off",
+             r->overlap && r->side_prio ? " side=high" : "", dev);
 }
 // Every failure says "no CUDA device" first, then why in words: on a machine
 // without an NVIDIA driver cudaGetDeviceCount answers "CUDA driver version is
@@ -2292,25 +2467,31 @@ static void wdc_nccl_load_once(void) {
     if (!name || !*name) name = "libnccl.so.2";
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not available: %.300s (install NCCL 2.14 or newer, put the folder holding "
+        snprintf(wdc_nccl_why, sizeof wdc_nccl_why,
+                 "NCCL is not available: %.300s (install NCCL 2.14 or newer, put the folder holding "
                  "libnccl.so.2 on LD_LIBRARY_PATH, e.g. python3's site-packages/nvidia/nccl/lib, or set WD_NCCL_LIB to the library's path)", dlerror());
         return;
     }
     struct { void **fn; const char *sym; } want[] = {
         {(void **)&wdc_nc.GetVersion, "ncclGetVersion"}, {(void **)&wdc_nc.GetUniqueId, "ncclGetUniqueId"},
-        {(void **)&wdc_nc.CommInitRankConfig, "ncclCommInitRankConfig"}, {(void **)&wdc_nc.GroupStart, "ncclGroupStart"},
-        {(void **)&wdc_nc.GroupEnd, "ncclGroupEnd"}, {(void **)&wdc_nc.AllReduce, "ncclAllReduce"}, {(void **)&wdc_nc.AllGather, "ncclAllGather"},
-        {(void **)&wdc_nc.CommGetAsyncError, "ncclCommGetAsyncError"}, {(void **)&wdc_nc.CommFinalize, "ncclCommFinalize"},
+        {(void **)&wdc_nc.CommInitRankConfig, "ncclCommInitRankConfig"},
+        {(void **)&wdc_nc.GroupStart, "ncclGroupStart"},
+        {(void **)&wdc_nc.GroupEnd, "ncclGroupEnd"}, {(void **)&wdc_nc.AllReduce, "ncclAllReduce"},
+        {(void **)&wdc_nc.AllGather, "ncclAllGather"},
+        {(void **)&wdc_nc.CommGetAsyncError, "ncclCommGetAsyncError"},
+        {(void **)&wdc_nc.CommFinalize, "ncclCommFinalize"},
         {(void **)&wdc_nc.CommDestroy, "ncclCommDestroy"}, {(void **)&wdc_nc.CommAbort, "ncclCommAbort"},
         {(void **)&wdc_nc.GetErrorString, "ncclGetErrorString"}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!(*want[i].fn = dlsym(h, want[i].sym))) {
-            snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not usable: %.300s has no %s (NCCL 2.14 or newer is needed)", name, want[i].sym);
+            snprintf(wdc_nccl_why, sizeof wdc_nccl_why,
+                     "NCCL is not usable: %.300s has no %s (NCCL 2.14 or newer is needed)", name, want[i].sym);
             return;
         }
     int v = 0;
     if (wdc_nc.GetVersion(&v) != ncclSuccess || v < 21400)
-        snprintf(wdc_nccl_why, sizeof wdc_nccl_why, "NCCL is not usable: %.300s is version %d; nonblocking communicators need 2.14 or newer", name, v);
+        snprintf(wdc_nccl_why, sizeof wdc_nccl_why,
+                 "NCCL is not usable: %.300s is version %d; nonblocking communicators need 2.14 or newer", name, v);
 }
 static wd_status wdc_nccl_load(void) {
     pthread_once(&wdc_nccl_once, wdc_nccl_load_once);
@@ -2325,9 +2506,13 @@ static wd_status wdc_nccl_settle(ncclComm_t comm, wdc_group *g, int rank, double
         ncclResult_t st = ncclInProgress, q = wdc_nc.CommGetAsyncError(comm, &st);
         if (q != ncclSuccess) st = q;
         if (st == ncclSuccess) return WD_OK;
-        if (st != ncclInProgress) return wdc_fail(WD_ERR_DEVICE, "rank %d: %s: %s", rank, what, wdc_nc.GetErrorString(st));
-        if (g && wdc_group_aborted(g)) return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: stopped because %s", rank, what, g->why);
-        if (wdc_now() - t0 > timeout) return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: not done after %.0f s (WD_COMM_TIMEOUT)", rank, what, timeout);
+        if (st != ncclInProgress)
+            return wdc_fail(WD_ERR_DEVICE, "rank %d: %s: %s", rank, what, wdc_nc.GetErrorString(st));
+        if (g && wdc_group_aborted(g))
+            return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: stopped because %s", rank, what, g->why);
+        if (wdc_now() - t0 > timeout)
+            return wdc_fail(WD_ERR_ABORTED, "rank %d: %s: not done after %.0f s (WD_COMM_TIMEOUT)", rank,
+                            what, timeout);
         usleep(100);
     }
 }
@@ -2355,7 +2540,8 @@ static void wdc_nccl_kill(wdc_nccl *n) {
 }
 static wd_status wdc_nccl_poll(wd_comm *c, double waited) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
-    if (n->aborted) return wdc_fail(WD_ERR_ABORTED, "rank %d: the communicator was aborted: %s", c->rank, n->group->why);
+    if (n->aborted)
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: the communicator was aborted: %s", c->rank, n->group->why);
     if (wdc_group_aborted(n->group)) {
         wdc_nccl_kill(n);
         return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, n->group->why);
@@ -2365,12 +2551,15 @@ static wd_status wdc_nccl_poll(wd_comm *c, double waited) {
     if (ar != ncclSuccess && ar != ncclInProgress) {
         wdc_group_abort(n->group, c->rank, WD_ERR_DEVICE, wdc_nc.GetErrorString(ar));
         wdc_nccl_kill(n);
-        return wdc_fail(WD_ERR_ABORTED, "rank %d: a collective failed in NCCL: %s (communicator aborted)", c->rank, wdc_nc.GetErrorString(ar));
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: a collective failed in NCCL: %s (communicator aborted)", c->rank,
+                        wdc_nc.GetErrorString(ar));
     }
     if (waited > n->timeout) {
         wdc_group_abort(n->group, c->rank, WD_ERR_ABORTED, "timeout");
         wdc_nccl_kill(n);
-        return wdc_fail(WD_ERR_ABORTED, "rank %d: waited %.0f s for the other ranks (WD_COMM_TIMEOUT): one failed or stopped (communicator aborted)", c->rank, waited);
+        return wdc_fail(WD_ERR_ABORTED,
+                        "rank %d: waited %.0f s for the other ranks (WD_COMM_TIMEOUT): one failed or stopped (communicator aborted)",
+                        c->rank, waited);
     }
     return WD_OK;
 }
@@ -2401,7 +2590,8 @@ static wd_status wdc_nccl_wait(wd_comm *c) {   // the stream drained and, as wdc
     for (;;) {
         cudaError_t e = cudaStreamQuery(n->st);
         if (e == cudaSuccess) return wdc_nccl_poll(c, 0);
-        if (e != cudaErrorNotReady) return wdc_fail(WD_ERR_DEVICE, "rank %d: a collective failed: %s", c->rank, cudaGetErrorString(e));
+        if (e != cudaErrorNotReady)
+            return wdc_fail(WD_ERR_DEVICE, "rank %d: a collective failed: %s", c->rank, cudaGetErrorString(e));
         WDC_TRY(wdc_nccl_poll(c, wdc_now() - t0));
         usleep(20);
     }
@@ -2409,12 +2599,14 @@ static wd_status wdc_nccl_wait(wd_comm *c) {   // the stream drained and, as wdc
 static wd_status wdc_nccl_stream_allreduce(wd_comm *c, float *buf, size_t count, void *stream) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_TRY(wdc_nccl_poll(c, 0));
-    return wdc_nccl_enqueued(c, wdc_nc.AllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, (cudaStream_t)stream), "ncclAllReduce");
+    return wdc_nccl_enqueued(c, wdc_nc.AllReduce(buf, buf, count, ncclFloat, ncclSum, n->comm, (cudaStream_t)stream),
+                             "ncclAllReduce");
 }
 static wd_status wdc_nccl_stream_allgather(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_TRY(wdc_nccl_poll(c, 0));
-    return wdc_nccl_enqueued(c, wdc_nc.AllGather(send, recv, bytes, ncclUint8, n->comm, (cudaStream_t)stream), "ncclAllGather");
+    return wdc_nccl_enqueued(c, wdc_nc.AllGather(send, recv, bytes, ncclUint8, n->comm, (cudaStream_t)stream),
+                             "ncclAllGather");
 }
 static wd_status wdc_nccl_allreduce(wd_comm *c, float *buf, size_t count) {
     wdc_nccl *n = (wdc_nccl *)c->impl;
@@ -2522,7 +2714,9 @@ extern "C" void wd_comm_nccl_destroy(wd_comm *c) {
     if (wdc_group_aborted(n->group)) wdc_nccl_kill(n);
     if (!n->aborted) {
         ncclResult_t r = wdc_nc.CommFinalize(n->comm);
-        if ((r == ncclSuccess || r == ncclInProgress) && wdc_nccl_settle(n->comm, n->group, c->rank, fmin(n->timeout, WDC_FINALIZE_S), "NCCL finalize") == WD_OK)
+        if ((r == ncclSuccess || r == ncclInProgress) && wdc_nccl_settle(n->comm, n->group, c->rank,
+                                                                         fmin(n->timeout, WDC_FINALIZE_S),
+                                                                         "NCCL finalize") == WD_OK)
             wdc_nc.CommDestroy(n->comm);
         else wdc_nccl_kill(n);
     }
@@ -2554,7 +2748,8 @@ static wd_status wdc_nccl_warm_up(wd_comm **ranks, int n) {
     return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **ranks) {
-    if (ndev < 1 || ndev > 256 || !ranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
+    if (ndev < 1 || ndev > 256 || !ranks)
+        return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_create_all: 1..256 devices");
     WDC_TRY(wdc_nccl_load());
     ncclComm_t comms[256];
     int devs[256];
@@ -2569,13 +2764,15 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     ncclResult_t r = wdc_nc.GroupStart();
     for (int i = 0; r == ncclSuccess && i < ndev; i++) {
         ncclConfig_t cfg = wdc_nccl_config();
-        if (cudaSetDevice(devs[i]) != cudaSuccess) { st = wdc_fail(WD_ERR_INVALID_ARG, "GPU %d: %s", devs[i], cudaGetErrorString(cudaGetLastError())); break; }
+        if (cudaSetDevice(devs[i]) != cudaSuccess) {
+            st = wdc_fail(WD_ERR_INVALID_ARG, "GPU %d: %s", devs[i], cudaGetErrorString(cudaGetLastError())); break; }
         ncclResult_t q = wdc_nc.CommInitRankConfig(&comms[i], ndev, uid, i, &cfg);
         if (q != ncclSuccess && q != ncclInProgress) r = q;
     }
     ncclResult_t e = wdc_nc.GroupEnd();
     if (r == ncclSuccess && e != ncclInProgress) r = e;
-    if (!st && r != ncclSuccess) st = wdc_fail(WD_ERR_DEVICE, "NCCL set-up of %d GPUs: %s", ndev, wdc_nc.GetErrorString(r));
+    if (!st && r != ncclSuccess)
+        st = wdc_fail(WD_ERR_DEVICE, "NCCL set-up of %d GPUs: %s", ndev, wdc_nc.GetErrorString(r));
     for (int i = 0; !st && i < ndev; i++) st = wdc_nccl_settle(comms[i], g, i, timeout, "NCCL set-up");
     for (int i = 0; !st && i < ndev; i++) st = wdc_nccl_wrap(comms[i], i, ndev, devs[i], g, &ranks[i]);
     if (!st) st = wdc_nccl_warm_up(ranks, ndev);
@@ -2590,13 +2787,16 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_unique_id(void *id, size_t bytes) {
-    if (!id || bytes < sizeof(ncclUniqueId)) return wdc_fail(WD_ERR_INVALID_ARG, "unique id buffer of %zu bytes, NCCL needs %zu", bytes, sizeof(ncclUniqueId));
+    if (!id || bytes < sizeof(ncclUniqueId))
+        return wdc_fail(WD_ERR_INVALID_ARG, "unique id buffer of %zu bytes, NCCL needs %zu", bytes,
+                        sizeof(ncclUniqueId));
     WDC_TRY(wdc_nccl_load());
     WDC_NCCL(wdc_nc.GetUniqueId((ncclUniqueId *)id));
     return WD_OK;
 }
 extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out) {
-    if (!id || !out || nranks < 1 || rank < 0 || rank >= nranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_init_rank: rank %d of %d", rank, nranks);
+    if (!id || !out || nranks < 1 || rank < 0 || rank >= nranks)
+        return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_nccl_init_rank: rank %d of %d", rank, nranks);
     *out = NULL;
     WDC_TRY(wdc_nccl_load());
     ncclUniqueId uid;
@@ -2608,8 +2808,10 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     ncclConfig_t cfg = wdc_nccl_config();
     ncclResult_t r = wdc_nc.CommInitRankConfig(&comm, nranks, uid, rank, &cfg);
     wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
-                 : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks, wdc_nc.GetErrorString(r));
-    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", 600), "NCCL set-up (waiting for every rank)");
+                 : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks,
+                            wdc_nc.GetErrorString(r));
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", 600),
+                                  "NCCL set-up (waiting for every rank)");
     if (st) {
         if (comm) wdc_nc.CommAbort(comm);
         wdc_group_release(g);
@@ -2647,7 +2849,8 @@ static wd_status wdc_hub_barrier(wd_comm *c) {
     wdc_hub *h = (wdc_hub *)c->impl;
     wd_comm *cpu = h->cpu[c->rank];
     wd_status st = cpu->ops->barrier(cpu);
-    if (st) { char err[1024]; snprintf(err, sizeof err, "%s", wd_last_error()); wdc_group_abort(h->group, c->rank, st, err); return wdc_fail(st, "%s", err); }
+    if (st) { char err[1024]; snprintf(err, sizeof err, "%s", wd_last_error());
+        wdc_group_abort(h->group, c->rank, st, err); return wdc_fail(st, "%s", err); }
     return WD_OK;
 }
 static wd_status wdc_hub_stream_allreduce(wd_comm *c, float *buf, size_t count, void *stream) {
@@ -2660,7 +2863,8 @@ static wd_status wdc_hub_stream_allreduce(wd_comm *c, float *buf, size_t count, 
     size_t a = count * (size_t)r / (size_t)n, e = count * (size_t)(r + 1) / (size_t)n;
     wdc_ptrs in;
     for (int q = 0; q < n; q++) in.p[q] = h->bufs[q];
-    if (e > a) { WDC_GO(wdc_sum_ranks_k, wdc_blocks((int64_t)(e - a), WDC_THREADS), WDC_THREADS, st)(buf, in, n, a, e); WDC_LAUNCH("sum_ranks"); }
+    if (e > a) { WDC_GO(wdc_sum_ranks_k, wdc_blocks((int64_t)(e - a), WDC_THREADS), WDC_THREADS, st)(buf, in, n, a, e);
+        WDC_LAUNCH("sum_ranks"); }
     WDC_CUDA(cudaStreamSynchronize(st));
     WDC_TRY(wdc_hub_barrier(c));
     for (int q = 0; q < n; q++) {
@@ -2677,7 +2881,9 @@ static wd_status wdc_hub_stream_allgather(wd_comm *c, const void *send, void *re
     WDC_CUDA(cudaStreamSynchronize(st));
     h->g[c->rank] = send;
     WDC_TRY(wdc_hub_barrier(c));
-    for (int q = 0; q < h->n; q++) if (bytes) WDC_CUDA(cudaMemcpyAsync((char *)recv + bytes * (size_t)q, h->g[q], bytes, cudaMemcpyDeviceToDevice, st));
+    for (int q = 0; q < h->n; q++)
+        if (bytes)
+            WDC_CUDA(cudaMemcpyAsync((char *)recv + bytes * (size_t)q, h->g[q], bytes, cudaMemcpyDeviceToDevice, st));
     WDC_CUDA(cudaStreamSynchronize(st));
     return wdc_hub_barrier(c);
 }
@@ -2700,7 +2906,8 @@ static wd_status wdc_hub_allgather(wd_comm *c, const void *mine, size_t bytes, c
 static wd_status wdc_hub_poll(wd_comm *c, double waited) {
     (void)waited;   // the hub's collectives wait on the host (with the CPU communicator's timeout)
     wdc_hub *h = (wdc_hub *)c->impl;
-    if (wdc_group_aborted(h->group)) return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, h->group->why);
+    if (wdc_group_aborted(h->group))
+        return wdc_fail(WD_ERR_ABORTED, "rank %d: stopped because %s", c->rank, h->group->why);
     return WD_OK;
 }
 static void wdc_hub_abort(wd_comm *c, wd_status st, const char *why) {
@@ -2723,21 +2930,25 @@ extern "C" void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks) {
     for (int r = 0; r < nranks; r++) ranks[r] = NULL;
 }
 extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks) {
-    if (nranks < 1 || nranks > 256 || !ranks) return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_cuda_local_create: 1..256 ranks");
+    if (nranks < 1 || nranks > 256 || !ranks)
+        return wdc_fail(WD_ERR_INVALID_ARG, "wd_comm_cuda_local_create: 1..256 ranks");
     wdc_hub *h = (wdc_hub *)wd_alloc(sizeof(wdc_hub));
     wd_comm *cs = (wd_comm *)wd_alloc(sizeof(wd_comm) * (size_t)nranks);
     if (!h || !cs) { wd_free(h); wd_free(cs); return wdc_fail(WD_ERR_NOMEM, "out of memory"); }
     memset(h, 0, sizeof *h);
     memset(cs, 0, sizeof(wd_comm) * (size_t)nranks);
     h->n = nranks; h->device = device;
-    for (int r = 0; r < nranks; r++) { cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h; ranks[r] = &cs[r]; }
+    for (int r = 0; r < nranks; r++) { cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h;
+        ranks[r] = &cs[r]; }
     h->group = wdc_group_new(1);
     wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
     if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", 600), h->cpu);
     cudaError_t e = cudaSuccess;
     if (!st) e = cudaSetDevice(device);
-    for (int r = 0; !st && e == cudaSuccess && r < nranks; r++) e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
-    if (!st && e != cudaSuccess) st = wdc_fail(WD_ERR_DEVICE, "same-GPU communicator on GPU %d: %s", device, cudaGetErrorString(e));
+    for (int r = 0; !st && e == cudaSuccess && r < nranks; r++)
+        e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
+    if (!st && e != cudaSuccess)
+        st = wdc_fail(WD_ERR_DEVICE, "same-GPU communicator on GPU %d: %s", device, cudaGetErrorString(e));
     if (st) { wd_comm_cuda_local_destroy(ranks, nranks); return st; }
     return WD_OK;
 }
