@@ -951,7 +951,8 @@ static inline WD_HD void wd_opt_ftrl(float *w, float *z, float *n, float g, cons
     *z += g - sigma * *w;
     *n = nn;
     float zz = *z;
-    *w = (fabsf(zz) <= o->l1 || nn == 0.0f) ? 0.0f : -(zz - copysignf(o->l1, zz)) / ((o->beta + sqrtf(nn)) / o->lr_wide + o->l2);
+    *w = (fabsf(zz) <= o->l1 || nn == 0.0f) ? 0.0f
+        : -(zz - copysignf(o->l1, zz)) / ((o->beta + sqrtf(nn)) / o->lr_wide + o->l2);
 }
 // The deep part's rule (embeddings and MLP): s1, s2 its state arrays.
 static inline WD_HD void wd_opt_deep(const wd_opt *o, float *w, float *s1, float *s2, float g) {
@@ -968,14 +969,17 @@ static inline WD_HD uint64_t wd_mix64(uint64_t x) {
     return x;
 }
 static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32_t buckets) {
-    return buckets ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b) ^ ((uint64_t)(c + 1) * UINT64_C(0x9E3779B97F4A7C15))) % buckets) : 0;
+    return buckets
+        ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b)
+                              ^ ((uint64_t)(c + 1) * UINT64_C(0x9E3779B97F4A7C15))) % buckets) : 0;
 }
 // f32 (its bits) -> bf16 (its bits) as AVX512-BF16's VCVTNEPS2BF16 rounds, the
 // rule of every bf16 value of precision bf16 on either backend: to nearest
 // even, a NaN stays a (quiet) NaN, a subnormal becomes a zero of its sign.
 static inline WD_HD uint16_t wd_bf16_bits(uint32_t u) {
     if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40) : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40)
+        : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
 // ---- 14. Communicator ---------------------------------------------------------------------------
@@ -1681,7 +1685,8 @@ typedef enum wd_buf {
     WD_BUF_STATE,                   // step counter, flags, results (device side)
     WD_BUF_RELU_MASK,               // (B, ceil(H_l / 128) x 16 bytes) one per hidden layer (index = layer):
                                     // the ReLU bit mask cuBLASLt's RELU_AUX_BIAS epilogue writes, DRELU_BGRAD reads
-    WD_BUF_DENSE_LP,                // precision bf16 only: (Pd MLP part) the MLP's weights rounded to bf16 (2 bytes each)
+    WD_BUF_DENSE_LP,                // precision bf16 only: (Pd MLP part) the MLP's
+                                    // weights rounded to bf16 (2 bytes each)
     WD_BUF_X_LP,                    // precision bf16: (B, INp) the MLP input rounded to bf16
     WD_BUF_GRAD_LP,                 // precision bf16: two (B, max H) bf16 gradients, the hidden layers' dz (index 0, 1)
     WD_BUF_COUNT
@@ -2078,7 +2083,8 @@ static wd_allocator wd__alloc_hooks = {wd__default_alloc, wd__default_free, NULL
 
 WDDEF void wd_set_allocator(const wd_allocator *a) {
     if (a && a->alloc && a->free) wd__alloc_hooks = *a;
-    else { wd__alloc_hooks.alloc = wd__default_alloc; wd__alloc_hooks.free = wd__default_free; wd__alloc_hooks.user = NULL; }
+    else { wd__alloc_hooks.alloc = wd__default_alloc; wd__alloc_hooks.free = wd__default_free;
+        wd__alloc_hooks.user = NULL; }
 }
 static void *wd__malloc(size_t n) { return wd__alloc_hooks.alloc(n ? n : 1, wd__alloc_hooks.user); }
 WDDEF void *wd_alloc(size_t bytes) { return wd__malloc(bytes); }
@@ -2128,12 +2134,16 @@ static wd_status wd__memory_limit_env(uint64_t *out) {
         if (*p == 'B' || *p == 'b') p++;   // "8GB"
         if (*p) goto bad;
     }
-    if (range || v > (UINT64_MAX >> shift)) return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s' is out of range", s);
-    if (v == 0) return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s': a memory limit of 0 bytes (unset it for no limit)", s);
+    if (range || v > (UINT64_MAX >> shift))
+        return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s' is out of range", s);
+    if (v == 0)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "WD_MEMORY_LIMIT '%.40s': a memory limit of 0 bytes (unset it for no limit)", s);
     *out = v << shift;
     return WD_OK;
 bad:
-    return wd__fail(WD_ERR_INVALID_ARG, "WD_MEMORY_LIMIT '%.40s' is not a size (bytes, with an optional K, M, G or T suffix)", s);
+    return wd__fail(WD_ERR_INVALID_ARG,
+                    "WD_MEMORY_LIMIT '%.40s' is not a size (bytes, with an optional K, M, G or T suffix)", s);
 }
 static wd_status wd__memory_left(uint64_t *out) {
     uint64_t cap;
@@ -2146,10 +2156,12 @@ static wd_status wd__memory_left(uint64_t *out) {
     }
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        uint64_t used = wd__read_u64("/proc/self/statm", NULL) * (uint64_t)sysconf(_SC_PAGESIZE);   // pages of address space
+        uint64_t used = wd__read_u64("/proc/self/statm", NULL)
+            * (uint64_t)sysconf(_SC_PAGESIZE);   // pages of address space
         if (used != UINT64_MAX) left = WD__MIN(left, (uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0);
     }
-    uint64_t cg = wd__read_u64("/sys/fs/cgroup/memory.max", NULL), cur = wd__read_u64("/sys/fs/cgroup/memory.current", NULL);
+    uint64_t cg = wd__read_u64("/sys/fs/cgroup/memory.max", NULL),
+        cur = wd__read_u64("/sys/fs/cgroup/memory.current", NULL);
     if (cg != UINT64_MAX && cur != UINT64_MAX) left = WD__MIN(left, cg > cur ? cg - cur : 0);
     *out = left;
     return WD_OK;
@@ -2161,8 +2173,10 @@ static wd_status wd__memory_check(uint64_t bytes, const char *what) {
     WD__TRY(wd__memory_limit_env(&cap));   // a bad WD_MEMORY_LIMIT is refused whatever the size
     if (bytes < ((uint64_t)64 << 20)) return WD_OK;
     WD__TRY(wd__memory_left(&left));
-    if (bytes > left) return wd__fail(WD_ERR_NOMEM, "%s needs %.2f GiB, this machine has %.2f GiB available%s", what, (double)bytes / 1073741824.0, (double)left / 1073741824.0,
-                                      left == cap ? " (WD_MEMORY_LIMIT)" : "");
+    if (bytes > left)
+        return wd__fail(WD_ERR_NOMEM, "%s needs %.2f GiB, this machine has %.2f GiB available%s", what,
+                        (double)bytes / 1073741824.0, (double)left / 1073741824.0,
+                        left == cap ? " (WD_MEMORY_LIMIT)" : "");
     return WD_OK;
 }
 
@@ -2194,9 +2208,11 @@ static char *wd__strdup(const char *s) {
 }
 
 // ---- little-endian helpers, CRC32C ------------------------------------------------
-static void wd__put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
+static void wd__put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24); }
 static void wd__put64(uint8_t *p, uint64_t v) { wd__put32(p, (uint32_t)v); wd__put32(p + 4, (uint32_t)(v >> 32)); }
-static uint32_t wd__get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t wd__get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t wd__get64(const uint8_t *p) { return (uint64_t)wd__get32(p) | (uint64_t)wd__get32(p + 4) << 32; }
 
 static uint32_t wd__crc_table[8][256];
@@ -2243,7 +2259,8 @@ static int wd__crc_hw;
 static pthread_once_t wd__crc_hw_once = PTHREAD_ONCE_INIT;
 static void wd__crc_hw_init(void) { wd__crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0; }
 static int wd__crc_hw_ok(void) { pthread_once(&wd__crc_hw_once, wd__crc_hw_init); return wd__crc_hw; }
-static uint32_t wd__crc32c_ext(uint32_t crc, const void *data, size_t n) { return wd__crc_hw_ok() ? wd__crc32c_hw(crc, data, n) : wd__crc32c_sw(crc, data, n); }
+static uint32_t wd__crc32c_ext(uint32_t crc, const void *data, size_t n) {
+    return wd__crc_hw_ok() ? wd__crc32c_hw(crc, data, n) : wd__crc32c_sw(crc, data, n); }
 #else
 static uint32_t wd__crc32c_ext(uint32_t crc, const void *data, size_t n) { return wd__crc32c_sw(crc, data, n); }
 #endif
@@ -2282,7 +2299,8 @@ WDDEF wd_status wd_schema_check(const wd_schema *s) {
         return wd__fail(WD_ERR_LIMIT, "schema: %d slots (limit %d)", s->nslots, WD_MAX_SLOTS);
     if (s->ndense + s->nslots == 0) return wd__fail(WD_ERR_INVALID_ARG, "schema has no features");
     for (int k = 0; k < s->nslots; k++) {
-        if (s->slot[k].buckets == 0) return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d (%.31s) has 0 buckets", k, s->slot[k].name);
+        if (s->slot[k].buckets == 0)
+            return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d (%.31s) has 0 buckets", k, s->slot[k].name);
         if (s->slot[k].kind != WD_ONE_HOT && s->slot[k].kind != WD_MULTI_HOT)
             return wd__fail(WD_ERR_INVALID_ARG, "schema: slot %d has kind %d", k, s->slot[k].kind);
         if (memchr(s->slot[k].name, 0, WD_NAME_MAX) == NULL)
@@ -2314,7 +2332,8 @@ static size_t wd__align64(size_t x) { return (x + 63) & ~(size_t)63; }
 // Lays out every array of a batch in mem (NULL: only computes the size).
 static size_t wd__batch_carve(wd_batch *b, uint8_t *mem, int cap, int64_t nnz_cap) {
     size_t off = 0;
-#define WD__CARVE(field, T, count) do { if (mem) field = (T *)(mem + off); off += wd__align64(sizeof(T) * (size_t)(count)); } while (0)
+#define WD__CARVE(field, T, count) do { if (mem) field = (T *)(mem + off); \
+    off += wd__align64(sizeof(T) * (size_t)(count)); } while (0)
     WD__CARVE(b->label, float, cap);
     WD__CARVE(b->weight, float, cap);
     WD__CARVE(b->dense, float, (size_t)cap * (size_t)b->ndense);
@@ -2336,11 +2355,15 @@ WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t 
 }
 WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a) {
     if (!b || !s) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: %s is NULL", b ? "the schema" : "the batch");
-    if (cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: capacity %d / %lld ids is negative", cap, (long long)nnz_cap);
+    if (cap < 0 || nnz_cap < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: capacity %d / %lld ids is negative", cap,
+                        (long long)nnz_cap);
     if (s->ndense < 0 || s->ndense > WD_MAX_DENSE || s->nslots < 0 || s->nslots > WD_MAX_SLOTS)
-        return wd__fail(WD_ERR_LIMIT, "wd_batch_init: %d dense/%d slots (limits %d/%d)", s->ndense, s->nslots, WD_MAX_DENSE, WD_MAX_SLOTS);
+        return wd__fail(WD_ERR_LIMIT, "wd_batch_init: %d dense/%d slots (limits %d/%d)", s->ndense, s->nslots,
+                        WD_MAX_DENSE, WD_MAX_SLOTS);
     for (int k = 0; k < s->nslots; k++)
-        if (s->slot[k].kind != WD_ONE_HOT && s->slot[k].kind != WD_MULTI_HOT) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: slot %d has kind %d", k, s->slot[k].kind);
+        if (s->slot[k].kind != WD_ONE_HOT && s->slot[k].kind != WD_MULTI_HOT)
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_init: slot %d has kind %d", k, s->slot[k].kind);
     memset(b, 0, sizeof *b);
     b->alloc = a;
     b->ndense = s->ndense;
@@ -2351,7 +2374,9 @@ WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int
 
 WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap) {
     if (!b) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: NULL batch");
-    if (cap < 0 || nnz_cap < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: capacity %d / %lld ids is negative", cap, (long long)nnz_cap);
+    if (cap < 0 || nnz_cap < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_reserve: capacity %d / %lld ids is negative", cap,
+                        (long long)nnz_cap);
     if (b->mem && cap <= b->cap && nnz_cap <= b->nnz_cap) return WD_OK;
     cap = WD__MAX(cap, b->cap);
     nnz_cap = WD__MAX(nnz_cap, b->nnz_cap);
@@ -2402,17 +2427,20 @@ WDDEF void wd_batch_clear(wd_batch *b) {
 // Whether b is laid out as schema s says (dense and slot counts, each slot's
 // kind): `who` names the call, or the file of block blk (blk >= 0), and
 // `whose` what s belongs to, in the message.
-static wd_status wd__batch_layout(const wd_batch *b, const wd_schema *s, const char *who, long long blk, const char *whose) {
+static wd_status wd__batch_layout(const wd_batch *b, const wd_schema *s, const char *who, long long blk,
+                                  const char *whose) {
     char at[40] = "";
     if (b->ndense != s->ndense || b->nslots != s->nslots) {
         if (blk >= 0) snprintf(at, sizeof at, ": block %lld", blk);
-        return wd__fail(WD_ERR_SCHEMA, "%s%s: the batch has %d dense/%d slots, the %s %d/%d", who, at, b->ndense, b->nslots, whose, s->ndense, s->nslots);
+        return wd__fail(WD_ERR_SCHEMA, "%s%s: the batch has %d dense/%d slots, the %s %d/%d", who, at, b->ndense,
+                        b->nslots, whose, s->ndense, s->nslots);
     }
     for (int k = 0; k < s->nslots; k++)
         if (b->kind[k] != s->slot[k].kind) {
             if (blk >= 0) snprintf(at, sizeof at, ": block %lld", blk);
-            return wd__fail(WD_ERR_SCHEMA, "%s%s: slot %d (%.31s) is %s in the batch, %s in the %s", who, at, k, s->slot[k].name,
-                            b->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot", s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", whose);
+            return wd__fail(WD_ERR_SCHEMA, "%s%s: slot %d (%.31s) is %s in the batch, %s in the %s", who, at, k,
+                            s->slot[k].name, b->kind[k] == WD_MULTI_HOT ? "multi-hot" : "one-hot",
+                            s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", whose);
         }
     return WD_OK;
 }
@@ -2428,8 +2456,12 @@ WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *
 
 WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count) {
     if (!dst || !src) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: %s is NULL", dst ? "src" : "dst");
-    if (from < 0 || count < 0 || (int64_t)from + count > src->n) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: samples [%d, %lld) of a batch of %d", from, (long long)from + count, src->n);
-    if (dst->ndense != src->ndense || dst->nslots != src->nslots) return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: %d dense/%d slots into %d/%d", src->ndense, src->nslots, dst->ndense, dst->nslots);
+    if (from < 0 || count < 0 || (int64_t)from + count > src->n)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_append: samples [%d, %lld) of a batch of %d", from,
+                        (long long)from + count, src->n);
+    if (dst->ndense != src->ndense || dst->nslots != src->nslots)
+        return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: %d dense/%d slots into %d/%d", src->ndense, src->nslots,
+                        dst->ndense, dst->nslots);
     int64_t need_nnz = 0;
     for (int k = 0; k < src->nslots; k++) {
         if (src->kind[k] != dst->kind[k]) return wd__fail(WD_ERR_SCHEMA, "wd_batch_append: slot kinds differ");
@@ -2560,12 +2592,16 @@ static wd_status wd__check_values(const wd_schema *s, const wd_batch *b, int fro
     const float *dv = b->dense + (size_t)from * (size_t)s->ndense;
     size_t nd = (size_t)n * (size_t)s->ndense;
     uint32_t nonfinite = 0;   // branch-free scan (vectorises); locate only on failure
-    for (size_t j = 0; j < nd; j++) { uint32_t u; memcpy(&u, &dv[j], 4); nonfinite |= (u & 0x7f800000u) == 0x7f800000u; }
+    for (size_t j = 0; j < nd; j++) { uint32_t u; memcpy(&u, &dv[j], 4);
+        nonfinite |= (u & 0x7f800000u) == 0x7f800000u; }
     for (size_t j = 0; nonfinite && j < nd; j++)
-        if (!isfinite(dv[j])) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", where, from + (int)(j / (size_t)s->ndense), (int)(j % (size_t)s->ndense), (double)dv[j]);
+        if (!isfinite(dv[j]))
+            return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", where,
+                            from + (int)(j / (size_t)s->ndense), (int)(j % (size_t)s->ndense), (double)dv[j]);
     for (int k = 0; k < s->nslots; k++) {
         const uint32_t *ids; size_t cnt;
-        if (s->slot[k].kind == WD_MULTI_HOT) { ids = b->ids[k] + b->offs[k][from]; cnt = b->offs[k][from + n] - b->offs[k][from]; }
+        if (s->slot[k].kind == WD_MULTI_HOT) { ids = b->ids[k] + b->offs[k][from];
+            cnt = b->offs[k][from + n] - b->offs[k][from]; }
         else { ids = b->ids[k] + from; cnt = (size_t)n; }
         uint32_t mx = 0;
         for (size_t j = 0; j < cnt; j++) mx = ids[j] > mx ? ids[j] : mx;
@@ -2598,7 +2634,8 @@ static wd_status wd__block_encode(const wd_schema *s, const wd_batch *b, int fro
             raw_bytes += 4 * (N + c);
         } else raw_bytes += 4 * N;
     }
-    if (raw_bytes > WD_MAX_BLOCK_BYTES) return wd__fail(WD_ERR_LIMIT, "block of %zu raw bytes exceeds the limit", raw_bytes);
+    if (raw_bytes > WD_MAX_BLOCK_BYTES)
+        return wd__fail(WD_ERR_LIMIT, "block of %zu raw bytes exceeds the limit", raw_bytes);
     raw->len = 0;
     WD__TRY(wd__buf_reserve(raw, raw_bytes + 16 * N));
     uint8_t *p = raw->p;
@@ -2642,7 +2679,9 @@ static wd_status wd__write_all(int fd, const void *p, size_t n, const char *path
     const uint8_t *c = (const uint8_t *)p;
     while (n) {
         ssize_t w = write(fd, c, n);
-        if (w < 0) { if (errno == EINTR) continue; return wd__fail(WD_ERR_IO, "%s: write failed: %s", path, strerror(errno)); }
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return wd__fail(WD_ERR_IO, "%s: write failed: %s", path, strerror(errno)); }
         c += w; n -= (size_t)w;
     }
     return WD_OK;
@@ -2651,7 +2690,9 @@ static wd_status wd__pread_all(int fd, void *p, size_t n, int64_t off, const cha
     uint8_t *c = (uint8_t *)p;
     while (n) {
         ssize_t r = pread(fd, c, n, (off_t)off);
-        if (r < 0) { if (errno == EINTR) continue; return wd__fail(WD_ERR_IO, "%s: read failed at offset %lld: %s", path, (long long)off, strerror(errno)); }
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return wd__fail(WD_ERR_IO, "%s: read failed at offset %lld: %s", path, (long long)off, strerror(errno)); }
         if (r == 0) return wd__fail(WD_ERR_CORRUPT, "%s: unexpected end of file at offset %lld", path, (long long)off);
         c += r; n -= (size_t)r; off += r;
     }
@@ -2766,7 +2807,8 @@ static uint64_t wd__table_salt(const void *table) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    return wd_mix64(wd_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)table) ^ c * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&counter);
+    return wd_mix64(wd_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)table)
+                    ^ c * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&counter);
 }
 static inline uint64_t wd__table_slot(uint64_t h, uint64_t salt) { return wd_mix64(wd_mix64(h ^ salt) + salt); }
 // The lookup tables of every slot with a vocabulary (hash[] filled).
@@ -2778,12 +2820,14 @@ static wd_status wd__vocab_index(wd_vocab *v) {
         while (cap < 2 * (uint64_t)v->n[k] + 2) cap *= 2;
         v->key[k] = (uint64_t *)wd__calloc(sizeof(uint64_t) * cap);
         v->val[k] = (uint32_t *)wd__calloc(sizeof(uint32_t) * cap);
-        if (!v->key[k] || !v->val[k]) return wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary of %lld values", (long long)v->n[k]);
+        if (!v->key[k] || !v->val[k])
+            return wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary of %lld values", (long long)v->n[k]);
         v->mask[k] = cap - 1;
         for (int64_t i = 0; i < v->n[k]; i++) {
             uint64_t j = wd__table_slot(v->hash[k][i], v->salt) & v->mask[k];
             while (v->val[k][j]) {
-                if (v->key[k][j] == v->hash[k][i]) return wd__fail(WD_ERR_CORRUPT, "vocabulary of slot %d lists a value twice", k);
+                if (v->key[k][j] == v->hash[k][i])
+                    return wd__fail(WD_ERR_CORRUPT, "vocabulary of slot %d lists a value twice", k);
                 j = (j + 1) & v->mask[k];
             }
             v->key[k][j] = v->hash[k][i];
@@ -2819,7 +2863,8 @@ static wd_status wd__vocab_copy(const wd_vocab *v, wd_vocab **out) {
     for (int k = 0; k < WD_MAX_SLOTS; k++) { c->n[k] = k < v->nslots ? v->n[k] : -1; c->rows[k] = v->rows[k]; }
     for (int k = 0; k < v->nslots; k++)
         if (v->n[k] > 0) {
-            if (!(c->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)v->n[k]))) { wd__vocab_free(c); return wd__fail(WD_ERR_NOMEM, "out of memory for a copy of a vocabulary"); }
+            if (!(c->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)v->n[k]))) {
+                wd__vocab_free(c); return wd__fail(WD_ERR_NOMEM, "out of memory for a copy of a vocabulary"); }
             memcpy(c->hash[k], v->hash[k], 8 * (size_t)v->n[k]);
         }
     wd_status st = wd__vocab_index(c);
@@ -2832,10 +2877,12 @@ static wd_status wd__vocab_copy(const wd_vocab *v, wd_vocab **out) {
 static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out);
 static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s, const char *where, wd_text_spec **out);
 static uint64_t wd__header_bytes(int nslots, const wd_vocab *v, size_t spec_bytes) {
-    return WD__HDR_FIXED + WD__SLOT_BYTES * (uint64_t)nslots + wd__vocab_bytes(v) + (spec_bytes ? 4 + (uint64_t)spec_bytes : 0) + 4;
+    return WD__HDR_FIXED + WD__SLOT_BYTES * (uint64_t)nslots + wd__vocab_bytes(v)
+        + (spec_bytes ? 4 + (uint64_t)spec_bytes : 0) + 4;
 }
 // spec: the encoded input format (NULL: none).
-static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created, const wd_vocab *v, const wd__buf *spec) {
+static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *created, const wd_vocab *v,
+                              const wd__buf *spec) {
     size_t sb = spec ? spec->len : 0, n = (size_t)wd__header_bytes(s->nslots, v, sb);
     memset(h, 0, n);
     memcpy(h, WD__MAGIC, 8);
@@ -2863,7 +2910,8 @@ static void wd__header_encode(uint8_t *h, const wd_schema *s, const char *create
 typedef struct wd__index_entry { int64_t offset; uint32_t nsamples, bytes; } wd__index_entry;
 
 // Footer + trailer for an index of nblocks entries; appended to out.
-static wd_status wd__footer_encode(wd__buf *out, const wd__index_entry *idx, int64_t nblocks, int64_t nsamples, int64_t footer_offset) {
+static wd_status wd__footer_encode(wd__buf *out, const wd__index_entry *idx, int64_t nblocks, int64_t nsamples,
+                                   int64_t footer_offset) {
     size_t fbytes = 24 + 16 * (size_t)nblocks + 8;
     out->len = 0;
     WD__TRY(wd__buf_reserve(out, fbytes + WD__TRAILER));
@@ -2892,7 +2940,8 @@ typedef struct wd__blockfile {
 } wd__blockfile;
 
 // t: the input format to store (NULL: none; its vocabulary is not looked at).
-static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created, const wd_vocab *v, const wd_text_spec *t) {
+static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema *s, const char *created,
+                             const wd_vocab *v, const wd_text_spec *t) {
     memset(f, 0, sizeof *f);
     f->out.fd = -1;
     WD__TRY(wd_schema_check(s));
@@ -2900,9 +2949,12 @@ static wd_status wd__bf_open(wd__blockfile *f, const char *path, const wd_schema
     wd__buf spec = {0, 0, 0};
     if (t) WD__TRY(wd__spec_encode(t, &spec));
     uint64_t hb = wd__header_bytes(s->nslots, v, spec.len);
-    if (hb > 0xFFFFFFF0u) { wd__buf_free(&spec); return wd__fail(WD_ERR_LIMIT, "%s: a vocabulary of %llu bytes does not fit a file header", path, (unsigned long long)hb); }
+    if (hb > 0xFFFFFFF0u) { wd__buf_free(&spec);
+        return wd__fail(WD_ERR_LIMIT, "%s: a vocabulary of %llu bytes does not fit a file header", path,
+                        (unsigned long long)hb); }
     uint8_t *hdr = (uint8_t *)wd__malloc((size_t)hb);
-    if (!hdr) { wd__buf_free(&spec); return wd__fail(WD_ERR_NOMEM, "out of memory for a file header of %llu bytes", (unsigned long long)hb); }
+    if (!hdr) { wd__buf_free(&spec); return wd__fail(WD_ERR_NOMEM, "out of memory for a file header of %llu bytes",
+                                                     (unsigned long long)hb); }
     wd__header_encode(hdr, s, created, v, t ? &spec : NULL);
     wd__buf_free(&spec);
     wd_status st = wd__out_open(&f->out, path);
@@ -2957,11 +3009,13 @@ WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s, const wd_wr
     if (!w) return wd__fail(WD_ERR_NOMEM, "out of memory");
     w->block_samples = (d && d->block_samples > 0) ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
     w->level = (d && d->level) ? d->level : 3;
-    if (w->block_samples > WD_MAX_BLOCK_SAMPLES) { wd__free(w); return wd__fail(WD_ERR_LIMIT, "block_samples %d exceeds %d", d->block_samples, WD_MAX_BLOCK_SAMPLES); }
+    if (w->block_samples > WD_MAX_BLOCK_SAMPLES) { wd__free(w);
+        return wd__fail(WD_ERR_LIMIT, "block_samples %d exceeds %d", d->block_samples, WD_MAX_BLOCK_SAMPLES); }
     wd_status st = wd_batch_init(&w->pending, s, w->block_samples, 0);
     if (st) { wd__free(w); return st; }
     w->cc = ZSTD_createCCtx();
-    if (!w->cc) { wd_batch_free(&w->pending); wd__free(w); return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context"); }
+    if (!w->cc) { wd_batch_free(&w->pending); wd__free(w);
+        return wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context"); }
     st = wd__bf_open(&w->file, path, s, d && d->created ? d->created : "widedeep " WD_VERSION_STRING, NULL, NULL);
     if (st) { ZSTD_freeCCtx(w->cc); wd_batch_free(&w->pending); wd__free(w); return st; }
     *out = w;
@@ -2980,9 +3034,11 @@ WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b) {
     if (!w || !b) return wd__fail(WD_ERR_INVALID_ARG, "wd_writer_append: NULL argument");
     if (w->failed) return wd__fail(w->failed, "%s: writer failed earlier", w->file.out.path);
     if (b->ndense != w->file.schema.ndense || b->nslots != w->file.schema.nslots)
-        return wd__fail(WD_ERR_SCHEMA, "%s: appended batch has %d dense/%d slots, file has %d/%d", w->file.out.path, b->ndense, b->nslots, w->file.schema.ndense, w->file.schema.nslots);
+        return wd__fail(WD_ERR_SCHEMA, "%s: appended batch has %d dense/%d slots, file has %d/%d", w->file.out.path,
+                        b->ndense, b->nslots, w->file.schema.ndense, w->file.schema.nslots);
     for (int k = 0; k < b->nslots; k++)
-        if (b->kind[k] != w->file.schema.slot[k].kind) return wd__fail(WD_ERR_SCHEMA, "%s: slot %d kind differs", w->file.out.path, k);
+        if (b->kind[k] != w->file.schema.slot[k].kind)
+            return wd__fail(WD_ERR_SCHEMA, "%s: slot %d kind differs", w->file.out.path, k);
     WD__TRY(wd__check_values(&w->file.schema, b, 0, b->n, w->file.out.path, WD_ERR_INVALID_ARG));
     for (int at = 0; at < b->n;) {
         int take = WD__MIN(b->n - at, w->block_samples - w->pending.n);
@@ -3066,7 +3122,8 @@ WDDEF const wd_vocab *wd_reader_vocab(const wd_reader *r) { return r ? r->vocab 
 
 // The vocabulary at *qp (advanced past it) of a record ending at end, for
 // schema sc; where: "FILE: file header" for messages.
-static wd_status wd__vocab_decode(const char *where, const wd_schema *sc, const uint8_t **qp, const uint8_t *end, wd_vocab **out) {
+static wd_status wd__vocab_decode(const char *where, const wd_schema *sc, const uint8_t **qp, const uint8_t *end,
+                                  wd_vocab **out) {
     uint32_t nslots = (uint32_t)sc->nslots;
     const uint8_t *q = *qp;
     *out = NULL;
@@ -3079,23 +3136,30 @@ static wd_status wd__vocab_decode(const char *where, const wd_schema *sc, const 
         if (end - q < 8) { st = wd__fail(WD_ERR_CORRUPT, "%s: the vocabulary ends early", where); break; }
         int64_t n = (int64_t)wd__get64(q);
         q += 8;
-        if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u's vocabulary claims %lld values", where, k, (long long)n); break; }
-        if (n >= 0 && (uint64_t)n + 1 > sc->slot[k].buckets) { st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u has %u buckets but a vocabulary of %lld values", where, k, sc->slot[k].buckets, (long long)n); break; }
+        if (n < -1 || (n >= 0 && (uint64_t)(end - q) / 8 < (uint64_t)n)) {
+            st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u's vocabulary claims %lld values", where, k,
+                          (long long)n); break; }
+        if (n >= 0 && (uint64_t)n + 1 > sc->slot[k].buckets) {
+            st = wd__fail(WD_ERR_CORRUPT, "%s: slot %u has %u buckets but a vocabulary of %lld values", where, k,
+                          sc->slot[k].buckets, (long long)n); break; }
         v->n[k] = n;
         v->rows[k] = sc->slot[k].buckets;
         if (n > 0) {
-            if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) { st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
+            if (!(v->hash[k] = (uint64_t *)wd__malloc(8 * (size_t)n))) {
+                st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
             for (int64_t i = 0; i < n; i++, q += 8) v->hash[k][i] = wd__get64(q);
         }
     }
-    if (!st && (st = wd__vocab_index(v)) != WD_OK && st != WD_ERR_NOMEM) st = wd__fail(WD_ERR_CORRUPT, "%s: %s", where, wd_last_error());
+    if (!st && (st = wd__vocab_index(v)) != WD_OK && st != WD_ERR_NOMEM)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: %s", where, wd_last_error());
     if (st) { wd__vocab_free(v); return st; }
     *qp = q;
     *out = v;
     return WD_OK;
 }
 // The schema, created string and vocabulary of a checksummed header.
-static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbytes, uint32_t ndense, uint32_t nslots, int has_vocab, int has_spec) {
+static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbytes, uint32_t ndense, uint32_t nslots,
+                                   int has_vocab, int has_spec) {
     const char *path = r->path;
     memset(&r->schema, 0, sizeof r->schema);
     r->schema.ndense = (int)ndense;
@@ -3117,10 +3181,13 @@ static wd_status wd__header_decode(wd_reader *r, const uint8_t *h, uint32_t hbyt
     if (has_vocab) st = wd__vocab_decode(where, &r->schema, &q, end, &v);
     if (!st && has_spec) {   // u32 bytes, then the input format
         uint32_t sn = end - q >= 4 ? wd__get32(q) : 0;
-        if (end - q < 4 || (uint64_t)(end - q - 4) < sn) st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
+        if (end - q < 4 || (uint64_t)(end - q - 4) < sn)
+            st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
         else { st = wd__spec_decode(q + 4, sn, &r->schema, where, &r->spec); q += 4 + (size_t)sn; }
     }
-    if (!st && q != end) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the %s", where, (long long)(end - q), has_spec ? "input format" : "vocabulary");
+    if (!st && q != end)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the %s", where, (long long)(end - q),
+                      has_spec ? "input format" : "vocabulary");
     if (st) { wd__vocab_free(v); return st; }
     r->vocab = v;
     return WD_OK;
@@ -3136,27 +3203,35 @@ static wd_status wd__reader_load(wd_reader *r) {
         uint8_t m[8] = {0};
         size_t n = (size_t)WD__MIN(r->file_bytes, 8);
         WD__TRY(wd__pread_all(r->fd, m, n, 0, path));
-        if (n < 8 || memcmp(m, WD__MAGIC, 8) != 0) return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
+        if (n < 8 || memcmp(m, WD__MAGIC, 8) != 0)
+            return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
         return wd__fail(WD_ERR_CORRUPT, "%s: truncated file header (%lld bytes)", path, (long long)r->file_bytes);
     }
     WD__TRY(wd__pread_all(r->fd, fixed, WD__HDR_FIXED, 0, path));
     if (memcmp(fixed, WD__MAGIC, 8) != 0) return wd__fail(WD_ERR_FORMAT, "%s: not a .wdr file (bad magic)", path);
     uint32_t ver = wd__get32(fixed + 8), hbytes = wd__get32(fixed + 12);
     uint32_t ndense = wd__get32(fixed + 16), nslots = wd__get32(fixed + 20), flags = wd__get32(fixed + 24);
-    if (ver < 1 || ver > WD__VERSION) return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads versions 1 to %u", path, ver, WD__VERSION);
+    if (ver < 1 || ver > WD__VERSION)
+        return wd__fail(WD_ERR_FORMAT, "%s: .wdr version %u, this build reads versions 1 to %u", path, ver,
+                        WD__VERSION);
     if (nslots > WD_MAX_SLOTS || ndense > WD_MAX_DENSE)
-        return wd__fail(WD_ERR_CORRUPT, "%s: file header: %u slots / %u dense columns exceed the limits (%d/%d)", path, nslots, ndense, WD_MAX_SLOTS, WD_MAX_DENSE);
+        return wd__fail(WD_ERR_CORRUPT, "%s: file header: %u slots / %u dense columns exceed the limits (%d/%d)", path,
+                        nslots, ndense, WD_MAX_SLOTS, WD_MAX_DENSE);
     int has_vocab = ver >= 2 && (flags & 1), has_spec = ver >= 3 && (flags & 2);
     uint32_t known = ver >= 3 ? 3u : ver == 2 ? 1u : 0u;   // the flags each version defines
     if (flags & ~known) return wd__fail(WD_ERR_CORRUPT, "%s: file header: unknown flags %#x", path, flags);
-    uint64_t least = wd__header_bytes((int)nslots, NULL, 0) + (has_vocab ? 8 * (uint64_t)nslots : 0) + (has_spec ? 4 : 0);
+    uint64_t least = wd__header_bytes((int)nslots, NULL, 0) + (has_vocab ? 8 * (uint64_t)nslots : 0)
+        + (has_spec ? 4 : 0);
     if ((has_vocab || has_spec) ? hbytes < least : hbytes != least)
         return wd__fail(WD_ERR_CORRUPT, "%s: file header: size %u does not match %u slots", path, hbytes, nslots);
-    if ((int64_t)hbytes + (int64_t)WD__TRAILER > r->file_bytes) return wd__fail(WD_ERR_CORRUPT, "%s: truncated (%lld bytes, header alone needs %u)", path, (long long)r->file_bytes, hbytes);
+    if ((int64_t)hbytes + (int64_t)WD__TRAILER > r->file_bytes)
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated (%lld bytes, header alone needs %u)", path,
+                        (long long)r->file_bytes, hbytes);
     uint8_t *h = (uint8_t *)wd__malloc(hbytes);
     if (!h) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for a file header of %u bytes", path, hbytes);
     wd_status st = wd__pread_all(r->fd, h, hbytes, 0, path);
-    if (!st && wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4)) st = wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
+    if (!st && wd__get32(h + hbytes - 4) != wd__crc32c(h, hbytes - 4))
+        st = wd__fail(WD_ERR_CORRUPT, "%s: file header checksum mismatch", path);
     if (!st) st = wd__header_decode(r, h, hbytes, ndense, nslots, has_vocab, has_spec);
     wd__free(h);
     if (st) return st;
@@ -3166,18 +3241,25 @@ static wd_status wd__reader_load(wd_reader *r) {
     if (wd__get32(t + 20) != WD__END_MAGIC || wd__get32(t + 16) != wd__crc32c(t, 16))
         return wd__fail(WD_ERR_CORRUPT, "%s: no valid trailer at the end of the file (truncated or not closed)", path);
     uint64_t foff = wd__get64(t), fbytes = wd__get64(t + 8);
-    if (foff < hbytes || fbytes < 32 || foff + fbytes + WD__TRAILER != (uint64_t)r->file_bytes || (fbytes - 32) % 16 != 0)
-        return wd__fail(WD_ERR_CORRUPT, "%s: footer at offset %llu size %llu lies outside the file (%lld bytes)", path, (unsigned long long)foff, (unsigned long long)fbytes, (long long)r->file_bytes);
+    if (foff < hbytes || fbytes < 32 || foff + fbytes + WD__TRAILER != (uint64_t)r->file_bytes
+        || (fbytes - 32) % 16 != 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: footer at offset %llu size %llu lies outside the file (%lld bytes)", path,
+                        (unsigned long long)foff, (unsigned long long)fbytes, (long long)r->file_bytes);
     uint8_t *f = (uint8_t *)wd__malloc((size_t)fbytes);
     if (!f) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for a %llu-byte footer", path, (unsigned long long)fbytes);
     st = wd__pread_all(r->fd, f, (size_t)fbytes, (int64_t)foff, path);
-    if (!st && (wd__get32(f) != WD__FTR_MAGIC || wd__get32(f + fbytes - 8) != wd__crc32c(f, (size_t)fbytes - 8) || wd__get32(f + fbytes - 4) != 0))
+    if (!st && (wd__get32(f) != WD__FTR_MAGIC || wd__get32(f + fbytes - 8) != wd__crc32c(f, (size_t)fbytes - 8)
+                || wd__get32(f + fbytes - 4) != 0))
         st = wd__fail(WD_ERR_CORRUPT, "%s: footer checksum mismatch", path);
     uint64_t nblocks = st ? 0 : wd__get64(f + 8), nsamples = st ? 0 : wd__get64(f + 16);
-    if (!st && nblocks != (fbytes - 32) / 16) st = wd__fail(WD_ERR_CORRUPT, "%s: footer lists %llu blocks but has room for %llu", path, (unsigned long long)nblocks, (unsigned long long)((fbytes - 32) / 16));
+    if (!st && nblocks != (fbytes - 32) / 16)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: footer lists %llu blocks but has room for %llu", path,
+                      (unsigned long long)nblocks, (unsigned long long)((fbytes - 32) / 16));
     if (!st) {
         r->index = (wd__index_entry *)wd__malloc((size_t)WD__MAX(nblocks, 1) * sizeof *r->index);
-        if (!r->index) st = wd__fail(WD_ERR_NOMEM, "%s: out of memory for the index of %llu blocks", path, (unsigned long long)nblocks);
+        if (!r->index)
+            st = wd__fail(WD_ERR_NOMEM, "%s: out of memory for the index of %llu blocks", path,
+                          (unsigned long long)nblocks);
     }
     uint64_t expect = hbytes, total = 0;
     for (uint64_t i = 0; !st && i < nblocks; i++) {
@@ -3185,14 +3267,20 @@ static wd_status wd__reader_load(wd_reader *r) {
         wd__index_entry *x = &r->index[i];
         x->offset = (int64_t)wd__get64(e); x->nsamples = wd__get32(e + 8); x->bytes = wd__get32(e + 12);
         if ((uint64_t)x->offset != expect || x->bytes < WD__BLK_HDR || (uint64_t)x->offset + x->bytes > foff)
-            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu at offset %lld (%u bytes) is outside the data area", path, (unsigned long long)i, (long long)x->offset, x->bytes);
+            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu at offset %lld (%u bytes) is outside the data area",
+                          path, (unsigned long long)i, (long long)x->offset, x->bytes);
         else if (x->nsamples == 0 || x->nsamples > WD_MAX_BLOCK_SAMPLES)
-            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu claims %u samples", path, (unsigned long long)i, x->nsamples);
+            st = wd__fail(WD_ERR_CORRUPT, "%s: footer: block %llu claims %u samples", path, (unsigned long long)i,
+                          x->nsamples);
         expect = (uint64_t)x->offset + x->bytes;
         total += x->nsamples;
     }
-    if (!st && expect != foff) st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks end at %llu but the footer starts at %llu", path, (unsigned long long)expect, (unsigned long long)foff);
-    if (!st && total != nsamples) st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks hold %llu samples, footer says %llu", path, (unsigned long long)total, (unsigned long long)nsamples);
+    if (!st && expect != foff)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks end at %llu but the footer starts at %llu", path,
+                      (unsigned long long)expect, (unsigned long long)foff);
+    if (!st && total != nsamples)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: footer: blocks hold %llu samples, footer says %llu", path,
+                      (unsigned long long)total, (unsigned long long)nsamples);
     wd__free(f);
     r->nblocks = (int64_t)nblocks;
     r->nsamples = (int64_t)nsamples;
@@ -3208,7 +3296,8 @@ WDDEF wd_status wd_reader_open(const char *path, wd_reader **out) {
     r->path = wd__strdup(path);
     if (!r->path) { wd_reader_close(r); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); wd_reader_close(r); return st; }
+    if (r->fd < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        wd_reader_close(r); return st; }
     wd_status st = wd__reader_load(r);
     if (st) { wd_reader_close(r); return st; }
     *out = r;
@@ -3221,45 +3310,60 @@ WDDEF const char *wd_reader_created(const wd_reader *r) { return r->created; }
 WDDEF int64_t wd_reader_nblocks(const wd_reader *r) { return r->nblocks; }
 WDDEF int64_t wd_reader_nsamples(const wd_reader *r) { return r->nsamples; }
 WDDEF int64_t wd_reader_file_bytes(const wd_reader *r) { return r->file_bytes; }
-WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i) { return (i >= 0 && i < r->nblocks) ? (int)r->index[i].nsamples : 0; }
-WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i) { return (i >= 0 && i < r->nblocks) ? r->index[i].bytes : 0; }
+WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i) {
+    return (i >= 0 && i < r->nblocks) ? (int)r->index[i].nsamples : 0; }
+WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i) {
+    return (i >= 0 && i < r->nblocks) ? r->index[i].bytes : 0; }
 
 WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap) {
     if (!r || !buf) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_fetch: %s is NULL", r ? "buf" : "the reader");
-    if (i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i, (long long)r->nblocks);
-    if (cap < r->index[i].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld needs %u bytes, buffer has %zu", r->path, (long long)i, r->index[i].bytes, cap);
+    if (i < 0 || i >= r->nblocks)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i,
+                        (long long)r->nblocks);
+    if (cap < r->index[i].bytes)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld needs %u bytes, buffer has %zu", r->path, (long long)i,
+                        r->index[i].bytes, cap);
     wd_status st = wd__pread_all(r->fd, buf, r->index[i].bytes, r->index[i].offset, r->path);
     if (st) return wd__fail(st, "%s (block %lld)", wd_last_error(), (long long)i);
     return WD_OK;
 }
 
-WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, const void *bytes, size_t len, wd_batch *dst) {
-    if (!d || !r || !bytes || !dst || bi < 0 || bi >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: bad arguments");
+WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, const void *bytes, size_t len,
+                                wd_batch *dst) {
+    if (!d || !r || !bytes || !dst || bi < 0 || bi >= r->nblocks)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: bad arguments");
     const wd_schema *s = &r->schema;
     const char *path = r->path;
     long long blk = (long long)bi;
     WD__TRY(wd__batch_layout(dst, s, path, blk, "file"));
-    if (dst->n < 0 || dst->n > dst->cap || (dst->cap > 0 && !dst->mem)) return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: the batch holds %d of %d samples", dst->n, dst->cap);
+    if (dst->n < 0 || dst->n > dst->cap || (dst->cap > 0 && !dst->mem))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: the batch holds %d of %d samples", dst->n, dst->cap);
     for (int k = 0; dst->mem && k < s->nslots; k++)   // arrays as wd_batch_init laid them out for these kinds
         if (!dst->ids[k] || (dst->kind[k] == WD_MULTI_HOT) != (dst->offs[k] != NULL))
-            return wd__fail(WD_ERR_INVALID_ARG, "wd_decode_block: slot %d's arrays do not match its kind (set kinds before wd_batch_init)", k);
+            return wd__fail(WD_ERR_INVALID_ARG,
+                            "wd_decode_block: slot %d's arrays do not match its kind (set kinds before wd_batch_init)", k);
     const uint8_t *h = (const uint8_t *)bytes;
-    if (len != r->index[bi].bytes) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld: %zu bytes given, index says %u", path, blk, len, r->index[bi].bytes);
+    if (len != r->index[bi].bytes)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld: %zu bytes given, index says %u", path, blk, len,
+                        r->index[bi].bytes);
     if (wd__get32(h) != WD__BLK_MAGIC || wd__get32(h + 28) != wd__crc32c(h, 28))
         return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: bad block header (magic or checksum)", path, blk);
     uint32_t n = wd__get32(h + 4), comp = wd__get32(h + 8), raw_bytes = wd__get32(h + 12), nnz = wd__get32(h + 16);
     if (n != r->index[bi].nsamples || (size_t)comp + WD__BLK_HDR != len)
-        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: header (%u samples, %u bytes) disagrees with the footer", path, blk, n, comp);
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: header (%u samples, %u bytes) disagrees with the footer", path,
+                        blk, n, comp);
     // label + dense columns + one column per slot (ids, or counts) + multi-hot ids
     uint64_t fixed = 4ull * n * (1ull + (uint64_t)s->ndense + (uint64_t)s->nslots);
     if ((uint64_t)raw_bytes != fixed + 4ull * nnz || raw_bytes > WD_MAX_BLOCK_BYTES)
-        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: raw size %u does not match %u samples and %u ids", path, blk, raw_bytes, n, nnz);
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: raw size %u does not match %u samples and %u ids", path, blk,
+                        raw_bytes, n, nnz);
     double t0 = wd__now();
     if (wd__crc32c(h + WD__BLK_HDR, comp) != wd__get32(h + 24))
         return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: payload checksum mismatch", path, blk);
     if (raw_bytes > d->raw.cap) {
         char what[WD__ERR_MAX / 2];
-        snprintf(what, sizeof what, "%s: block %lld (%u samples, %u bytes decompressed)", wd__tail(path, 300), blk, n, raw_bytes);
+        snprintf(what, sizeof what, "%s: block %lld (%u samples, %u bytes decompressed)", wd__tail(path, 300), blk,
+                 n, raw_bytes);
         WD__TRY(wd__memory_check(2 * (uint64_t)raw_bytes, what));   // the decompressed block and the batch it fills
     }
     WD__TRY(wd__buf_reserve(&d->raw, raw_bytes));
@@ -3267,7 +3371,8 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     size_t got = ZSTD_decompressDCtx(d->dc, d->raw.p, raw_bytes, h + WD__BLK_HDR, comp);
     double t2 = wd__now();
     if (ZSTD_isError(got) || got != raw_bytes)
-        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: decompression failed (%s)", path, blk, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong size");
+        return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: decompression failed (%s)", path, blk,
+                        ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong size");
     // multi-hot needs: total ids appended per slot
     int at = dst->n;
     int64_t need = 0;
@@ -3278,15 +3383,20 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
             if (s->slot[k].kind == WD_MULTI_HOT) {
                 uint64_t c = 0;
                 for (uint32_t i = 0; i < n; i++)
-                    c += (uint32_t)p[i] | (uint32_t)p[n + i] << 8 | (uint32_t)p[2 * n + i] << 16 | (uint32_t)p[3 * n + i] << 24;
-                if (seen + c > nnz) return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: slot %d: id counts exceed the block's %u ids", path, blk, k, nnz);
+                    c += (uint32_t)p[i] | (uint32_t)p[n + i] << 8 | (uint32_t)p[2 * n + i] << 16
+                        | (uint32_t)p[3 * n + i] << 24;
+                if (seen + c > nnz)
+                    return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: slot %d: id counts exceed the block's %u ids",
+                                    path, blk, k, nnz);
                 int64_t have = at ? dst->offs[k][at] : 0;
                 need = WD__MAX(need, have + (int64_t)c);
                 seen += c;
                 p += 4ull * (n + c);
             } else p += 4ull * n;
         }
-        if (seen != nnz) return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: id counts sum to %llu, header says %u", path, blk, (unsigned long long)seen, nnz);
+        if (seen != nnz)
+            return wd__fail(WD_ERR_CORRUPT, "%s: block %lld: id counts sum to %llu, header says %u", path, blk,
+                            (unsigned long long)seen, nnz);
     }
     if (at + (int64_t)n > INT32_MAX) return wd__fail(WD_ERR_LIMIT, "batch would exceed 2^31 samples");
     WD__TRY(wd_batch_reserve(dst, at + (int)n, need));
@@ -3295,7 +3405,8 @@ WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t bi, c
     uint32_t nonfinite = 0, junk = 0, suspect = 0;
     wd__unshuffle4(dst->label + at, 1, p, n, &junk); p += 4ull * n;
     for (uint32_t i = 0; i < n; i++) suspect |= !(dst->label[at + (int)i] >= 0.0f) | !(dst->label[at + (int)i] <= 1.0f);
-    for (size_t j = 0; j < D; j++) { wd__unshuffle4(dst->dense + (size_t)at * D + j, D, p, n, &nonfinite); p += 4ull * n; }
+    for (size_t j = 0; j < D; j++) { wd__unshuffle4(dst->dense + (size_t)at * D + j, D, p, n, &nonfinite);
+        p += 4ull * n; }
     for (int k = 0; k < s->nslots; k++) {
         uint32_t mx = 0;
         if (s->slot[k].kind == WD_MULTI_HOT) {
@@ -3330,7 +3441,9 @@ static wd_status wd__reader_own(wd_reader *r) {
 }
 WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst) {
     if (!r || !dst) return wd__fail(WD_ERR_INVALID_ARG, "wd_reader_read_block: NULL argument");
-    if (i < 0 || i >= r->nblocks) return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i, (long long)r->nblocks);
+    if (i < 0 || i >= r->nblocks)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: block %lld does not exist (%lld blocks)", r->path, (long long)i,
+                        (long long)r->nblocks);
     WD__TRY(wd__reader_own(r));
     WD__TRY(wd__buf_reserve(&r->fetch, r->index[i].bytes));
     WD__TRY(wd_reader_fetch(r, i, r->fetch.p, r->fetch.cap));
@@ -3384,13 +3497,15 @@ static int wd__parse_f64(const char *s, const char *e, double *out) {
     size_t n = (size_t)(e - s);
     if (n == 0 || n >= sizeof tmp) return -1;
     for (size_t i = 0; i < n; i++)   // decimal only: digits, sign, point, exponent
-        if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '+' || s[i] == '.' || s[i] == 'e' || s[i] == 'E')) return -1;
+        if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '+' || s[i] == '.' || s[i] == 'e'
+              || s[i] == 'E')) return -1;
     memcpy(tmp, s, n);
     tmp[n] = 0;
     char *end;
     errno = 0;
     double v = strtod(tmp, &end);
-    if (end != tmp + n || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0) || fabs(v) > 3.4028234663852886e38) return -1;
+    if (end != tmp + n || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0)
+        || fabs(v) > 3.4028234663852886e38) return -1;
     *out = v;
     return 0;
 }
@@ -3424,7 +3539,8 @@ static wd_status wd__each_item(const char *list, wd_status (*fn)(const char *, s
 // Returns the field count, or -1 (too many fields) / -2 (a stray quote) /
 // -4 (a quote the line does not close) / -3 (out of memory);
 // *scratch is set (and the caller frees it) whatever the result.
-static int wd__csv_split(const char *line, size_t len, char delim, const char **fs, size_t *fl, int max, char **scratch) {
+static int wd__csv_split(const char *line, size_t len, char delim, const char **fs, size_t *fl, int max,
+                         char **scratch) {
     const char *p = line, *end = line + len;
     char *out = NULL;
     *scratch = NULL;
@@ -3463,7 +3579,8 @@ static int wd__csv_split(const char *line, size_t len, char delim, const char **
     return n;
 }
 // The header's column names ("\xEF\xBB\xBF" before the first ignored).
-typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD__CSV_MAXCOLS]; size_t lens[WD__CSV_MAXCOLS]; int role; } wd__csv_ctx;
+typedef struct wd__csv_ctx { wd_text_spec *t; const char *cols[WD__CSV_MAXCOLS]; size_t lens[WD__CSV_MAXCOLS];
+    int role; } wd__csv_ctx;
 // The column called name: its index, -1 if none, or -2 (the error set) when
 // two columns have that name (a name an option gives must mean one column;
 // a repeated name no option gives is left alone, as any unused column).
@@ -3479,9 +3596,11 @@ static int wd__csv_col(const wd__csv_ctx *c, const char *name, size_t n) {
     return at;
 }
 static wd_status wd__csv_add_slot(wd_text_spec *t, const char *name, size_t n, int *k) {
-    if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "csv: too many categorical slots (limit %d)", WD_MAX_SLOTS);
+    if (t->schema.nslots >= WD_MAX_SLOTS)
+        return wd__fail(WD_ERR_LIMIT, "csv: too many categorical slots (limit %d)", WD_MAX_SLOTS);
     for (int q = 0; q < t->schema.nslots; q++)
-        if (strlen(t->schema.slot[q].name) == WD__MIN(n, (size_t)WD_NAME_MAX - 1) && memcmp(t->schema.slot[q].name, name, strlen(t->schema.slot[q].name)) == 0)
+        if (strlen(t->schema.slot[q].name) == WD__MIN(n, (size_t)WD_NAME_MAX - 1)
+            && memcmp(t->schema.slot[q].name, name, strlen(t->schema.slot[q].name)) == 0)
             return wd__fail(WD_ERR_INVALID_ARG, "csv: slot '%.*s' is named twice", (int)n, name);
     wd_slot *sl = &t->schema.slot[t->schema.nslots];
     snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN(n, WD_NAME_MAX - 1), name);
@@ -3513,24 +3632,32 @@ static wd_status wd__csv_derive(const char *item, size_t n, void *u) {
     if (n >= sizeof tmp) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.40s...' is too long", item);
     memcpy(tmp, item, n); tmp[n] = 0;
     char *eq = strchr(tmp, '=');
-    if (!eq || eq == tmp) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s' is not NAME=COL[a:b] or NAME=weekday(COL[a:b])", tmp);
+    if (!eq || eq == tmp)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "csv: derived slot '%s' is not NAME=COL[a:b] or NAME=weekday(COL[a:b])", tmp);
     *eq = 0;
     char *expr = eq + 1, *col = expr;
     int weekday = 0;
     size_t el = strlen(expr);
-    if (strncmp(expr, "weekday(", 8) == 0 && el > 9 && expr[el - 1] == ')') { weekday = 1; col = expr + 8; expr[el - 1] = 0; }
+    if (strncmp(expr, "weekday(", 8) == 0 && el > 9 && expr[el - 1] == ')') { weekday = 1; col = expr + 8;
+        expr[el - 1] = 0; }
     char *br = strchr(col, '['), *colon = br ? strchr(br, ':') : NULL, *close = colon ? strchr(colon, ']') : NULL;
     int64_t from, to;
-    if (!br || !colon || !close || close[1] || wd__parse_i64(br + 1, colon, &from) || wd__parse_i64(colon + 1, close, &to) || from < 0 || to <= from || to > 4096)
-        return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b", (int)n, item, col);
+    if (!br || !colon || !close || close[1] || wd__parse_i64(br + 1, colon, &from)
+        || wd__parse_i64(colon + 1, close, &to) || from < 0 || to <= from || to > 4096)
+        return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%.*s': '%s' is not COL[a:b] with 0 <= a < b",
+                        (int)n, item, col);
     int i = wd__csv_col(c, col, (size_t)(br - col));
     if (i == -2) return WD_ERR_INVALID_ARG;
-    if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp, (int)(br - col), col);
+    if (i < 0) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is not in the header", tmp,
+                               (int)(br - col), col);
     if (t->col_role[i] == 1)   // serving lines have no label: the slot would be derived from "0"
         return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': column '%.*s' is the label; a slot derived "
                         "from it would show the model the answer (and a request, which has no label, another "
                         "value): derive from another column", tmp, (int)(br - col), col);
-    if (weekday && to - from != 6 && to - from != 8) return wd__fail(WD_ERR_INVALID_ARG, "csv: derived slot '%s': weekday() takes 6 (YYMMDD) or 8 (YYYYMMDD) bytes", tmp);
+    if (weekday && to - from != 6 && to - from != 8)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "csv: derived slot '%s': weekday() takes 6 (YYMMDD) or 8 (YYYYMMDD) bytes", tmp);
     int k;
     WD__TRY(wd__csv_add_slot(t, tmp, strlen(tmp), &k));
     t->derived[t->nderived].col = i; t->derived[t->nderived].from = (int)from; t->derived[t->nderived].to = (int)to;
@@ -3543,7 +3670,8 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
     if (!d->header) return wd__fail(WD_ERR_INVALID_ARG, "csv: a header (the column names) is required");
     if (!d->label) return wd__fail(WD_ERR_INVALID_ARG, "csv: a label column is required");
     char delim = d->delimiter ? d->delimiter : ',';
-    if (delim == '"' || delim == '\n' || delim == '\r') return wd__fail(WD_ERR_INVALID_ARG, "csv: delimiter %d cannot separate fields", delim);
+    if (delim == '"' || delim == '\n' || delim == '\r')
+        return wd__fail(WD_ERR_INVALID_ARG, "csv: delimiter %d cannot separate fields", delim);
     memset(t, 0, sizeof *t);
     t->format = WD_FMT_CSV;
     t->dense_lo = t->dense_hi = -1;
@@ -3551,9 +3679,11 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
     t->id_col = -1;
     t->dense_raw = d->dense_raw;
     const char *h = d->header;
-    if ((unsigned char)h[0] == 0xEF && (unsigned char)h[1] == 0xBB && (unsigned char)h[2] == 0xBF) h += 3;   // UTF-8 byte-order mark
+    if ((unsigned char)h[0] == 0xEF && (unsigned char)h[1] == 0xBB
+        && (unsigned char)h[2] == 0xBF) h += 3;   // UTF-8 byte-order mark
     size_t hl = strcspn(h, "\r\n");
-    if (hl >= sizeof t->header) return wd__fail(WD_ERR_LIMIT, "csv: header line of %zu bytes, longer than %zu", hl, sizeof t->header - 1);
+    if (hl >= sizeof t->header)
+        return wd__fail(WD_ERR_LIMIT, "csv: header line of %zu bytes, longer than %zu", hl, sizeof t->header - 1);
     memcpy(t->header, h, hl);
     t->header[hl] = 0;
     wd__csv_ctx *c = (wd__csv_ctx *)wd__calloc(sizeof *c);
@@ -3579,7 +3709,8 @@ WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d) {
     for (int k = 0; k < t->schema.nslots; k++) t->schema.slot[k].buckets = d->buckets;
     return WD_OK;
 }
-WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label, const char *dense, const char *cat, uint32_t buckets) {
+WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label, const char *dense,
+                                 const char *cat, uint32_t buckets) {
     wd_csv_desc d;
     memset(&d, 0, sizeof d);
     d.header = header; d.label = label; d.dense = dense; d.cat = cat; d.buckets = buckets;
@@ -3594,7 +3725,8 @@ static int wd__parse_range(const char *s, size_t n, uint64_t *lo, uint64_t *hi) 
     if (!dash) return -1;
     *dash = 0;
     int64_t a, b;
-    if (wd__parse_i64(tmp, dash, &a) || wd__parse_i64(dash + 1, tmp + n, &b) || a < 0 || b < a || b > 0xFFFFFFFFll) return -1;
+    if (wd__parse_i64(tmp, dash, &a) || wd__parse_i64(dash + 1, tmp + n, &b) || a < 0 || b < a
+        || b > 0xFFFFFFFFll) return -1;
     *lo = (uint64_t)a; *hi = (uint64_t)b;
     return 0;
 }
@@ -3606,7 +3738,8 @@ static wd_status wd__libsvm_slot(const char *item, size_t n, void *u) {
         return wd__fail(WD_ERR_INVALID_ARG, "libsvm: slot '%.*s' is not NAME=LO-HI", (int)n, item);
     if (t->schema.nslots >= WD_MAX_SLOTS) return wd__fail(WD_ERR_LIMIT, "libsvm: too many slots");
     for (int i = 0; i < t->nranges; i++)
-        if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi)) return wd__fail(WD_ERR_INVALID_ARG, "libsvm: range '%.*s' overlaps another", (int)n, item);
+        if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi))
+            return wd__fail(WD_ERR_INVALID_ARG, "libsvm: range '%.*s' overlaps another", (int)n, item);
     int k = t->schema.nslots++;
     wd_slot *sl = &t->schema.slot[k];
     snprintf(sl->name, WD_NAME_MAX, "%.*s", (int)WD__MIN((size_t)(eq - item), WD_NAME_MAX - 1), item);
@@ -3629,9 +3762,11 @@ WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const ch
     if (dense && *dense) {
         uint64_t lo, hi;
         if (wd__parse_range(dense, strlen(dense), &lo, &hi) || hi - lo + 1 > WD_MAX_DENSE)
-            return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range '%s' is not LO-HI (at most %d columns)", dense, WD_MAX_DENSE);
+            return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range '%s' is not LO-HI (at most %d columns)", dense,
+                            WD_MAX_DENSE);
         for (int i = 0; i < t->nranges; i++)
-            if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi)) return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range overlaps a slot range");
+            if (!(hi < t->ranges[i].lo || lo > t->ranges[i].hi))
+                return wd__fail(WD_ERR_INVALID_ARG, "libsvm: dense range overlaps a slot range");
         t->dense_lo = (int64_t)lo; t->dense_hi = (int64_t)hi;
         t->schema.ndense = (int)(hi - lo + 1);
     }
@@ -3645,8 +3780,10 @@ static wd_status wd__bucket_override(const char *item, size_t n, void *u) {
     if (!eq || wd__parse_i64(eq + 1, item + n, &v) || v <= 0 || v > 0xFFFFFFFFll)
         return wd__fail(WD_ERR_INVALID_ARG, "buckets: '%.*s' is not NAME=COUNT", (int)n, item);
     for (int k = 0; k < t->schema.nslots; k++)
-        if (strlen(t->schema.slot[k].name) == (size_t)(eq - item) && memcmp(t->schema.slot[k].name, item, (size_t)(eq - item)) == 0) {
-            if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "buckets: libsvm slots take their size from their range");
+        if (strlen(t->schema.slot[k].name) == (size_t)(eq - item)
+            && memcmp(t->schema.slot[k].name, item, (size_t)(eq - item)) == 0) {
+            if (t->format == WD_FMT_LIBSVM)
+                return wd__fail(WD_ERR_INVALID_ARG, "buckets: libsvm slots take their size from their range");
             t->schema.slot[k].buckets = (uint32_t)v;
             return WD_OK;
         }
@@ -3659,22 +3796,30 @@ WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides) {
 WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s) {
     if (!t || !s) return wd__fail(WD_ERR_INVALID_ARG, "wd_text_spec_match: %s is NULL", t ? "the schema" : "the spec");
     if (s->nslots != t->schema.nslots || s->ndense != t->schema.ndense)
-        return wd__fail(WD_ERR_SCHEMA, "schema has %d dense/%d slots, the text format gives %d/%d", s->ndense, s->nslots, t->schema.ndense, t->schema.nslots);
+        return wd__fail(WD_ERR_SCHEMA, "schema has %d dense/%d slots, the text format gives %d/%d", s->ndense,
+                        s->nslots, t->schema.ndense, t->schema.nslots);
     for (int k = 0; k < s->nslots; k++) {
-        if (strncmp(s->slot[k].name, t->schema.slot[k].name, WD_NAME_MAX) != 0 || s->slot[k].kind != t->schema.slot[k].kind)
-            return wd__fail(WD_ERR_SCHEMA, "slot %d is '%.31s' in the schema but '%.31s' in the text format", k, s->slot[k].name, t->schema.slot[k].name);
+        if (strncmp(s->slot[k].name, t->schema.slot[k].name, WD_NAME_MAX) != 0
+            || s->slot[k].kind != t->schema.slot[k].kind)
+            return wd__fail(WD_ERR_SCHEMA, "slot %d is '%.31s' in the schema but '%.31s' in the text format", k,
+                            s->slot[k].name, t->schema.slot[k].name);
         if (t->format == WD_FMT_LIBSVM && s->slot[k].buckets != t->schema.slot[k].buckets)
             return wd__fail(WD_ERR_SCHEMA, "slot %s: libsvm range size differs from the schema", s->slot[k].name);
     }
-    for (int k = 0; k < s->nslots; k++) t->schema.slot[k].buckets = s->slot[k].buckets;   // all checked: t changes whole or not at all
+    for (int k = 0; k < s->nslots; k++) t->schema.slot[k].buckets = s->slot[k].buckets;   // all checked: t changes
+                                                                                          // whole or not at all
     return WD_OK;
 }
 
-WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot) { return (v && slot >= 0 && slot < v->nslots) ? v->n[slot] : -1; }
+WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot) {
+    return (v && slot >= 0 && slot < v->nslots) ? v->n[slot] : -1; }
 // Points t at v for every slot v covers (buckets = its table's rows); t does not own it.
 static wd_status wd__spec_use_vocab(wd_text_spec *t, const wd_vocab *v) {
-    if (v->nslots != t->schema.nslots) return wd__fail(WD_ERR_SCHEMA, "the vocabulary covers %d slots, the text format has %d", v->nslots, t->schema.nslots);
-    if (t->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "libsvm slots hold indexes, not values: no vocabulary");
+    if (v->nslots != t->schema.nslots)
+        return wd__fail(WD_ERR_SCHEMA, "the vocabulary covers %d slots, the text format has %d", v->nslots,
+                        t->schema.nslots);
+    if (t->format == WD_FMT_LIBSVM)
+        return wd__fail(WD_ERR_INVALID_ARG, "libsvm slots hold indexes, not values: no vocabulary");
     for (int k = 0; k < v->nslots; k++) if (v->n[k] >= 0) t->schema.slot[k].buckets = v->rows[k];
     t->vocab = v;
     return WD_OK;
@@ -3708,7 +3853,8 @@ WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v) {
 #define WD__SPEC_FIXED 48u
 static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out) {
     size_t hl = strnlen(t->header, sizeof t->header - 1);
-    int ncols = t->format == WD_FMT_CSV ? t->ncols : 0, nder = t->format == WD_FMT_CSV ? t->nderived : 0, nr = t->format == WD_FMT_LIBSVM ? t->nranges : 0;
+    int ncols = t->format == WD_FMT_CSV ? t->ncols : 0, nder = t->format == WD_FMT_CSV ? t->nderived : 0,
+        nr = t->format == WD_FMT_LIBSVM ? t->nranges : 0;
     if (t->format != WD_FMT_CSV) hl = 0;
     size_t n = WD__SPEC_FIXED + 16 * (size_t)nder + 12 * (size_t)nr + 8 * (size_t)ncols + hl;
     out->len = 0;
@@ -3716,17 +3862,21 @@ static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out) {
     uint8_t *p = out->p;
     memset(p, 0, n);
     int csv = t->format == WD_FMT_CSV;
-    wd__put32(p, (uint32_t)t->format); wd__put32(p + 4, csv && t->dense_raw ? 1u : 0u); wd__put32(p + 8, csv ? (uint32_t)(unsigned char)(t->delimiter ? t->delimiter : ',') : 0u);
+    wd__put32(p, (uint32_t)t->format); wd__put32(p + 4, csv && t->dense_raw ? 1u : 0u);
+    wd__put32(p + 8, csv ? (uint32_t)(unsigned char)(t->delimiter ? t->delimiter : ',') : 0u);
     wd__put32(p + 12, (uint32_t)ncols); wd__put32(p + 16, (uint32_t)(t->format == WD_FMT_CSV ? t->label_col : -1));
     wd__put32(p + 20, (uint32_t)nder); wd__put32(p + 24, (uint32_t)nr); wd__put32(p + 28, (uint32_t)hl);
-    wd__put64(p + 32, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_lo : -1)); wd__put64(p + 40, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_hi : -1));
+    wd__put64(p + 32, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_lo : -1));
+    wd__put64(p + 40, (uint64_t)(t->format == WD_FMT_LIBSVM ? t->dense_hi : -1));
     uint8_t *q = p + WD__SPEC_FIXED;
     for (int i = 0; i < nder; i++, q += 16) {
         wd__put32(q, (uint32_t)t->derived[i].col); wd__put32(q + 4, (uint32_t)t->derived[i].from);
         wd__put32(q + 8, (uint32_t)t->derived[i].to); wd__put32(q + 12, (uint32_t)t->derived[i].weekday);
     }
-    for (int i = 0; i < nr; i++, q += 12) { wd__put32(q, t->ranges[i].lo); wd__put32(q + 4, t->ranges[i].hi); wd__put32(q + 8, (uint32_t)t->ranges[i].slot); }
-    for (int i = 0; i < ncols; i++, q += 8) { wd__put32(q, (uint32_t)t->col_role[i]); wd__put32(q + 4, (uint32_t)t->col_index[i]); }
+    for (int i = 0; i < nr; i++, q += 12) { wd__put32(q, t->ranges[i].lo); wd__put32(q + 4, t->ranges[i].hi);
+        wd__put32(q + 8, (uint32_t)t->ranges[i].slot); }
+    for (int i = 0; i < ncols; i++, q += 8) { wd__put32(q, (uint32_t)t->col_role[i]);
+        wd__put32(q + 4, (uint32_t)t->col_index[i]); }
     memcpy(q, t->header, hl);
     out->len = n;
     return WD_OK;
@@ -3735,17 +3885,24 @@ static wd_status wd__spec_encode(const wd_text_spec *t, wd__buf *out) {
 // column, range and derived slot inside its bounds, every dense column and
 // slot filled exactly once (a spec that passed its checksum but not these
 // could read or leave unset memory when parsing).
-static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s, const char *where, wd_text_spec **out) {
+static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s, const char *where,
+                                 wd_text_spec **out) {
     *out = NULL;
-    if (n < WD__SPEC_FIXED) return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, at least %u are needed", where, n, WD__SPEC_FIXED);
+    if (n < WD__SPEC_FIXED)
+        return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, at least %u are needed", where, n,
+                        WD__SPEC_FIXED);
     uint32_t format = wd__get32(p), flags = wd__get32(p + 4), delim = wd__get32(p + 8), ncols = wd__get32(p + 12);
     int32_t label_col = (int32_t)wd__get32(p + 16);
     uint32_t nder = wd__get32(p + 20), nr = wd__get32(p + 24), hl = wd__get32(p + 28);
     int64_t dlo = (int64_t)wd__get64(p + 32), dhi = (int64_t)wd__get64(p + 40);
-    if (format > WD_FMT_CSV || flags > 1 || ncols > WD__CSV_MAXCOLS || nder > (uint32_t)s->nslots || nr > WD_MAX_SLOTS || hl >= sizeof(((wd_text_spec *)0)->header))
-        return wd__fail(WD_ERR_CORRUPT, "%s: the input format is not one this build knows (format %u, %u columns, %u derived slots, %u ranges)", where, format, ncols, nder, nr);
+    if (format > WD_FMT_CSV || flags > 1 || ncols > WD__CSV_MAXCOLS || nder > (uint32_t)s->nslots || nr > WD_MAX_SLOTS
+        || hl >= sizeof(((wd_text_spec *)0)->header))
+        return wd__fail(WD_ERR_CORRUPT,
+                        "%s: the input format is not one this build knows (format %u, %u columns, %u derived slots, %u ranges)",
+                        where, format, ncols, nder, nr);
     if ((uint64_t)n != WD__SPEC_FIXED + 16ull * nder + 12ull * nr + 8ull * ncols + hl)
-        return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, its counts make %llu", where, n, (unsigned long long)(WD__SPEC_FIXED + 16ull * nder + 12ull * nr + 8ull * ncols + hl));
+        return wd__fail(WD_ERR_CORRUPT, "%s: the input format holds %zu bytes, its counts make %llu", where, n,
+                        (unsigned long long)(WD__SPEC_FIXED + 16ull * nder + 12ull * nr + 8ull * ncols + hl));
     wd_text_spec *t = (wd_text_spec *)wd__calloc(sizeof *t);
     if (!t) return wd__fail(WD_ERR_NOMEM, "out of memory");
     t->format = (int)format; t->dense_raw = (int)flags; t->delimiter = (char)delim;
@@ -3756,8 +3913,10 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
         t->derived[i].col = (int)wd__get32(q); t->derived[i].from = (int)wd__get32(q + 4);
         t->derived[i].to = (int)wd__get32(q + 8); t->derived[i].weekday = (int)wd__get32(q + 12);
     }
-    for (uint32_t i = 0; i < nr; i++, q += 12) { t->ranges[i].lo = wd__get32(q); t->ranges[i].hi = wd__get32(q + 4); t->ranges[i].slot = (int)wd__get32(q + 8); }
-    for (uint32_t i = 0; i < ncols; i++, q += 8) { t->col_role[i] = (int)wd__get32(q); t->col_index[i] = (int)wd__get32(q + 4); }
+    for (uint32_t i = 0; i < nr; i++, q += 12) { t->ranges[i].lo = wd__get32(q); t->ranges[i].hi = wd__get32(q + 4);
+        t->ranges[i].slot = (int)wd__get32(q + 8); }
+    for (uint32_t i = 0; i < ncols; i++, q += 8) { t->col_role[i] = (int)wd__get32(q);
+        t->col_index[i] = (int)wd__get32(q + 4); }
     memcpy(t->header, q, hl);
     t->header[hl] = 0;
     const char *bad = NULL;
@@ -3773,36 +3932,48 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
     } else if (format == WD_FMT_CRITEO) {
         wd_schema c;
         wd_schema_criteo(&c, 1);
-        if (D != 13 || S != 26 || ncols || nder || nr || hl || flags || delim || label_col != -1 || dlo != -1 || dhi != -1) bad = "a Criteo format with other fields set";
-        for (int k = 0; !bad && k < S; k++) if (strcmp(s->slot[k].name, c.slot[k].name) != 0) bad = "a Criteo format whose slots are not C1..C26";
+        if (D != 13 || S != 26 || ncols || nder || nr || hl || flags || delim || label_col != -1 || dlo != -1
+            || dhi != -1) bad = "a Criteo format with other fields set";
+        for (int k = 0; !bad && k < S; k++)
+            if (strcmp(s->slot[k].name, c.slot[k].name) != 0) bad = "a Criteo format whose slots are not C1..C26";
     } else if (format == WD_FMT_CSV) {
-        if (!ncols || label_col < 0 || (uint32_t)label_col >= ncols || t->col_role[label_col] != 1 || nr || dlo != -1 || dhi != -1 || !delim || delim > 255 || delim == '"' || delim == '\n' || delim == '\r')
+        if (!ncols || label_col < 0 || (uint32_t)label_col >= ncols || t->col_role[label_col] != 1 || nr || dlo != -1
+            || dhi != -1 || !delim || delim > 255 || delim == '"' || delim == '\n' || delim == '\r')
             bad = "a CSV format without its columns, label or delimiter";
         int fixed = S - (int)nder, labels = 0;
         for (uint32_t i = 0; !bad && i < ncols; i++) {
             int role = t->col_role[i], ix = t->col_index[i];
             labels += role == 1;
             if (role < 0 || role > 3) bad = "a column of unknown role";
-            else if (role == 2 && (ix < 0 || ix >= D || seen[WD_MAX_SLOTS + ix]++)) bad = "a dense column outside the schema, or named twice";
-            else if (role == 3 && (ix < 0 || ix >= fixed || seen[ix]++)) bad = "a categorical column outside the schema, or named twice";
+            else if (role == 2 && (ix < 0 || ix >= D || seen[WD_MAX_SLOTS + ix]++))
+                bad = "a dense column outside the schema, or named twice";
+            else if (role == 3 && (ix < 0 || ix >= fixed || seen[ix]++))
+                bad = "a categorical column outside the schema, or named twice";
         }
         if (!bad && labels != 1) bad = "a CSV format with other than one label column";
         for (int k = 0; !bad && k < fixed; k++) if (!seen[k]) bad = "a slot that no column fills";
         for (int j = 0; !bad && j < D; j++) if (!seen[WD_MAX_SLOTS + j]) bad = "a dense column that no column fills";
         for (uint32_t i = 0; !bad && i < nder; i++) {
             int c = t->derived[i].col, a = t->derived[i].from, b = t->derived[i].to, w = t->derived[i].weekday;
-            if (c < 0 || (uint32_t)c >= ncols || a < 0 || b <= a || b > 4096 || w < 0 || w > 1 || (w && b - a != 6 && b - a != 8)) bad = "a derived slot outside its column";
+            if (c < 0 || (uint32_t)c >= ncols || a < 0 || b <= a || b > 4096 || w < 0 || w > 1
+                || (w && b - a != 6 && b - a != 8)) bad = "a derived slot outside its column";
             else if (c == label_col) bad = "a slot derived from the label column";
         }
     } else {   // libsvm
-        if (ncols || nder || hl || flags || delim || label_col != -1 || nr != (uint32_t)S) bad = "a LibSVM format with other fields set, or not a range per slot";
+        if (ncols || nder || hl || flags || delim || label_col != -1 || nr != (uint32_t)S)
+            bad = "a LibSVM format with other fields set, or not a range per slot";
         for (uint32_t i = 0; !bad && i < nr; i++) {
             const wd_range_map *r = &t->ranges[i];
-            if (r->lo > r->hi || r->slot < 0 || r->slot >= S || seen[r->slot]++ || (uint64_t)r->hi - r->lo + 1 != (uint64_t)s->slot[r->slot].buckets) bad = "a LibSVM range that does not match its slot";
-            for (uint32_t j = 0; !bad && j < i; j++) if (!(r->hi < t->ranges[j].lo || r->lo > t->ranges[j].hi)) bad = "LibSVM ranges that overlap";
-            if (!bad && dlo >= 0 && !((int64_t)r->hi < dlo || (int64_t)r->lo > dhi)) bad = "a LibSVM range that overlaps the dense range";
+            if (r->lo > r->hi || r->slot < 0 || r->slot >= S || seen[r->slot]++
+                || (uint64_t)r->hi - r->lo + 1 != (uint64_t)s->slot[r->slot].buckets)
+                bad = "a LibSVM range that does not match its slot";
+            for (uint32_t j = 0; !bad && j < i; j++)
+                if (!(r->hi < t->ranges[j].lo || r->lo > t->ranges[j].hi)) bad = "LibSVM ranges that overlap";
+            if (!bad && dlo >= 0 && !((int64_t)r->hi < dlo || (int64_t)r->lo > dhi))
+                bad = "a LibSVM range that overlaps the dense range";
         }
-        if (!bad && !(D == 0 ? dlo == -1 && dhi == -1 : dlo >= 0 && dhi >= dlo && dhi <= 0xFFFFFFFFll && dhi - dlo + 1 == D)) bad = "a LibSVM dense range that does not match the dense columns";
+        if (!bad && !(D == 0 ? dlo == -1 && dhi == -1 : dlo >= 0 && dhi >= dlo && dhi <= 0xFFFFFFFFll
+                      && dhi - dlo + 1 == D)) bad = "a LibSVM dense range that does not match the dense columns";
     }
     if (bad) { wd__free(t); return wd__fail(WD_ERR_CORRUPT, "%s: the input format is inconsistent: %s", where, bad); }
     *out = t;
@@ -3815,7 +3986,8 @@ static wd_status wd__spec_decode(const uint8_t *p, size_t n, const wd_schema *s,
 // that hold at most WD__EXACT_MAX of them (those get ids of their own).
 #define WD__HLL_BITS 14
 #define WD__EXACT_MAX 4096
-typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap, salt; } wd__cmap;   // cnt 0: empty; salt: wd__table_salt
+typedef struct wd__cmap { uint64_t *key; uint32_t *cnt; uint64_t n, cap, salt; } wd__cmap;   // cnt 0: empty; salt:
+                                                                                             // wd__table_salt
 typedef struct wd__sink {
     int counting;
     int extend;                     // counting the values a spec's vocabulary lacks (extend_vocab)
@@ -3838,7 +4010,9 @@ static wd_status wd__cmap_add(wd__cmap *m, uint64_t h, uint32_t c) {
         if (!m->cap) m->salt = wd__table_salt(m);
         uint64_t *nk = (uint64_t *)wd__calloc(sizeof(uint64_t) * nc);
         uint32_t *nv = (uint32_t *)wd__calloc(sizeof(uint32_t) * nc);
-        if (!nk || !nv) { wd__free(nk); wd__free(nv); return wd__fail(WD_ERR_NOMEM, "out of memory counting categorical values (%llu distinct)", (unsigned long long)m->n); }
+        if (!nk || !nv) { wd__free(nk); wd__free(nv);
+            return wd__fail(WD_ERR_NOMEM, "out of memory counting categorical values (%llu distinct)",
+                            (unsigned long long)m->n); }
         for (uint64_t i = 0; i < m->cap; i++)
             if (m->cnt[i]) {
                 uint64_t j = wd__table_slot(m->key[i], m->salt) & (nc - 1);
@@ -3871,7 +4045,8 @@ static void wd__sink_add(wd__sink *s, int k, uint64_t h) {
     if (s->failed) return;
     wd__sink_count(s, k, h, 1);
     if (s->counting) return;
-    if (!s->hll[k] && !(s->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) { s->failed = wd__fail(WD_ERR_NOMEM, "out of memory"); return; }
+    if (!s->hll[k] && !(s->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) {
+        s->failed = wd__fail(WD_ERR_NOMEM, "out of memory"); return; }
     uint64_t x = wd_mix64(h);
     uint32_t j = (uint32_t)(x >> (64 - WD__HLL_BITS));
     uint64_t w = (x << WD__HLL_BITS) | ((uint64_t)1 << (WD__HLL_BITS - 1));
@@ -3884,11 +4059,14 @@ static wd_status wd__sink_merge(wd__sink *into, const wd__sink *from) {
     for (int k = 0; k < from->nslots; k++) {
         const wd__cmap *m = &from->map[k];
         if (from->over[k] && !into->over[k]) wd__sink_drop(into, k);
-        for (uint64_t i = 0; i < m->cap && !into->over[k] && !into->failed; i++) if (m->cnt[i]) wd__sink_count(into, k, m->key[i], m->cnt[i]);
+        for (uint64_t i = 0; i < m->cap && !into->over[k] && !into->failed; i++)
+            if (m->cnt[i]) wd__sink_count(into, k, m->key[i], m->cnt[i]);
         WD__TRY(into->failed);
         if (from->hll[k]) {
-            if (!into->hll[k] && !(into->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS))) return wd__fail(WD_ERR_NOMEM, "out of memory");
-            for (int j = 0; j < 1 << WD__HLL_BITS; j++) if (from->hll[k][j] > into->hll[k][j]) into->hll[k][j] = from->hll[k][j];
+            if (!into->hll[k] && !(into->hll[k] = (uint8_t *)wd__calloc((size_t)1 << WD__HLL_BITS)))
+                return wd__fail(WD_ERR_NOMEM, "out of memory");
+            for (int j = 0; j < 1 << WD__HLL_BITS; j++)
+                if (from->hll[k][j] > into->hll[k][j]) into->hll[k][j] = from->hll[k][j];
         }
     }
     return WD_OK;
@@ -3923,12 +4101,15 @@ static wd_status wd__vocab_from(const wd__sink *s, int min_count, uint32_t capac
         const wd__cmap *m = &s->map[k];
         uint64_t kept = 0;
         for (uint64_t i = 0; i < m->cap; i++) kept += m->cnt[i] >= (uint32_t)min_count;
-        if (kept >= 0xFFFFFFFFu) { st = wd__fail(WD_ERR_LIMIT, "slot %d: %llu values seen %d times or more: more than 2^32 - 1", k, (unsigned long long)kept, min_count); break; }
+        if (kept >= 0xFFFFFFFFu) {
+            st = wd__fail(WD_ERR_LIMIT, "slot %d: %llu values seen %d times or more: more than 2^32 - 1", k,
+                          (unsigned long long)kept, min_count); break; }
         wd__vc *e = (wd__vc *)wd__malloc(sizeof(wd__vc) * (size_t)WD__MAX(kept, 1));
         v->hash[k] = (uint64_t *)wd__malloc(sizeof(uint64_t) * (size_t)WD__MAX(kept, 1));
         if (!e || !v->hash[k]) { wd__free(e); st = wd__fail(WD_ERR_NOMEM, "out of memory for a vocabulary"); break; }
         uint64_t q = 0;
-        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
+        for (uint64_t i = 0; i < m->cap; i++)
+            if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
         qsort(e, (size_t)kept, sizeof *e, wd__vc_cmp);
         for (uint64_t i = 0; i < kept; i++) v->hash[k][i] = e[i].h;
         v->n[k] = (int64_t)kept;
@@ -3945,7 +4126,8 @@ static wd_status wd__vocab_from(const wd__sink *s, int min_count, uint32_t capac
 // min_count times: appended after old's ids by falling count, then hash,
 // while the slot's table has rows; added[k] / no_room[k] count those given
 // ids and those left out.
-static wd_status wd__vocab_extend(const wd_vocab *old, const wd__sink *s, int min_count, wd_vocab **out, int64_t *added, int64_t *no_room) {
+static wd_status wd__vocab_extend(const wd_vocab *old, const wd__sink *s, int min_count, wd_vocab **out, int64_t *added,
+                                  int64_t *no_room) {
     wd_vocab *v;
     *out = NULL;
     WD__TRY(wd__vocab_copy(old, &v));
@@ -3959,8 +4141,10 @@ static wd_status wd__vocab_extend(const wd_vocab *old, const wd__sink *s, int mi
         uint64_t take = WD__MIN(kept, room);
         wd__vc *e = (wd__vc *)wd__malloc(sizeof(wd__vc) * (size_t)kept);
         uint64_t *h = (uint64_t *)wd__malloc(8 * (size_t)(v->n[k] + (int64_t)take + 1));
-        if (!e || !h) { wd__free(e); wd__free(h); st = wd__fail(WD_ERR_NOMEM, "out of memory extending a vocabulary"); break; }
-        for (uint64_t i = 0; i < m->cap; i++) if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
+        if (!e || !h) { wd__free(e); wd__free(h);
+            st = wd__fail(WD_ERR_NOMEM, "out of memory extending a vocabulary"); break; }
+        for (uint64_t i = 0; i < m->cap; i++)
+            if (m->cnt[i] >= (uint32_t)min_count) { e[q].h = m->key[i]; e[q].c = m->cnt[i]; q++; }
         qsort(e, (size_t)kept, sizeof *e, wd__vc_cmp);
         if (v->n[k] > 0) memcpy(h, v->hash[k], 8 * (size_t)v->n[k]);
         for (uint64_t i = 0; i < take; i++) h[v->n[k] + (int64_t)i] = e[i].h;
@@ -4052,7 +4236,8 @@ static void wd__names_note(wd__names *nm, int k, uint32_t id, const char *s, siz
 static uint32_t wd__cat_id(const wd_text_spec *t, int k, const char *s, size_t n) {
     uint64_t h = wd_hash_bytes(s, n, (uint64_t)k);
     if (wd__cat_sink) {   // extending: only the values the vocabulary lacks
-        if (!wd__cat_sink->extend || (t->vocab && t->vocab->n[k] >= 0 && !wd__vocab_id(t->vocab, k, h))) wd__sink_add(wd__cat_sink, k, h);
+        if (!wd__cat_sink->extend || (t->vocab && t->vocab->n[k] >= 0 && !wd__vocab_id(t->vocab, k, h)))
+            wd__sink_add(wd__cat_sink, k, h);
         return 0;
     }
     if (t->vocab && t->vocab->n[k] >= 0) {
@@ -4088,7 +4273,8 @@ static wd_status wd__push_id(wd_batch *b, int k, uint32_t id, uint32_t *cursor) 
 }
 
 // Slot k of t has neither buckets nor a vocabulary yet (wd_convert sizes it).
-static int wd__slot_unsized(const wd_text_spec *t, int k) { return t->schema.slot[k].buckets == 0 && !(t->vocab && t->vocab->n[k] >= 0); }
+static int wd__slot_unsized(const wd_text_spec *t, int k) { return t->schema.slot[k].buckets == 0
+    && !(t->vocab && t->vocab->n[k] >= 0); }
 
 // Raw dense value x of column j through t's dense rule (wd_batch_add): *v,
 // or WD_ERR_NUMERIC naming the column when the rule does not take x.
@@ -4119,11 +4305,15 @@ WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, co
                         "takes %d dense and %d categorical (a request for another model?)", ndense, ncat,
                         ndense && !dense ? " (dense NULL)" : "", s->ndense, s->nslots);
     WD__TRY(wd__batch_layout(b, s, "wd_batch_add", -1, "spec"));
-    if (!(label >= 0.0f && label <= 1.0f)) return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: label %g is outside [0, 1]", (double)label);
+    if (!(label >= 0.0f && label <= 1.0f))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: label %g is outside [0, 1]", (double)label);
     for (int k = 0; k < s->nslots; k++) {
-        if (s->slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot", k, s->slot[k].name);
+        if (s->slot[k].kind != WD_ONE_HOT)
+            return wd__fail(WD_ERR_SCHEMA, "wd_batch_add: slot %d (%.31s) is not one-hot", k, s->slot[k].name);
         if (wd__slot_unsized(t, k))
-            return wd__fail(WD_ERR_INVALID_ARG, "wd_batch_add: slot %d (%.31s) has no buckets yet: take them from the training file (wd_text_spec_match or wd_text_spec_vocab)", k, s->slot[k].name);
+            return wd__fail(WD_ERR_INVALID_ARG,
+                            "wd_batch_add: slot %d (%.31s) has no buckets yet: take them from the training file (wd_text_spec_match or wd_text_spec_vocab)",
+                            k, s->slot[k].name);
     }
     float v = 0.0f;
     for (int j = 0; j < s->ndense; j++) WD__TRY(wd__dense_raw_value(t, j, dense[j], &v));   // before b changes
@@ -4155,8 +4345,11 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
         p = tab + 1;
     }
     if (nf != 40)
-        return wd__fail(WD_ERR_PARSE, nolabel ? "%d fields, unlabeled Criteo lines have 39 (13 integers, 26 categorical)" : "%d fields, Criteo lines have 40 (label, 13 integers, 26 categorical)", nf - nolabel);
-    if (e[0] - f[0] != 1 || (f[0][0] != '0' && f[0][0] != '1')) return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(e[0] - f[0], 20), f[0]);
+        return wd__fail(WD_ERR_PARSE,
+                        nolabel ? "%d fields, unlabeled Criteo lines have 39 (13 integers, 26 categorical)"
+                        : "%d fields, Criteo lines have 40 (label, 13 integers, 26 categorical)", nf - nolabel);
+    if (e[0] - f[0] != 1 || (f[0][0] != '0' && f[0][0] != '1'))
+        return wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(e[0] - f[0], 20), f[0]);
     WD__TRY(wd__begin_sample(b));
     int i = b->n;
     b->label[i] = (float)(f[0][0] - '0');
@@ -4166,7 +4359,8 @@ static wd_status wd__parse_criteo(const wd_text_spec *t, const char *line, size_
         int64_t v = 0;
         if (f[1 + j] != e[1 + j]) {
             int rc = wd__parse_i64(f[1 + j], e[1 + j], &v);
-            if (rc) return wd__fail(WD_ERR_PARSE, "I%d: '%.*s' is %s", j + 1, (int)WD__MIN(e[1 + j] - f[1 + j], 30), f[1 + j], rc == -2 ? "too large for a 64-bit integer" : "not an integer");
+            if (rc) return wd__fail(WD_ERR_PARSE, "I%d: '%.*s' is %s", j + 1, (int)WD__MIN(e[1 + j] - f[1 + j], 30),
+                                    f[1 + j], rc == -2 ? "too large for a 64-bit integer" : "not an integer");
             dv[j] = wd_count_feature(v);
         } else dv[j] = 0.0f;
     }
@@ -4193,13 +4387,18 @@ static wd_status wd__parse_csv(const wd_text_spec *t, const char *line, size_t l
     int nf = wd__csv_split(line, len, t->delimiter ? t->delimiter : ',', fs, fl, want, &scratch);
     wd_status st = WD_OK;
     if (nf == -1) st = wd__fail(WD_ERR_PARSE, "more than %d fields", want);
-    else if (nf == -2) st = wd__fail(WD_ERR_PARSE, "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
+    else if (nf == -2)
+        st = wd__fail(WD_ERR_PARSE,
+                      "a quote in the middle of a field (quoted fields are \"...\", with \"\" for a quote)");
     else if (nf == -4)
         st = wd__fail(WD_ERR_PARSE, "an unterminated quote: a quoted field the line does not close "
                       "(a quoted field cannot hold a line break)");
     else if (nf < 0) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { wd__free(scratch); return st; }
-    if (nf != want) st = wd__fail(WD_ERR_PARSE, lc >= 0 ? "%d fields, the header has %d besides the label" : "%d fields, the header has %d", nf, want);
+    if (nf != want)
+        st = wd__fail(WD_ERR_PARSE,
+                      lc >= 0 ? "%d fields, the header has %d besides the label"
+                      : "%d fields, the header has %d", nf, want);
     if (!st && lc >= 0) {   // the label's column back in its place, as 0
         memmove(fs + lc + 1, fs + lc, sizeof fs[0] * (size_t)(nf - lc));
         memmove(fl + lc + 1, fl + lc, sizeof fl[0] * (size_t)(nf - lc));
@@ -4221,19 +4420,23 @@ static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, co
         int role = t->col_role[col];
         if (role == 1) {
             double y;
-            if (wd__parse_f64(p, fe, &y) || (y != 0.0 && y != 1.0)) st = wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(fe - p, 20), p);
+            if (wd__parse_f64(p, fe, &y) || (y != 0.0 && y != 1.0))
+                st = wd__fail(WD_ERR_PARSE, "label '%.*s' is not 0 or 1", (int)WD__MIN(fe - p, 20), p);
             else b->label[i] = (float)y;
         } else if (role == 2) {
             float v = 0.0f;
             if (fe != p) {
                 if (t->dense_raw) {
                     double x;
-                    if (wd__parse_f64(p, fe, &x)) st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is not a finite number", col + 1, (int)WD__MIN(fe - p, 30), p);
+                    if (wd__parse_f64(p, fe, &x))
+                        st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is not a finite number", col + 1,
+                                      (int)WD__MIN(fe - p, 30), p);
                     v = (float)x;
                 } else {
                     int64_t x = 0;
                     int rc = wd__parse_i64(p, fe, &x);
-                    if (rc) st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is %s", col + 1, (int)WD__MIN(fe - p, 30), p, rc == -2 ? "too large for a 64-bit integer" : "not an integer");
+                    if (rc) st = wd__fail(WD_ERR_PARSE, "column %d: '%.*s' is %s", col + 1, (int)WD__MIN(fe - p, 30), p,
+                                          rc == -2 ? "too large for a 64-bit integer" : "not an integer");
                     v = wd_count_feature(x);
                 }
             }
@@ -4247,11 +4450,13 @@ static wd_status wd__csv_fields(const wd_text_spec *t, const char *const *fs, co
     }
     int base = t->schema.nslots - t->nderived;
     for (int q = 0; !st && q < t->nderived; q++) {   // derived slots: part of a column
-        size_t n = fl[t->derived[q].col], a = WD__MIN((size_t)t->derived[q].from, n), e = WD__MIN((size_t)t->derived[q].to, n);
+        size_t n = fl[t->derived[q].col], a = WD__MIN((size_t)t->derived[q].from, n),
+            e = WD__MIN((size_t)t->derived[q].to, n);
         const char *p = fs[t->derived[q].col] + a;
         char day[2];
         size_t dl = e - a;
-        if (t->derived[q].weekday) { int w = wd__weekday(p, dl); day[0] = (char)('0' + w); p = day; dl = w < 0 ? 0 : 1; }
+        if (t->derived[q].weekday) { int w = wd__weekday(p, dl); day[0] = (char)('0' + w); p = day;
+            dl = w < 0 ? 0 : 1; }
         b->ids[base + q][i] = wd__cat_id(t, base + q, p, dl);
     }
     if (!st && t->id_col >= 0 && wd__id_sink) {   // the row's id, for wd_convert_desc.ids_output
@@ -4295,7 +4500,8 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
         } else {
             int r = 0;
             while (r < t->nranges && !((uint64_t)idx >= t->ranges[r].lo && (uint64_t)idx <= t->ranges[r].hi)) r++;
-            if (r == t->nranges) return wd__fail(WD_ERR_PARSE, "feature index %lld is in no slot range", (long long)idx);
+            if (r == t->nranges)
+                return wd__fail(WD_ERR_PARSE, "feature index %lld is in no slot range", (long long)idx);
             int k = t->ranges[r].slot;
             WD__TRY(wd__push_id(b, k, (uint32_t)(idx - t->ranges[r].lo), &cur[k]));
         }
@@ -4307,12 +4513,16 @@ static wd_status wd__parse_libsvm(const wd_text_spec *t, const char *line, size_
     return WD_OK;
 }
 
-static wd_status wd__parse(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel, const char *who) {
-    if (!t || !line || !b) return wd__fail(WD_ERR_INVALID_ARG, "%s: %s is NULL", who, !t ? "the spec" : !line ? "the line" : "the batch");
+static wd_status wd__parse(const wd_text_spec *t, const char *line, size_t len, wd_batch *b, int nolabel,
+                           const char *who) {
+    if (!t || !line || !b)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: %s is NULL", who, !t ? "the spec" : !line ? "the line" : "the batch");
     WD__TRY(wd__batch_layout(b, &t->schema, who, -1, "text format"));
     for (int k = 0; k < t->schema.nslots; k++) {
         if (!wd__cat_sink && t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k))
-            return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)", who, t->schema.slot[k].name);
+            return wd__fail(WD_ERR_INVALID_ARG,
+                            "%s: slot %s has 0 buckets (wd_convert sizes them from the data; set them to parse lines yourself)",
+                            who, t->schema.slot[k].name);
     }
     if (len && line[len - 1] == '\r') len--;
     switch (t->format) {
@@ -4412,7 +4622,8 @@ static void wd__pipe_stop(wd__pipe *p) {
     pthread_cond_destroy(&p->cv_work);
     pthread_cond_destroy(&p->cv_done);
 }
-static wd_status wd__pipe_start(wd__pipe *p, int nthreads, const wd_schema *s, void (*run)(wd__pipe *, wd__job *), void *ctx) {
+static wd_status wd__pipe_start(wd__pipe *p, int nthreads, const wd_schema *s, void (*run)(wd__pipe *, wd__job *),
+                                void *ctx) {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_work, NULL);
@@ -4426,7 +4637,8 @@ static wd_status wd__pipe_start(wd__pipe *p, int nthreads, const wd_schema *s, v
     for (int i = 0; i < p->njobs; i++) {
         wd__job *j = &p->jobs[i];
         j->cc = ZSTD_createCCtx();
-        wd_status st = j->cc ? wd_batch_init(&j->batch, s, 0, 0) : wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context");
+        wd_status st = j->cc ? wd_batch_init(&j->batch, s, 0, 0)
+            : wd__fail(WD_ERR_NOMEM, "zstd: cannot create a compression context");
         if (st) { wd__pipe_stop(p); return st; }
     }
     for (int i = 0; i < p->nthreads; i++) {
@@ -4527,12 +4739,14 @@ static wd_status wd__in_open(wd__in *in, const char *path) {
         in->own = 1;
     }
     in->ccap = (size_t)1 << 20;
-    if (!(in->cb = (uint8_t *)wd__malloc(in->ccap))) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!(in->cb = (uint8_t *)wd__malloc(in->ccap))) {
+        wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     // the first bytes tell the kind (a pipe may give them in pieces)
     while (!in->eof && in->clen < 4) {
         ssize_t got = read(in->fd, in->cb + in->clen, in->ccap - in->clen);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: read failed: %s", in->path, strerror(errno)); wd__in_close(in); return st; }
+        if (got < 0) { wd_status st = wd__fail(WD_ERR_IO, "%s: read failed: %s", in->path, strerror(errno));
+            wd__in_close(in); return st; }
         if (got == 0) in->eof = 1;
         in->clen += (size_t)got;
         in->raw += got;
@@ -4544,12 +4758,14 @@ static wd_status wd__in_open(wd__in *in, const char *path) {
         return wd__fail(WD_ERR_UNSUPPORTED, "%s: gzip input, but this build has no zlib (built with WD_NO_ZLIB)", path);
 #else
         in->kind = 1;
-        if (inflateInit2(&in->z, 15 + 32) != Z_OK) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zlib: cannot start a gzip stream"); }
+        if (inflateInit2(&in->z, 15 + 32) != Z_OK) {
+            wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zlib: cannot start a gzip stream"); }
         in->zopen = 1;
 #endif
     } else if (in->clen >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) {
         in->kind = 2;
-        if (!(in->zs = ZSTD_createDStream())) { wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zstd: cannot start a stream"); }
+        if (!(in->zs = ZSTD_createDStream())) {
+            wd__in_close(in); return wd__fail(WD_ERR_NOMEM, "zstd: cannot start a stream"); }
         ZSTD_initDStream(in->zs);
     }
     return WD_OK;
@@ -4570,13 +4786,17 @@ static wd_status wd__in_read(wd__in *in, uint8_t *buf, size_t cap, size_t *got) 
         }
         if (in->kind == 2) {
             if (!avail) {
-                if (in->zframe) return wd__fail(WD_ERR_CORRUPT, "%s: truncated zstd data (the input ends inside a frame)", in->path);
+                if (in->zframe)
+                    return wd__fail(WD_ERR_CORRUPT,
+                                    "%s: truncated zstd data (the input ends inside a frame)", in->path);
                 return WD_OK;
             }
             ZSTD_inBuffer ib = {in->cb + in->cpos, avail, 0};
             ZSTD_outBuffer ob = {buf, cap, 0};
             size_t r = ZSTD_decompressStream(in->zs, &ob, &ib);
-            if (ZSTD_isError(r)) return wd__fail(WD_ERR_CORRUPT, "%s: not valid zstd data near byte %lld: %s", in->path, (long long)(in->raw - (int64_t)(in->clen - in->cpos)), ZSTD_getErrorName(r));
+            if (ZSTD_isError(r))
+                return wd__fail(WD_ERR_CORRUPT, "%s: not valid zstd data near byte %lld: %s", in->path,
+                                (long long)(in->raw - (int64_t)(in->clen - in->cpos)), ZSTD_getErrorName(r));
             in->cpos += ib.pos;
             in->zframe = r != 0;   // 0: a frame ended (another may follow)
             *got = ob.pos;
@@ -4584,7 +4804,8 @@ static wd_status wd__in_read(wd__in *in, uint8_t *buf, size_t cap, size_t *got) 
         }
 #ifndef WD_NO_ZLIB
         if (!avail) {
-            if (!in->zend) return wd__fail(WD_ERR_CORRUPT, "%s: truncated gzip data (the input ends inside a member)", in->path);
+            if (!in->zend)
+                return wd__fail(WD_ERR_CORRUPT, "%s: truncated gzip data (the input ends inside a member)", in->path);
             return WD_OK;
         }
         if (in->zend) { inflateReset(&in->z); in->zend = 0; }   // another member follows (concatenated gzip)
@@ -4594,7 +4815,8 @@ static wd_status wd__in_read(wd__in *in, uint8_t *buf, size_t cap, size_t *got) 
         in->z.avail_out = (uInt)WD__MIN(cap, (size_t)UINT32_MAX);
         int r = inflate(&in->z, Z_NO_FLUSH);
         if (r != Z_OK && r != Z_STREAM_END && !(r == Z_BUF_ERROR && in->z.avail_out))
-            return wd__fail(WD_ERR_CORRUPT, "%s: not valid gzip data near byte %lld: %s", in->path, (long long)(in->raw - (int64_t)in->z.avail_in), in->z.msg ? in->z.msg : "inflate failed");
+            return wd__fail(WD_ERR_CORRUPT, "%s: not valid gzip data near byte %lld: %s", in->path,
+                            (long long)(in->raw - (int64_t)in->z.avail_in), in->z.msg ? in->z.msg : "inflate failed");
         in->cpos = in->clen - in->z.avail_in;
         if (r == Z_STREAM_END) in->zend = 1;
         *got = (size_t)(in->z.next_out - buf);
@@ -4732,7 +4954,8 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
     j->block.len = 0;
     j->side1.len = 0;
     if (c->count_pass) {
-        if (!j->sink && !(j->sink = WD__NEW(wd__sink))) { j->status = WD_ERR_NOMEM; snprintf(j->err, sizeof j->err, "out of memory"); return; }
+        if (!j->sink && !(j->sink = WD__NEW(wd__sink))) { j->status = WD_ERR_NOMEM;
+            snprintf(j->err, sizeof j->err, "out of memory"); return; }
         j->sink->counting = c->counting;
         j->sink->extend = c->extend;
         j->sink->nslots = t->schema.nslots;
@@ -4745,20 +4968,25 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
         const char *nl = (const char *)memchr(s, '\n', (size_t)(end - s));
         const char *le = nl ? nl : end;
         size_t len = (size_t)(le - s);
-        int is_header = t->format == WD_FMT_CSV && hlen && len - (len && s[len - 1] == '\r') == hlen && memcmp(s, t->header, hlen) == 0;
+        int is_header = t->format == WD_FMT_CSV && hlen && len - (len && s[len - 1] == '\r') == hlen
+            && memcmp(s, t->header, hlen) == 0;
         if (!is_header) {
             const char *name = c->d->inputs[j->file];
             size_t ids0 = j->side1.len;
-            wd_status st = (len == 0 || (len == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line") : wd_parse_line(t, s, len, &j->batch);
+            wd_status st = (len == 0 || (len == 1 && s[0] == '\r')) ? wd__fail(WD_ERR_PARSE, "empty line")
+                : wd_parse_line(t, s, len, &j->batch);
             if (st) j->side1.len = ids0;   // no id for a line that was not converted
             j->bad += st == WD_ERR_PARSE;
             if (st && (st != WD_ERR_PARSE || !c->d->skip_bad_lines)) {   // stop at file:line
                 j->status = st;
-                snprintf(j->err, sizeof j->err, "%.600s:%lld: %.380s", wd__tail(strcmp(name, "-") ? name : "(standard input)", 600), (long long)line, wd_last_error());
+                snprintf(j->err, sizeof j->err, "%.600s:%lld: %.380s",
+                         wd__tail(strcmp(name, "-") ? name : "(standard input)", 600), (long long)line,
+                         wd_last_error());
                 break;
             }
             if (st && j->nbad_shown < 8)
-                snprintf(j->bad_where[j->nbad_shown++], sizeof j->bad_where[0], "%.200s:%lld: %.170s", wd__tail(name, 200), (long long)line, wd_last_error());
+                snprintf(j->bad_where[j->nbad_shown++], sizeof j->bad_where[0], "%.200s:%lld: %.170s",
+                         wd__tail(name, 200), (long long)line, wd_last_error());
             j->rows += !st;
         }
         line++;
@@ -4766,7 +4994,8 @@ static void wd__conv_run(wd__pipe *p, wd__job *j) {
     }
     wd__cat_sink = NULL;
     wd__id_sink = NULL;
-    if (!j->status && c->count_pass && j->sink->failed) { j->status = j->sink->failed; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
+    if (!j->status && c->count_pass && j->sink->failed) { j->status = j->sink->failed;
+        snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
     if (!j->status && !c->count_pass && j->batch.n) {
         wd_status st = wd__block_encode(&t->schema, &j->batch, 0, j->batch.n, j->cc, c->level, &j->raw, &j->block);
         if (st) { j->status = st; snprintf(j->err, sizeof j->err, "%s", wd_last_error()); }
@@ -4791,7 +5020,8 @@ static void wd__conv_collect(wd__pipe *p, int64_t seq, wd_status *st) {
         rep->rows += w->rows;
         rep->bad_rows += w->bad;
         wd_oov_count(c->spec->vocab, &w->batch, &rep->oov);
-        for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++) memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
+        for (int b = 0; b < w->nbad_shown && rep->nbad_shown < 8; b++)
+            memcpy(rep->bad_where[rep->nbad_shown++], w->bad_where[b], sizeof rep->bad_where[0]);
         if (w->block.len) *st = wd__bf_put(c->bf, w->block.p, w->block.len);
         if (!*st && c->ids && w->side1.len) {
             *st = wd__out_write(c->ids, w->side1.p, w->side1.len);
@@ -4831,13 +5061,16 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
             }
             if (nl < m && !eof) {   // not a full chunk yet: read more
                 if (rd.cap - have < ((size_t)1 << 20)) {   // make room: move the rest down, or grow
-                    if (start > 0) { memmove(rd.p, rd.p + start, have - start); have -= start; scan -= start; start = 0; }
-                    if (rd.cap - have < ((size_t)1 << 20)) { rd.len = have; if ((st = wd__buf_reserve(&rd, rd.cap * 2)) != WD_OK) break; }
+                    if (start > 0) { memmove(rd.p, rd.p + start, have - start); have -= start; scan -= start;
+                        start = 0; }
+                    if (rd.cap - have < ((size_t)1 << 20)) {
+                        rd.len = have; if ((st = wd__buf_reserve(&rd, rd.cap * 2)) != WD_OK) break; }
                 }
                 size_t got = 0;
                 if ((st = wd__in_read(&in, rd.p + have, rd.cap - have, &got)) != WD_OK) break;
                 if (!got) eof = 1;
-                if (first && have + got >= 3 && rd.p[0] == 0xEF && rd.p[1] == 0xBB && rd.p[2] == 0xBF) { start = scan = 3; }   // a UTF-8 byte-order mark
+                if (first && have + got >= 3 && rd.p[0] == 0xEF && rd.p[1] == 0xBB && rd.p[2] == 0xBF) {
+                    start = scan = 3; }   // a UTF-8 byte-order mark
                 first = first && have + got < 3;
                 have += got;
                 *text_bytes += (int64_t)got;
@@ -4847,7 +5080,8 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
             if (nl < m && cut < have) { cut = have; nl++; }   // at the end: the last line without '\n'
             if (cut == start) break;   // this input is done
             wd__job *j = NULL;   // a free job, writing finished ones in order while none is free
-            while (!st && (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs)) wd__conv_collect(&pipe, written++, &st);
+            while (!st && (!(j = wd__pipe_free_slot(&pipe)) || submitted - written >= pipe.njobs))
+                wd__conv_collect(&pipe, written++, &st);
             if (st) break;
             j->text.len = 0;
             if ((st = wd__buf_put(&j->text, rd.p + start, cut - start)) != WD_OK) break;
@@ -4861,7 +5095,8 @@ static wd_status wd__conv_pass(wd__conv *c, int threads, int m, int64_t total, i
                 double now = wd__now();
                 if (now - last_progress > 0.1) {
                     last_progress = now;
-                    if (d->progress(d->user, done_raw + in.raw, total, c->rep->rows)) st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
+                    if (d->progress(d->user, done_raw + in.raw, total, c->rep->rows))
+                        st = wd__fail(WD_ERR_ABORTED, "conversion stopped by the progress callback; no output written");
                 }
             }
         }
@@ -4895,7 +5130,8 @@ static int wd__same_file(const char *a, const char *b) {
     const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
     if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;   // the last components
     char da[4096], db[4096];
-    return wd__dir_of(a, sa, da, sizeof da) && wd__dir_of(b, sb, db, sizeof db) && stat(da, &x) == 0 && stat(db, &y) == 0 &&
+    return wd__dir_of(a, sa, da, sizeof da) && wd__dir_of(b, sb, db, sizeof db) && stat(da, &x) == 0
+        && stat(db, &y) == 0 &&
            x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
@@ -4907,14 +5143,27 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         return wd__fail(WD_ERR_INVALID_ARG,
                 d->arrow ? "wd_convert: arrow and inputs: choose one"
                          : "wd_convert: inputs and ninputs > 0 are required");
-    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: threads %d is outside 0..256", d->threads);
+    if (d->threads < 0 || d->threads > 256)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: threads %d is outside 0..256", d->threads);
     if (d->min_count < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count %d is negative", d->min_count);
-    if (d->block_samples < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: block_samples %d is negative", d->block_samples);
-    if (d->ids_output && d->spec->id_col < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output needs a spec with an id column (wd_csv_desc.id)");
-    if (d->min_count > 0 && d->spec->format == WD_FMT_LIBSVM) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: min_count: libsvm slots hold indexes, not values: no vocabulary");
-    if (d->extend_vocab && !d->spec->vocab) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: extend_vocab needs a spec that holds a vocabulary (wd_text_spec_vocab; the CLI's --schema-from a file that has one)");
-    if (d->vocab_capacity && d->spec->vocab) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: vocab_capacity sizes a new vocabulary's tables; the spec's vocabulary keeps its own (%s)", d->extend_vocab ? "extend_vocab fills them" : "use extend_vocab to fill them");
-    if (d->vocab_capacity >= 0xFFFFFFFFu) return wd__fail(WD_ERR_LIMIT, "wd_convert: vocab_capacity %u leaves no id for out-of-vocabulary values (at most 2^32 - 2)", d->vocab_capacity);
+    if (d->block_samples < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: block_samples %d is negative", d->block_samples);
+    if (d->ids_output && d->spec->id_col < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output needs a spec with an id column (wd_csv_desc.id)");
+    if (d->min_count > 0 && d->spec->format == WD_FMT_LIBSVM)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_convert: min_count: libsvm slots hold indexes, not values: no vocabulary");
+    if (d->extend_vocab && !d->spec->vocab)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_convert: extend_vocab needs a spec that holds a vocabulary (wd_text_spec_vocab; the CLI's --schema-from a file that has one)");
+    if (d->vocab_capacity && d->spec->vocab)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_convert: vocab_capacity sizes a new vocabulary's tables; the spec's vocabulary keeps its own (%s)",
+                        d->extend_vocab ? "extend_vocab fills them" : "use extend_vocab to fill them");
+    if (d->vocab_capacity >= 0xFFFFFFFFu)
+        return wd__fail(WD_ERR_LIMIT,
+                        "wd_convert: vocab_capacity %u leaves no id for out-of-vocabulary values (at most 2^32 - 2)",
+                        d->vocab_capacity);
     wd_convert_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -4922,27 +5171,36 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     int m = d->block_samples > 0 ? d->block_samples : WD_DEFAULT_BLOCK_SAMPLES;
     if (m > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_LIMIT, "block size %d exceeds %d", m, WD_MAX_BLOCK_SAMPLES);
     const wd_text_spec *t = d->spec;
-    int sized = d->min_count > 0 || d->extend_vocab, stdin_used = 0;   // a first pass is needed for a vocabulary, its extension or 0-bucket slots
+    int sized = d->min_count > 0 || d->extend_vocab, stdin_used = 0;   // a first pass is needed for a vocabulary,
+                                                                       // its extension or 0-bucket slots
     const char *once = NULL;   // an input that can be read once only (standard input, a pipe)
     for (int k = 0; k < t->schema.nslots; k++) sized |= t->format != WD_FMT_LIBSVM && wd__slot_unsized(t, k);
     int64_t total = 0;
     for (int i = 0; i < d->ninputs; i++) {
         if (!d->inputs[i]) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: input %d is NULL", i);
-        if (strcmp(d->inputs[i], "-") == 0) { if (stdin_used++) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input (\"-\") is named twice"); once = "standard input"; continue; }
+        if (strcmp(d->inputs[i], "-") == 0) {
+            if (stdin_used++) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: standard input (\"-\") is named twice");
+            once = "standard input"; continue; }
         struct stat sb;
-        if (stat(d->inputs[i], &sb) != 0) return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
+        if (stat(d->inputs[i], &sb) != 0)
+            return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
         if (!S_ISREG(sb.st_mode) && !once) once = d->inputs[i];
         total += (int64_t)sb.st_size;
         if (wd__same_file(d->inputs[i], d->output) || (d->ids_output && wd__same_file(d->inputs[i], d->ids_output)))
-            return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed", wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
+            return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed",
+                            wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
     }
-    if (d->ids_output && wd__same_file(d->ids_output, d->output)) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
+    if (d->ids_output && wd__same_file(d->ids_output, d->output))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
     if (d->vocab_capacity && !sized)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: vocab_capacity sizes a new vocabulary's tables, and here "
                         "every slot hashes into the buckets given (no vocabulary is made): set min_count for one "
                         "(the CLI: --min-count K), or leave the buckets to be sized from the data");
     if (sized && once)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)", wd__tail(once, 600), d->extend_vocab ? "extend_vocab (counting new values)" : d->min_count > 0 ? "min_count (a vocabulary)" : "sizing the tables from the data");
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_convert: %s can be read once only, and %s needs a first pass: give every slot its buckets (or a vocabulary from --schema-from)",
+                        wd__tail(once, 600), d->extend_vocab ? "extend_vocab (counting new values)" : d->min_count > 0
+                        ? "min_count (a vocabulary)" : "sizing the tables from the data");
     wd_text_spec *spec = (wd_text_spec *)wd__malloc(sizeof *spec);
     if (!spec) return wd__fail(WD_ERR_NOMEM, "out of memory");
     *spec = *t;
@@ -4960,7 +5218,8 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
         else { c.sink->counting = c.counting; c.sink->nslots = spec->schema.nslots; }
         if (!st) st = wd__conv_pass(&c, threads, m, total, &text);
         if (!st && c.extend) {
-            st = wd__vocab_extend(spec->vocab, c.sink, WD__MAX(d->min_count, 1), &vocab, rep->vocab_added, rep->vocab_no_room);
+            st = wd__vocab_extend(spec->vocab, c.sink, WD__MAX(d->min_count, 1), &vocab, rep->vocab_added,
+                                  rep->vocab_no_room);
             if (!st) st = wd__spec_use_vocab(spec, vocab);
         } else if (!st && c.counting) {
             st = wd__vocab_from(c.sink, d->min_count, d->vocab_capacity, NULL, &vocab);
@@ -4998,15 +5257,18 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     wd__blockfile bf;
     wd__outfile ids;
     int bf_open = 0, ids_open = 0;
-    if (!st) { st = wd__bf_open(&bf, d->output, &spec->schema, "wd convert " WD_VERSION_STRING, spec->vocab, spec); bf_open = !st; }
+    if (!st) { st = wd__bf_open(&bf, d->output, &spec->schema, "wd convert " WD_VERSION_STRING, spec->vocab, spec);
+        bf_open = !st; }
     if (!st && d->ids_output) { st = wd__out_open(&ids, d->ids_output); ids_open = !st; }
     c.bf = bf_open ? &bf : NULL;
     c.ids = ids_open ? &ids : NULL;
     if (!st) st = wd__conv_pass(&c, threads, m, total, &text);   // second pass: the records
-    if (!st && bf.nsamples == 0) st = wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows);
+    if (!st && bf.nsamples == 0)
+        st = wd__fail(WD_ERR_PARSE, "no valid rows in the input (%lld bad)", (long long)rep->bad_rows);
     if (!st) {
         rep->blocks = bf.nblocks;
-        for (int k = 0; k < spec->schema.nslots; k++) { rep->buckets[k] = spec->schema.slot[k].buckets; rep->vocab_size[k] = wd_vocab_size(spec->vocab, k); }
+        for (int k = 0; k < spec->schema.nslots; k++) { rep->buckets[k] = spec->schema.slot[k].buckets;
+            rep->vocab_size[k] = wd_vocab_size(spec->vocab, k); }
         st = wd__bf_close(&bf);
         bf_open = 0;
         if (!st && ids_open) st = wd__ids_bind(&ids, d->output, rep->rows, c.ids_digest);
@@ -5050,9 +5312,12 @@ static double wd__hash_normal(uint64_t key) {
 
 // Zipf(s) on {1..n} by rejection-inversion (Hormann & Derflinger 1996).
 typedef struct wd__zipf { double s, n, hx1, hn, sv; } wd__zipf;
-static double wd__zipf_helper1(double x) { return fabs(x) > 1e-8 ? log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x)); }
-static double wd__zipf_helper2(double x) { return fabs(x) > 1e-8 ? expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x)); }
-static double wd__zipf_H(const wd__zipf *z, double x) { double lx = log(x); return wd__zipf_helper2((1.0 - z->s) * lx) * lx; }
+static double wd__zipf_helper1(double x) {
+    return fabs(x) > 1e-8 ? log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x)); }
+static double wd__zipf_helper2(double x) {
+    return fabs(x) > 1e-8 ? expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x)); }
+static double wd__zipf_H(const wd__zipf *z, double x) {
+    double lx = log(x); return wd__zipf_helper2((1.0 - z->s) * lx) * lx; }
 static double wd__zipf_h(const wd__zipf *z, double x) { return exp(-z->s * log(x)); }
 static double wd__zipf_Hinv(const wd__zipf *z, double x) {
     double t = x * (1.0 - z->s);
@@ -5141,7 +5406,8 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
                          0.45 * wd__hash_normal(wd_mix64(d->seed ^ 0x2222 ^ ((uint64_t)(b * 4 + e) << 32)) ^ raw[b]);
         }
         logit += 0.6 * inter;
-        logit += 0.8 * tanh((double)x[0] * (double)x[4] - 1.0) + 0.4 * sin(1.5 * (double)x[2]) - 0.3 * fmax(0.0, (double)x[6] - 2.0);
+        logit += 0.8 * tanh((double)x[0] * (double)x[4] - 1.0) + 0.4 * sin(1.5 * (double)x[2]) - 0.3 * fmax(0.0,
+                (double)x[6] - 2.0);
         double prob = 1.0 / (1.0 + exp(-logit));
         float y = wd__rng_uniform(&rng) < prob ? 1.0f : 0.0f;
         j->batch.label[i] = y;
@@ -5155,7 +5421,9 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
         j->batch.n++;
         if (g->want_tsv) {
             int n = snprintf(line, sizeof line, "%d", (int)y);
-            for (int c = 0; c < 13; c++) n += present[c] ? snprintf(line + n, sizeof line - (size_t)n, "\t%lld", (long long)cnt[c]) : snprintf(line + n, sizeof line - (size_t)n, "\t");
+            for (int c = 0; c < 13; c++)
+                n += present[c] ? snprintf(line + n, sizeof line - (size_t)n, "\t%lld", (long long)cnt[c])
+                    : snprintf(line + n, sizeof line - (size_t)n, "\t");
             for (int k = 0; k < 26; k++) n += snprintf(line + n, sizeof line - (size_t)n, "\t%s", hex[k]);
             line[n++] = '\n';
             if ((st = wd__buf_put(&j->side1, line, (size_t)n))) break;
@@ -5169,11 +5437,17 @@ static void wd__gen_run(wd__pipe *p, wd__job *j) {
 
 WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     if (!d || !d->output) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: %s is NULL", d ? "output" : "the desc");
-    if (d->rows <= 0 || d->rows > ((int64_t)1 << 40)) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: rows %lld is outside 1..2^40", (long long)d->rows);
-    if (d->first_row < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: first_row %lld is negative", (long long)d->first_row);
-    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: threads %d is outside 0..256", d->threads);
-    if (d->block_samples < 0 || d->block_samples > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: block_samples %d is outside 0..%d", d->block_samples, WD_MAX_BLOCK_SAMPLES);
-    if (!(d->zipf >= 0 && d->zipf < 10)) return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: zipf %g is outside [0, 10)", d->zipf);
+    if (d->rows <= 0 || d->rows > ((int64_t)1 << 40))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: rows %lld is outside 1..2^40", (long long)d->rows);
+    if (d->first_row < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: first_row %lld is negative", (long long)d->first_row);
+    if (d->threads < 0 || d->threads > 256)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: threads %d is outside 0..256", d->threads);
+    if (d->block_samples < 0 || d->block_samples > WD_MAX_BLOCK_SAMPLES)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: block_samples %d is outside 0..%d", d->block_samples,
+                        WD_MAX_BLOCK_SAMPLES);
+    if (!(d->zipf >= 0 && d->zipf < 10))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: zipf %g is outside [0, 10)", d->zipf);
     wd_gen_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
@@ -5208,7 +5482,8 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     memset(&prob, 0, sizeof prob); prob.fd = -1;
     wd__pipe pipe;
     int piped = 0, bfo = 0;
-    wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities", (long long)d->rows);
+    wd_status st = (allp && ally) ? WD_OK : wd__fail(WD_ERR_NOMEM, "out of memory for %lld probabilities",
+                                                     (long long)d->rows);
     wd_text_spec_criteo(&g->format, 0);
     if (!st) { st = wd__bf_open(&bf, d->output, &g->schema, "wd gen " WD_VERSION_STRING, NULL, &g->format); bfo = !st; }
     if (!st && d->tsv) st = wd__out_open(&tsv, d->tsv);
@@ -5277,12 +5552,16 @@ WDDEF wd_status wd_auc(const float *score, const float *label, const float *weig
     if (n == 0) return WD_OK;
     wd__sw *a = (wd__sw *)wd__malloc(sizeof(wd__sw) * (size_t)n);
     wd__sw *b = (wd__sw *)wd__malloc(sizeof(wd__sw) * (size_t)n);
-    if (!a || !b) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NOMEM, "wd_auc: out of memory for %lld scores", (long long)n); }
+    if (!a || !b) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NOMEM, "wd_auc: out of memory for %lld scores",
+                                                              (long long)n); }
     for (int64_t i = 0; i < n; i++) {
-        if (isnan(score[i])) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NUMERIC, "wd_auc: score %lld is NaN", (long long)i); }
+        if (isnan(score[i])) { wd__free(a); wd__free(b); return wd__fail(WD_ERR_NUMERIC, "wd_auc: score %lld is NaN",
+                                                                         (long long)i); }
         if (!(label[i] >= 0.0f && label[i] <= 1.0f) || (weight && !(weight[i] >= 0.0f && weight[i] < INFINITY))) {
             wd__free(a); wd__free(b);
-            return wd__fail(WD_ERR_NUMERIC, "wd_auc: sample %lld: label %g / weight %g (labels in [0, 1], weights finite and >= 0)", (long long)i, (double)label[i], weight ? (double)weight[i] : 1.0);
+            return wd__fail(WD_ERR_NUMERIC,
+                            "wd_auc: sample %lld: label %g / weight %g (labels in [0, 1], weights finite and >= 0)",
+                            (long long)i, (double)label[i], weight ? (double)weight[i] : 1.0);
         }
         float w = weight ? weight[i] : 1.0f;
         a[i].key = wd__float_key(score[i]);
@@ -5414,11 +5693,15 @@ static void wd__loader_decode(wd_loader *l, wd__lworker *w, int64_t j) {
     int corrupt = st == WD_ERR_CORRUPT || st == WD_ERR_IO || st == WD_ERR_NUMERIC;
     if (!st && l->d.map) {
         st = l->d.map(l->d.map_user, &s->b, w->index);
-        if (st) { wd__fail(st, "%s: block %lld: map callback failed: %s", wd_reader_path(r), (long long)p->block, wd_last_error()); corrupt = 0; }
-        if (!st && s->b.n != p->n) { st = wd__fail(WD_ERR_INVALID_ARG, "map callback changed the sample count of block %lld", (long long)p->block); corrupt = 0; }
+        if (st) { wd__fail(st, "%s: block %lld: map callback failed: %s", wd_reader_path(r), (long long)p->block,
+                           wd_last_error()); corrupt = 0; }
+        if (!st && s->b.n != p->n) {
+            st = wd__fail(WD_ERR_INVALID_ARG, "map callback changed the sample count of block %lld",
+                          (long long)p->block); corrupt = 0; }
         if (!st) {
             char where[WD__ERR_MAX / 2];
-            snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300), (long long)p->block);
+            snprintf(where, sizeof where, "%s: block %lld after the map callback", wd__tail(wd_reader_path(r), 300),
+                     (long long)p->block);
             if ((st = wd__check_values(&l->schema, &s->b, 0, s->b.n, where, WD_ERR_INVALID_ARG)) != WD_OK) corrupt = 0;
         }
     }
@@ -5442,7 +5725,8 @@ static void wd__loader_decode(wd_loader *l, wd__lworker *w, int64_t j) {
 // Copies column col (wd__lgather's numbering) of samples (slot ps[i],
 // sample pi[i]) into positions o.. of dst: one tight loop per column
 // instead of a branchy copy per sample. Multi-hot slots: wd__gather_mh.
-static void wd__gather_col(wd_batch *dst, const wd__lslot *slots, const int32_t *ps, const uint32_t *pi, int o, int n, int col) {
+static void wd__gather_col(wd_batch *dst, const wd__lslot *slots, const int32_t *ps, const uint32_t *pi, int o,
+                           int n, int col) {
     if (col == 0) {
         size_t D = (size_t)dst->ndense;
         for (int i = 0; i < n; i++) {
@@ -5459,7 +5743,8 @@ static void wd__gather_col(wd_batch *dst, const wd__lslot *slots, const int32_t 
     for (int i = 0; i < n; i++) d[i] = slots[ps[i]].b.ids[k][pi[i]];
 }
 // The multi-hot slots of the same samples (the batch's id arrays may grow).
-static wd_status wd__gather_mh(wd_batch *dst, const wd__lslot *slots, const int32_t *ps, const uint32_t *pi, int o, int n) {
+static wd_status wd__gather_mh(wd_batch *dst, const wd__lslot *slots, const int32_t *ps, const uint32_t *pi,
+                               int o, int n) {
     for (int k = 0; k < dst->nslots; k++) {
         if (dst->kind[k] != WD_MULTI_HOT) continue;
         for (int i = 0; i < n; i++) {
@@ -5553,7 +5838,8 @@ static wd_status wd__loader_next_window(wd_loader *l, wd__lworker *w, int *end) 
         l->perm_slot = (int32_t *)wd__malloc(sizeof(int32_t) * (size_t)l->win_n);
         l->perm_idx = (uint32_t *)wd__malloc(sizeof(uint32_t) * (size_t)l->win_n);
         l->perm_cap = (l->perm_slot && l->perm_idx) ? l->win_n : 0;
-        if (!l->perm_cap) return wd__fail(WD_ERR_NOMEM, "loader: out of memory for a window of %lld samples", (long long)l->win_n);
+        if (!l->perm_cap)
+            return wd__fail(WD_ERR_NOMEM, "loader: out of memory for a window of %lld samples", (long long)l->win_n);
     }
     int64_t q = 0;
     for (int64_t j = l->ws; j < l->we; j++) {
@@ -5563,7 +5849,8 @@ static wd_status wd__loader_next_window(wd_loader *l, wd__lworker *w, int *end) 
     }
     if (l->d.shuffle) {
         uint64_t win = (uint64_t)(l->ws / l->K);
-        wd__rng r = {wd_mix64(l->d.seed ^ wd_mix64((uint64_t)l->epoch * 0x9E37u + ((uint64_t)l->d.shard_index << 20) + (win << 40) + 0x51ED))};
+        wd__rng r = {wd_mix64(l->d.seed ^ wd_mix64((uint64_t)l->epoch * 0x9E37u + ((uint64_t)l->d.shard_index << 20)
+                                                   + (win << 40) + 0x51ED))};
         for (int64_t i = q - 1; i > 0; i--) {
             int64_t k = (int64_t)(wd__rng_next(&r) % (uint64_t)(i + 1));
             int32_t ts = l->perm_slot[i]; l->perm_slot[i] = l->perm_slot[k]; l->perm_slot[k] = ts;
@@ -5616,7 +5903,8 @@ static void *wd__loader_thread(void *arg) {
             wd__loader_gather_one(l);
             continue;
         }
-        if (!l->assembling && !l->fatal && l->next_assemble < l->nbatches && l->outs[l->next_assemble % l->Q].state == 0) {
+        if (!l->assembling && !l->fatal && l->next_assemble < l->nbatches
+            && l->outs[l->next_assemble % l->Q].state == 0) {
             l->assembling = 1;
             int64_t seq = l->next_assemble++;
             wd__loader_assemble(l, w, seq);
@@ -5654,7 +5942,8 @@ WDDEF void wd_loader_close(wd_loader *l) {
     wd__loader_stop(l);
     for (int i = 0; l->slots && i < l->C; i++) wd_batch_free(&l->slots[i].b);
     for (int i = 0; l->outs && i < l->Q; i++) wd_batch_free(&l->outs[i].b);
-    for (int i = 0; l->workers && i < l->nthreads; i++) { wd_decoder_destroy(l->workers[i].dec); wd__buf_free(&l->workers[i].fetch); }
+    for (int i = 0; l->workers && i < l->nthreads; i++) { wd_decoder_destroy(l->workers[i].dec);
+        wd__buf_free(&l->workers[i].fetch); }
     for (int f = 0; l->readers && f < l->nfiles; f++) wd_reader_close(l->readers[f]);
     wd__free(l->readers); wd__free(l->slots); wd__free(l->outs); wd__free(l->workers); wd__free(l->th);
     wd__free(l->plan); wd__free(l->all); wd__free(l->perm_slot); wd__free(l->perm_idx);
@@ -5677,7 +5966,8 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
         return wd__fail(WD_ERR_INVALID_ARG, "wd_loader_open: files and batch_size > 0 are required");
     *out = NULL;
     int sc = d->shard_count > 0 ? d->shard_count : 1;
-    if (d->shard_index < 0 || d->shard_index >= sc) return wd__fail(WD_ERR_INVALID_ARG, "loader: shard %d of %d", d->shard_index, sc);
+    if (d->shard_index < 0 || d->shard_index >= sc)
+        return wd__fail(WD_ERR_INVALID_ARG, "loader: shard %d of %d", d->shard_index, sc);
     wd_loader *l = WD__NEW(wd_loader);
     if (!l) return wd__fail(WD_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&l->mu, NULL);
@@ -5697,10 +5987,12 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
         st = wd_reader_open(d->files[f], &l->readers[f]);
         if (!st && f == 0) l->schema = *wd_reader_schema(l->readers[0]);
         if (!st && f > 0 && !wd_schema_equal(&l->schema, wd_reader_schema(l->readers[f])))
-            st = wd__fail(WD_ERR_SCHEMA, "%s: schema differs from %s (dense columns, slot names, buckets or kinds)", d->files[f], d->files[0]);
+            st = wd__fail(WD_ERR_SCHEMA, "%s: schema differs from %s (dense columns, slot names, buckets or kinds)",
+                          d->files[f], d->files[0]);
         if (!st) {
             l->nall += wd_reader_nblocks(l->readers[f]);
-            for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++) l->m_max = WD__MAX(l->m_max, wd_reader_block_samples(l->readers[f], i));
+            for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++)
+                l->m_max = WD__MAX(l->m_max, wd_reader_block_samples(l->readers[f], i));
         }
     }
     if (st) { wd_loader_close(l); return st; }
@@ -5708,7 +6000,9 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
     size_t blk = wd__batch_bytes(&l->schema, WD__MAX(l->m_max, 1)), bat = wd__batch_bytes(&l->schema, l->B);
     l->Q = l->ram >= 4 * bat + blk ? 4 : l->ram >= 3 * bat + blk ? 3 : 2;
     if (l->ram < (size_t)l->Q * bat + blk) {
-        st = wd__fail(WD_ERR_LIMIT, "loader: RAM budget %zu bytes is below the %zu needed for 2 batches of %d and one block of %d samples", l->ram, 2 * bat + blk, d->batch_size, l->m_max);
+        st = wd__fail(WD_ERR_LIMIT,
+                      "loader: RAM budget %zu bytes is below the %zu needed for 2 batches of %d and one block of %d samples",
+                      l->ram, 2 * bat + blk, d->batch_size, l->m_max);
         wd_loader_close(l);
         return st;
     }
@@ -5724,14 +6018,17 @@ WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out) {
     l->th = (pthread_t *)wd__calloc(sizeof(pthread_t) * (size_t)l->nthreads);
     l->all = (wd__lplan *)wd__malloc(sizeof(wd__lplan) * (size_t)WD__MAX(l->nall, 1));
     l->plan = (wd__lplan *)wd__malloc(sizeof(wd__lplan) * (size_t)WD__MAX(l->nall, 1));
-    if (!l->slots || !l->outs || !l->workers || !l->th || !l->all || !l->plan) st = wd__fail(WD_ERR_NOMEM, "out of memory");
+    if (!l->slots || !l->outs || !l->workers || !l->th || !l->all || !l->plan)
+        st = wd__fail(WD_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < l->C; i++) st = wd_batch_init(&l->slots[i].b, &l->schema, l->m_max, 0);
     for (int i = 0; !st && i < l->Q; i++) st = wd_batch_init_with(&l->outs[i].b, &l->schema, l->B, 0, d->batch_alloc);
-    for (int i = 0; !st && i < l->nthreads; i++) { l->workers[i].l = l; l->workers[i].index = i; st = wd_decoder_create(&l->workers[i].dec); }
+    for (int i = 0; !st && i < l->nthreads; i++) { l->workers[i].l = l; l->workers[i].index = i;
+        st = wd_decoder_create(&l->workers[i].dec); }
     if (st) { wd_loader_close(l); return st; }
     int64_t q = 0;
     for (int f = 0; f < l->nfiles; f++)
-        for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++) { l->all[q].file = f; l->all[q].block = i; l->all[q].n = wd_reader_block_samples(l->readers[f], i); q++; }
+        for (int64_t i = 0; i < wd_reader_nblocks(l->readers[f]); i++) { l->all[q].file = f; l->all[q].block = i;
+            l->all[q].n = wd_reader_block_samples(l->readers[f], i); q++; }
     l->stats.threads = l->nthreads;
     l->stats.window_blocks = l->K;
     l->stats.ahead_blocks = l->A;
@@ -5865,7 +6162,8 @@ static wd_status wd__contract_of(const wd_reader *r, wd__contract *out) {
     memset(out, 0, sizeof *out);
     WD__TRY(wd__vocab_copy(r->vocab, &out->vocab));
     if (r->spec) {
-        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) { wd__contract_free(out); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+        if (!(out->spec = (wd_text_spec *)wd__malloc(sizeof *out->spec))) {
+            wd__contract_free(out); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
         *out->spec = *r->spec;
         out->spec->vocab = NULL;
     }
@@ -5968,7 +6266,8 @@ WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out) {
 static wd_status wd__model_spec(const wd_model *m, wd_text_spec *out) {
     memset(out, 0, sizeof *out);
     if (!m->in.known)
-        return wd__fail(WD_ERR_UNSUPPORTED, "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
+        return wd__fail(WD_ERR_UNSUPPORTED,
+                        "the model carries no input format and no vocabularies: it was saved before .wdm version 3, or never trained on files. "
                         "Train it again on its files (the CLI's --init-from) to record them, or map raw input with its training file's spec (wd_text_spec_match, wd_text_spec_vocab)");
     if (!m->in.spec)
         return wd__fail(WD_ERR_UNSUPPORTED, "the model's training files carry no input format (written by wd_writer, "
@@ -5992,15 +6291,21 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
     m->d.schema = &m->schema;
     wd_model_desc *d = &m->d;
     if (d->embed_dim == 0) d->embed_dim = 16;
-    if (d->embed_dim < 1 || d->embed_dim > 1024) return wd__fail(WD_ERR_INVALID_ARG, "model: embed_dim %d is outside 1..1024", d->embed_dim);
+    if (d->embed_dim < 1 || d->embed_dim > 1024)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: embed_dim %d is outside 1..1024", d->embed_dim);
     int nh = 0, any = 0;
     for (int l = 0; l < WD_MAX_LAYERS; l++) any |= d->hidden[l] != 0;
     if (!any) { d->hidden[0] = 1024; d->hidden[1] = 512; d->hidden[2] = 256; }
     while (nh < WD_MAX_LAYERS && d->hidden[nh] > 0) nh++;
     for (int l = nh; l < WD_MAX_LAYERS; l++)
-        if (d->hidden[l] != 0) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d after the first 0 or negative width", l, d->hidden[l]);
-    for (int l = 0; l < nh; l++) if (d->hidden[l] > 65536) return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d is above 65536", l, d->hidden[l]);
-    if (d->optimizer != WD_ADAGRAD && d->optimizer != WD_ADAM) return wd__fail(WD_ERR_INVALID_ARG, "model: optimizer %d is neither WD_ADAGRAD nor WD_ADAM", d->optimizer);
+        if (d->hidden[l] != 0)
+            return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d after the first 0 or negative width", l,
+                            d->hidden[l]);
+    for (int l = 0; l < nh; l++)
+        if (d->hidden[l] > 65536)
+            return wd__fail(WD_ERR_INVALID_ARG, "model: hidden[%d] = %d is above 65536", l, d->hidden[l]);
+    if (d->optimizer != WD_ADAGRAD && d->optimizer != WD_ADAM)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: optimizer %d is neither WD_ADAGRAD nor WD_ADAM", d->optimizer);
     if (d->lr_deep == 0) d->lr_deep = d->optimizer == WD_ADAM ? 0.001f : 0.01f;
     if (d->lr_wide == 0) d->lr_wide = 0.05f;
     if (d->adam_beta1 == 0) d->adam_beta1 = 0.9f;
@@ -6009,27 +6314,50 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
     if (d->emb_init == 0) d->emb_init = 0.05f;
     if (d->cross_buckets == 0) d->cross_buckets = 1u << 20;
     // one rule per setting (NaN fails every comparison; 1e30 is a practical infinity)
-    if (!(d->lr_deep > 0 && d->lr_deep < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: lr_deep %g must be positive and finite", (double)d->lr_deep);
-    if (!(d->lr_wide > 0 && d->lr_wide < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: lr_wide (FTRL alpha) %g must be positive and finite", (double)d->lr_wide);
-    if (!(d->ftrl_beta >= 0 && d->ftrl_beta < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_beta %g must be >= 0 and finite", (double)d->ftrl_beta);
-    if (!(d->ftrl_l1 >= 0 && d->ftrl_l1 < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l1 %g must be >= 0 and finite", (double)d->ftrl_l1);
-    if (!(d->ftrl_l2 >= 0 && d->ftrl_l2 < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l2 %g must be >= 0 and finite", (double)d->ftrl_l2);
-    if (!(d->adagrad_init >= 0 && d->adagrad_init < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: adagrad_init %g must be >= 0 and finite", (double)d->adagrad_init);
-    if (!(d->adam_beta1 > 0 && d->adam_beta1 < 1)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta1 %g must be in (0, 1)", (double)d->adam_beta1);
-    if (!(d->adam_beta2 > 0 && d->adam_beta2 < 1)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta2 %g must be in (0, 1)", (double)d->adam_beta2);
-    if (!(d->adam_eps > 0 && d->adam_eps < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: adam_eps %g must be positive and finite", (double)d->adam_eps);
-    if (!(d->emb_init > 0 && d->emb_init < 1e30f)) return wd__fail(WD_ERR_INVALID_ARG, "model: emb_init %g must be positive and finite", (double)d->emb_init);
-    if (d->pooling != WD_POOL_SUM && d->pooling != WD_POOL_MEAN) return wd__fail(WD_ERR_INVALID_ARG, "model: unknown pooling %d", d->pooling);
-    if (d->precision != WD_PRECISION_FP32 && d->precision != WD_PRECISION_BF16) return wd__fail(WD_ERR_INVALID_ARG, "model: precision %d is neither WD_PRECISION_FP32 nor WD_PRECISION_BF16", d->precision);
-    if (d->no_wide != 0 && d->no_wide != 1) return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide %d is not 0 or 1", d->no_wide);
-    if (d->no_deep != 0 && d->no_deep != 1) return wd__fail(WD_ERR_INVALID_ARG, "model: no_deep %d is not 0 or 1", d->no_deep);
-    if (d->no_wide && d->no_deep) return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide and no_deep switch both parts off");
-    if (d->ncross < 0 || d->ncross > WD_MAX_CROSSES) return wd__fail(WD_ERR_LIMIT, "model: %d crosses (limit %d)", d->ncross, WD_MAX_CROSSES);
+    if (!(d->lr_deep > 0 && d->lr_deep < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: lr_deep %g must be positive and finite", (double)d->lr_deep);
+    if (!(d->lr_wide > 0 && d->lr_wide < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: lr_wide (FTRL alpha) %g must be positive and finite",
+                        (double)d->lr_wide);
+    if (!(d->ftrl_beta >= 0 && d->ftrl_beta < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_beta %g must be >= 0 and finite", (double)d->ftrl_beta);
+    if (!(d->ftrl_l1 >= 0 && d->ftrl_l1 < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l1 %g must be >= 0 and finite", (double)d->ftrl_l1);
+    if (!(d->ftrl_l2 >= 0 && d->ftrl_l2 < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: ftrl_l2 %g must be >= 0 and finite", (double)d->ftrl_l2);
+    if (!(d->adagrad_init >= 0 && d->adagrad_init < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: adagrad_init %g must be >= 0 and finite", (double)d->adagrad_init);
+    if (!(d->adam_beta1 > 0 && d->adam_beta1 < 1))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta1 %g must be in (0, 1)", (double)d->adam_beta1);
+    if (!(d->adam_beta2 > 0 && d->adam_beta2 < 1))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: adam_beta2 %g must be in (0, 1)", (double)d->adam_beta2);
+    if (!(d->adam_eps > 0 && d->adam_eps < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: adam_eps %g must be positive and finite", (double)d->adam_eps);
+    if (!(d->emb_init > 0 && d->emb_init < 1e30f))
+        return wd__fail(WD_ERR_INVALID_ARG, "model: emb_init %g must be positive and finite", (double)d->emb_init);
+    if (d->pooling != WD_POOL_SUM && d->pooling != WD_POOL_MEAN)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: unknown pooling %d", d->pooling);
+    if (d->precision != WD_PRECISION_FP32 && d->precision != WD_PRECISION_BF16)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: precision %d is neither WD_PRECISION_FP32 nor WD_PRECISION_BF16",
+                        d->precision);
+    if (d->no_wide != 0 && d->no_wide != 1)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide %d is not 0 or 1", d->no_wide);
+    if (d->no_deep != 0 && d->no_deep != 1)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: no_deep %d is not 0 or 1", d->no_deep);
+    if (d->no_wide && d->no_deep)
+        return wd__fail(WD_ERR_INVALID_ARG, "model: no_wide and no_deep switch both parts off");
+    if (d->ncross < 0 || d->ncross > WD_MAX_CROSSES)
+        return wd__fail(WD_ERR_LIMIT, "model: %d crosses (limit %d)", d->ncross, WD_MAX_CROSSES);
     for (int c = 0; c < d->ncross; c++)
         for (int e = 0; e < 2; e++) {
             int k = d->cross[c][e];
-            if (k < 0 || k >= m->schema.nslots) return wd__fail(WD_ERR_INVALID_ARG, "model: cross %d names slot %d, the schema has %d", c, k, m->schema.nslots);
-            if (m->schema.slot[k].kind != WD_ONE_HOT) return wd__fail(WD_ERR_INVALID_ARG, "model: cross %d uses multi-hot slot %s (crosses take one-hot slots)", c, m->schema.slot[k].name);
+            if (k < 0 || k >= m->schema.nslots)
+                return wd__fail(WD_ERR_INVALID_ARG, "model: cross %d names slot %d, the schema has %d", c, k,
+                                m->schema.nslots);
+            if (m->schema.slot[k].kind != WD_ONE_HOT)
+                return wd__fail(WD_ERR_INVALID_ARG,
+                                "model: cross %d uses multi-hot slot %s (crosses take one-hot slots)", c,
+                                m->schema.slot[k].name);
         }
     m->E = d->embed_dim;
     m->D = m->schema.ndense;
@@ -6062,7 +6390,8 @@ static wd_status wd__model_plan(wd_model *m, const wd_model_desc *in) {
 
 static float *wd__alloc_floats(int64_t n, const char *what, wd_status *st) {
     if (*st) return NULL;
-    if (n < 0 || (uint64_t)n > (SIZE_MAX / 4)) { *st = wd__fail(WD_ERR_LIMIT, "model: %s of %lld floats is too large", what, (long long)n); return NULL; }
+    if (n < 0 || (uint64_t)n > (SIZE_MAX / 4)) {
+        *st = wd__fail(WD_ERR_LIMIT, "model: %s of %lld floats is too large", what, (long long)n); return NULL; }
     float *p = (float *)wd__malloc((size_t)n * 4);
     if (!p) *st = wd__fail(WD_ERR_NOMEM, "model: out of memory for %s (%lld bytes)", what, (long long)n * 4);
     return p;
@@ -6112,11 +6441,13 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
         wd__layer *L = &m->layer[l];
         double a = l + 1 < m->nlayers ? sqrt(6.0 / L->in) : sqrt(6.0 / (L->in + 1));
         wd__rng r = {wd_mix64(seed ^ (0xA11CE000ull + (uint64_t)l))};
-        for (int64_t i = 0; i < (int64_t)L->in * L->out; i++) m->dense[L->w + i] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * a);
+        for (int64_t i = 0; i < (int64_t)L->in * L->out; i++)
+            m->dense[L->w + i] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * a);
         memset(m->dense + L->b, 0, sizeof(float) * (size_t)L->out);
     }
     memset(m->dense + m->P_mlp, 0, sizeof(float) * (size_t)(m->P - m->P_mlp));
-    for (int64_t i = 0; i < m->P; i++) m->dense_s1[i] = (i < m->P_mlp && m->d.optimizer == WD_ADAGRAD) ? m->d.adagrad_init : 0.0f;
+    for (int64_t i = 0; i < m->P; i++)
+        m->dense_s1[i] = (i < m->P_mlp && m->d.optimizer == WD_ADAGRAD) ? m->d.adagrad_init : 0.0f;
     memset(m->dense_s2, 0, sizeof(float) * (size_t)m->P);
     memset(m->wide, 0, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
     memset(m->wide_z, 0, sizeof(float) * (size_t)WD__MAX(m->wide_rows, 1));
@@ -6126,7 +6457,8 @@ WDDEF wd_status wd_model_create(const wd_model_desc *d, wd_model **out) {
         int E = m->E;
         for (int t = 0; t < m->S; t++)
             for (int64_t row = m->table_off[t]; row < m->table_off[t + 1]; row++) {
-                wd__rng r = {wd_mix64(seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t << 48) ^ (uint64_t)(row - m->table_off[t]))};
+                wd__rng r = {wd_mix64(seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)t << 48)
+                                      ^ (uint64_t)(row - m->table_off[t]))};
                 float *e = m->emb + row * E;
                 for (int j = 0; j < E; j++) e[j] = (float)((2.0 * wd__rng_uniform(&r) - 1.0) * m->d.emb_init);
             }
@@ -6222,7 +6554,8 @@ static int wd__bf16_ok(void) {
 static void wd__engine_describe(const wd_model *m, char *buf, size_t n) {
     const char *prec = m->d.precision == WD_PRECISION_BF16 ? "bf16" : "fp32";
 #if defined(WD_USE_ONEDNN)
-    snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd__gemm_engine_name(), wd__isa_name((int)dnnl_get_effective_cpu_isa()), prec);
+    snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd__gemm_engine_name(),
+             wd__isa_name((int)dnnl_get_effective_cpu_isa()), prec);
 #elif defined(WD_USE_OPENBLAS)
     snprintf(buf, n, "gemm=%s core=%s precision=%s", wd__gemm_engine_name(), openblas_get_corename(), prec);
 #else
@@ -6233,9 +6566,13 @@ static void wd__engine_describe(const wd_model *m, char *buf, size_t n) {
 static wd_status wd__precision_check(const wd_model *m) {
     if (m->d.precision != WD_PRECISION_BF16) return WD_OK;
 #ifndef WD_USE_ONEDNN
-    return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs the oneDNN GEMM engine; this build has %s (install libdnnl-dev: tools/install-deps.sh)", wd__gemm_engine_name());
+    return wd__fail(WD_ERR_UNSUPPORTED,
+                    "precision bf16 needs the oneDNN GEMM engine; this build has %s (install libdnnl-dev: tools/install-deps.sh)",
+                    wd__gemm_engine_name());
 #else
-    if (!wd__bf16_ok()) return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs a CPU with AVX512-BF16 or AMX-BF16; this one runs %s", wd__isa_name((int)dnnl_get_effective_cpu_isa()));
+    if (!wd__bf16_ok())
+        return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs a CPU with AVX512-BF16 or AMX-BF16; this one runs %s",
+                        wd__isa_name((int)dnnl_get_effective_cpu_isa()));
     return WD_OK;
 #endif
 }
@@ -6274,7 +6611,8 @@ static void wd__to_bf16(uint16_t *d, const float *s, size_t n) {
 static void wd__lp_refresh(wd_model *m) {
     if (!m->dense_lp || __atomic_load_n(&m->lp_fresh, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&m->lp_mu);
-    if (!m->lp_fresh) { wd__to_bf16(m->dense_lp, m->dense, (size_t)m->P_mlp); __atomic_store_n(&m->lp_fresh, 1, __ATOMIC_RELEASE); }
+    if (!m->lp_fresh) { wd__to_bf16(m->dense_lp, m->dense, (size_t)m->P_mlp);
+        __atomic_store_n(&m->lp_fresh, 1, __ATOMIC_RELEASE); }
     pthread_mutex_unlock(&m->lp_mu);
 }
 
@@ -6292,24 +6630,29 @@ static void wd__gemm_free(wd__gemm *g) {
     memset(g, 0, sizeof *g);
 }
 static wd_status wd__dnnl_fail(dnnl_status_t s, const char *what) {
-    return wd__fail(s == dnnl_out_of_memory ? WD_ERR_NOMEM : WD_ERR_INTERNAL, "oneDNN: %s failed (status %d%s)", what, (int)s,
-                    s == dnnl_out_of_memory ? ", out of memory" : "");
+    return wd__fail(s == dnnl_out_of_memory ? WD_ERR_NOMEM : WD_ERR_INTERNAL, "oneDNN: %s failed (status %d%s)", what,
+                    (int)s, s == dnnl_out_of_memory ? ", out of memory" : "");
 }
-#define WD__DNNL(call, what) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) { st = wd__dnnl_fail(s_, what); goto fail; } } while (0)
+#define WD__DNNL(call, what) do { dnnl_status_t s_ = (call); \
+    if (s_ != dnnl_success) { st = wd__dnnl_fail(s_, what); goto fail; } } while (0)
 // The primitive for (kind, layer, M, lp): made on first use, then reused (LRU).
 // lp: 0 fp32; WD__LP_IN bf16 inputs, fp32 output; WD__LP_OUT bf16 inputs and output.
-static wd_status wd__prim_get(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, int relu, int bias, wd__prim **out) {
+static wd_status wd__prim_get(wd__gemm *g, int kind, int layer, int M, int N, int K, int lp, int relu, int bias,
+                              wd__prim **out) {
     wd_status st = WD_OK;
     if (!g->made) {
         memset(g, 0, sizeof *g);
-        if (dnnl_engine_create(&g->eng, dnnl_cpu, 0) != dnnl_success) return wd__fail(WD_ERR_INTERNAL, "oneDNN: no CPU engine");
-        if (dnnl_stream_create(&g->st, g->eng, dnnl_stream_default_flags) != dnnl_success) { dnnl_engine_destroy(g->eng); return wd__fail(WD_ERR_INTERNAL, "oneDNN: no stream"); }
+        if (dnnl_engine_create(&g->eng, dnnl_cpu, 0) != dnnl_success)
+            return wd__fail(WD_ERR_INTERNAL, "oneDNN: no CPU engine");
+        if (dnnl_stream_create(&g->st, g->eng, dnnl_stream_default_flags) != dnnl_success) {
+            dnnl_engine_destroy(g->eng); return wd__fail(WD_ERR_INTERNAL, "oneDNN: no stream"); }
         g->made = 1;
     }
     g->clock++;
     for (int i = 0; i < g->nprim; i++) {
         wd__prim *q = &g->prim[i];
-        if (q->kind == kind && q->layer == layer && q->M == M && q->lp == lp) { q->used = g->clock; *out = q; return WD_OK; }
+        if (q->kind == kind && q->layer == layer && q->M == M && q->lp == lp) { q->used = g->clock; *out = q;
+            return WD_OK; }
     }
     wd__prim *q;
     if (g->nprim < WD__PRIMS) q = &g->prim[g->nprim++];
@@ -6374,7 +6717,8 @@ static wd_status wd__mm(wd__gemm *g, int kind, int layer, int M, int N, int K, i
     dnnl_memory_set_data_handle(q->src, (void *)(uintptr_t)A);
     dnnl_memory_set_data_handle(q->wei, (void *)(uintptr_t)B);
     dnnl_memory_set_data_handle(q->dst, C);
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, q->wei}, {DNNL_ARG_DST, q->dst}, {DNNL_ARG_BIAS, q->bias}};
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, q->src}, {DNNL_ARG_WEIGHTS, q->wei}, {DNNL_ARG_DST, q->dst},
+                               {DNNL_ARG_BIAS, q->bias}};
     if (bias) dnnl_memory_set_data_handle(q->bias, (void *)(uintptr_t)bias);
     dnnl_status_t s = dnnl_primitive_execute(q->p, g->st, bias ? 4 : 3, args);
     if (s == dnnl_success) s = dnnl_stream_wait(g->st);
@@ -6392,7 +6736,8 @@ static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const fl
 #ifdef WD_USE_CBLAS
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   // Debian's serial OpenBLAS is not thread-safe
     pthread_mutex_lock(&mu);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                B, ldb, beta, C, ldc);
     pthread_mutex_unlock(&mu);
 #else
     for (int i = 0; i < M; i++) {
@@ -6407,10 +6752,12 @@ static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const fl
         for (; i + 4 <= M; i += 4) {
             float *c0 = C + (size_t)i * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
             for (int k = 0; k < K; k++) {
-                float a0 = alpha * WD__A(i, k), a1 = alpha * WD__A(i + 1, k), a2 = alpha * WD__A(i + 2, k), a3 = alpha * WD__A(i + 3, k);
+                float a0 = alpha * WD__A(i, k), a1 = alpha * WD__A(i + 1, k), a2 = alpha * WD__A(i + 2, k),
+                    a3 = alpha * WD__A(i + 3, k);
                 if (a0 == 0.0f && a1 == 0.0f && a2 == 0.0f && a3 == 0.0f) continue;   // ReLU zeros
                 const float *b = B + (size_t)k * ldb;
-                for (int j = 0; j < N; j++) { float v = b[j]; c0[j] += a0 * v; c1[j] += a1 * v; c2[j] += a2 * v; c3[j] += a3 * v; }
+                for (int j = 0; j < N; j++) { float v = b[j]; c0[j] += a0 * v; c1[j] += a1 * v; c2[j] += a2 * v;
+                    c3[j] += a3 * v; }
             }
         }
         for (; i < M; i++) {
@@ -6432,7 +6779,8 @@ static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const fl
                 int k = 0;
                 if (!ta) {
                     const float *a = A + (size_t)i * lda;
-                    for (; k + 4 <= K; k += 4) { s0 += a[k] * b[k]; s1 += a[k + 1] * b[k + 1]; s2 += a[k + 2] * b[k + 2]; s3 += a[k + 3] * b[k + 3]; }
+                    for (; k + 4 <= K; k += 4) { s0 += a[k] * b[k]; s1 += a[k + 1] * b[k + 1];
+                        s2 += a[k + 2] * b[k + 2]; s3 += a[k + 3] * b[k + 3]; }
                 }
                 for (; k < K; k++) s0 += WD__A(i, k) * b[k];
                 c[j] += alpha * ((s0 + s1) + (s2 + s3));
@@ -6444,7 +6792,8 @@ static void wd__sgemm(int ta, int tb, int M, int N, int K, float alpha, const fl
 }
 #endif
 
-WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) { return wd_cross_hash(a, b, c, buckets); }
+WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets) {
+    return wd_cross_hash(a, b, c, buckets); }
 // The update rules with the model's settings, before step `step`.
 static wd_opt wd__opt(const wd_model *m, int64_t step) {
     const wd_model_desc *d = &m->d;
@@ -6463,7 +6812,8 @@ typedef struct wd__occ { int64_t key; int32_t src, idx; } wd__occ;   // a sparse
 typedef struct wd__ws {
     int cap;
     float *x;                       // (cap, I)  [dense | pooled embeddings]
-    float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16 keeps them in lp_in); last: (cap, 1) deep logit
+    float *act[WD_MAX_LAYERS + 1];  // (cap, H_l) post-ReLU activations (fp32 only: bf16
+                                    // keeps them in lp_in); last: (cap, 1) deep logit
     float *da, *db;                 // (cap, max(I, H)) gradient ping-pong
     float *logit, *wlogit, *dlogit, *prob;   // (cap)
     float *g;                       // (P + WD__TAIL): dense gradient, loss sum, weight sum, samples, stops
@@ -6479,7 +6829,8 @@ typedef struct wd__ws {
     float *own_row;                 // (own_cap, R)
     double t_embed, t_fwd, t_bwd, t_wide, t_sort, t_rows, t_comm, t_opt;
     wd__gemm mm;                    // the GEMM engine's state (primitives) of this worker
-    uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap, in_l), the activations above layer 0
+    uint16_t *lp_in[WD_MAX_LAYERS + 1];   // precision bf16: each layer's input (cap,
+                                          // in_l), the activations above layer 0
     uint16_t *lp_dz;                // precision bf16: the gradient being propagated (cap, max width)
 } wd__ws;
 
@@ -6489,7 +6840,8 @@ static void wd__ws_free(wd__ws *w) {
     for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->act[l]);
     wd__free(w->da); wd__free(w->db);
     wd__free(w->logit); wd__free(w->wlogit); wd__free(w->dlogit); wd__free(w->prob);
-    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->sort_tmp); wd__free(w->own_key); wd__free(w->own_row);
+    wd__free(w->g); wd__free(w->okey); wd__free(w->orow); wd__free(w->sort); wd__free(w->sort_tmp);
+    wd__free(w->own_key); wd__free(w->own_row);
     wd__buf_free(&w->pack);
     wd__gemm_free(&w->mm);
     for (int l = 0; l <= WD_MAX_LAYERS; l++) wd__free(w->lp_in[l]);
@@ -6510,7 +6862,8 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap, int train) {
     if (!st && !train) memset(w->x, 0, sizeof(float) * (size_t)cap * (size_t)m->IN);
     int lp = m->d.precision == WD_PRECISION_BF16;
     for (int l = 0; l < m->nlayers; l++)
-        if (!lp || l + 1 == m->nlayers) w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
+        if (!lp || l + 1 == m->nlayers)
+            w->act[l] = wd__alloc_floats((int64_t)cap * m->layer[l].out, "activations", &st);
     w->logit = wd__alloc_floats(cap, "logits", &st);
     w->wlogit = wd__alloc_floats(cap, "logits", &st);
     w->prob = wd__alloc_floats(cap, "logits", &st);
@@ -6522,8 +6875,10 @@ static wd_status wd__ws_init(wd__ws *w, const wd_model *m, int cap, int train) {
     }
     if (!st && lp) {
         for (int l = 0; !st && l < m->nlayers; l++)
-            if (!(w->lp_in[l] = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)m->layer[l].in))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 activations");
-        if (!st && train && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest))) st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
+            if (!(w->lp_in[l] = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)m->layer[l].in)))
+                st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 activations");
+        if (!st && train && !(w->lp_dz = (uint16_t *)wd__malloc(2 * (size_t)cap * (size_t)widest)))
+            st = wd__fail(WD_ERR_NOMEM, "out of memory for bf16 gradients");
     }
     if (st) wd__ws_free(w);
     return st;
@@ -6534,8 +6889,10 @@ static wd_status wd__ws_occ_reserve(wd__ws *w, const wd_model *m, int64_t n) {
     wd_status st = WD_OK;
     int64_t *k = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)cap);
     float *r = wd__alloc_floats(cap * m->R, "sparse gradients", &st);
-    if (!k || st) { wd__free(k); wd__free(r); return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradients"); }
-    if (w->nocc) { memcpy(k, w->okey, sizeof(int64_t) * (size_t)w->nocc); memcpy(r, w->orow, sizeof(float) * (size_t)(w->nocc * m->R)); }
+    if (!k || st) { wd__free(k); wd__free(r);
+        return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradients"); }
+    if (w->nocc) { memcpy(k, w->okey, sizeof(int64_t) * (size_t)w->nocc);
+        memcpy(r, w->orow, sizeof(float) * (size_t)(w->nocc * m->R)); }
     wd__free(w->okey); wd__free(w->orow);
     w->okey = k; w->orow = r; w->occ_cap = cap;
     return WD_OK;
@@ -6546,7 +6903,8 @@ static wd_status wd__ws_own_reserve(wd__ws *w, const wd_model *m, int64_t n) {
     wd_status st = WD_OK;
     int64_t *k = (int64_t *)wd__malloc(sizeof(int64_t) * (size_t)cap);
     float *r = wd__alloc_floats(cap * m->R, "merged sparse gradients", &st);
-    if (!k || st) { wd__free(k); wd__free(r); return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for merged sparse gradients"); }
+    if (!k || st) { wd__free(k); wd__free(r);
+        return st ? st : wd__fail(WD_ERR_NOMEM, "out of memory for merged sparse gradients"); }
     wd__free(w->own_key); wd__free(w->own_row);
     w->own_key = k; w->own_row = r; w->own_cap = cap;
     return WD_OK;
@@ -6554,8 +6912,10 @@ static wd_status wd__ws_own_reserve(wd__ws *w, const wd_model *m, int64_t n) {
 static wd_status wd__ws_sort_reserve(wd__ws *w, int64_t n) {
     if (n <= w->sort_cap) return WD_OK;
     int64_t cap = WD__MAX(n, w->sort_cap * 3 / 2);
-    wd__occ *s = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap), *t = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap);
-    if (!s || !t) { wd__free(s); wd__free(t); return wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradient merging"); }
+    wd__occ *s = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap),
+        *t = (wd__occ *)wd__malloc(sizeof(wd__occ) * (size_t)cap);
+    if (!s || !t) { wd__free(s); wd__free(t);
+        return wd__fail(WD_ERR_NOMEM, "out of memory for sparse gradient merging"); }
     wd__free(w->sort); wd__free(w->sort_tmp);
     w->sort = s; w->sort_tmp = t; w->sort_cap = cap;
     return WD_OK;
@@ -6635,9 +6995,10 @@ static wd_status wd__forward(const wd_model *m, wd__ws *w, const wd_batch *b, in
 #ifdef WD_USE_ONEDNN
         if (m->d.precision == WD_PRECISION_BF16) {   // a hidden layer writes the next one's bf16 input itself
             if (l == 0) wd__to_bf16(w->lp_in[0], w->x, (size_t)rows * (size_t)IN);
-            WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, relu ? WD__LP_OUT : WD__LP_IN, w->lp_in[l], m->dense_lp + L->w,
-                           m->dense + L->b, relu, relu ? (void *)w->lp_in[l + 1] : (void *)o));
-        } else WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, 0, in, m->dense + L->w, m->dense + L->b, relu, o));
+            WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, relu ? WD__LP_OUT : WD__LP_IN, w->lp_in[l],
+                           m->dense_lp + L->w, m->dense + L->b, relu, relu ? (void *)w->lp_in[l + 1] : (void *)o));
+        } else WD__TRY(wd__mm(&w->mm, WD__MM_FWD, l, rows, L->out, L->in, 0, in, m->dense + L->w,
+                              m->dense + L->b, relu, o));
 #else
         for (int i = 0; i < rows; i++) memcpy(o + (size_t)i * L->out, m->dense + L->b, sizeof(float) * (size_t)L->out);
         wd__sgemm(0, 1, rows, L->out, L->in, 1.0f, in, L->in, m->dense + L->w, L->in, 1.0f, o, L->out);
@@ -6769,13 +7130,17 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
         const float *a_in = l ? w->act[l - 1] : w->x;
 #ifdef WD_USE_ONEDNN
         const void *dzp = lp ? (const void *)w->lp_dz : (const void *)dz;
-        WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp ? WD__LP_IN : 0, dzp, lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
-        WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp ? WD__LP_IN : 0, dzp, lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w), NULL, 0, dn));   // da = dz W
+        WD__TRY(wd__mm(&w->mm, WD__MM_WGRAD, l, L->out, L->in, n, lp ? WD__LP_IN : 0, dzp,
+                       lp ? (const void *)w->lp_in[l] : (const void *)a_in, NULL, 0, g + L->w));   // dW = dz^T a
+        WD__TRY(wd__mm(&w->mm, WD__MM_DGRAD, l, n, L->in, L->out, lp ? WD__LP_IN : 0, dzp,
+                       lp ? (const void *)(m->dense_lp + L->w) : (const void *)(m->dense + L->w),
+                       NULL, 0, dn));   // da = dz W
 #else
         wd__sgemm(1, 0, L->out, L->in, n, 1.0f, dz, L->out, a_in, L->in, 1.0f, g + L->w, L->in);   // dW += dz^T a
         wd__sgemm(0, 0, n, L->in, L->out, 1.0f, dz, L->out, m->dense + L->w, L->in, 0.0f, dn, L->in);   // da = dz W
 #endif
-        if (l) wd__hidden_grad(dn, lp ? NULL : a_in, lp ? w->lp_in[l] : NULL, g + m->layer[l - 1].b, lp ? w->lp_dz : NULL, n, L->in);
+        if (l) wd__hidden_grad(dn, lp ? NULL : a_in, lp ? w->lp_in[l] : NULL, g + m->layer[l - 1].b,
+                               lp ? w->lp_dz : NULL, n, L->in);
         float *t = dz; dz = dn; dn = t;
     }
     const float *dx = dz;   // (n, I) when deep: gradient of the input row
@@ -6809,7 +7174,8 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
                 w->okey[q] = m->table_off[k] + ids[j];
                 float *r = w->orow + q * R;
                 r[0] = dl * scale;
-                if (R > 1) { const float *src = dx + (size_t)i * IN + D + k * E; for (int e = 0; e < E; e++) r[1 + e] = src[e] * scale; }
+                if (R > 1) { const float *src = dx + (size_t)i * IN + D + k * E;
+                    for (int e = 0; e < E; e++) r[1 + e] = src[e] * scale; }
             }
         }
         for (int c = 0; c < m->d.ncross; c++, q++) {
@@ -6831,7 +7197,8 @@ static wd_status wd__backward(const wd_model *m, wd__ws *w, const wd_batch *b, i
 static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
     int R = m->R;
     WD__TRY(wd__ws_sort_reserve(w, w->nocc));
-    for (int64_t q = 0; q < w->nocc; q++) { w->sort[q].key = w->okey[q]; w->sort[q].src = 0; w->sort[q].idx = (int32_t)q; }
+    for (int64_t q = 0; q < w->nocc; q++) { w->sort[q].key = w->okey[q]; w->sort[q].src = 0;
+        w->sort[q].idx = (int32_t)q; }
     double ts = wd__now();
     wd__sort_occ(w, w->nocc, m->table_off[m->ntables]);
     w->t_sort += wd__now() - ts;
@@ -6857,7 +7224,8 @@ static wd_status wd__merge_local(const wd_model *m, wd__ws *w) {
     return WD_OK;
 }
 
-static int wd__owner(int64_t key, int nranks) { return (int)(((uint64_t)key * 0x9E3779B97F4A7C15ull >> 32) % (uint64_t)nranks); }
+static int wd__owner(int64_t key, int nranks) {
+    return (int)(((uint64_t)key * 0x9E3779B97F4A7C15ull >> 32) % (uint64_t)nranks); }
 
 // Applies one merged sparse row (already scaled to the batch mean); counts
 // parameters the update left non-finite into *bad.
@@ -6869,7 +7237,8 @@ static void wd__sparse_update(wd_model *m, const wd_opt *o, int64_t key, const f
     if (m->R > 1 && key < m->emb_rows) {
         int E = m->E;
         float *e = m->emb + key * E, *s1 = m->emb_s1 + key * E, *s2 = m->emb_s2 ? m->emb_s2 + key * E : NULL;
-        for (int j = 0; j < E; j++) { wd_opt_deep(o, &e[j], &s1[j], s2 ? &s2[j] : NULL, r[1 + j]); *bad += !isfinite(e[j]); }
+        for (int j = 0; j < E; j++) { wd_opt_deep(o, &e[j], &s1[j], s2 ? &s2[j] : NULL, r[1 + j]);
+            *bad += !isfinite(e[j]); }
     }
 }
 
@@ -6897,7 +7266,8 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
         memcpy(&c, views[q], 8);
         const int64_t *keys = (const int64_t *)((const uint8_t *)views[q] + 8);
         for (int64_t i = 0; i < c; i++)
-            if (nranks == 1 || wd__owner(keys[i], nranks) == rank) { w->sort[n].key = keys[i]; w->sort[n].src = q; w->sort[n].idx = (int32_t)i; n++; }
+            if (nranks == 1 || wd__owner(keys[i], nranks) == rank) { w->sort[n].key = keys[i]; w->sort[n].src = q;
+                w->sort[n].idx = (int32_t)i; n++; }
     }
     if (nviews > 1) wd__sort_occ(w, n, m->table_off[m->ntables]);   // one view is sorted already
     int64_t u = 0;
@@ -6921,7 +7291,8 @@ static wd_status wd__gather_owned(const wd_model *m, wd__ws *w, const float *g, 
 }
 // Applies what wd__gather_owned collected with the rules of step `step`;
 // *bad_out counts parameters left non-finite (the gradient check should make it 0).
-static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks, int64_t step, int *bad_out) {
+static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float inv_w, int rank, int nranks,
+                            int64_t step, int *bad_out) {
     wd_opt o = wd__opt(m, step);
     int bad = 0;   // added to *bad_out once: the workers' counters share a cache line
     int64_t a = m->P * rank / nranks, e = m->P * (rank + 1) / nranks;
@@ -6931,17 +7302,20 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
         else if (wd__wide(m)) wd_opt_ftrl(&m->dense[i], &m->dense_s1[i], &m->dense_s2[i], gi, &o);
         bad += !isfinite(m->dense[i]);
     }
-    if (m->dense_lp && a < m->P_mlp) wd__to_bf16(m->dense_lp + a, m->dense + a, (size_t)(WD__MIN(e, m->P_mlp) - a));   // the bf16 copy stays current
+    if (m->dense_lp && a < m->P_mlp)
+        wd__to_bf16(m->dense_lp + a, m->dense + a, (size_t)(WD__MIN(e, m->P_mlp) - a));   // the bf16 copy stays current
     // the rows lie anywhere in tables of hundreds of MB: ask for row u+16's
     // lines while row u is updated (-20% optimizer time on the bench workload)
     for (int64_t u = 0; u < w->nown; u++) {
         if (u + 16 < w->nown) {
             int64_t k = w->own_key[u + 16];
-            if (wd__wide(m)) { __builtin_prefetch(&m->wide[k], 1); __builtin_prefetch(&m->wide_z[k], 1); __builtin_prefetch(&m->wide_n[k], 1); }
+            if (wd__wide(m)) { __builtin_prefetch(&m->wide[k], 1); __builtin_prefetch(&m->wide_z[k], 1);
+                __builtin_prefetch(&m->wide_n[k], 1); }
             if (m->R > 1 && k < m->emb_rows) {   // every 64-byte line a row touches (rows need not start on one)
                 float *t[3] = {m->emb, m->emb_s1, m->emb_s2};
                 for (int q = 0; q < 3 && t[q]; q++) {
-                    uintptr_t p = (uintptr_t)(t[q] + k * m->E) & ~(uintptr_t)63, end = (uintptr_t)(t[q] + (k + 1) * m->E);
+                    uintptr_t p = (uintptr_t)(t[q] + k * m->E) & ~(uintptr_t)63,
+                        end = (uintptr_t)(t[q] + (k + 1) * m->E);
                     for (; p < end; p += 64) __builtin_prefetch((const void *)p, 1);
                 }
             }
@@ -6990,7 +7364,8 @@ static wd_status wd__comm_barrier(wd_comm *c) {
         if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == ETIMEDOUT && h->generation == gen && !h->aborted) {
             h->aborted = 1;
             h->abort_st = WD_ERR_ABORTED;
-            snprintf(h->why, sizeof h->why, "rank %d waited %.1f s in a collective for %d other rank(s): timeout", c->rank, h->timeout, h->n - h->arrived);
+            snprintf(h->why, sizeof h->why, "rank %d waited %.1f s in a collective for %d other rank(s): timeout",
+                     c->rank, h->timeout, h->n - h->arrived);
             pthread_cond_broadcast(&h->cv);
         }
     }
@@ -7042,10 +7417,12 @@ static wd_status wd__comm_allgather(wd_comm *c, const void *mine, size_t bytes, 
     for (int q = 0; q < h->n; q++) { all[q] = h->gptr[q]; if (sizes) sizes[q] = h->gsize[q]; }
     return WD_OK;
 }
-static const wd_comm_ops wd__local_ops = {wd__comm_allreduce, wd__comm_allgather, wd__comm_barrier, wd__comm_abort, NULL, NULL, NULL};
+static const wd_comm_ops wd__local_ops = {wd__comm_allreduce, wd__comm_allgather, wd__comm_barrier, wd__comm_abort,
+                                          NULL, NULL, NULL};
 
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks) {
-    if (nranks < 1 || nranks > 4096 || !ranks) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_local_create: 1..4096 ranks");
+    if (nranks < 1 || nranks > 4096 || !ranks)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_local_create: 1..4096 ranks");
     wd__hub *h = WD__NEW(wd__hub);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
     h->n = nranks;
@@ -7117,7 +7494,8 @@ static wd_status wd__hier_allreduce(wd_comm *c, float *buf, size_t n) {
         if (st) return wd__hier_ext_failed(lc, st);
     }
     WD__TRY(lc->ops->barrier(lc));
-    if (t) memcpy(buf, h->buf0, sizeof(float) * n);   // worker 0 leaves it alone until its next collective, which waits for us
+    if (t) memcpy(buf, h->buf0, sizeof(float) * n);   // worker 0 leaves it alone until its
+                                                      // next collective, which waits for us
     return WD_OK;
 }
 static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const size_t *ls) {
@@ -7139,7 +7517,8 @@ static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const siz
     }
     h->cat.len = len;
     wd_status st = h->ext->ops->allgather(h->ext, h->cat.p, len, h->pv, h->ps);
-    if (st) return wd__fail(st, "the sparse rows' exchange between processes (%zu bytes from this one): %s", len, wd_last_error());
+    if (st) return wd__fail(st, "the sparse rows' exchange between processes (%zu bytes from this one): %s", len,
+                            wd_last_error());
     for (int q = 0; q < h->ext->size; q++) {   // every process's header, checked against what it sent
         const uint8_t *v = (const uint8_t *)h->pv[q];
         int Tq = h->first[q + 1] - h->first[q];
@@ -7147,12 +7526,17 @@ static wd_status wd__hier_exchange(wd__hier *h, const void *const *lv, const siz
         if (h->ps[q] >= 8) memcpy(&tq, v, 8);
         size_t o = 8 * (size_t)(1 + Tq);
         if (h->ps[q] < o || tq != (uint64_t)Tq)
-            return wd__fail(WD_ERR_INTERNAL, "process rank %d sent %zu bytes of sparse rows with a header for %llu workers; it has %d", q, h->ps[q], (unsigned long long)tq, Tq);
+            return wd__fail(WD_ERR_INTERNAL,
+                            "process rank %d sent %zu bytes of sparse rows with a header for %llu workers; it has %d",
+                            q, h->ps[q], (unsigned long long)tq, Tq);
         for (int t = 0; t < Tq; t++) {
             uint64_t sz;
             memcpy(&sz, v + 8 * (size_t)(1 + t), 8);
             o = wd__align8(o);
-            if (sz > h->ps[q] - WD__MIN(o, h->ps[q])) return wd__fail(WD_ERR_INTERNAL, "process rank %d: worker %d's %llu bytes of sparse rows overrun its %zu", q, t, (unsigned long long)sz, h->ps[q]);
+            if (sz > h->ps[q] - WD__MIN(o, h->ps[q]))
+                return wd__fail(WD_ERR_INTERNAL,
+                                "process rank %d: worker %d's %llu bytes of sparse rows overrun its %zu", q, t,
+                                (unsigned long long)sz, h->ps[q]);
             h->views[h->first[q] + t] = v + o;
             h->sizes[h->first[q] + t] = (size_t)sz;
             o += (size_t)sz;
@@ -7190,9 +7574,11 @@ static void wd__hier_abort(wd_comm *c, wd_status st, const char *why) {
     wd__hier *h = (wd__hier *)c->impl;
     int t = wd__hier_worker(c);
     h->local[t]->ops->abort(h->local[t], st, why);
-    if (t == 0) h->ext->ops->abort(h->ext, st, why);   // other workers' failures reach the processes through wd_train's rank
+    if (t == 0) h->ext->ops->abort(h->ext, st, why);   // other workers' failures reach the
+                                                       // processes through wd_train's rank
 }
-static const wd_comm_ops wd__hier_ops = {wd__hier_allreduce, wd__hier_allgather, wd__hier_barrier, wd__hier_abort, NULL, NULL, NULL};
+static const wd_comm_ops wd__hier_ops = {wd__hier_allreduce, wd__hier_allgather, wd__hier_barrier, wd__hier_abort, NULL,
+                                         NULL, NULL};
 static void wd__hier_destroy(wd__hier *h) {
     if (!h) return;
     wd__free(h->first); wd__free(h->ranks); wd__free(h->pv); wd__free(h->ps); wd__free(h->views); wd__free(h->sizes);
@@ -7205,10 +7591,12 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
     *out = NULL;
     if (ext->ops->stream_allreduce_sum) {
         ext->ops->abort(ext, WD_ERR_INVALID_ARG, "the CPU device needs a host communicator");
-        return wd__fail(WD_ERR_INVALID_ARG, "the CPU device needs a host communicator (wd_comm_mpi_create), not a device one");
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "the CPU device needs a host communicator (wd_comm_mpi_create), not a device one");
     }
     wd__hier *h = WD__NEW(wd__hier);
-    if (!h) { ext->ops->abort(ext, WD_ERR_NOMEM, "out of memory for the processes' communicator"); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!h) { ext->ops->abort(ext, WD_ERR_NOMEM, "out of memory for the processes' communicator");
+        return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     int P = ext->size;
     h->ext = ext; h->local = local; h->T = T;
     h->first = (int *)wd__calloc(sizeof(int) * (size_t)(P + 1));
@@ -7227,7 +7615,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
         for (int q = 0; !st && q < P; q++) {
             int32_t tq = 0;
             if (h->ps[q] == sizeof tq) memcpy(&tq, h->pv[q], sizeof tq);
-            if (tq < 1 || tq > 256 || h->first[q] > 1000000) st = wd__fail(WD_ERR_INTERNAL, "process rank %d reports %d workers", q, (int)tq);
+            if (tq < 1 || tq > 256 || h->first[q] > 1000000)
+                st = wd__fail(WD_ERR_INTERNAL, "process rank %d reports %d workers", q, (int)tq);
             else h->first[q + 1] = h->first[q] + tq;
         }
         // the views may be the other processes' own counts (a shared-memory
@@ -7244,7 +7633,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
         if (!h->views || !h->sizes) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     if (st) { wd__hier_destroy(h); return st; }
-    for (int t = 0; t < T; t++) { h->ranks[t].ops = &wd__hier_ops; h->ranks[t].rank = h->first[ext->rank] + t; h->ranks[t].size = h->total; h->ranks[t].impl = h; }
+    for (int t = 0; t < T; t++) { h->ranks[t].ops = &wd__hier_ops; h->ranks[t].rank = h->first[ext->rank] + t;
+        h->ranks[t].size = h->total; h->ranks[t].impl = h; }
     *out = h;
     return WD_OK;
 }
@@ -7255,7 +7645,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
 #define WD__MPI_TAG 7
 #define WD__MPI_ASK 8               // a roll call (a rank that waited past the timeout asks who is there)
 #define WD__MPI_HERE 9              // its answer
-enum { WD__MPI_SUMS, WD__MPI_GATHERS, WD__MPI_ROUNDS };   // MPI_Iallreduce calls, whole MPI_Iallgatherv, rounds of broadcasts
+enum { WD__MPI_SUMS, WD__MPI_GATHERS, WD__MPI_ROUNDS };   // MPI_Iallreduce calls, whole
+                                                          // MPI_Iallgatherv, rounds of broadcasts
 typedef struct wd__mpi {
     wd_comm self;
     MPI_Comm comm, ctl;             // collectives; abort notices
@@ -7280,7 +7671,8 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
     for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
         MPI_Request rq;
-        if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
+        if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS)
+            MPI_Request_free(&rq);
     }
 }
 // A roll call from a rank that waited past its timeout: answered at once
@@ -7339,7 +7731,8 @@ static void wd__mpi_notice(wd__mpi *h) {
     if (!h->aborted) wd__mpi_answer(h);
     if (h->aborted || MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_TAG, h->ctl, &flag, &s) != MPI_SUCCESS || !flag) return;
     char msg[WD__MPI_NOTE];
-    if (MPI_Recv(msg, WD__MPI_NOTE, MPI_CHAR, s.MPI_SOURCE, WD__MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
+    if (MPI_Recv(msg, WD__MPI_NOTE, MPI_CHAR, s.MPI_SOURCE, WD__MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
     msg[WD__MPI_NOTE - 1] = 0;
     h->aborted = 1;
     snprintf(h->why, sizeof h->why, "%s", msg);
@@ -7424,23 +7817,31 @@ static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, c
     for (int q = 0; q < c->size; q++) {   // the same sums on every rank: all fail or none
         size_t at = wd__align8(total);
         if (h->lens[q] < 0 || (unsigned long long)h->lens[q] > (unsigned long long)(SIZE_MAX / 2) - at)
-            return wd__fail(WD_ERR_LIMIT, "an allgather of %lld bytes from rank %d after %zu bytes of the ranks before it: more than this process can address", h->lens[q], q, at);
+            return wd__fail(WD_ERR_LIMIT,
+                            "an allgather of %lld bytes from rank %d after %zu bytes of the ranks before it: more than this process can address",
+                            h->lens[q], q, at);
         total = at + (size_t)h->lens[q];
         most = WD__MAX(most, (size_t)h->lens[q]);
     }
     if (total > h->recv_cap) {
         size_t want = WD__MAX(total, h->recv_cap + h->recv_cap / 2);
         uint8_t *p = (uint8_t *)wd__malloc(want);
-        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for an allgather of every rank's bytes"); return wd__fail(WD_ERR_NOMEM, "out of memory for the %zu bytes that %d ranks gather", total, c->size); }
+        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for an allgather of every rank's bytes");
+            return wd__fail(WD_ERR_NOMEM, "out of memory for the %zu bytes that %d ranks gather", total, c->size); }
         wd__free(h->recv);
         h->recv = p;
         h->recv_cap = want;
     }
     size_t at = 0;
-    for (int q = 0; q < c->size; q++) { at = wd__align8(at); all[q] = h->recv + at; if (sizes) sizes[q] = (size_t)h->lens[q]; at += (size_t)h->lens[q]; }
-    if (bytes) memcpy((uint8_t *)all[c->rank], mine, bytes);   // this rank's own, in place: its broadcasts send from there
+    for (int q = 0; q < c->size; q++) {
+        at = wd__align8(at); all[q] = h->recv + at;
+        if (sizes) sizes[q] = (size_t)h->lens[q];
+        at += (size_t)h->lens[q]; }
+    if (bytes) memcpy((uint8_t *)all[c->rank], mine, bytes);   // this rank's own, in place: its
+                                                               // broadcasts send from there
     if (most > 0 && total <= h->chunk) {   // the same decision on every rank: from the gathered counts
-        for (int q = 0; q < c->size; q++) { h->cnt[q] = (int)h->lens[q]; h->dsp[q] = (int)((const uint8_t *)all[q] - h->recv); }
+        for (int q = 0; q < c->size; q++) { h->cnt[q] = (int)h->lens[q];
+            h->dsp[q] = (int)((const uint8_t *)all[q] - h->recv); }
         e = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, h->recv, h->cnt, h->dsp, MPI_BYTE, h->comm, &rq);
         if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgatherv");
         h->calls[WD__MPI_GATHERS]++;
@@ -7469,7 +7870,8 @@ static wd_status wd__mpi_barrier(wd_comm *c) {
     if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibarrier");
     return wd__mpi_wait(c, &rq, 1, "MPI_Barrier");
 }
-static const wd_comm_ops wd__mpi_ops = {wd__mpi_allreduce, wd__mpi_allgather, wd__mpi_barrier, wd__mpi_abort, NULL, NULL, NULL};
+static const wd_comm_ops wd__mpi_ops = {wd__mpi_allreduce, wd__mpi_allgather, wd__mpi_barrier, wd__mpi_abort, NULL,
+                                        NULL, NULL};
 
 WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: out is NULL");
@@ -7477,9 +7879,13 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     int init = 0, fin = 0, level = MPI_THREAD_SINGLE;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
-    if (!init || fin) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI is %s (MPI_Init_thread first)", fin ? "finalized" : "not initialized");
+    if (!init || fin)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI is %s (MPI_Init_thread first)",
+                        fin ? "finalized" : "not initialized");
     MPI_Query_thread(&level);
-    if (level < MPI_THREAD_FUNNELED) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: MPI was initialized with MPI_THREAD_SINGLE; the trainer's worker threads need MPI_THREAD_FUNNELED or more (MPI_Init_thread)");
+    if (level < MPI_THREAD_FUNNELED)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_comm_mpi_create: MPI was initialized with MPI_THREAD_SINGLE; the trainer's worker threads need MPI_THREAD_FUNNELED or more (MPI_Init_thread)");
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -7506,7 +7912,8 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     h->cnt = (int *)wd__calloc(sizeof(int) * (size_t)size);
     h->dsp = (int *)wd__calloc(sizeof(int) * (size_t)size);
     h->self.ops = &wd__mpi_ops; h->self.rank = rank; h->self.size = size; h->self.impl = h;
-    if (!h->lens || !h->rq || !h->cnt || !h->dsp) { wd_comm_mpi_destroy(&h->self); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
+    if (!h->lens || !h->rq || !h->cnt || !h->dsp) { wd_comm_mpi_destroy(&h->self);
+        return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     // The chunk: 1 GiB, or WD_MPI_CHUNK_BYTES (a test hook: tests/mpi.sh
     // proves with a few hundred bytes that chunks change no bit). Every rank
     // must split alike (the calls must match): compared here, on every rank.
@@ -7518,8 +7925,13 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     wd_status st = WD_OK;
     if (e != MPI_SUCCESS) st = wd__fail(WD_ERR_ABORTED, "wd_comm_mpi_create: MPI_Allgather failed (MPI error %d)", e);
     for (int q = 0; !st && q < size; q++)
-        if (h->lens[q] < 0) st = wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: rank %d's WD_MPI_CHUNK_BYTES is not a number of bytes from 8 to 2147483647", q);
-        else if (h->lens[q] != h->lens[0]) st = wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: WD_MPI_CHUNK_BYTES is %lld on rank %d, %lld on rank 0: it must be equal on every rank", h->lens[q], q, h->lens[0]);
+        if (h->lens[q] < 0)
+            st = wd__fail(WD_ERR_INVALID_ARG,
+                          "wd_comm_mpi_create: rank %d's WD_MPI_CHUNK_BYTES is not a number of bytes from 8 to 2147483647", q);
+        else if (h->lens[q] != h->lens[0])
+            st = wd__fail(WD_ERR_INVALID_ARG,
+                          "wd_comm_mpi_create: WD_MPI_CHUNK_BYTES is %lld on rank %d, %lld on rank 0: it must be equal on every rank",
+                          h->lens[q], q, h->lens[0]);
     if (st) { wd_comm_mpi_destroy(&h->self); return st; }
     h->chunk = (size_t)chunk;
     *out = &h->self;
@@ -7549,8 +7961,12 @@ WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) 
     // every rank learns whether rank 0 has an id before anyone waits for NCCL
     int e = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
     if (e == MPI_SUCCESS && all) e = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, comm);
-    if (e != MPI_SUCCESS) return wd__fail(WD_ERR_ABORTED, "wd_comm_nccl_init_mpi: sharing NCCL's unique id by MPI failed (MPI error %d)", e);
-    if (!all) return wd__fail(WD_ERR_DEVICE, "wd_comm_nccl_init_mpi: rank 0 could not make NCCL's unique id%s%s", err[0] ? ": " : "", err);
+    if (e != MPI_SUCCESS)
+        return wd__fail(WD_ERR_ABORTED,
+                        "wd_comm_nccl_init_mpi: sharing NCCL's unique id by MPI failed (MPI error %d)", e);
+    if (!all)
+        return wd__fail(WD_ERR_DEVICE, "wd_comm_nccl_init_mpi: rank 0 could not make NCCL's unique id%s%s",
+                        err[0] ? ": " : "", err);
     return wd_comm_nccl_init_rank(id, rank, size, device, out);
 }
 #endif
@@ -7559,7 +7975,8 @@ WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) 
 // ---- 15. Training, evaluation, prediction -----------------------------------------------------
 WDDEF const char *wd_stage_name(int stage) {
     static const char *names[WD_STAGE_COUNT] = {"data wait", "h2d copy", "embedding", "mlp forward", "wide+loss",
-                                                "mlp backward", "sparse sort", "sparse rows", "comm", "optimizer", "other"};
+                                                "mlp backward", "sparse sort", "sparse rows", "comm",
+                                                "optimizer", "other"};
     return stage >= 0 && stage < WD_STAGE_COUNT ? names[stage] : "?";
 }
 
@@ -7721,15 +8138,20 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     if (st) { wd__cpu_worker_fail(c, r, st); return; }
     float loss = w->g[m->P], wsum = w->g[m->P + 1];
     int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop: every worker of every rank skips the update
-    if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step + 1); apply = 0; }
-    if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the step after its collectives (wd__cpu_submit)
+    if (apply && !isfinite(loss)) {
+        st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied",
+                      (long long)c->step + 1); apply = 0; }
+    if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the
+                                    // step after its collectives (wd__cpu_submit)
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
         if ((st = lc->ops->barrier(lc)) != WD_OK) { wd__cpu_worker_fail(c, r, st); return; }
         int bad = 0;
         for (int q = 0; q < T; q++) bad += c->wbad[q];
-        if (bad) st = wd__fail(WD_ERR_NUMERIC, "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied", (long long)c->step + 1, bad, (double)WD__GRAD_MAX);
+        if (bad) st = wd__fail(WD_ERR_NUMERIC,
+                               "step %lld: %d gradient values are not finite or exceed %g in magnitude (dense inputs too large?); the update was not applied",
+                               (long long)c->step + 1, bad, (double)WD__GRAD_MAX);
         else { wd__apply_owned(m, w, w->g, 1.0f / wsum, r, T, c->step, &c->wpost[r]); c->wapplied[r] = 1; }
     }
     double t2 = wd__now();
@@ -7794,8 +8216,11 @@ static void wd__cpu_destroy(wd_backend *be) {
 }
 static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
     *out = NULL;
-    if (d->ranks > 1 && !d->comm) return wd__fail(WD_ERR_UNSUPPORTED, "the CPU device trains as one rank per process (its `threads` workers split each batch); ranks of several processes need their communicator (wd_comm_mpi_create)");
-    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);   // equal on every rank (the settings check)
+    if (d->ranks > 1 && !d->comm)
+        return wd__fail(WD_ERR_UNSUPPORTED,
+                        "the CPU device trains as one rank per process (its `threads` workers split each batch); ranks of several processes need their communicator (wd_comm_mpi_create)");
+    if (d->batch <= 0) return wd__fail(WD_ERR_INVALID_ARG, "cpu backend: batch %d", d->batch);   // equal on every rank
+                                                                                                 // (the settings check)
     wd__cpu *c = WD__NEW(wd__cpu);
     if (!c) return wd__fail(WD_ERR_NOMEM, "out of memory");
     c->m = d->model;
@@ -7825,7 +8250,10 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         int pre = 0, create = 0;
         st = wd_test_fail_parse("WD_CPU_TEST_FAIL", 0, &c->fail_rank, &fs, &pre, &create);
         c->fail_step = fs;
-        if (!st && create && c->fail_rank == d->rank) st = wd__fail(WD_ERR_DEVICE, "rank %d: a failure injected at the end of the backend's creation (WD_CPU_TEST_FAIL)", d->rank);
+        if (!st && create && c->fail_rank == d->rank)
+            st = wd__fail(WD_ERR_DEVICE,
+                          "rank %d: a failure injected at the end of the backend's creation (WD_CPU_TEST_FAIL)",
+                          d->rank);
         if (create) c->fail_rank = -1;
     }
 #endif
@@ -7836,7 +8264,8 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
 static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
     wd__cpu *c = (wd__cpu *)be;
     if (c->res_n == 2) return wd__fail(WD_ERR_INTERNAL, "cpu backend: a third step submitted before one completed");
-    if (b->n > c->T * c->cap) return wd__fail(WD_ERR_INVALID_ARG, "batch of %d samples; the backend was made for %d", b->n, c->T * c->cap);
+    if (b->n > c->T * c->cap)
+        return wd__fail(WD_ERR_INVALID_ARG, "batch of %d samples; the backend was made for %d", b->n, c->T * c->cap);
     if (c->late) return wd__fail(c->late, "%s", c->late_err);
     int q = (c->res_head + c->res_n) % 2;
     wd_step_result *res = &c->res[q];
@@ -7863,7 +8292,9 @@ static wd_status wd__cpu_submit(wd_backend *be, const wd_batch *b, int stop) {
             st = WD_OK;
         }
         if (!st && bad) {   // the same update of the same replica on every rank
-            st = wd__fail(WD_ERR_NUMERIC, "step %lld: the update left %d parameters non-finite; the model is no longer usable", (long long)c->step + 1, bad);
+            st = wd__fail(WD_ERR_NUMERIC,
+                          "step %lld: the update left %d parameters non-finite; the model is no longer usable",
+                          (long long)c->step + 1, bad);
             snprintf(c->res_err[q], sizeof c->res_err[q], "%s", wd_last_error());
         }
 #ifdef WD_TESTING
@@ -7949,7 +8380,8 @@ static wd_status wd__vocab_longer(const wd_vocab *a, const wd_vocab *b, wd_vocab
         grown = 1;
     }
     if (!grown) return WD_OK;
-    for (int k = 0; k < v->nslots; k++) { wd__free(v->key[k]); wd__free(v->val[k]); v->key[k] = NULL; v->val[k] = NULL; }
+    for (int k = 0; k < v->nslots; k++) { wd__free(v->key[k]); wd__free(v->val[k]); v->key[k] = NULL;
+        v->val[k] = NULL; }
     wd_status st = wd__vocab_index(v);
     if (st) { wd__vocab_free(v); *out = NULL; }
     return st;
@@ -8144,8 +8576,8 @@ static int wd__contract_diff(const wd__side *a, const wd__side *b, int mode, cha
 // prefixes of want's, never longer (ids the model never trained). *samples
 // gets their total, *fp a fingerprint of the list (each file's samples,
 // blocks and bytes, in order: what a resumed run must see again).
-static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what, int64_t *samples, uint64_t *fp,
-                                 const wd__contract *want, wd__contract *capture) {
+static wd_status wd__check_files(const wd_model *m, const char *const *files, int nfiles, const char *what,
+                                 int64_t *samples, uint64_t *fp, const wd__contract *want, wd__contract *capture) {
     if (samples) *samples = 0;
     if (fp) *fp = wd_mix64(0x5EEDF11E5ull + (uint64_t)nfiles);
     const char *whose = !want ? "the model's schema" : m->in.known ? "the model" : "the training files";
@@ -8171,7 +8603,9 @@ static wd_status wd__check_files(const wd_model *m, const char *const *files, in
         if (d) st = wd__fail(WD_ERR_SCHEMA, "%s: %s", wd__tail(files[f], 400), why);
         if (st) { wd_reader_close(r); return st; }
         if (samples) *samples += wd_reader_nsamples(r);
-        if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull ^ (uint64_t)wd_reader_nblocks(r) << 40 ^ (uint64_t)wd_reader_file_bytes(r)));
+        if (fp) *fp = wd_mix64(*fp ^ wd_mix64((uint64_t)wd_reader_nsamples(r) * 0x9E3779B97F4A7C15ull
+                                              ^ (uint64_t)wd_reader_nblocks(r) << 40
+                                              ^ (uint64_t)wd_reader_file_bytes(r)));
         wd_reader_close(r);
     }
     return WD_OK;
@@ -8240,7 +8674,8 @@ static wd_status wd__eval_gather(wd_comm *c, const char *what, const float *plan
     if (!what) what = "evaluation";
     const void **views = (const void **)wd__calloc(sizeof(void *) * (size_t)P);
     size_t *sizes = (size_t *)wd__calloc(sizeof(size_t) * (size_t)P);
-    int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P), *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
+    int64_t *n = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P),
+        *at = (int64_t *)wd__calloc(sizeof(int64_t) * (size_t)P);
     size_t len = sizeof(float) * 3 * (size_t)mine;
     wd_status st = views && sizes && n && at ? WD_OK
                                              : wd__fail(WD_ERR_NOMEM, "out of memory for the %s's %d ranks", what, P);
@@ -8270,14 +8705,19 @@ static wd_status wd__eval_gather(wd_comm *c, const char *what, const float *plan
 }
 // Predicts every sample of the files in order through backend be (no step
 // in flight) and computes the metrics; with io->comm, this rank's share.
-static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io, wd_metrics *out) {
+static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend *be, const wd__evalio *io,
+                              wd_metrics *out) {
     memset(out, 0, sizeof *out);
     wd_comm *c = io->comm && io->comm->size > 1 ? io->comm : NULL;
     int64_t total = 0;
-    wd_status st = wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL, m->in.known ? &m->in : NULL, NULL);
-    if (!st && total == 0) st = wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300), io->nfiles > 1 ? ", ..." : "");
+    wd_status st = wd__check_files(m, io->files, io->nfiles, "evaluation", &total, NULL,
+                                   m->in.known ? &m->in : NULL, NULL);
+    if (!st && total == 0)
+        st = wd__fail(WD_ERR_INVALID_ARG, "evaluation: the files hold no samples (%s%s)", wd__tail(io->files[0], 300),
+                      io->nfiles > 1 ? ", ..." : "");
     if (!st && io->predictions && io->predictions_cap < total)
-        st = wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples", (long long)io->predictions_cap, (long long)total);
+        st = wd__fail(WD_ERR_INVALID_ARG, "predictions holds %lld, the files have %lld samples",
+                      (long long)io->predictions_cap, (long long)total);
     wd_loader_desc ld;
     memset(&ld, 0, sizeof ld);
     ld.files = io->files; ld.nfiles = io->nfiles; ld.batch_size = io->batch;
@@ -8319,7 +8759,8 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
             at += k;
         }
     }
-    if (!st && at != mine) st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)mine);
+    if (!st && at != mine)
+        st = wd__fail(WD_ERR_INTERNAL, "evaluation read %lld of %lld samples", (long long)at, (long long)mine);
     if (c && !st) st = wd__eval_gather(c, io->what, planes, mine, l->all, l->nall, pred, label, weight);
     wd_loader_close(l);
     wd__free(planes);
@@ -8364,7 +8805,8 @@ static wd_status wd__backend_for(int device, const wd_backend_ops **out, const w
     *out = NULL;
     if (dev) *dev = NULL;
     if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
-    if (device != WD_DEVICE_CUDA) return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
+    if (device != WD_DEVICE_CUDA)
+        return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
 #if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
     if (WD__CUDA_LINKED()) {
         *out = wd_backend_cuda();
@@ -8372,12 +8814,15 @@ static wd_status wd__backend_for(int device, const wd_backend_ops **out, const w
         return WD_OK;
     }
 #endif
-    return wd__fail(WD_ERR_UNSUPPORTED, "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
+    return wd__fail(WD_ERR_UNSUPPORTED,
+                    "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
 
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
-    if (!m || !d || !out) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, a desc and an output are required");
-    if (!d->files || d->nfiles <= 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: files and nfiles > 0 are required");
+    if (!m || !d || !out)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, a desc and an output are required");
+    if (!d->files || d->nfiles <= 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: files and nfiles > 0 are required");
     if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: batch_size %d is negative", d->batch_size);
     if (d->threads < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: threads %d is negative", d->threads);
     const wd_backend_ops *ops;
@@ -8608,7 +9053,8 @@ static int wd__call_progress(wd__rank *k, double loss, double auc, double ll) {
     p.stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, p.elapsed_s - known);
     p.samples_per_s = p.elapsed_s > 0 ? (double)p.samples / p.elapsed_s : 0;
     int64_t done = run->rep->steps;
-    p.eta_s = done > 0 && run->total_steps > p.step ? p.elapsed_s / (double)done * (double)(run->total_steps - p.step) : 0;
+    p.eta_s = done > 0 && run->total_steps > p.step
+        ? p.elapsed_s / (double)done * (double)(run->total_steps - p.step) : 0;
     p.valid_auc = auc; p.valid_logloss = ll;
     p.warning = run->warning;
     return d->progress(d->user, &p);
@@ -8631,7 +9077,9 @@ static wd_status wd__validate(wd__rank *k, int64_t step) {
     if (k->last_eval == step) return WD_OK;   // this model was validated already
     k->last_eval = step;
     wd_status st = wd__eval_run(run->m, run->ops, k->be, &io, &mt);
-    if (st) return st == WD_ERR_ABORTED ? st : wd__fail(st, "validation: %s", wd_last_error());   // another rank's failure names itself
+    if (st)
+        return st == WD_ERR_ABORTED ? st
+            : wd__fail(st, "validation: %s", wd_last_error());   // another rank's failure names itself
     if (k->local != 0) return WD_OK;
     run->rep->valid_auc = mt.auc; run->rep->valid_logloss = mt.logloss;
     if (mt.auc > run->best_auc || (isnan(run->best_auc) && !isnan(mt.auc))) {   // NaN never improves
@@ -8642,7 +9090,8 @@ static wd_status wd__validate(wd__rank *k, int64_t step) {
             if (!st) st = wd_model_save(run->m, d->checkpoint_path);
             if (st) return st;
         }
-    } else if (d->early_stop > 0 && !isnan(mt.auc) && ++run->stale >= d->early_stop && !run->stop) run->stop = 2;   // an undefined AUC (one class) judges nothing
+    } else if (d->early_stop > 0 && !isnan(mt.auc) && ++run->stale >= d->early_stop && !run->stop)
+        run->stop = 2;   // an undefined AUC (one class) judges nothing
     if (wd__call_progress(k, run->rep->last_loss, mt.auc, mt.logloss) && !run->stop) run->stop = 1;
     return WD_OK;
 }
@@ -8669,15 +9118,24 @@ static wd_status wd__rank_complete(wd__rank *k, int64_t *step, int64_t *in_epoch
 // its layout, arrays, CSR offsets and values; `who` names it in messages.
 static wd_status wd__batch_check(const wd_batch *b, const wd_schema *s, const char *who, int most) {
     WD__TRY(wd__batch_layout(b, s, who, -1, "model"));
-    if (b->n < 1 || b->n > most) return wd__fail(WD_ERR_INVALID_ARG, "%s holds %d samples; a step takes 1..%d (batch_size)", who, b->n, most);
-    if (b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "%s says it holds %d samples, its capacity is %d", who, b->n, b->cap);
-    if (!b->label || !b->weight || (s->ndense && !b->dense)) return wd__fail(WD_ERR_INVALID_ARG, "%s has no %s array", who, !b->label ? "label" : !b->weight ? "weight" : "dense");
+    if (b->n < 1 || b->n > most)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s holds %d samples; a step takes 1..%d (batch_size)", who, b->n, most);
+    if (b->n > b->cap)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s says it holds %d samples, its capacity is %d", who, b->n, b->cap);
+    if (!b->label || !b->weight || (s->ndense && !b->dense))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s has no %s array", who,
+                        !b->label ? "label" : !b->weight ? "weight" : "dense");
     for (int k = 0; k < s->nslots; k++) {
-        if (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k])) return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s) has no id array", who, k, s->slot[k].name);
+        if (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))
+            return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s) has no id array", who, k, s->slot[k].name);
         if (b->kind[k] == WD_MULTI_HOT)
             for (int i = 0; i < b->n; i++)
-                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
-                    return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d (%.31s): offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who, k, s->slot[k].name, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
+                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i]
+                    || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
+                    return wd__fail(WD_ERR_INVALID_ARG,
+                                    "%s: slot %d (%.31s): offsets of sample %d (%u..%u) are not CSR offsets into %lld ids",
+                                    who, k, s->slot[k].name, i, b->offs[k][i], b->offs[k][i + 1],
+                                    (long long)b->nnz_cap);
     }
     return wd__check_values(s, b, 0, b->n, who, WD_ERR_INVALID_ARG);
 }
@@ -8696,7 +9154,8 @@ static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
                 d->loader_threads > 0 ? d->loader_threads : run->ops == wd_backend_cpu() ? 1 : 0, d->loader_ram));
     wd_set_last_error("");
     wd_status st = d->source(d->source_user, &b);
-    if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i, (long long)run->m->step + 1, wd_last_error()[0] ? wd_last_error() : wd_status_string(st));
+    if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i,
+                            (long long)run->m->step + 1, wd_last_error()[0] ? wd_last_error() : wd_status_string(st));
     if (!b) return WD_OK;
     run->src_batches++;
     char who[80];
@@ -8723,7 +9182,8 @@ static int wd__published(const wd_model *m);
 // rank with a step in flight that another rank never submits.
 static int wd__sync_step(const wd_train_desc *d, int64_t n, int64_t probe, int *validating) {
     *validating = d->nvalid > 0 && (n == probe || (d->eval_every > 0 && n % d->eval_every == 0));
-    return *validating || (d->checkpoint_every > 0 && n % d->checkpoint_every == 0) || (d->publish_every > 0 && n % d->publish_every == 0);
+    return *validating || (d->checkpoint_every > 0 && n % d->checkpoint_every == 0)
+        || (d->publish_every > 0 && n % d->publish_every == 0);
 }
 // A stream's failure that training survives: counted in *count, kept as the
 // report's warning and given to the progress callback (local rank 0).
@@ -8957,9 +9417,13 @@ static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64
         while (B > 32 && B * 100 > samples) B /= 2;
         B = WD__MAX(B - B % ranks, ranks);
     }
-    if (B % ranks) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %lld does not split over %d ranks", (long long)B, ranks);
+    if (B % ranks)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %lld does not split over %d ranks",
+                        (long long)B, ranks);
     if (m->batch > 0 && m->batch_size > 0 && B != m->batch_size)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %lld", (long long)m->epoch, (long long)m->batch_size, (long long)B);
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: resuming in the middle of epoch %lld needs the checkpoint's batch size %lld, not %lld",
+                        (long long)m->epoch, (long long)m->batch_size, (long long)B);
     *out = (int)B;
     return WD_OK;
 }
@@ -8971,39 +9435,68 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
         return wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the model was exported for serving (wd_model_export, or "
                         "loaded by wd_model_load_weights: weights only, no optimizer state to continue from); train "
                         "its checkpoint (wd_model_load)");
-    if (d->source && (d->files || d->nfiles)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: both training files and a source are given; train from one of them");
-    if (!d->source && (!d->files || d->nfiles <= 0)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
-    if (d->source && d->epochs) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
+    if (d->source && (d->files || d->nfiles))
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: both training files and a source are given; train from one of them");
+    if (!d->source && (!d->files || d->nfiles <= 0))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: files and nfiles > 0 (or a source) are required");
+    if (d->source && d->epochs)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: epochs %d with a source: a stream has no epochs (it ends when the source gives no batch; max_steps limits it)", d->epochs);
     if (d->source && (m->epoch > 0 || m->batch > 0))
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model is at epoch %lld, batch %lld of a run over files; a stream starts a new run: call wd_model_new_run first (the CLI's --init-from)", (long long)m->epoch, (long long)m->batch);
-    if (d->publish_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: publish_every %lld is negative", (long long)d->publish_every);
-    if (d->nvalid < 0 || (d->nvalid > 0 && !d->valid_files)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: nvalid %d without valid_files", d->nvalid);
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: the model is at epoch %lld, batch %lld of a run over files; a stream starts a new run: call wd_model_new_run first (the CLI's --init-from)",
+                        (long long)m->epoch, (long long)m->batch);
+    if (d->publish_every < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: publish_every %lld is negative", (long long)d->publish_every);
+    if (d->nvalid < 0 || (d->nvalid > 0 && !d->valid_files))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: nvalid %d without valid_files", d->nvalid);
     if (d->epochs < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: epochs %d is negative", d->epochs);
     if (d->batch_size < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: batch_size %d is negative", d->batch_size);
-    if (d->threads < 0 || d->threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: threads %d is outside 0..256", d->threads);
-    if (d->loader_threads < 0 || d->loader_threads > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: loader_threads %d is outside 0..256", d->loader_threads);
-    if (d->devices < WD_ALL_GPUS || d->devices > 256) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: devices %d is outside 0..256 (or WD_ALL_GPUS)", d->devices);
-    if (d->max_steps < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: max_steps %lld is negative", (long long)d->max_steps);
-    if (d->checkpoint_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every %lld is negative", (long long)d->checkpoint_every);
+    if (d->threads < 0 || d->threads > 256)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: threads %d is outside 0..256", d->threads);
+    if (d->loader_threads < 0 || d->loader_threads > 256)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: loader_threads %d is outside 0..256", d->loader_threads);
+    if (d->devices < WD_ALL_GPUS || d->devices > 256)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: devices %d is outside 0..256 (or WD_ALL_GPUS)", d->devices);
+    if (d->max_steps < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: max_steps %lld is negative", (long long)d->max_steps);
+    if (d->checkpoint_every < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every %lld is negative",
+                        (long long)d->checkpoint_every);
     // rank 0 alone writes checkpoints: another rank of a job needs no checkpoint_path (nor a directory to probe)
     int writes = !d->comm || d->comm->rank == 0;
-    if (d->checkpoint_every > 0 && !d->checkpoint_path && writes) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
-    if (d->eval_every < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: eval_every %lld is negative", (long long)d->eval_every);
+    if (d->checkpoint_every > 0 && !d->checkpoint_path && writes)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_every without checkpoint_path");
+    if (d->eval_every < 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: eval_every %lld is negative", (long long)d->eval_every);
     if (d->early_stop < 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop %d is negative", d->early_stop);
-    if (d->early_stop > 0 && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop needs validation files (valid_files)");
-    if (d->keep_best && d->nvalid == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs validation files (valid_files)");
-    if (d->keep_best && !d->checkpoint_path) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs checkpoint_path (where the best model goes)");
-    if (d->keep_best && d->checkpoint_every) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best and checkpoint_every would both write checkpoint_path; choose one");
+    if (d->early_stop > 0 && d->nvalid == 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: early_stop needs validation files (valid_files)");
+    if (d->keep_best && d->nvalid == 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs validation files (valid_files)");
+    if (d->keep_best && !d->checkpoint_path)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: keep_best needs checkpoint_path (where the best model goes)");
+    if (d->keep_best && d->checkpoint_every)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: keep_best and checkpoint_every would both write checkpoint_path; choose one");
     if (d->checkpoint_path && writes) {   // a checkpoint that cannot be written fails now, not after the epochs
         wd__outfile o;
         WD__TRY(wd__out_open(&o, d->checkpoint_path));
         wd__out_abort(&o);
         for (int f = 0; f < d->nfiles; f++)
-            if (wd__same_file(d->files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is training file %d: it would be destroyed", d->checkpoint_path, f + 1);
+            if (wd__same_file(d->files[f], d->checkpoint_path))
+                return wd__fail(WD_ERR_INVALID_ARG,
+                                "wd_train: checkpoint_path %s is training file %d: it would be destroyed",
+                                d->checkpoint_path, f + 1);
         for (int f = 0; f < d->nvalid; f++)
-            if (wd__same_file(d->valid_files[f], d->checkpoint_path)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: checkpoint_path %s is validation file %d: it would be destroyed", d->checkpoint_path, f + 1);
+            if (wd__same_file(d->valid_files[f], d->checkpoint_path))
+                return wd__fail(WD_ERR_INVALID_ARG,
+                                "wd_train: checkpoint_path %s is validation file %d: it would be destroyed",
+                                d->checkpoint_path, f + 1);
     }
-    if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size)) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
+    if (d->comm && (d->comm->size < 1 || d->comm->rank < 0 || d->comm->rank >= d->comm->size))
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: comm has rank %d of %d", d->comm->rank, d->comm->size);
     return WD_OK;
 }
 
@@ -9070,7 +9563,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
         if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
         next.spec = want ? want->spec : NULL;   // borrowed: validation meets the model's format and its longer lists
-        if (!cst) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
+        if (!cst)
+            cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
     }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
     if (!d->source) {
@@ -9080,9 +9574,11 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__contract_free(&files);
     if (!d->source && samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
     if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
                         "resuming continues a run on the same files; to train on new data from this model, start a new run "
-                        "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch, (long long)m->batch);
+                        "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch,
+                        (long long)m->batch);
     wd__run *run = WD__NEW(wd__run);
     if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
     run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
@@ -9106,16 +9602,22 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         for (int r = 0; r < n; r++) run->device[r] = d->device_ids ? d->device_ids[r] : r;
         for (int r = 0; !st && r < n; r++)
             if (run->device[r] < 0 || run->device[r] >= have)
-                st = d->device_ids ? wd__fail(WD_ERR_INVALID_ARG, "wd_train: device id %d, but %d %s device%s present", run->device[r], have, ops->name, have == 1 ? " is" : "s are")
-                                   : wd__fail(WD_ERR_UNSUPPORTED, "wd_train: %d %s devices asked for, %d present", n, ops->name, have);
+                st = d->device_ids ? wd__fail(WD_ERR_INVALID_ARG, "wd_train: device id %d, but %d %s device%s present",
+                                              run->device[r], have, ops->name, have == 1 ? " is" : "s are")
+                                   : wd__fail(WD_ERR_UNSUPPORTED, "wd_train: %d %s devices asked for, %d present", n,
+                                              ops->name, have);
         if (!st && n > 1) {
             if (!dev) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
             else { st = dev->comm_create(n, run->device, run->comm); own_comm = !st; }
         }
     }
-    if (!st && run->stream && run->ranks > 1) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU", run->ranks);
+    if (!st && run->stream && run->ranks > 1)
+        st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU",
+                      run->ranks);
     int B = 0;
-    if (!st && run->stream) B = d->batch_size > 0 ? d->batch_size : m->batch_size > 0 ? (int)m->batch_size : 4096;   // the most samples of one step
+    if (!st && run->stream)
+        B = d->batch_size > 0 ? d->batch_size
+            : m->batch_size > 0 ? (int)m->batch_size : 4096;   // the most samples of one step
     else if (!st) st = wd__batch_size(m, d, samples, run->ranks, &B);
     if (!st) { run->batch = B / run->ranks; m->batch_size = B; m->data_fp = fp; m->after_error = 0; }
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
@@ -9123,7 +9625,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     if (!st) {
         pthread_t th[256];
         int started = 0;
-        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i; ks[i].last_eval = -1; }
+        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i;
+            ks[i].last_eval = -1; }
         *ran = 1;
         if (run->nlocal == 1) wd__rank_thread(&ks[0]);
         else for (int i = 0; i < run->nlocal; i++) {
@@ -9164,11 +9667,15 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                 wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
                          err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
                          (long long)run->saved_step);
-            else if (s2) wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step, wd_last_error());
+            else if (s2)
+                wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step,
+                         wd_last_error());
             else {
                 rep->error_saved = 1;
-                wd__fail(st, "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s", err,
-                         (long long)m->step, (long long)m->epoch, (long long)m->batch, wd__tail(d->checkpoint_path, 300));
+                wd__fail(st,
+                         "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s",
+                         err, (long long)m->step, (long long)m->epoch, (long long)m->batch,
+                         wd__tail(d->checkpoint_path, 300));
             }
         }
         // ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
@@ -9187,7 +9694,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
             if (ks[i].be) ops->destroy(ks[i].be);
             wd_loader_close(ks[i].loader);
             rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
-            for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j]; rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
+            for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j];
+                rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
             if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
         }
     }
@@ -9202,7 +9710,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     }
     if (!st && rep->stopped == 1)
         st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
-                      d->checkpoint_path ? "; checkpoint saved to " : "", d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+                      d->checkpoint_path ? "; checkpoint saved to " : "",
+                      d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
     if (own_comm) {
         wd_error_hold(1);   // the communicators' teardown keeps the call's error
         dev->comm_destroy(run->comm, run->nlocal);
@@ -9497,7 +10006,8 @@ struct wd_trainer {
 static wd_status wd__trainer_source(void *user, const wd_batch **out) {
     wd_trainer *t = (wd_trainer *)user;
     pthread_mutex_lock(&t->mu);
-    if (t->taken >= 0) { t->state[t->taken] = 0; t->taken = -1; pthread_cond_broadcast(&t->cv); }   // the step has its copy
+    if (t->taken >= 0) { t->state[t->taken] = 0; t->taken = -1;
+        pthread_cond_broadcast(&t->cv); }   // the step has its copy
     while (t->state[t->head] != 1 && !t->ended) pthread_cond_wait(&t->cv, &t->mu);
     *out = NULL;
     if (t->state[t->head] == 1) {
@@ -9527,7 +10037,10 @@ WDDEF wd_status wd_trainer_open(wd_model *m, const wd_train_desc *d, wd_trainer 
     if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: out is NULL");
     *out = NULL;
     if (!m || !d) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: %s is NULL", m ? "the desc" : "the model");
-    if (d->files || d->nfiles || d->source) return wd__fail(WD_ERR_INVALID_ARG, "wd_trainer_open: the desc names %s; a trainer's batches come from wd_trainer_push", d->source ? "a source" : "training files");
+    if (d->files || d->nfiles || d->source)
+        return wd__fail(WD_ERR_INVALID_ARG,
+                        "wd_trainer_open: the desc names %s; a trainer's batches come from wd_trainer_push",
+                        d->source ? "a source" : "training files");
     WD__TRY(wd__train_claim(m, "wd_trainer_open"));   // a second trainer (or a wd_train) on m is refused
     wd_trainer *t = WD__NEW(wd_trainer);
     if (!t) { wd__train_release(m); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
@@ -9686,24 +10199,35 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
 // offsets, dense values finite, ids inside their tables (labels unread).
 static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const char *who) {
     WD__TRY(wd__batch_layout(b, &m->schema, who, -1, "model"));
-    if (b->n < 0 || b->n > b->cap) return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch says it holds %d samples, its capacity is %d", who, b->n, b->cap);
-    if (b->n > 0 && (!b->dense && b->ndense)) return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch has no dense array", who);
+    if (b->n < 0 || b->n > b->cap)
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch says it holds %d samples, its capacity is %d", who,
+                        b->n, b->cap);
+    if (b->n > 0 && (!b->dense && b->ndense))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s: the batch has no dense array", who);
     for (int k = 0; k < b->nslots; k++) {
-        if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k]))) return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d has no id array", who, k);
+        if (b->n > 0 && (!b->ids[k] || (b->kind[k] == WD_MULTI_HOT && !b->offs[k])))
+            return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d has no id array", who, k);
         if (b->kind[k] == WD_MULTI_HOT)   // CSR offsets: from 0, never falling, inside the id capacity
             for (int i = 0; i < b->n; i++)
-                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i] || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
-                    return wd__fail(WD_ERR_INVALID_ARG, "%s: slot %d: offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who, k, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
+                if ((i == 0 && b->offs[k][0] != 0) || b->offs[k][i + 1] < b->offs[k][i]
+                    || (int64_t)b->offs[k][i + 1] > b->nnz_cap)
+                    return wd__fail(WD_ERR_INVALID_ARG,
+                                    "%s: slot %d: offsets of sample %d (%u..%u) are not CSR offsets into %lld ids", who,
+                                    k, i, b->offs[k][i], b->offs[k][i + 1], (long long)b->nnz_cap);
     }
     // serving batches need no labels: check what the model reads
     for (size_t j = 0; j < (size_t)b->n * (size_t)b->ndense; j++)
-        if (!isfinite(b->dense[j])) return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", who, (int)(j / (size_t)b->ndense), (int)(j % (size_t)b->ndense), (double)b->dense[j]);
+        if (!isfinite(b->dense[j]))
+            return wd__fail(WD_ERR_NUMERIC, "%s: sample %d: dense column %d is %g", who, (int)(j / (size_t)b->ndense),
+                            (int)(j % (size_t)b->ndense), (double)b->dense[j]);
     for (int k = 0; k < b->nslots; k++)
         for (int i = 0; i < b->n; i++) {
             int c;
             const uint32_t *ids = wd_batch_sample_ids(b, k, i, &c);
             for (int j = 0; j < c; j++)
-                if (ids[j] >= m->schema.slot[k].buckets) return wd__fail(WD_ERR_INVALID_ARG, "%s: sample %d: slot %s id %u is outside its %u buckets", who, i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
+                if (ids[j] >= m->schema.slot[k].buckets)
+                    return wd__fail(WD_ERR_INVALID_ARG, "%s: sample %d: slot %s id %u is outside its %u buckets", who,
+                                    i, m->schema.slot[k].name, ids[j], m->schema.slot[k].buckets);
         }
     return WD_OK;
 }
@@ -9734,8 +10258,11 @@ WDDEF wd_status wd_predictor_create(const wd_model *m, const wd_predictor_desc *
     *out = NULL;
     if (!m) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: the model is NULL");
     int cap = d && d->max_batch ? d->max_batch : 256, threads = d && d->threads ? d->threads : 1;
-    if (cap < 1 || cap > WD_MAX_BLOCK_SAMPLES) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: max_batch %d is outside 1..%d", cap, WD_MAX_BLOCK_SAMPLES);
-    if (threads < 1 || threads > 1024) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: threads %d is outside 1..1024", threads);
+    if (cap < 1 || cap > WD_MAX_BLOCK_SAMPLES)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: max_batch %d is outside 1..%d", cap,
+                        WD_MAX_BLOCK_SAMPLES);
+    if (threads < 1 || threads > 1024)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_create: threads %d is outside 1..1024", threads);
     wd__pub *pub;
     WD__TRY(wd__pub_of(m, &pub));
     wd_predictor *p = WD__NEW(wd_predictor);
@@ -9779,7 +10306,8 @@ static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *pro
     const wd_model *src = snap ? &snap->view : m;
     wd_status st = wd__predict_check(src, b, who);
     if (!st) {
-        if (!snap) wd__lp_refresh((wd_model *)(uintptr_t)m);   // bf16 weights: a cache the model keeps under its own lock
+        if (!snap) wd__lp_refresh((wd_model *)(uintptr_t)m);   // bf16 weights: a cache the
+                                                               // model keeps under its own lock
 #ifdef WD_USE_ONEDNN
         int prev = omp_get_max_threads();   // the engine's team, for this thread's call only
         omp_set_num_threads(p->threads);
@@ -9793,11 +10321,14 @@ static wd_status wd__predictor_go(wd_predictor *p, const wd_batch *b, float *pro
     return st;
 }
 WDDEF wd_status wd_predictor_run(wd_predictor *p, const wd_batch *b, float *probs) {
-    if (!p || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_run: %s is NULL", !p ? "the predictor" : !b ? "the batch" : "probs");
+    if (!p || !b || !probs)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_predictor_run: %s is NULL",
+                        !p ? "the predictor" : !b ? "the batch" : "probs");
     return wd__predictor_go(p, b, probs, "wd_predictor_run");
 }
 WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs) {
-    if (!m || !b || !probs) return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
+    if (!m || !b || !probs)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_predict: %s is NULL", !m ? "the model" : !b ? "the batch" : "probs");
     wd_predictor *p;
     WD__TRY(wd_predictor_create(m, NULL, &p));
     wd_status st = wd__predictor_go(p, b, probs, "wd_predict");
@@ -9819,15 +10350,20 @@ static size_t wd__desc_encode(const wd_model *m, uint8_t *p) {
     const wd_model_desc *d = &m->d;
     memset(p, 0, WD__DESC_BYTES);
     wd__put32(p + 0, (uint32_t)d->embed_dim); wd__put32(p + 4, (uint32_t)d->optimizer);
-    wd__putf(p + 8, d->lr_deep); wd__putf(p + 12, d->lr_wide); wd__putf(p + 16, d->ftrl_beta); wd__putf(p + 20, d->ftrl_l1);
-    wd__putf(p + 24, d->ftrl_l2); wd__putf(p + 28, d->adagrad_init); wd__putf(p + 32, d->adam_beta1); wd__putf(p + 36, d->adam_beta2);
-    wd__putf(p + 40, d->adam_eps); wd__putf(p + 44, d->emb_init); wd__put32(p + 48, (uint32_t)d->pooling); wd__put32(p + 52, (uint32_t)d->ncross);
-    wd__put32(p + 56, d->cross_buckets); wd__put32(p + 60, (uint32_t)(d->no_wide | d->no_deep << 1 | d->precision << 2));
+    wd__putf(p + 8, d->lr_deep); wd__putf(p + 12, d->lr_wide); wd__putf(p + 16, d->ftrl_beta);
+    wd__putf(p + 20, d->ftrl_l1);
+    wd__putf(p + 24, d->ftrl_l2); wd__putf(p + 28, d->adagrad_init); wd__putf(p + 32, d->adam_beta1);
+    wd__putf(p + 36, d->adam_beta2);
+    wd__putf(p + 40, d->adam_eps); wd__putf(p + 44, d->emb_init); wd__put32(p + 48, (uint32_t)d->pooling);
+    wd__put32(p + 52, (uint32_t)d->ncross);
+    wd__put32(p + 56, d->cross_buckets);
+    wd__put32(p + 60, (uint32_t)(d->no_wide | d->no_deep << 1 | d->precision << 2));
     wd__put64(p + 64, d->seed);
     wd__put32(p + 72, (uint32_t)m->schema.ndense); wd__put32(p + 76, (uint32_t)m->schema.nslots);
     uint8_t *q = p + 80;
     for (int l = 0; l < WD_MAX_LAYERS; l++, q += 4) wd__put32(q, (uint32_t)d->hidden[l]);
-    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { wd__put32(q, (uint32_t)d->cross[c][0]); wd__put32(q + 4, (uint32_t)d->cross[c][1]); }
+    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { wd__put32(q, (uint32_t)d->cross[c][0]);
+        wd__put32(q + 4, (uint32_t)d->cross[c][1]); }
     for (int k = 0; k < m->schema.nslots; k++, q += 40) {
         memcpy(q, m->schema.slot[k].name, WD_NAME_MAX);
         wd__put32(q + 32, m->schema.slot[k].buckets); wd__put32(q + 36, (uint32_t)m->schema.slot[k].kind);
@@ -9838,9 +10374,12 @@ static void wd__desc_decode(const uint8_t *p, wd_model_desc *d, wd_schema *s) {
     memset(d, 0, sizeof *d);
     memset(s, 0, sizeof *s);
     d->embed_dim = (int)wd__get32(p); d->optimizer = (int)wd__get32(p + 4);
-    d->lr_deep = wd__getf(p + 8); d->lr_wide = wd__getf(p + 12); d->ftrl_beta = wd__getf(p + 16); d->ftrl_l1 = wd__getf(p + 20);
-    d->ftrl_l2 = wd__getf(p + 24); d->adagrad_init = wd__getf(p + 28); d->adam_beta1 = wd__getf(p + 32); d->adam_beta2 = wd__getf(p + 36);
-    d->adam_eps = wd__getf(p + 40); d->emb_init = wd__getf(p + 44); d->pooling = (int)wd__get32(p + 48); d->ncross = (int)wd__get32(p + 52);
+    d->lr_deep = wd__getf(p + 8); d->lr_wide = wd__getf(p + 12); d->ftrl_beta = wd__getf(p + 16);
+    d->ftrl_l1 = wd__getf(p + 20);
+    d->ftrl_l2 = wd__getf(p + 24); d->adagrad_init = wd__getf(p + 28); d->adam_beta1 = wd__getf(p + 32);
+    d->adam_beta2 = wd__getf(p + 36);
+    d->adam_eps = wd__getf(p + 40); d->emb_init = wd__getf(p + 44); d->pooling = (int)wd__get32(p + 48);
+    d->ncross = (int)wd__get32(p + 52);
     d->cross_buckets = wd__get32(p + 56);
     uint32_t fl = wd__get32(p + 60);
     d->no_wide = fl & 1; d->no_deep = (fl >> 1) & 1; d->precision = (int)(fl >> 2);   // version-1 files: fp32
@@ -9849,7 +10388,8 @@ static void wd__desc_decode(const uint8_t *p, wd_model_desc *d, wd_schema *s) {
     if (s->nslots < 0 || s->nslots > WD_MAX_SLOTS) s->nslots = -1;   // wd_schema_check rejects it
     const uint8_t *q = p + 80;
     for (int l = 0; l < WD_MAX_LAYERS; l++, q += 4) d->hidden[l] = (int)wd__get32(q);
-    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { d->cross[c][0] = (int)wd__get32(q); d->cross[c][1] = (int)wd__get32(q + 4); }
+    for (int c = 0; c < WD_MAX_CROSSES; c++, q += 8) { d->cross[c][0] = (int)wd__get32(q);
+        d->cross[c][1] = (int)wd__get32(q + 4); }
     for (int k = 0; k < s->nslots; k++, q += 40) {
         memcpy(s->slot[k].name, q, WD_NAME_MAX);
         s->slot[k].name[WD_NAME_MAX - 1] = 0;
@@ -9912,7 +10452,8 @@ static wd_status wd__contract_decode(wd_model *m, const uint8_t *p, size_t n, co
     if (n < 8) return wd__fail(WD_ERR_CORRUPT, "%s: %zu bytes, too short", where, n);
     uint32_t flags = wd__get32(p), S = wd__get32(p + 4);
     if (flags > 3 || (flags == 2) || S != (uint32_t)m->schema.nslots)
-        return wd__fail(WD_ERR_CORRUPT, "%s: flags %#x and %u slots do not fit a model of %d slots", where, flags, S, m->schema.nslots);
+        return wd__fail(WD_ERR_CORRUPT, "%s: flags %#x and %u slots do not fit a model of %d slots", where, flags, S,
+                        m->schema.nslots);
     const uint8_t *q = p + 8, *end = p + n;
     wd__contract c;
     memset(&c, 0, sizeof c);
@@ -9920,10 +10461,12 @@ static wd_status wd__contract_decode(wd_model *m, const uint8_t *p, size_t n, co
     int any = 0;
     for (int k = 0; !st && k < m->schema.nslots; k++) any |= c.vocab->n[k] >= 0;
     if (!st && !any) { wd__vocab_free(c.vocab); c.vocab = NULL; }
-    if (!st && !(flags & 1) && any) st = wd__fail(WD_ERR_CORRUPT, "%s: vocabularies in a contract marked not recorded", where);
+    if (!st && !(flags & 1) && any)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: vocabularies in a contract marked not recorded", where);
     if (!st && (flags & 2)) {
         uint32_t sn = end - q >= 4 ? wd__get32(q) : 0;
-        if (end - q < 4 || (uint64_t)(end - q - 4) < sn) st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
+        if (end - q < 4 || (uint64_t)(end - q - 4) < sn)
+            st = wd__fail(WD_ERR_CORRUPT, "%s: the input format ends early", where);
         else { st = wd__spec_decode(q + 4, sn, &m->schema, where, &c.spec); q += 4 + (size_t)sn; }
     }
     int junk = !st && end - q >= 4;   // at most 3 bytes of zero padding
@@ -9940,20 +10483,27 @@ static wd_status wd__contract_decode(wd_model *m, const uint8_t *p, size_t n, co
 static int wd__model_unsound(const wd_model *m, char *what, size_t n) {
     int64_t ne = m->emb ? m->emb_rows * m->E : 0;
     struct { const float *p; int64_t n; int nonneg; const char *name; } arr[9] = {
-        {m->dense, m->P, 0, "dense parameters"}, {m->dense_s1, m->P, 0, "dense optimizer state"}, {m->dense_s2, m->P, 0, "dense optimizer state"},
-        {m->wide, m->wide_rows, 0, "wide weights"}, {m->wide_z, m->wide_rows, 0, "FTRL z"}, {m->wide_n, m->wide_rows, 1, "FTRL n"},
-        {m->emb, ne, 0, "embeddings"}, {m->emb_s1, ne, m->d.optimizer == WD_ADAGRAD, "embedding optimizer state"}, {m->emb_s2, m->emb_s2 ? ne : 0, 1, "embedding Adam v"}};
+        {m->dense, m->P, 0, "dense parameters"}, {m->dense_s1, m->P, 0, "dense optimizer state"},
+        {m->dense_s2, m->P, 0, "dense optimizer state"},
+        {m->wide, m->wide_rows, 0, "wide weights"}, {m->wide_z, m->wide_rows, 0, "FTRL z"},
+        {m->wide_n, m->wide_rows, 1, "FTRL n"},
+        {m->emb, ne, 0, "embeddings"}, {m->emb_s1, ne, m->d.optimizer == WD_ADAGRAD, "embedding optimizer state"},
+        {m->emb_s2, m->emb_s2 ? ne : 0, 1, "embedding Adam v"}};
     for (int a = 0; a < 9; a++) {
         if (!arr[a].p) continue;   // weights only: no optimizer state
         uint32_t bad = 0;   // branch-free scan; locate only on failure
-        for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4); bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
+        for (int64_t i = 0; i < arr[a].n; i++) { uint32_t u; memcpy(&u, &arr[a].p[i], 4);
+            bad |= ((u & 0x7f800000u) == 0x7f800000u) | (arr[a].nonneg & (u >> 31) & (u != 0x80000000u)); }
         for (int64_t i = 0; bad && i < arr[a].n; i++)
-            if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) { snprintf(what, n, "%s[%lld] is %g%s", arr[a].name, (long long)i, (double)arr[a].p[i], isfinite(arr[a].p[i]) ? " (negative)" : ""); return 1; }
+            if (!isfinite(arr[a].p[i]) || (arr[a].nonneg && arr[a].p[i] < 0)) {
+                snprintf(what, n, "%s[%lld] is %g%s", arr[a].name, (long long)i, (double)arr[a].p[i],
+                         isfinite(arr[a].p[i]) ? " (negative)" : ""); return 1; }
     }
     // the MLP's accumulators (Adagrad) and Adam's v are never negative; FTRL's n neither
     for (int64_t i = 0; m->dense_s1 && i < m->P; i++) {
         int acc = i < m->P_mlp ? m->d.optimizer == WD_ADAGRAD : 0;
-        if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && wd_opt_states(m->d.optimizer) > 1 && m->dense_s2[i] < 0) || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
+        if ((acc && m->dense_s1[i] < 0) || (i < m->P_mlp && wd_opt_states(m->d.optimizer) > 1 && m->dense_s2[i] < 0)
+            || (i >= m->P_mlp && m->dense_s2[i] < 0)) {
             snprintf(what, n, "dense optimizer state %lld is negative", (long long)i);
             return 1;
         }
@@ -9969,7 +10519,8 @@ static int wd__position_bad(const wd_model *m) {
 }
 static wd_status wd__model_write(const wd_model *m, const char *path, int weights_only) {
     char why[200];
-    if (wd__model_unsound(m, why, sizeof why)) return wd__fail(WD_ERR_NUMERIC, "%s: not saved: %s (it could not be loaded)", wd__tail(path, 400), why);
+    if (wd__model_unsound(m, why, sizeof why))
+        return wd__fail(WD_ERR_NUMERIC, "%s: not saved: %s (it could not be loaded)", wd__tail(path, 400), why);
     if (wd__position_bad(m))
         return wd__fail(WD_ERR_LIMIT, "%s: not saved: the training position (epoch %lld, batch %lld, step %lld) "
                         "is past 2^53 (it could not be loaded)", wd__tail(path, 400), (long long)m->epoch,
@@ -9990,7 +10541,8 @@ static wd_status wd__model_write(const wd_model *m, const char *path, int weight
     wd__buf inpt = {0, 0, 0};
     wd_status cst = wd__contract_encode(m, &inpt);
     if (cst) { wd__out_abort(&o); return cst; }
-    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}}, si[1] = {{(const float *)(const void *)inpt.p, (int64_t)(inpt.len / 4)}};
+    wd__span sd[1] = {{descbuf, WD__DESC_BYTES / 4}}, sp[1] = {{pos, 12}},
+        si[1] = {{(const float *)(const void *)inpt.p, (int64_t)(inpt.len / 4)}};
     wd__span dn[3] = {{m->dense, m->P}, {m->dense_s1, m->P}, {m->dense_s2, m->P}};
     wd__span wi[3] = {{m->wide, m->wide_rows}, {m->wide_z, m->wide_rows}, {m->wide_n, m->wide_rows}};
     int64_t ne = m->emb ? m->emb_rows * m->E : 0;
@@ -10022,16 +10574,23 @@ static const char *wd__tagname(uint32_t tag, char *buf) {
     return buf;
 }
 // Reads a section that must have `tag` and exactly the bytes of `parts`.
-static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, wd__span *parts, int nparts) {
+static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, wd__span *parts,
+                                  int nparts) {
     char tn[5], gn[5];
     uint8_t h[16];
-    if (*off + 16 > fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
+    if (*off + 16 > fsize)
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
     WD__TRY(wd__pread_all(fd, h, 16, *off, path));
     uint64_t bytes = wd__get64(h + 8), want = 0;
     for (int i = 0; i < nparts; i++) want += 4 * (uint64_t)parts[i].n;
-    if (wd__get32(h) != tag || wd__get32(h + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn), (long long)*off, wd__tagname(wd__get32(h), gn));
-    if (bytes != want) return wd__fail(WD_ERR_CORRUPT, "%s: section %s holds %llu bytes, the model description needs %llu", path, wd__tagname(tag, tn), (unsigned long long)bytes, (unsigned long long)want);
-    if ((uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s", path, wd__tagname(tag, tn));
+    if (wd__get32(h) != tag || wd__get32(h + 4) != 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn),
+                        (long long)*off, wd__tagname(wd__get32(h), gn));
+    if (bytes != want)
+        return wd__fail(WD_ERR_CORRUPT, "%s: section %s holds %llu bytes, the model description needs %llu", path,
+                        wd__tagname(tag, tn), (unsigned long long)bytes, (unsigned long long)want);
+    if ((uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize)
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s", path, wd__tagname(tag, tn));
     int64_t at = *off + 16;
     uint32_t crc = 0;
     uint8_t *drop = NULL;           // parts with no array (p NULL): read through it, checked, not kept
@@ -10052,27 +10611,36 @@ static wd_status wd__read_section(int fd, int64_t *off, int64_t fsize, const cha
     wd__free(drop);
     uint8_t t[8];
     WD__TRY(wd__pread_all(fd, t, 8, at, path));
-    if (wd__get32(t) != crc || wd__get32(t + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
+    if (wd__get32(t) != crc || wd__get32(t + 4) != 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
     *off = at + 8;
     return WD_OK;
 }
 
 // Reads a section of any length that must have `tag` into *out (caller frees).
-static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, uint8_t **out, size_t *len) {
+static wd_status wd__read_blob(int fd, int64_t *off, int64_t fsize, const char *path, uint32_t tag, uint8_t **out,
+                               size_t *len) {
     char tn[5], gn[5];
     uint8_t h[16];
     *out = NULL; *len = 0;
-    if (*off + 16 > fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
+    if (*off + 16 > fsize)
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated before section %s", path, wd__tagname(tag, tn));
     WD__TRY(wd__pread_all(fd, h, 16, *off, path));
     uint64_t bytes = wd__get64(h + 8);
-    if (wd__get32(h) != tag || wd__get32(h + 4) != 0) return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn), (long long)*off, wd__tagname(wd__get32(h), gn));
-    if (bytes > (uint64_t)fsize || (uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize) return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s (%llu bytes)", path, wd__tagname(tag, tn), (unsigned long long)bytes);
+    if (wd__get32(h) != tag || wd__get32(h + 4) != 0)
+        return wd__fail(WD_ERR_CORRUPT, "%s: expected section %s at offset %lld, found %s", path, wd__tagname(tag, tn),
+                        (long long)*off, wd__tagname(wd__get32(h), gn));
+    if (bytes > (uint64_t)fsize || (uint64_t)*off + 16 + bytes + 8 > (uint64_t)fsize)
+        return wd__fail(WD_ERR_CORRUPT, "%s: truncated inside section %s (%llu bytes)", path, wd__tagname(tag, tn),
+                        (unsigned long long)bytes);
     uint8_t *p = (uint8_t *)wd__malloc((size_t)WD__MAX(bytes, 1));
-    if (!p) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for section %s (%llu bytes)", path, wd__tagname(tag, tn), (unsigned long long)bytes);
+    if (!p) return wd__fail(WD_ERR_NOMEM, "%s: out of memory for section %s (%llu bytes)", path, wd__tagname(tag, tn),
+                            (unsigned long long)bytes);
     uint8_t t[8];
     wd_status st = wd__pread_all(fd, p, (size_t)bytes, *off + 16, path);
     if (!st) st = wd__pread_all(fd, t, 8, *off + 16 + (int64_t)bytes, path);
-    if (!st && (wd__get32(t) != wd__crc32c(p, (size_t)bytes) || wd__get32(t + 4) != 0)) st = wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
+    if (!st && (wd__get32(t) != wd__crc32c(p, (size_t)bytes) || wd__get32(t + 4) != 0))
+        st = wd__fail(WD_ERR_CORRUPT, "%s: section %s checksum mismatch", path, wd__tagname(tag, tn));
     if (st) { wd__free(p); return st; }
     *off += 16 + (int64_t)bytes + 8;
     *out = p; *len = (size_t)bytes;
@@ -10090,11 +10658,16 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
     int64_t fsize = fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : 0;
     uint8_t head[12];
     wd_status st = WD_OK;
-    if (fsize < 12) st = wd__fail(fsize == 0 ? WD_ERR_FORMAT : WD_ERR_CORRUPT, "%s: %s", path, fsize == 0 ? "empty file, not a .wdm model" : "truncated model header");
+    if (fsize < 12)
+        st = wd__fail(fsize == 0 ? WD_ERR_FORMAT : WD_ERR_CORRUPT, "%s: %s", path,
+                      fsize == 0 ? "empty file, not a .wdm model" : "truncated model header");
     if (!st) st = wd__pread_all(fd, head, 12, 0, path);
-    if (!st && memcmp(head, WD__WDM_MAGIC, 8) != 0) st = wd__fail(WD_ERR_FORMAT, "%s: not a .wdm model (bad magic)", path);
+    if (!st && memcmp(head, WD__WDM_MAGIC, 8) != 0)
+        st = wd__fail(WD_ERR_FORMAT, "%s: not a .wdm model (bad magic)", path);
     uint32_t version = st ? 0 : wd__get32(head + 8);
-    if (!st && (version < 1 || version > WD__WDM_VERSION)) st = wd__fail(WD_ERR_FORMAT, "%s: .wdm version %u, this build reads versions 1 to %u", path, version, WD__WDM_VERSION);
+    if (!st && (version < 1 || version > WD__WDM_VERSION))
+        st = wd__fail(WD_ERR_FORMAT, "%s: .wdm version %u, this build reads versions 1 to %u", path, version,
+                      WD__WDM_VERSION);
     int npos = version >= 2 ? 12 : 8;   // version 2 adds the training files' fingerprint
     int64_t off = 12;
     float descbuf[WD__DESC_BYTES / 4];
@@ -10124,9 +10697,13 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
         uint64_t flags = wd__get64((uint8_t *)pos + 40);   // bit 1 (weights only) from version 3
         m->after_error = (int)(flags & 1);
         m->weights_only = (int)(flags >> 1 & 1);
-        if (flags > (version >= 3 ? 3u : 1u)) st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path, (unsigned long long)flags);
+        if (flags > (version >= 3 ? 3u : 1u))
+            st = wd__fail(WD_ERR_CORRUPT, "%s: unknown training position flags 0x%llx", path,
+                          (unsigned long long)flags);
         if (!st && wd__position_bad(m))
-            st = wd__fail(WD_ERR_CORRUPT, "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path, (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
+            st = wd__fail(WD_ERR_CORRUPT,
+                          "%s: bad training position (epoch %lld, batch %lld, step %lld, batch size %lld)", path,
+                          (long long)m->epoch, (long long)m->batch, (long long)m->step, (long long)m->batch_size);
     }
     if (!st && version >= 3) {   // the input contract (older files have none: m->in.known stays 0)
         uint8_t *blob = NULL;
@@ -10135,11 +10712,14 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
         if (!st) st = wd__contract_decode(m, blob, blen, path);
         wd__free(blob);
     }
-    int k = m && m->weights_only ? 1 : 3, ke = m && m->weights_only ? 1 : m ? 1 + wd_opt_states(m->d.optimizer) : 0;   // arrays per section
+    int k = m && m->weights_only ? 1 : 3,
+        ke = m && m->weights_only ? 1 : m ? 1 + wd_opt_states(m->d.optimizer) : 0;   // arrays per section
     if (!st) {   // the file must hold what the description implies before we allocate it
         int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
         int64_t need = off + 24 + k * 4 * m->P + 24 + k * 4 * m->wide_rows + 24 + ke * 4 * ne + 24;
-        if (need > fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path, (long long)need, (long long)fsize);
+        if (need > fsize)
+            st = wd__fail(WD_ERR_CORRUPT, "%s: the model needs %lld bytes, the file has %lld (truncated?)", path,
+                          (long long)need, (long long)fsize);
     }
     if (!st && weights) m->weights_only = 1;   // the file's optimizer state is read (checksummed) and dropped
     if (!st) st = wd__model_alloc(m);   // a weights-only model: no optimizer state (the spans below read past it)
@@ -10157,7 +10737,8 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
         st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'M', 'B', 'D'), em, m->emb ? ke : 1);
     }
     if (!st) st = wd__read_section(fd, &off, fsize, path, WD__TAG('E', 'N', 'D', ' '), NULL, 0);
-    if (!st && off != fsize) st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
+    if (!st && off != fsize)
+        st = wd__fail(WD_ERR_CORRUPT, "%s: %lld bytes after the end section", path, (long long)(fsize - off));
     // a sound model only: NaN/Inf anywhere (or a negative accumulator) means
     // the file is not one we wrote; it would predict plausible garbage
     if (!st) {
@@ -10230,7 +10811,8 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     // NS: segments, and room for the fused path's chunk list there (8 bytes a chunk, at least one, even at N = 0)
     int64_t N = rows * ranks, NS = N + N / 32 + 2;
     int64_t widest = INp, colw = m->D + 1;
-    for (int l = 0; l < m->nlayers; l++) { widest = WD__MAX(widest, (int64_t)m->layer[l].out); colw = WD__MAX(colw, (int64_t)m->layer[l].out); }
+    for (int l = 0; l < m->nlayers; l++) { widest = WD__MAX(widest, (int64_t)m->layer[l].out);
+        colw = WD__MAX(colw, (int64_t)m->layer[l].out); }
     wd_batch shape;   // input batches as the loader lays them out
     memset(&shape, 0, sizeof shape);
     shape.ndense = m->D; shape.nslots = m->S;
@@ -10238,7 +10820,9 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     int64_t bb = (int64_t)wd__batch_carve(&shape, NULL, batch, B * WD_PLAN_MULTI_HOT_IDS);
     struct { int buf, index; int64_t bytes; } want[WD_PLAN_MAX];
     int n = 0;
-#define WD__P(b_, i_, bytes_) do { if (n == WD_PLAN_MAX) return wd__fail(WD_ERR_INTERNAL, "wd_plan_make: more than WD_PLAN_MAX (%d) buffers", WD_PLAN_MAX); \
+#define WD__P(b_, i_, bytes_) do { \
+    if (n == WD_PLAN_MAX) return wd__fail(WD_ERR_INTERNAL, "wd_plan_make: more than WD_PLAN_MAX (%d) buffers", \
+                                          WD_PLAN_MAX); \
                                     want[n].buf = (b_); want[n].index = (i_); want[n].bytes = (bytes_); n++; } while (0)
     WD__P(WD_BUF_DENSE, 0, 4 * Pd);
     WD__P(WD_BUF_DENSE_S1, 0, 4 * Pd);
@@ -10277,7 +10861,8 @@ WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *o
     WD__P(WD_BUF_GEMM_WS, 0, 32 << 20);
     WD__P(WD_BUF_STATE, 0, 16384);   // the CUDA backend's wdc_state: flags, results, shapes, batch pointers
     // the ReLU masks: a column of ceil(H / 128) x 128 bits per sample (cuBLASLt's leading dimension: a multiple of 128)
-    for (int l = 0; l + 1 < m->nlayers; l++) WD__P(WD_BUF_RELU_MASK, l, ((int64_t)m->layer[l].out + 127) / 128 * 16 * B);
+    for (int l = 0; l + 1 < m->nlayers; l++)
+        WD__P(WD_BUF_RELU_MASK, l, ((int64_t)m->layer[l].out + 127) / 128 * 16 * B);
     int64_t widest_h = 1;
     for (int l = 0; l < m->nlayers; l++) widest_h = WD__MAX(widest_h, (int64_t)m->layer[l].out);
     if (lp) {   // precision bf16 only
@@ -10379,10 +10964,13 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
     long long fs = 0;
     *rank = -1; *step = 0; *pre = 0; *create = 0;
     if (!tf || !*tf) return WD_OK;
-    if (sscanf(tf, "%d:create%n", &fr, &n) == 1 && n > 0 && !tf[n] && fr >= 0) { *rank = fr; *create = 1; return WD_OK; }
+    if (sscanf(tf, "%d:create%n", &fr, &n) == 1 && n > 0 && !tf[n] && fr >= 0) {
+        *rank = fr; *create = 1; return WD_OK; }
     n = 0;
-    if (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1 || (tf[n] && (!pre_ok || strcmp(tf + n, ":pre"))))
-        return wd__fail(WD_ERR_INVALID_ARG, "%s=%.40s: expected RANK:STEP%s or RANK:create (tests only)", name, tf, pre_ok ? ", RANK:STEP:pre" : "");
+    if (sscanf(tf, "%d:%lld%n", &fr, &fs, &n) != 2 || fr < 0 || fs < 1
+        || (tf[n] && (!pre_ok || strcmp(tf + n, ":pre"))))
+        return wd__fail(WD_ERR_INVALID_ARG, "%s=%.40s: expected RANK:STEP%s or RANK:create (tests only)", name, tf,
+                        pre_ok ? ", RANK:STEP:pre" : "");
     *rank = fr; *step = fs; *pre = tf[n] != 0;
     return WD_OK;
 }
@@ -10423,11 +11011,15 @@ static size_t wd__pb_put_varint(uint8_t *t, uint64_t v) {
 }
 static void wd__pb_varint(wd__pb *p, uint64_t v) { uint8_t t[10]; wd__pb_raw(p, t, wd__pb_put_varint(t, v)); }
 static void wd__pb_key(wd__pb *p, int field, int wire) { wd__pb_varint(p, (uint64_t)field << 3 | (uint64_t)wire); }
-static void wd__pb_int(wd__pb *p, int field, int64_t v) { wd__pb_key(p, field, WD__PB_VARINT); wd__pb_varint(p, (uint64_t)v); }
-static void wd__pb_bytes(wd__pb *p, int field, const void *d, size_t n) { wd__pb_key(p, field, WD__PB_LEN); wd__pb_varint(p, n); wd__pb_raw(p, d, n); }
+static void wd__pb_int(wd__pb *p, int field, int64_t v) { wd__pb_key(p, field, WD__PB_VARINT);
+    wd__pb_varint(p, (uint64_t)v); }
+static void wd__pb_bytes(wd__pb *p, int field, const void *d, size_t n) { wd__pb_key(p, field, WD__PB_LEN);
+    wd__pb_varint(p, n); wd__pb_raw(p, d, n); }
 static void wd__pb_str(wd__pb *p, int field, const char *s) { wd__pb_bytes(p, field, s, strlen(s)); }
-static void wd__pb_f32(wd__pb *p, int field, float v) { uint8_t t[4]; uint32_t u; memcpy(&u, &v, 4); wd__put32(t, u); wd__pb_key(p, field, WD__PB_I32); wd__pb_raw(p, t, 4); }
-static void wd__pb_f64(wd__pb *p, int field, double v) { uint8_t t[8]; uint64_t u; memcpy(&u, &v, 8); wd__put64(t, u); wd__pb_key(p, field, WD__PB_I64); wd__pb_raw(p, t, 8); }
+static void wd__pb_f32(wd__pb *p, int field, float v) { uint8_t t[4]; uint32_t u; memcpy(&u, &v, 4); wd__put32(t, u);
+    wd__pb_key(p, field, WD__PB_I32); wd__pb_raw(p, t, 4); }
+static void wd__pb_f64(wd__pb *p, int field, double v) { uint8_t t[8]; uint64_t u; memcpy(&u, &v, 8); wd__put64(t, u);
+    wd__pb_key(p, field, WD__PB_I64); wd__pb_raw(p, t, 8); }
 // Appends sub as message field `field` of p, and empties sub for reuse.
 static void wd__pb_msg(wd__pb *p, int field, wd__pb *sub) {
     if (sub->st && !p->st) p->st = sub->st;
@@ -10455,7 +11047,8 @@ static void wd__ox_tensor_head(wd__pb *t, const char *name, int dtype, const int
     if (name) wd__pb_str(t, 8, name);
 }
 // A small constant initializer (int64, uint64 or float values), raw little-endian data.
-static void wd__ox_const(wd__ox *o, const char *name, int dtype, const int64_t *dims, int ndims, const void *vals, int n) {
+static void wd__ox_const(wd__ox *o, const char *name, int dtype, const int64_t *dims, int ndims,
+                         const void *vals, int n) {
     uint8_t raw[64];
     int w8 = dtype == WD__OX_INT64 || dtype == WD__OX_UINT64;
     for (int i = 0; i < n && i < 8; i++) {
@@ -10467,7 +11060,9 @@ static void wd__ox_const(wd__ox *o, const char *name, int dtype, const int64_t *
     wd__pb_msg(&o->inits, 5, &o->t1);
 }
 static void wd__ox_big(wd__ox *o, const char *name, const float *p, int64_t d0, int64_t d1) {
-    if (o->nbig >= WD__OX_MAX_BIG) { if (!o->nodes.st) o->nodes.st = wd__fail(WD_ERR_INTERNAL, "ONNX export: too many tables"); return; }
+    if (o->nbig >= WD__OX_MAX_BIG) {
+        if (!o->nodes.st) o->nodes.st = wd__fail(WD_ERR_INTERNAL, "ONNX export: too many tables");
+        return; }
     snprintf(o->big[o->nbig].name, sizeof o->big[0].name, "%s", name);
     o->big[o->nbig].dims[0] = d0; o->big[o->nbig].dims[1] = d1;
     o->big[o->nbig].ndims = d1 ? 2 : 1;
@@ -10516,7 +11111,8 @@ static const char *wd__ox_node(wd__ox *o, const char *op, char *out, const char 
 }
 // A graph input or output (ValueInfoProto: name 1, type 2, doc_string 3;
 // TypeProto.tensor_type 1: elem_type 1, shape 2; dim: dim_value 1, dim_param 2).
-static void wd__ox_value(wd__ox *o, int field, const char *name, int dtype, const char *d0, int64_t d1, const char *doc) {
+static void wd__ox_value(wd__ox *o, int field, const char *name, int dtype, const char *d0, int64_t d1,
+                         const char *doc) {
     wd__pb *dim = &o->attrs, *shape = &o->t1, *tt = &o->t2;
     wd__pb_str(dim, 2, d0); wd__pb_msg(shape, 1, dim);
     if (d1 > 0) { wd__pb_int(dim, 1, d1); wd__pb_msg(shape, 1, dim); }
@@ -10526,7 +11122,8 @@ static void wd__ox_value(wd__ox *o, int field, const char *name, int dtype, cons
     wd__pb_msg(&o->io, field, tt);
 }
 static void wd__ox_free(wd__ox *o) {
-    wd__pb_free(&o->nodes); wd__pb_free(&o->inits); wd__pb_free(&o->io); wd__pb_free(&o->attrs); wd__pb_free(&o->t1); wd__pb_free(&o->t2);
+    wd__pb_free(&o->nodes); wd__pb_free(&o->inits); wd__pb_free(&o->io); wd__pb_free(&o->attrs); wd__pb_free(&o->t1);
+    wd__pb_free(&o->t2);
 }
 
 // Slot k's raw values to ids inside the graph: input values.<slot> and a
@@ -10607,7 +11204,8 @@ static void wd__ox_cross(wd__ox *o, const wd_model *m, int c, char *id) {
         wd__ox_node(o, "BitShift", sh, y, sn, NULL);
         wd__ox_node(o, "BitwiseXor", xr, y, sh, NULL);
         memcpy(y, xr, sizeof y);
-        if (i < 2) { char p[48] = ""; wd__ox_node(o, "Mul", p, y, i ? "cx.m2" : "cx.m1", NULL); memcpy(y, p, sizeof y); }
+        if (i < 2) { char p[48] = ""; wd__ox_node(o, "Mul", p, y, i ? "cx.m2" : "cx.m1", NULL);
+            memcpy(y, p, sizeof y); }
     }
     char r[48] = "";
     wd__ox_node(o, "Mod", r, y, "cx.buckets", NULL);
@@ -10627,15 +11225,19 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
         wd__ox_const(o, "c.0d", WD__OX_INT64, NULL, 0, &c0, 1);   // a scalar: CumSum's axis
         wd__ox_const(o, "c.1", WD__OX_INT64, &one, 1, &c1, 1);
         if (deep) wd__ox_const(o, "c.E", WD__OX_INT64, &one, 1, &cE, 1);
-        if (mean) { wd__ox_const(o, "c.max", WD__OX_INT64, &one, 1, &cbig, 1); wd__ox_const(o, "c.1f", WD__OX_FLOAT, &one, 1, &f1, 1); }
+        if (mean) { wd__ox_const(o, "c.max", WD__OX_INT64, &one, 1, &cbig, 1);
+            wd__ox_const(o, "c.1f", WD__OX_FLOAT, &one, 1, &f1, 1); }
     }
     if (deep) wd__ox_const(o, "c.-1", WD__OX_INT64, &one, 1, &cm1, 1);
     char line[512], nm[64], nm2[48];
     const char *mh = mean ? "mean" : "sum";
-#define WD__DOC(...) do { char dl[640]; snprintf(dl, sizeof dl, __VA_ARGS__); wd__pb_raw(doc, dl, strlen(dl)); } while (0)
-    WD__DOC("widedeep Wide&Deep CTR model (%s%s%s). Inputs, N samples:\n", deep ? "deep" : "", deep && wide ? " + " : "", wide ? "wide" : "");
+#define WD__DOC(...) do { char dl[640]; snprintf(dl, sizeof dl, __VA_ARGS__); \
+    wd__pb_raw(doc, dl, strlen(dl)); } while (0)
+    WD__DOC("widedeep Wide&Deep CTR model (%s%s%s). Inputs, N samples:\n", deep ? "deep" : "",
+            deep && wide ? " + " : "", wide ? "wide" : "");
     if (D) {
-        snprintf(line, sizeof line, "float [N, %d]: the dense features as a .wdr holds them (after the dense feature rule)", D);
+        snprintf(line, sizeof line,
+                 "float [N, %d]: the dense features as a .wdr holds them (after the dense feature rule)", D);
         wd__ox_value(o, 11, "dense", WD__OX_FLOAT, "N", D, line);
         WD__DOC("  dense  %s\n", line);
     }
@@ -10668,15 +11270,20 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
         }
         char tdim[48];
         snprintf(tdim, sizeof tdim, "T.%s", sl->name);
-        snprintf(line, sizeof line, "int64 [T]: slot %d '%s' (multi-hot, %s-pooled): every sample's ids in [0, %u), one sample after another", k, sl->name, mh, sl->buckets);
+        snprintf(line, sizeof line,
+                 "int64 [T]: slot %d '%s' (multi-hot, %s-pooled): every sample's ids in [0, %u), one sample after another",
+                 k, sl->name, mh, sl->buckets);
         wd__ox_value(o, 11, ids, WD__OX_INT64, tdim, 0, line);
         WD__DOC("  %s  %s\n", ids, line);
-        snprintf(line, sizeof line, "int64 [N]: slot %d '%s': where each sample's ids start in %s (offsets[0] = 0, non-decreasing, at most T; a sample may have none)", k, sl->name, ids);
+        snprintf(line, sizeof line,
+                 "int64 [N]: slot %d '%s': where each sample's ids start in %s (offsets[0] = 0, non-decreasing, at most T; a sample may have none)",
+                 k, sl->name, ids);
         wd__ox_value(o, 11, offs, WD__OX_INT64, "N", 0, line);
         WD__DOC("  %s  %s\n", offs, line);
         // seg[t] = the sample of id t: the number of offsets <= t, less one
         // (a 1 added at each offset into T+1 counters, then their running sum).
-        char Nk[48] = "", Tk[48] = "", Tp[48] = "", z[48] = "", ones[48] = "", marks[48] = "", cum[48] = "", cumT[48] = "", seg[48] = "";
+        char Nk[48] = "", Tk[48] = "", Tp[48] = "", z[48] = "", ones[48] = "", marks[48] = "", cum[48] = "",
+            cumT[48] = "", seg[48] = "";
         wd__ox_node(o, "Shape", Nk, offs, NULL, NULL);
         wd__ox_node(o, "Shape", Tk, ids, NULL, NULL);
         wd__ox_node(o, "Add", Tp, Tk, "c.1", NULL);
@@ -10734,8 +11341,10 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
             wd__ox_node(o, "Gather", term[nterm++], nm2, id, NULL);
             continue;
         }
-        snprintf(line, sizeof line, "int64 [N]: crossed pair %d of slots %d '%s' and %d '%s': wd_cross_hash(id %s, id %s, %d, %u)",
-                 c, p, m->schema.slot[p].name, q, m->schema.slot[q].name, m->schema.slot[p].name, m->schema.slot[q].name, c, m->d.cross_buckets);
+        snprintf(line, sizeof line,
+                 "int64 [N]: crossed pair %d of slots %d '%s' and %d '%s': wd_cross_hash(id %s, id %s, %d, %u)", c, p,
+                 m->schema.slot[p].name, q, m->schema.slot[q].name, m->schema.slot[p].name, m->schema.slot[q].name, c,
+                 m->d.cross_buckets);
         wd__ox_value(o, 11, nm, WD__OX_INT64, "N", 0, line);
         WD__DOC("  %s  %s\n", nm, line);
         term[nterm][0] = 0;
@@ -10752,7 +11361,8 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
         snprintf(x, sizeof x, "t%d", o->ntmp++);
         if (D) wd__pb_str(&o->t2, 1, "dense");
         for (int k = 0; k < S; k++) wd__pb_str(&o->t2, 1, emb[k]);
-        wd__pb_str(&o->t2, 2, x); snprintf(nm, sizeof nm, "Concat_%s", x); wd__pb_str(&o->t2, 3, nm); wd__pb_str(&o->t2, 4, "Concat");
+        wd__pb_str(&o->t2, 2, x); snprintf(nm, sizeof nm, "Concat_%s", x); wd__pb_str(&o->t2, 3, nm);
+        wd__pb_str(&o->t2, 4, "Concat");
         wd__pb_raw(&o->t2, o->attrs.b.p, o->attrs.b.len); o->attrs.b.len = 0;
         wd__pb_msg(&o->nodes, 1, &o->t2);
         char in[48];
@@ -10765,7 +11375,8 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
             wd__ox_big(o, b, m->dense + L->b, L->out, 0);
             wd__ox_attr_int(o, "transB", 1);
             wd__ox_node(o, "Gemm", h, in, w, b);
-            if (l + 1 < m->nlayers) { char r[48] = ""; wd__ox_node(o, "Relu", r, h, NULL, NULL); memcpy(in, r, sizeof in); }
+            if (l + 1 < m->nlayers) { char r[48] = ""; wd__ox_node(o, "Relu", r, h, NULL, NULL);
+                memcpy(in, r, sizeof in); }
             else memcpy(in, h, sizeof in);
         }
         wd__ox_node(o, "Reshape", deepl, in, "c.-1", NULL);
@@ -10779,26 +11390,33 @@ static void wd__ox_build(wd__ox *o, const wd_model *m, wd__pb *doc, const wd__na
             wd__ox_node(o, "MatMul", dot, "dense", "wide.dense", NULL);
             wd__ox_node(o, "Add", acc, "wide.bias", dot, NULL);
         } else memcpy(acc, "wide.bias", 10);
-        for (int t = 0; t < nterm; t++) { char s[48] = ""; wd__ox_node(o, "Add", s, acc, term[t], NULL); memcpy(acc, s, sizeof acc); }
+        for (int t = 0; t < nterm; t++) { char s[48] = ""; wd__ox_node(o, "Add", s, acc, term[t], NULL);
+            memcpy(acc, s, sizeof acc); }
         memcpy(widel, acc, sizeof widel);
     }
     if (deep && wide) wd__ox_node(o, "Add", logit, widel, deepl, NULL);
     else memcpy(logit, deep ? deepl : widel, sizeof logit);
     char prob[48] = "probability";
     wd__ox_node(o, "Sigmoid", prob, logit, NULL, NULL);
-    wd__ox_value(o, 12, "probability", WD__OX_FLOAT, "N", 0, "float [N]: the click probability of each sample (as wd_predict)");
+    wd__ox_value(o, 12, "probability", WD__OX_FLOAT, "N", 0,
+                 "float [N]: the click probability of each sample (as wd_predict)");
 }
 
 static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__names *nm) {
     const char *tp = wd__tail(path, 400);
     if (m->d.precision != WD_PRECISION_FP32)
-        return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: the model computes its MLP in bf16 and the ONNX graph in fp32, so their "
+        return wd__fail(WD_ERR_UNSUPPORTED,
+                        "%s: not exported: the model computes its MLP in bf16 and the ONNX graph in fp32, so their "
                         "probabilities would differ; train it with precision fp32 to export it", tp);
     for (int k = 0; k < m->S; k++) {
-        if (!m->schema.slot[k].name[0]) return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: slot %d has no name (ONNX inputs are named by slot)", tp, k);
+        if (!m->schema.slot[k].name[0])
+            return wd__fail(WD_ERR_UNSUPPORTED,
+                            "%s: not exported: slot %d has no name (ONNX inputs are named by slot)", tp, k);
         for (int j = 0; j < k; j++)
             if (strcmp(m->schema.slot[j].name, m->schema.slot[k].name) == 0)
-                return wd__fail(WD_ERR_UNSUPPORTED, "%s: not exported: slots %d and %d are both named '%s' (ONNX inputs are named by slot)", tp, j, k, m->schema.slot[k].name);
+                return wd__fail(WD_ERR_UNSUPPORTED,
+                                "%s: not exported: slots %d and %d are both named '%s' (ONNX inputs are named by slot)",
+                                tp, j, k, m->schema.slot[k].name);
     }
     wd__ox *o = WD__NEW(wd__ox);
     if (!o) return wd__fail(WD_ERR_NOMEM, "out of memory");
@@ -10810,7 +11428,8 @@ static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__
     wd__pb_raw(&doc, "", 1);   // NUL
     wd__pb_str(&gh, 10, doc.st ? "" : (const char *)doc.b.p);
     uint64_t glen = o->nodes.b.len + o->inits.b.len + o->io.b.len + gh.b.len;
-    wd_status st = o->nodes.st ? o->nodes.st : o->inits.st ? o->inits.st : o->io.st ? o->io.st : o->t1.st ? o->t1.st : o->t2.st ? o->t2.st : o->attrs.st ? o->attrs.st : doc.st ? doc.st : gh.st;
+    wd_status st = o->nodes.st ? o->nodes.st : o->inits.st ? o->inits.st : o->io.st ? o->io.st : o->t1.st ? o->t1.st
+        : o->t2.st ? o->t2.st : o->attrs.st ? o->attrs.st : doc.st ? doc.st : gh.st;
     size_t bighead[WD__OX_MAX_BIG];
     for (int i = 0; !st && i < o->nbig; i++) {   // a table: its head in t1 (measured here, written below)
         wd__ox_tensor_head(&o->t1, o->big[i].name, WD__OX_FLOAT, o->big[i].dims, o->big[i].ndims);
@@ -10837,7 +11456,9 @@ static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__
     if (!st) st = head.st ? head.st : o->t1.st;
     uint64_t total = head.b.len + glen;
     if (!st && total > 0x7FFFFFFFull)
-        st = wd__fail(WD_ERR_LIMIT, "%s: not exported: the graph would take %.2f GiB and ONNX keeps a model in one protobuf of at most 2 GiB", tp, (double)total / 1073741824.0);
+        st = wd__fail(WD_ERR_LIMIT,
+                      "%s: not exported: the graph would take %.2f GiB and ONNX keeps a model in one protobuf of at most 2 GiB",
+                      tp, (double)total / 1073741824.0);
     wd__outfile out;
     int opened = 0;
     if (!st) { st = wd__out_open(&out, path); opened = !st; }
@@ -10859,7 +11480,9 @@ static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__
         if (!st) st = wd__out_write(&out, o->big[i].p, (size_t)data);   // little-endian floats, as .wdm
     }
     if (!st) st = wd__out_write(&out, o->io.b.p, o->io.b.len);
-    if (!st && (uint64_t)out.bytes != total) st = wd__fail(WD_ERR_INTERNAL, "%s: ONNX export wrote %lld bytes, measured %llu", tp, (long long)out.bytes, (unsigned long long)total);
+    if (!st && (uint64_t)out.bytes != total)
+        st = wd__fail(WD_ERR_INTERNAL, "%s: ONNX export wrote %lld bytes, measured %llu", tp, (long long)out.bytes,
+                      (unsigned long long)total);
     if (opened) { if (st) wd__out_abort(&out); else st = wd__out_commit(&out); }
     wd__ox_free(o);
     wd__free(o);
@@ -10869,7 +11492,8 @@ static wd_status wd__export_onnx(const wd_model *m, const char *path, const wd__
     return st;
 }
 WDDEF wd_status wd_model_export_onnx(const wd_model *m, const char *path) {
-    if (!m || !path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: %s is NULL", !m ? "the model" : "the path");
+    if (!m || !path)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: %s is NULL", !m ? "the model" : "the path");
     if (!*path) return wd__fail(WD_ERR_INVALID_ARG, "wd_model_export_onnx: the path is empty");
     return wd__export_onnx(m, path, NULL);
 }
@@ -10998,7 +11622,8 @@ WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
             char ch = p[i];
             p[i] = 0;
             if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create the directory: %s", wd__tail(p, 400), strerror(errno));
+                wd_status st = wd__fail(WD_ERR_IO, "%s: cannot create the directory: %s", wd__tail(p, 400),
+                                        strerror(errno));
                 wd__free(p);
                 return st;
             }
@@ -11017,7 +11642,8 @@ WDDEF wd_status wd_tb_open(const char *dir, wd_tb **out) {
     // a new file, never one that exists (two writers in one second and process
     // differ by the sequence number)
     static int seq;
-    snprintf(p + n, 400, "/events.out.tfevents.%lld.%s.%ld.%d.widedeep", (long long)time(NULL), host, (long)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    snprintf(p + n, 400, "/events.out.tfevents.%lld.%s.%ld.%d.widedeep", (long long)time(NULL), host, (long)getpid(),
+             __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
     wd_tb *t = WD__NEW(wd_tb);
     if (!t) { wd__free(p); return wd__fail(WD_ERR_NOMEM, "out of memory"); }
     t->path = p;
@@ -11066,7 +11692,8 @@ WDDEF wd_status wd_tb_flush(wd_tb *t) {
 WDDEF wd_status wd_tb_close(wd_tb *t) {
     if (!t) return WD_OK;
     wd_status st = wd_tb_flush(t);
-    if (close(t->fd) != 0 && !st) st = wd__fail(WD_ERR_IO, "%s: close failed: %s", wd__tail(t->path, 400), strerror(errno));
+    if (close(t->fd) != 0 && !st)
+        st = wd__fail(WD_ERR_IO, "%s: close failed: %s", wd__tail(t->path, 400), strerror(errno));
     wd__buf_free(&t->buf); wd__pb_free(&t->ev); wd__pb_free(&t->sum); wd__pb_free(&t->val);
     wd__free(t->path);
     wd__free(t);
