@@ -93,6 +93,21 @@ WD_PRINTF(1, 2) static void warn(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
 }
+// st, with this thread's wd_last_error() set to the message (which may quote wd_last_error() itself)
+WD_PRINTF(2, 3) static wd_status set_error(wd_status st, const char *fmt, ...) {
+    char msg[1024];   // wd_last_error() keeps 1023 bytes
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    wd_set_last_error(msg);
+    return st;
+}
+static double now_s(void) {   // a monotonic clock, in seconds
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 // ---- signals ------------------------------------------------------------------------------------
 #define MAX_TEMPS 8
@@ -104,8 +119,8 @@ static char g_temps[MAX_TEMPS][TEMP_MAX];  // unlinked on a hard exit
 static char g_stop_msg[2][PATH_MAX + 200];  // what the first signal says, two copies: one is rewritten
 static volatile sig_atomic_t g_stop_cur;   //   (set_stop_msg) while the handler may read the other
 
-// Runs on the main thread only: wd starts no thread of its own and the library's threads block these
-// signals (widedeep.h, wd__thread_start), so signal fences between the main thread and it suffice.
+// Runs on the main thread only: wd starts no thread of its own and the library starts every thread with these
+// signals blocked (widedeep.h), so signal fences between the main thread and it suffice.
 static void on_signal(int sig) {
     if (g_graceful && !g_signal) {
         g_signal = sig;
@@ -121,7 +136,7 @@ static void on_signal(int sig) {
     _exit(128 + sig);
 }
 // The temporary name the library (and wd) write `path` under until it is complete.
-static void temp_name(char *buf, size_t n, const char *path) { wd__temp_name(buf, n, path); }
+static void temp_name(char *buf, size_t n, const char *path) { wd_temp_name(buf, n, path); }
 // Registers path's temporary file for removal on a hard exit, before it
 // can exist (and after install_signals): the name is whole before the
 // handler can see it.
@@ -388,11 +403,15 @@ static const opt *find_opt(const cmdinfo *c, const char *a, size_t n) {
 }
 
 // strict numbers: 0 ok, -1 not a number, -2 out of the type's range
-static int parse_int(const char *s, long long *out) {   // the header's integer parser, without a '+'
-    int64_t v;
-    int r = *s == '+' ? -1 : wd__parse_i64(s, s + strlen(s), &v);
-    if (!r) *out = (long long)v;
-    return r;
+static int parse_int(const char *s, long long *out) {   // an optional '-', then digits
+    if (*s != '-' && (*s < '0' || *s > '9')) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end) return -1;
+    if (errno == ERANGE) return -2;
+    *out = v;
+    return 0;
 }
 static int parse_size(const char *s, long long *out) {   // BYTES with an optional K, M, G or T suffix (x 1024^n)
     if (!*s || *s == ' ' || *s == '+' || *s == '-') return -1;
@@ -927,7 +946,7 @@ static const char *AVAZU_DERIVE = "hour_of_day=hour[6:8],day_of_week=weekday(hou
 typedef struct conv_ui { double t0, every, last_line; int tty; } conv_ui;
 static int convert_progress(void *user, int64_t done, int64_t total, int64_t rows) {
     conv_ui *u = (conv_ui *)user;
-    double now = wd__now(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
+    double now = now_s(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
     char where[64];
     if (total > 0) snprintf(where, sizeof where, "%5.1f%%", 100.0 * (double)done / (double)total);
     else snprintf(where, sizeof where, "%.1f MB", (double)done / 1e6);
@@ -978,11 +997,11 @@ static wd_status take_schema(const char *path, wd_text_spec *spec) {
         st = wd_reader_open(path, &r);
         if (!st) { st = wd_reader_spec(r, &want); wd_reader_close(r); }
     }
-    if (st) { wd_text_spec_free(&want); return wd__fail(st, "--schema-from %s: %s", path, wd_last_error()); }
+    if (st) { wd_text_spec_free(&want); return set_error(st, "--schema-from %s: %s", path, wd_last_error()); }
     wd_status mt = wd_text_spec_match(spec, &want.schema);
     if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
     st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one that wd_text_spec_match refused
-    if (st) st = wd__fail(st, "--schema-from %s: %s", path, wd_last_error());
+    if (st) st = set_error(st, "--schema-from %s: %s", path, wd_last_error());
     else st = mt;
     wd_text_spec_free(&want);
     return st;
@@ -1031,10 +1050,10 @@ static int cmd_convert(int argc, char **argv) {
     if (a.id_column) snprintf(ids_path, sizeof ids_path, "%s.ids", a.out);
     // no output may replace an input
     for (int i = 0; i < in.n; i++) {
-        if (wd__same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
-        if (ids_path[0] && wd__same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
+        if (wd_same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
+        if (ids_path[0] && wd_same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
     }
-    if (a.schema_from && wd__same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
+    if (a.schema_from && wd_same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
     // handlers first: a signal from here on removes every temporary file (check_output's probes too)
     install_signals(1, "\nwd: stopping the conversion (no output is written); interrupt again to quit at once\n");
     if ((rc = check_output("-o", a.out)) != 0) goto done;
@@ -1090,7 +1109,7 @@ static int cmd_convert(int argc, char **argv) {
 
     conv_ui ui;
     memset(&ui, 0, sizeof ui);
-    ui.t0 = ui.last_line = wd__now();
+    ui.t0 = ui.last_line = now_s();
     ui.tty = isatty(2);
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
     wd_convert_desc d;
@@ -1133,7 +1152,7 @@ static int cmd_convert(int argc, char **argv) {
         struct stat sb;
         snprintf(stale, sizeof stale, "%s.ids", a.out);
         int is_input = 0;
-        for (int i = 0; i < in.n; i++) is_input |= wd__same_file(stale, in.v[i]);
+        for (int i = 0; i < in.n; i++) is_input |= wd_same_file(stale, in.v[i]);
         if (!is_input && stat(stale, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(stale) == 0)
             fprintf(stderr, "wd: removed %s: it held the ids of the file this conversion replaced\n", stale);
     }
@@ -1251,10 +1270,11 @@ static int cmd_inspect(int argc, char **argv) {
         long long values = 0;
         int covered = 0;
         for (int k = 0; k < s->nslots; k++) if (wd_vocab_size(voc, k) >= 0) { values += wd_vocab_size(voc, k); covered++; }
-        printf("vocabulary: %lld values in %d of %d slots (%llu bytes of the header)\n", values, covered, s->nslots, (unsigned long long)wd__vocab_bytes(voc));
+        // the header's vocabulary: an i64 count a slot, then a u64 a value (widedeep.h's file format)
+        printf("vocabulary: %lld values in %d of %d slots (%lld bytes of the header)\n", values, covered, s->nslots, 8 * ((long long)s->nslots + values));
     }
     // the label mean (and, with --verify, every check) needs every block decoded
-    double pos_labels = 0, t0 = wd__now();
+    double pos_labels = 0, t0 = now_s();
     int64_t bad = -1;
     for (int64_t i = 0; i < nb; i++) {
         const wd_batch *b;
@@ -1262,7 +1282,7 @@ static int cmd_inspect(int argc, char **argv) {
         if (st) { bad = i; break; }
         for (int j = 0; j < b->n; j++) pos_labels += b->label[j];
     }
-    double dt = wd__now() - t0;
+    double dt = now_s() - t0;
     if (st) {   // a block that does not decode is bad; out of memory, or a setting, is said as it is
         if (st == WD_ERR_CORRUPT || st == WD_ERR_IO || st == WD_ERR_FORMAT || st == WD_ERR_NUMERIC)
             fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb,
@@ -1298,7 +1318,7 @@ static int cmd_gen(int argc, char **argv) {
     const char *outs[3] = {d->output, d->tsv, prob}, *names[3] = {"-o", "--tsv", d->prob ? "--prob" : "the probabilities (OUT.wdr.prob)"};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
-            if (outs[i] && outs[j] && wd__same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
+            if (outs[i] && outs[j] && wd_same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
     install_signals(0, "");
     for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
     wd_gen_report rep;
@@ -1509,7 +1529,7 @@ static int train_progress(void *user, const wd_progress *p) {
             else { u->held = *p; u->holding = 1; }
         }
     }
-    double now = wd__now();
+    double now = now_s();
     errno = 0;
     clearerr(stderr);
     if (valid && isnan(p->valid_auc) && !u->said_nan) {
@@ -1695,11 +1715,11 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
 #ifdef WD_HAVE_CUDA
         int ngpu = 0;
         st = wd_cuda_device_count(&ngpu);
-        if (!st && ngpu < 1) st = wd__fail(WD_ERR_UNSUPPORTED, "no CUDA device");
+        if (!st && ngpu < 1) st = set_error(WD_ERR_UNSUPPORTED, "no CUDA device");
         if (!st) { td->device_index = local % ngpu; st = wd_comm_nccl_init_mpi(MPI_COMM_WORLD, td->device_index, &g_mpi_comm); }
 #else
         (void)local;
-        st = wd__fail(WD_ERR_UNSUPPORTED, "this wd was built without CUDA (build/wd-mpi-cuda has both)");
+        st = set_error(WD_ERR_UNSUPPORTED, "this wd was built without CUDA (build/wd-mpi-cuda has both)");
 #endif
     } else {
         if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
@@ -1732,7 +1752,7 @@ static int mpi_end(int rc) {
         double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a step (a save) may take that long
         most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
-            for (double t0 = wd__now(); !done && wd__now() - t0 < most;) {
+            for (double t0 = now_s(); !done && now_s() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
                 if (!done) usleep(1000);
             }
@@ -1795,12 +1815,12 @@ static int cmd_train(int argc, char **argv) {
     const char *outs[2] = {a.save, a.log}, *out_names[2] = {"--save", "--log"};
     for (int o = 0; o < 2; o++) {
         if (!outs[o]) continue;
-        for (int i = 0; i < files.n; i++) if (wd__same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
-        for (int i = 0; i < vfiles.n; i++) if (wd__same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
-        if (a.init_from && wd__same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd_same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
+        for (int i = 0; i < vfiles.n; i++) if (wd_same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
+        if (a.init_from && wd_same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
     }
-    if (a.log && a.resume && wd__same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
-    if (a.log && a.save && wd__same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
+    if (a.log && a.resume && wd_same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
+    if (a.log && a.save && wd_same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
     // handlers first: a signal from here on removes every temporary file (check_output's probe too)
     install_signals(1, "\nwd: stopping before training starts (nothing is written); interrupt again to quit at once\n");
     if (a.save && !a.plan && (rc = check_output("--save", a.save)) != 0) goto done;
@@ -1848,7 +1868,7 @@ static int cmd_train(int argc, char **argv) {
     rc = 1;
     ui.tty = isatty(2) && mpi_rank() == 0;
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
-    ui.last_line = wd__now();
+    ui.last_line = now_s();
     signal(SIGPIPE, SIG_IGN);   // a closed pipe (stdout, stderr, a --log FIFO) is a write error: stop and save
     if (a.log && mpi_rank() == 0) {   // written line by line: a stopped run leaves whole lines
         ui.log = open_log(a.log);
@@ -2066,9 +2086,9 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     }
     int to_stdout = predict && strcmp(a.out, "-") == 0, direct = to_stdout;
     if (predict && !to_stdout) {
-        if (wd__same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
-        for (int i = 0; i < files.n; i++) if (wd__same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
-        for (int i = 0; i < ids.n; i++) if (wd__same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
+        if (wd_same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd_same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
+        for (int i = 0; i < ids.n; i++) if (wd_same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
         struct stat sb;
         install_signals(0, "");
         if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) direct = 1;   // a pipe or a device: written as it is
@@ -2160,7 +2180,7 @@ static int cmd_export(int argc, char **argv) {
                                                       : "the model and the output are required");
     if (rc < 0 && ea.values && !ea.onnx)
         rc = usage_error("--values-from: it maps raw strings in an ONNX graph: give --onnx too");
-    if (rc < 0 && wd__same_file(pos.v[0], pos.v[1])) rc = refuse_same("export:", pos.v[1], "the model", pos.v[0]);
+    if (rc < 0 && wd_same_file(pos.v[0], pos.v[1])) rc = refuse_same("export:", pos.v[1], "the model", pos.v[0]);
     if (rc < 0 && ea.onnx && (ends_with(pos.v[0], ".onnx") || ends_with(pos.v[1], ".wdm")))   // earlier builds' order
         rc = usage_error("export --onnx M.wdm OUT.onnx: the model comes first and the output second, "
                          "as in export M.wdm OUT.wdm (got '%s' then '%s')", pos.v[0], pos.v[1]);
@@ -2212,7 +2232,7 @@ static int cmd_dump(int argc, char **argv) {
     }
     for (int i = 0; i < NF; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-        if (wd__same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
+        if (wd_same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
         temp_name(tmp[i], sizeof tmp[i], path[i]);
         add_temp(path[i]);
     }
@@ -2288,7 +2308,7 @@ static int export_onnx(const export_args *a, strvec *pos) {
     int rc = 2;
     if (a->values && sv_split(&texts, a->values)) { rc = fail_msg("out of memory"); goto done; }
     for (int i = 0; i < texts.n; i++)
-        if (wd__same_file(onnx, texts.v[i])) {
+        if (wd_same_file(onnx, texts.v[i])) {
             refuse_same("export --onnx:", onnx, "the --values-from file", texts.v[i]);
             goto done;
         }
@@ -2334,7 +2354,7 @@ static int run_command(int argc, char **argv) {
 #else
         const char *cuda = "";
 #endif
-        printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
+        printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd_gemm_engine_name(), cuda);
         return 0;
     }
     // a bad setting is said as such up front, not as the first thing it fails (a block "is bad"), once the
@@ -2344,7 +2364,7 @@ static int run_command(int argc, char **argv) {
     for (int i = 2; runs && i < argc && strcmp(argv[i], "--") != 0; i++)
         runs = strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--list-options") != 0;
     uint64_t limit;
-    if (runs && wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
+    if (runs && wd_memory_available(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
