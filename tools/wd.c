@@ -93,16 +93,6 @@ WD_PRINTF(1, 2) static void warn(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
 }
-// st, with this thread's wd_last_error() set to the message (which may quote wd_last_error() itself)
-WD_PRINTF(2, 3) static wd_status set_error(wd_status st, const char *fmt, ...) {
-    char msg[1024];   // wd_last_error() keeps 1023 bytes
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    wd_set_last_error(msg);
-    return st;
-}
 static double now_s(void) {   // a monotonic clock, in seconds
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1098,13 +1088,17 @@ static wd_status take_schema(const char *path, wd_text_spec *spec) {
         st = wd_reader_open(path, &r);
         if (!st) { st = wd_reader_spec(r, &want); wd_reader_close(r); }
     }
-    if (st) { wd_text_spec_free(&want); return set_error(st, "--schema-from %s: %s", path, wd_last_error()); }
-    wd_status mt = wd_text_spec_match(spec, &want.schema);
-    if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
-    st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one that wd_text_spec_match refused
-    if (st) st = set_error(st, "--schema-from %s: %s", path, wd_last_error());
-    else st = mt;
+    wd_status mt = WD_OK;
+    if (!st) {
+        mt = wd_text_spec_match(spec, &want.schema);
+        if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
+        st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one wd_text_spec_match refused
+    }
     wd_text_spec_free(&want);
+    if (!st) return mt;
+    char msg[1024];   // within the 1023 bytes wd_last_error() keeps
+    snprintf(msg, sizeof msg, "--schema-from %.400s: %.600s", path, wd_last_error());
+    wd_set_last_error(msg);
     return st;
 }
 
@@ -1873,12 +1867,13 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
 #ifdef WD_HAVE_CUDA
         int ngpu = 0;
         st = wd_cuda_device_count(&ngpu);
-        if (!st && ngpu < 1) st = set_error(WD_ERR_UNSUPPORTED, "no CUDA device");
+        if (!st && ngpu < 1) { wd_set_last_error("no CUDA device"); st = WD_ERR_UNSUPPORTED; }
         if (!st) { td->device_index = local % ngpu; st = wd_comm_nccl_init_mpi(MPI_COMM_WORLD, td->device_index,
             &g_mpi_comm); }
 #else
         (void)local;
-        st = set_error(WD_ERR_UNSUPPORTED, "this wd was built without CUDA (build/wd-mpi-cuda has both)");
+        wd_set_last_error("this wd was built without CUDA (build/wd-mpi-cuda has both)");
+        st = WD_ERR_UNSUPPORTED;
 #endif
     } else {
         if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
