@@ -296,6 +296,10 @@ WDDEF void wd_set_allocator(const wd_allocator *a);   // NULL restores malloc/fr
 // Memory from the hooks (backends and tools allocate through these too).
 WDDEF void *wd_alloc(size_t bytes);
 WDDEF void wd_free(void *p);
+// Bytes this process can still get (the least of MemAvailable, what ulimit -v and the cgroup limit leave,
+// and WD_MEMORY_LIMIT); a bad WD_MEMORY_LIMIT is WD_ERR_INVALID_ARG naming it, as every large allocation
+// would refuse it.
+WDDEF wd_status wd_memory_available(uint64_t *bytes);
 
 // ---- 4. Schema ----------------------------------------------------------------
 typedef enum wd_slot_kind { WD_ONE_HOT = 0, WD_MULTI_HOT = 1 } wd_slot_kind;
@@ -403,6 +407,9 @@ typedef struct wd_writer_desc {
 // a hash of it) and renames to path on close (after fsync).
 WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
                                const wd_writer_desc *d, wd_writer **out);
+// That temporary name of path, into buf (strlen(path) + 32 bytes; less cuts it): a program removing
+// unfinished outputs when it is killed (a signal handler) removes this name.
+WDDEF void wd_temp_name(char *buf, size_t n, const char *path);
 // Appends all b->n samples; validates ids, labels and dense values: a label
 // outside [0,1] or an id outside its slot is WD_ERR_INVALID_ARG; a NaN or
 // infinite label, weight or dense value, or a negative weight, WD_ERR_NUMERIC.
@@ -712,6 +719,10 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
 // pairing ids with rows (wd predict) checks first, and reads the ids lines,
 // the binding line last and not an id.
 WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path);
+// 1 when paths a and b name one file, as wd_convert and wd_gen check that no output is an input or
+// another output: the same inode when either exists (links, "./x", "d/../x" count), else the same
+// name in the same directory; "-" (standard input or output) is no file.
+WDDEF int wd_same_file(const char *a, const char *b);
 
 // ---- 10. Synthetic data ------------------------------------------------------------------
 typedef struct wd_gen_desc {
@@ -870,6 +881,8 @@ typedef enum wd_pooling { WD_POOL_SUM = 0, WD_POOL_MEAN = 1 } wd_pooling;
 // products accumulate in fp32 in cuBLASLt's order, not oneDNN's:
 // widedeep_cuda.cu's Precision note). Everything else stays fp32.
 typedef enum wd_precision { WD_PRECISION_FP32 = 0, WD_PRECISION_BF16 = 1 } wd_precision;
+// The CPU GEMM engine this build uses: "onednn", "openblas", "cblas" or "portable".
+WDDEF const char *wd_gemm_engine_name(void);
 typedef struct wd_model_desc {
     const wd_schema *schema;        // required (copied)
     int embed_dim;                  // E (0: 16)
@@ -2166,6 +2179,10 @@ static wd_status wd__memory_left(uint64_t *out) {
     *out = left;
     return WD_OK;
 }
+WDDEF wd_status wd_memory_available(uint64_t *bytes) {
+    if (!bytes) return wd__fail(WD_ERR_INVALID_ARG, "wd_memory_available: bytes is NULL");
+    return wd__memory_left(bytes);
+}
 // WD_ERR_NOMEM naming `what` when `bytes` exceed what is left (checked for
 // allocations from 64 MiB on: smaller ones simply try).
 static wd_status wd__memory_check(uint64_t bytes, const char *what) {
@@ -2720,6 +2737,10 @@ static void wd__temp_name(char *buf, size_t n, const char *path) {
     if (bl + k <= WD__NAME_MAX) { snprintf(buf, n, "%s%s", path, suffix); return; }
     snprintf(buf, n, "%.*s%.*s~%016llx%s", (int)(base - path), path, (int)(WD__NAME_MAX - k - 17), base,
              (unsigned long long)wd_hash_bytes(base, bl, 0x7e3b), suffix);
+}
+WDDEF void wd_temp_name(char *buf, size_t n, const char *path) {
+    if (buf && n && !path) *buf = 0;
+    if (buf && n && path) wd__temp_name(buf, n, path);
 }
 static wd_status wd__out_open(wd__outfile *o, const char *path) {
     memset(o, 0, sizeof *o);
@@ -5134,6 +5155,7 @@ static int wd__same_file(const char *a, const char *b) {
         && stat(db, &y) == 0 &&
            x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
+WDDEF int wd_same_file(const char *a, const char *b) { return wd__same_file(a, b); }
 
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: desc is NULL");
@@ -6510,6 +6532,7 @@ static const char *wd__gemm_engine_name(void) {
     return "portable";
 #endif
 }
+WDDEF const char *wd_gemm_engine_name(void) { return wd__gemm_engine_name(); }
 enum { WD__MM_FWD, WD__MM_WGRAD, WD__MM_DGRAD };
 enum { WD__LP_IN = 1, WD__LP_OUT = 2 };   // bf16 products: inputs only, or inputs and output
 #ifdef WD_USE_ONEDNN

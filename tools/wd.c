@@ -93,6 +93,11 @@ WD_PRINTF(1, 2) static void warn(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
 }
+static double now_s(void) {   // a monotonic clock, in seconds
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 // ---- signals ------------------------------------------------------------------------------------
 #define MAX_TEMPS 8
@@ -104,8 +109,8 @@ static char g_temps[MAX_TEMPS][TEMP_MAX];  // unlinked on a hard exit
 static char g_stop_msg[2][PATH_MAX + 200];  // what the first signal says, two copies: one is rewritten
 static volatile sig_atomic_t g_stop_cur;   //   (set_stop_msg) while the handler may read the other
 
-// Runs on the main thread only: wd starts no thread of its own and the library's threads block these
-// signals (widedeep.h, wd__thread_start), so signal fences between the main thread and it suffice.
+// Runs on the main thread only: wd starts no thread of its own and the library starts every thread with these
+// signals blocked (widedeep.h), so signal fences between the main thread and it suffice.
 static void on_signal(int sig) {
     if (g_graceful && !g_signal) {
         g_signal = sig;
@@ -121,7 +126,7 @@ static void on_signal(int sig) {
     _exit(128 + sig);
 }
 // The temporary name the library (and wd) write `path` under until it is complete.
-static void temp_name(char *buf, size_t n, const char *path) { wd__temp_name(buf, n, path); }
+static void temp_name(char *buf, size_t n, const char *path) { wd_temp_name(buf, n, path); }
 // Registers path's temporary file for removal on a hard exit, before it
 // can exist (and after install_signals): the name is whole before the
 // handler can see it.
@@ -204,7 +209,8 @@ static int count_items(const char *s) {
 }
 
 static int refuse_same(const char *out_opt, const char *out, const char *what, const char *in) {
-    return usage_error("%s '%s' is %s '%s': an output may not replace an input of the same command", out_opt, out, what, in);
+    return usage_error("%s '%s' is %s '%s': an output may not replace an input of the same command", out_opt, out, what,
+                       in);
 }
 // A name an output will be written as, checked before any work starts:
 // its last component within NAME_MAX, the whole within PATH_MAX, every
@@ -243,7 +249,8 @@ static int check_tb_dir(const char *dir) {
 static int check_output(const char *opt_name, const char *path) {
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return usage_error("%s '%s' is %s, not a regular file", opt_name, path, S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
+        return usage_error("%s '%s' is %s, not a regular file", opt_name, path,
+                           S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
     int rc = check_name(opt_name, path);
     if (rc) return rc;
     add_temp(path);
@@ -297,7 +304,8 @@ static void unmake_dirs(const char *path, size_t made) {
 
 // ---- option tables ------------------------------------------------------------------------------
 enum { K_FLAG, K_INT, K_SIZE, K_FLOAT, K_CHOICE, K_STR, K_LIST, K_IN, K_INS, K_OUT, K_COUNT };
-static const char *const KIND_NAME[K_COUNT] = {"flag", "int", "size", "float", "choice", "string", "list", "input", "inputs", "output"};
+static const char *const KIND_NAME[K_COUNT] = {"flag", "int", "size", "float", "choice", "string", "list", "input",
+                                               "inputs", "output"};
 enum { T_INT = 1, T_I64, T_U32, T_U64, T_SIZE, T_F32, T_F64, T_STR };
 enum { G_NONE = 0, G_MODEL, G_CSV, G_LIBSVM };
 static const char *const GROUP_NAME[] = {"-", "model", "csv", "libsvm"};
@@ -382,17 +390,22 @@ static void list_options(const cmdinfo *c) {
 static const opt *find_opt(const cmdinfo *c, const char *a, size_t n) {
     for (int i = 0; i < c->ntab; i++) {
         const opt *o = &c->tab[i];
-        if ((strlen(o->name) == n && strncmp(o->name, a, n) == 0) || (o->alias && strlen(o->alias) == n && strncmp(o->alias, a, n) == 0)) return o;
+        if ((strlen(o->name) == n && strncmp(o->name, a, n) == 0) || (o->alias && strlen(o->alias) == n
+                                                                      && strncmp(o->alias, a, n) == 0)) return o;
     }
     return NULL;
 }
 
 // strict numbers: 0 ok, -1 not a number, -2 out of the type's range
-static int parse_int(const char *s, long long *out) {   // the header's integer parser, without a '+'
-    int64_t v;
-    int r = *s == '+' ? -1 : wd__parse_i64(s, s + strlen(s), &v);
-    if (!r) *out = (long long)v;
-    return r;
+static int parse_int(const char *s, long long *out) {   // an optional '-', then digits
+    if (*s != '-' && (*s < '0' || *s > '9')) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end) return -1;
+    if (errno == ERANGE) return -2;
+    *out = v;
+    return 0;
 }
 static int parse_size(const char *s, long long *out) {   // BYTES with an optional K, M, G or T suffix (x 1024^n)
     if (!*s || *s == ' ' || *s == '+' || *s == '-') return -1;
@@ -465,10 +478,12 @@ static int set_opt(const opt *o, void *args, const char *val) {
             char rg[96];
             int r = o->kind == K_SIZE ? parse_size(val, &v) : parse_int(val, &v);
             double d;
-            if (r == -1 && parse_double(val, &d) == 0) return usage_error("%s: '%s' is not a whole number", o->name, val);
+            if (r == -1 && parse_double(val, &d) == 0)
+                return usage_error("%s: '%s' is not a whole number", o->name, val);
             if (r == -1) return usage_error("%s: '%s' is not a number", o->name, val);
             range_text(o, rg, sizeof rg);
-            if (r == -2 || v < o->ilo || v > o->ihi) return usage_error("%s: '%s' is out of range (%s)", o->name, val, rg);
+            if (r == -2 || v < o->ilo || v > o->ihi)
+                return usage_error("%s: '%s' is out of range (%s)", o->name, val, rg);
         }
         switch (o->type) {
         case T_INT: *(int *)(void *)p = (int)v; break;
@@ -489,7 +504,8 @@ static int set_opt(const opt *o, void *args, const char *val) {
         for (int as_float = 0; as_float < 1 + (o->type == T_F32); as_float++) {
             double x = as_float ? (double)(float)v : v;
             if (x < o->flo || x > o->fhi || (o->lo_open && x == o->flo) || (o->hi_open && x == o->fhi))
-                return as_float ? usage_error("%s: '%s' is out of range (%s) as a 32-bit float (%g)", o->name, val, rg, x)
+                return as_float ? usage_error("%s: '%s' is out of range (%s) as a 32-bit float (%g)", o->name, val, rg,
+                                              x)
                                 : usage_error("%s: '%s' is out of range (%s)", o->name, val, rg);
         }
         if (o->type == T_F32) *(float *)(void *)p = (float)v;
@@ -508,7 +524,8 @@ static int set_opt(const opt *o, void *args, const char *val) {
     }
     case K_LIST:
     case K_INS:
-        if (list_has_empty(val)) return usage_error("%s: '%s' has an empty %s", o->name, val, o->kind == K_INS ? "file name" : "item");
+        if (list_has_empty(val))
+            return usage_error("%s: '%s' has an empty %s", o->name, val, o->kind == K_INS ? "file name" : "item");
         *(const char **)(void *)p = val;
         return 0;
     case K_IN:
@@ -577,8 +594,11 @@ static void print_oov(const char *what, const wd_oov *o, const wd_schema *s) {
     if (!o->values) return;
     int worst[3];
     int n = wd_oov_worst(o, s->nslots, worst, 3);
-    printf("oov %s values=%lld oov=%lld share=%.4f worst=", what, (long long)o->values, (long long)o->oov, (double)o->oov / (double)o->values);
-    for (int i = 0; i < n; i++) printf("%s%s:%.4f", i ? "," : "", s->slot[worst[i]].name, (double)o->slot_oov[worst[i]] / (double)o->slot_values[worst[i]]);
+    printf("oov %s values=%lld oov=%lld share=%.4f worst=", what, (long long)o->values, (long long)o->oov,
+           (double)o->oov / (double)o->values);
+    for (int i = 0; i < n; i++)
+        printf("%s%s:%.4f", i ? "," : "", s->slot[worst[i]].name,
+               (double)o->slot_oov[worst[i]] / (double)o->slot_values[worst[i]]);
     printf("%s\n", n ? "" : "-");
 }
 
@@ -594,20 +614,27 @@ typedef struct convert_args {
 enum { FMT_CRITEO, FMT_LIBSVM, FMT_CSV };
 #define CA(f) offsetof(convert_args, f)
 static const opt CONVERT_OPTS[] = {
-    {.name = "--format", .kind = K_CHOICE, .type = T_INT, .meta = "criteo|libsvm|csv", .off = CA(format), .sets = "wd_text_spec_*", .example = "criteo",
+    {.name = "--format", .kind = K_CHOICE, .type = T_INT, .meta = "criteo|libsvm|csv", .off = CA(format),
+     .sets = "wd_text_spec_*", .example = "criteo",
      .help = "the text format (required)"},
-    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = CA(out), .sets = "wd_convert_desc.output",
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = CA(out),
+     .sets = "wd_convert_desc.output",
      .example = "{out}.wdr", .help = "the records to write (required)"},
-    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = CA(threads), .sets = "wd_convert_desc.threads",
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = CA(threads),
+     .sets = "wd_convert_desc.threads",
      .example = "2", .help = "parser threads (default 1); the output does not depend on T"},
-    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES, .off = CA(block),
+    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES,
+     .off = CA(block),
      .sets = "wd_convert_desc.block_samples", .example = "1000", .help = "samples per block (default 4096)"},
-    {.name = "--level", .kind = K_INT, .type = T_INT, .meta = "L", .ilo = 1, .ihi = 19, .off = CA(level), .sets = "wd_convert_desc.level",
+    {.name = "--level", .kind = K_INT, .type = T_INT, .meta = "L", .ilo = 1, .ihi = 19, .off = CA(level),
+     .sets = "wd_convert_desc.level",
      .example = "5", .help = "zstd level (default 3)"},
-    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .word = "auto", .word_value = 0,
+    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .word = "auto",
+     .word_value = 0,
      .off = CA(buckets), .sets = "wd_text_spec buckets", .example = "1000",
      .help = "hash buckets per categorical slot; default auto: sized from the\ndata, 16 x its distinct values, at most 1048576 (a first pass)"},
-    {.name = "--slot-buckets", .kind = K_STR, .type = T_STR, .meta = "A=N,...", .off = CA(slot_buckets), .sets = "wd_text_spec_buckets",
+    {.name = "--slot-buckets", .kind = K_STR, .type = T_STR, .meta = "A=N,...", .off = CA(slot_buckets),
+     .sets = "wd_text_spec_buckets",
      .example = "C1=100", .help = "bucket counts of named slots"},
     {.name = "--min-count", .kind = K_INT, .type = T_INT, .meta = "K", .ilo = 1, .ihi = INT_MAX, .off = CA(min_count),
      .sets = "wd_convert_desc.min_count", .example = "2",
@@ -617,25 +644,35 @@ static const opt CONVERT_OPTS[] = {
      .help = "the bucket counts, and vocabulary if any, of a converted file or a\n"
              "model, so that a test set shares the training set's ids; the input\n"
              "format (columns, dense rule, derived slots) must be F's"},
-    {.name = "--extend-vocab", .kind = K_FLAG, .type = T_INT, .off = CA(extend_vocab), .sets = "wd_convert_desc.extend_vocab",
+    {.name = "--extend-vocab", .kind = K_FLAG, .type = T_INT, .off = CA(extend_vocab),
+     .sets = "wd_convert_desc.extend_vocab",
      .help = "with --schema-from: values F.wdr's vocabulary lacks get the next ids\n(every old id kept) while the slot's table has rows; a day's file\nfor --init-from (see --vocab-capacity)"},
-    {.name = "--vocab-capacity", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFEll, .off = CA(vocab_capacity),
+    {.name = "--vocab-capacity", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFEll,
+     .off = CA(vocab_capacity),
      .sets = "wd_convert_desc.vocab_capacity", .example = "4096",
      .help = "a new vocabulary's tables hold N values or more: room for the\nvalues later --extend-vocab days bring"},
-    {.name = "--bad-lines", .kind = K_CHOICE, .type = T_INT, .meta = "error|skip", .off = CA(skip), .sets = "wd_convert_desc.skip_bad_lines",
+    {.name = "--bad-lines", .kind = K_CHOICE, .type = T_INT, .meta = "error|skip", .off = CA(skip),
+     .sets = "wd_convert_desc.skip_bad_lines",
      .example = "skip", .help = "stop at the first bad line (default) or skip and count them"},
-    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
+    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400,
+     .lo_open = 1,
      .off = CA(progress_every), .sets = "(progress lines)", .example = "5",
      .help = "seconds between progress lines when stderr is not a terminal\n(default 10)"},
-    {.name = "--label", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(label), .group = G_CSV, .sets = "wd_csv_desc.label",
+    {.name = "--label", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(label), .group = G_CSV,
+     .sets = "wd_csv_desc.label",
      .example = "click", .help = "the 0/1 label column (required)", .section = "csv (--format csv):"},
-    {.name = "--dense", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(dense), .group = G_CSV, .sets = "wd_csv_desc.dense",
+    {.name = "--dense", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(dense), .group = G_CSV,
+     .sets = "wd_csv_desc.dense",
      .example = "a", .help = "numeric columns, comma-separated (counts: log1p; see --dense-raw)"},
-    {.name = "--cat", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(cat), .group = G_CSV, .sets = "wd_csv_desc.cat",
+    {.name = "--cat", .kind = K_STR, .type = T_STR, .meta = "COLS", .off = CA(cat), .group = G_CSV,
+     .sets = "wd_csv_desc.cat",
      .example = "b", .help = "categorical columns, comma-separated"},
-    {.name = "--columns", .kind = K_STR, .type = T_STR, .meta = "NAMES", .off = CA(columns), .group = G_CSV, .sets = "wd_csv_desc.header",
-     .example = "a,b", .help = "the column names, comma-separated, for files without a header line\n(needed for standard input and compressed files)"},
-    {.name = "--delimiter", .kind = K_STR, .type = T_STR, .meta = "C", .off = CA(delimiter), .group = G_CSV, .sets = "wd_csv_desc.delimiter",
+    {.name = "--columns", .kind = K_STR, .type = T_STR, .meta = "NAMES", .off = CA(columns), .group = G_CSV,
+     .sets = "wd_csv_desc.header",
+     .example = "a,b", .help =
+         "the column names, comma-separated, for files without a header line\n(needed for standard input and compressed files)"},
+    {.name = "--delimiter", .kind = K_STR, .type = T_STR, .meta = "C", .off = CA(delimiter), .group = G_CSV,
+     .sets = "wd_csv_desc.delimiter",
      .example = ";", .help = "the field separator: one character, or 'tab' (default ',')"},
     {.name = "--id-column", .kind = K_STR, .type = T_STR, .meta = "COL", .off = CA(id_column), .group = G_CSV,
      .sets = "wd_csv_desc.id, wd_convert_desc.ids_output", .example = "id",
@@ -644,42 +681,57 @@ static const opt CONVERT_OPTS[] = {
     {.name = "--derive", .kind = K_STR, .type = T_STR, .meta = "NAME=COL[a:b],...", .off = CA(derive), .group = G_CSV,
      .sets = "wd_csv_desc.derive", .example = "h=hour[6:8]",
      .help = "derived categorical slots: bytes a..b-1 of COL, or\nNAME=weekday(COL[a:b]), the day of the week of a YYMMDD or YYYYMMDD date"},
-    {.name = "--preset", .kind = K_CHOICE, .type = T_INT, .meta = "avazu", .off = CA(preset), .group = G_CSV, .sets = "(the options below)",
+    {.name = "--preset", .kind = K_CHOICE, .type = T_INT, .meta = "avazu", .off = CA(preset), .group = G_CSV,
+     .sets = "(the options below)",
      .example = "avazu",
      .help = "Avazu: label click, its 21 categorical columns, and\nhour_of_day=hour[6:8],day_of_week=weekday(hour[0:6]) (options given win)"},
-    {.name = "--dense-raw", .kind = K_FLAG, .type = T_INT, .off = CA(dense_raw), .group = G_CSV, .sets = "wd_csv_desc.dense_raw",
+    {.name = "--dense-raw", .kind = K_FLAG, .type = T_INT, .off = CA(dense_raw), .group = G_CSV,
+     .sets = "wd_csv_desc.dense_raw",
      .help = "dense values are finite floats taken as they are (not counts)"},
     {.name = "--slots", .kind = K_STR, .type = T_STR, .meta = "NAME=LO-HI,...", .off = CA(slots), .group = G_LIBSVM,
-     .sets = "wd_text_spec_libsvm", .example = "u=0-9", .help = "feature index ranges, each a multi-hot slot (id = index - LO)",
+     .sets = "wd_text_spec_libsvm", .example = "u=0-9", .help =
+         "feature index ranges, each a multi-hot slot (id = index - LO)",
      .section = "libsvm (--format libsvm):"},
     {.name = "--dense-range", .kind = K_STR, .type = T_STR, .meta = "LO-HI", .off = CA(dense_range), .group = G_LIBSVM,
-     .sets = "wd_text_spec_libsvm", .example = "100-101", .help = "feature indexes that become dense columns (index - LO) with their value"},
+     .sets = "wd_text_spec_libsvm", .example = "100-101", .help =
+         "feature indexes that become dense columns (index - LO) with their value"},
 };
 
 typedef struct gen_args { wd_gen_desc d; } gen_args;
 #define GA(f) offsetof(gen_args, d.f)
 static const opt GEN_OPTS[] = {
-    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = GA(output), .sets = "wd_gen_desc.output",
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "OUT.wdr", .off = GA(output),
+     .sets = "wd_gen_desc.output",
      .example = "{out}.wdr", .help = "the records to write (required)"},
-    {.name = "--rows", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = 1ll << 40, .off = GA(rows), .sets = "wd_gen_desc.rows",
+    {.name = "--rows", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = 1ll << 40, .off = GA(rows),
+     .sets = "wd_gen_desc.rows",
      .example = "1000", .help = "rows to draw (required)"},
-    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = GA(seed), .sets = "wd_gen_desc.seed",
+    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = GA(seed),
+     .sets = "wd_gen_desc.seed",
      .example = "7", .help = "fixes the planted model and the row stream (default 0)"},
     {.name = "--first-row", .kind = K_INT, .type = T_I64, .meta = "R", .ilo = 0, .ihi = LLONG_MAX, .off = GA(first_row),
-     .sets = "wd_gen_desc.first_row", .example = "1000", .help = "start at row R of the stream: held-out rows of the same model"},
-    {.name = "--tsv", .kind = K_OUT, .type = T_STR, .meta = "OUT.tsv", .off = GA(tsv), .sets = "wd_gen_desc.tsv", .example = "{out}.tsv",
+     .sets = "wd_gen_desc.first_row", .example = "1000", .help =
+         "start at row R of the stream: held-out rows of the same model"},
+    {.name = "--tsv", .kind = K_OUT, .type = T_STR, .meta = "OUT.tsv", .off = GA(tsv), .sets = "wd_gen_desc.tsv",
+     .example = "{out}.tsv",
      .help = "also write the rows as Criteo TSV"},
-    {.name = "--prob", .kind = K_OUT, .type = T_STR, .meta = "OUT.prob", .off = GA(prob), .sets = "wd_gen_desc.prob", .example = "{out}.prob",
+    {.name = "--prob", .kind = K_OUT, .type = T_STR, .meta = "OUT.prob", .off = GA(prob), .sets = "wd_gen_desc.prob",
+     .example = "{out}.prob",
      .help = "each row's true click probability (default OUT.wdr.prob)"},
-    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = GA(buckets), .sets = "wd_gen_desc.buckets",
+    {.name = "--buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = GA(buckets),
+     .sets = "wd_gen_desc.buckets",
      .example = "1000", .help = "cap on the buckets of a slot (default 1048576; 16 x its cardinality)"},
-    {.name = "--max-card", .kind = K_INT, .type = T_U32, .meta = "C", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = GA(max_card), .sets = "wd_gen_desc.max_card",
+    {.name = "--max-card", .kind = K_INT, .type = T_U32, .meta = "C", .ilo = 1, .ihi = 0xFFFFFFFFll,
+     .off = GA(max_card), .sets = "wd_gen_desc.max_card",
      .example = "100", .help = "cap on each slot's cardinality (default 1048576)"},
-    {.name = "--zipf", .kind = K_FLOAT, .type = T_F64, .meta = "A", .flo = 0, .fhi = 10, .lo_open = 1, .hi_open = 1, .off = GA(zipf),
+    {.name = "--zipf", .kind = K_FLOAT, .type = T_F64, .meta = "A", .flo = 0, .fhi = 10, .lo_open = 1, .hi_open = 1,
+     .off = GA(zipf),
      .sets = "wd_gen_desc.zipf", .example = "1.2", .help = "the ids' Zipf exponent (default 1.1)"},
-    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = GA(threads), .sets = "wd_gen_desc.threads",
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = GA(threads),
+     .sets = "wd_gen_desc.threads",
      .example = "2", .help = "threads (default 1); the output does not depend on T"},
-    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES, .off = GA(block_samples),
+    {.name = "--block", .kind = K_INT, .type = T_INT, .meta = "M", .ilo = 1, .ihi = WD_MAX_BLOCK_SAMPLES,
+     .off = GA(block_samples),
      .sets = "wd_gen_desc.block_samples", .example = "1000", .help = "samples per block (default 4096)"},
 };
 
@@ -692,95 +744,144 @@ typedef struct train_args {
 } train_args;
 #define TA(f) offsetof(train_args, f)
 static const opt TRAIN_OPTS[] = {
-    {.name = "--train", .kind = K_INS, .type = T_STR, .meta = "A.wdr[,B.wdr...]", .off = TA(train), .sets = "wd_train_desc.files",
+    {.name = "--train", .kind = K_INS, .type = T_STR, .meta = "A.wdr[,B.wdr...]", .off = TA(train),
+     .sets = "wd_train_desc.files",
      .example = "{data}", .help = "the training files (required)"},
-    {.name = "--valid", .kind = K_INS, .type = T_STR, .meta = "V.wdr[,...]", .off = TA(valid), .sets = "wd_train_desc.valid_files",
+    {.name = "--valid", .kind = K_INS, .type = T_STR, .meta = "V.wdr[,...]", .off = TA(valid),
+     .sets = "wd_train_desc.valid_files",
      .example = "{data}", .help = "validation files: AUC and log loss after every epoch"},
-    {.name = "--epochs", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 100000, .off = TA(td.epochs), .sets = "wd_train_desc.epochs",
+    {.name = "--epochs", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 100000, .off = TA(td.epochs),
+     .sets = "wd_train_desc.epochs",
      .example = "2", .help = "passes over the training files (default 1; --resume: up to epoch N)"},
     {.name = "--batch", .kind = K_INT, .type = T_INT, .meta = "B", .ilo = 1, .ihi = 1 << 24, .off = TA(td.batch_size),
      .sets = "wd_train_desc.batch_size", .example = "64",
      .help = "the global batch (default 4096, halved down to 32 until an epoch\nhas >= 100 steps; --resume: the checkpoint's)"},
-    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = TA(td.threads), .sets = "wd_train_desc.threads",
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = TA(td.threads),
+     .sets = "wd_train_desc.threads",
      .example = "2", .help = "CPU worker threads (default: the online cores)"},
-    {.name = "--loader-threads", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .off = TA(td.loader_threads),
-     .sets = "wd_train_desc.loader_threads", .example = "2", .help = "loader threads per rank (default 1 on the CPU, cores / GPUs on GPUs)"},
-    {.name = "--loader-ram", .kind = K_SIZE, .type = T_SIZE, .meta = "BYTES", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.loader_ram),
-     .sets = "wd_train_desc.loader_ram", .example = "64M", .help = "decoded bytes in flight per rank (suffix K, M, G; default: the loader's)"},
-    {.name = "--device", .kind = K_CHOICE, .type = T_INT, .meta = "cpu|cuda", .off = TA(td.device), .sets = "wd_train_desc.device",
+    {.name = "--loader-threads", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256,
+     .off = TA(td.loader_threads),
+     .sets = "wd_train_desc.loader_threads", .example = "2", .help =
+         "loader threads per rank (default 1 on the CPU, cores / GPUs on GPUs)"},
+    {.name = "--loader-ram", .kind = K_SIZE, .type = T_SIZE, .meta = "BYTES", .ilo = 1, .ihi = LLONG_MAX,
+     .off = TA(td.loader_ram),
+     .sets = "wd_train_desc.loader_ram", .example = "64M", .help =
+         "decoded bytes in flight per rank (suffix K, M, G; default: the loader's)"},
+    {.name = "--device", .kind = K_CHOICE, .type = T_INT, .meta = "cpu|cuda", .off = TA(td.device),
+     .sets = "wd_train_desc.device",
      .example = "cuda", .help = "where to train (cuda: the CUDA build, wd-cuda; default cpu)"},
-    {.name = "--gpus", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .word = "all", .word_value = WD_ALL_GPUS,
-     .off = TA(td.devices), .sets = "wd_train_desc.devices", .example = "2", .help = "GPUs for --device cuda (and --plan), one rank each (default 1)"},
+    {.name = "--gpus", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 256, .word = "all",
+     .word_value = WD_ALL_GPUS,
+     .off = TA(td.devices), .sets = "wd_train_desc.devices", .example = "2",
+         .help = "GPUs for --device cuda (and --plan), one rank each (default 1)"},
     {.name = "--gpu-fp32", .kind = K_FLAG, .type = T_INT, .off = TA(td.cuda.fp32), .sets = "wd_train_desc.cuda.fp32",
      .help = "--device cuda: the MLP's products in full fp32, as on the CPU\n(default TF32 tensor cores for an fp32 model)"},
-    {.name = "--max-steps", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.max_steps),
+    {.name = "--max-steps", .kind = K_INT, .type = T_I64, .meta = "N", .ilo = 1, .ihi = LLONG_MAX,
+     .off = TA(td.max_steps),
      .sets = "wd_train_desc.max_steps", .example = "1", .help = "stop after global step N"},
-    {.name = "--save", .kind = K_OUT, .type = T_STR, .meta = "M.wdm", .off = TA(save), .sets = "wd_train_desc.checkpoint_path",
-     .example = "{out}.wdm", .help = "the checkpoint: written at the end, every --checkpoint-every steps\nand when interrupted"},
-    {.name = "--checkpoint-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.checkpoint_every),
+    {.name = "--save", .kind = K_OUT, .type = T_STR, .meta = "M.wdm", .off = TA(save),
+     .sets = "wd_train_desc.checkpoint_path",
+     .example = "{out}.wdm", .help =
+         "the checkpoint: written at the end, every --checkpoint-every steps\nand when interrupted"},
+    {.name = "--checkpoint-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX,
+     .off = TA(td.checkpoint_every),
      .sets = "wd_train_desc.checkpoint_every", .example = "1", .help = "also save every STEPS steps (needs --save)"},
-    {.name = "--resume", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(resume), .sets = "wd_model_load", .example = "{model}",
+    {.name = "--resume", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(resume), .sets = "wd_model_load",
+     .example = "{model}",
      .help = "continue a checkpoint's run on the same training files (its model\nsettings and batch size; bit-exact)"},
-    {.name = "--init-from", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(init_from), .sets = "wd_model_load, wd_model_new_run",
-     .example = "{model}", .help = "start a new run (epoch 0, any files and batch size) from a model's\nweights and optimizer state"},
-    {.name = "--eval-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX, .off = TA(td.eval_every),
+    {.name = "--init-from", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = TA(init_from),
+     .sets = "wd_model_load, wd_model_new_run",
+     .example = "{model}", .help =
+         "start a new run (epoch 0, any files and batch size) from a model's\nweights and optimizer state"},
+    {.name = "--eval-every", .kind = K_INT, .type = T_I64, .meta = "STEPS", .ilo = 1, .ihi = LLONG_MAX,
+     .off = TA(td.eval_every),
      .sets = "wd_train_desc.eval_every", .example = "1", .help = "also validate every STEPS steps (needs --valid)"},
-    {.name = "--early-stop", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 1000000, .off = TA(td.early_stop),
-     .sets = "wd_train_desc.early_stop", .example = "2", .help = "stop after N validations in a row without a better AUC (needs --valid)"},
+    {.name = "--early-stop", .kind = K_INT, .type = T_INT, .meta = "N", .ilo = 1, .ihi = 1000000,
+     .off = TA(td.early_stop),
+     .sets = "wd_train_desc.early_stop", .example = "2", .help =
+         "stop after N validations in a row without a better AUC (needs --valid)"},
     {.name = "--keep-best", .kind = K_FLAG, .type = T_INT, .off = TA(td.keep_best), .sets = "wd_train_desc.keep_best",
      .help = "--save holds the model of the best validation AUC\n(needs --valid and --save; not with --checkpoint-every)"},
-    {.name = "--no-shuffle", .kind = K_FLAG, .type = T_INT, .off = TA(td.no_shuffle), .sets = "wd_train_desc.no_shuffle",
+    {.name = "--no-shuffle", .kind = K_FLAG, .type = T_INT, .off = TA(td.no_shuffle),
+     .sets = "wd_train_desc.no_shuffle",
      .help = "read blocks and samples in file order"},
-    {.name = "--log", .kind = K_OUT, .type = T_STR, .meta = "FILE.csv", .off = TA(log), .sets = "(progress callback)", .example = "{out}.csv",
+    {.name = "--log", .kind = K_OUT, .type = T_STR, .meta = "FILE.csv", .off = TA(log), .sets = "(progress callback)",
+     .example = "{out}.csv",
      .help = "a CSV line per step (a validation fills its step's last two\ncolumns), flushed line by line, elapsed_s to the ms:\nstep,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss;\n"
              "FILE.jsonl: a JSON object per step, validation and epoch\n(the --tensorboard scalars, by their tags)"},
-    {.name = "--tensorboard", .kind = K_STR, .type = T_STR, .meta = "DIR", .off = TA(tensorboard), .sets = "wd_tb_open (progress callback)",
-     .example = "{out}.tb", .help = "TensorBoard scalars (an events file in DIR, created if needed):\nloss, validation AUC and log loss, samples/s, learning rates,\nstage times, data wait share"},
-    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400, .lo_open = 1,
+    {.name = "--tensorboard", .kind = K_STR, .type = T_STR, .meta = "DIR", .off = TA(tensorboard),
+     .sets = "wd_tb_open (progress callback)",
+     .example = "{out}.tb", .help =
+         "TensorBoard scalars (an events file in DIR, created if needed):\nloss, validation AUC and log loss, samples/s, learning rates,\nstage times, data wait share"},
+    {.name = "--progress-every", .kind = K_FLOAT, .type = T_F64, .meta = "SECONDS", .flo = 0, .fhi = 86400,
+     .lo_open = 1,
      .off = TA(progress_every), .sets = "(progress callback)", .example = "5",
      .help = "seconds between progress lines when stderr is not a terminal\n(default 10)"},
     {.name = "--plan", .kind = K_FLAG, .type = T_INT, .off = TA(plan), .sets = "wd_plan_from_desc",
      .help = "print every GPU buffer's bytes for these settings and exit"},
-    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = TA(md.seed), .group = G_MODEL,
+    {.name = "--seed", .kind = K_INT, .type = T_U64, .meta = "S", .ilo = 0, .ihi = LLONG_MAX, .off = TA(md.seed),
+     .group = G_MODEL,
      .sets = "wd_model_desc.seed", .example = "7", .help = "initialisation and shuffling seed (default 0)",
      .section = "model (taken from the checkpoint with --resume and --init-from):"},
-    {.name = "--embed-dim", .kind = K_INT, .type = T_INT, .meta = "E", .ilo = 1, .ihi = 1024, .off = TA(md.embed_dim), .group = G_MODEL,
+    {.name = "--embed-dim", .kind = K_INT, .type = T_INT, .meta = "E", .ilo = 1, .ihi = 1024, .off = TA(md.embed_dim),
+     .group = G_MODEL,
      .sets = "wd_model_desc.embed_dim", .example = "8", .help = "embedding width (default 16)"},
-    {.name = "--hidden", .kind = K_LIST, .type = T_STR, .meta = "W1,W2,...", .off = TA(hidden), .group = G_MODEL, .sets = "wd_model_desc.hidden",
+    {.name = "--hidden", .kind = K_LIST, .type = T_STR, .meta = "W1,W2,...", .off = TA(hidden), .group = G_MODEL,
+     .sets = "wd_model_desc.hidden",
      .example = "8,4", .help = "MLP widths, 1..65536 each, at most 8 layers (default 1024,512,256)"},
-    {.name = "--optimizer", .kind = K_CHOICE, .type = T_INT, .meta = "adagrad|adam", .off = TA(md.optimizer), .group = G_MODEL,
+    {.name = "--optimizer", .kind = K_CHOICE, .type = T_INT, .meta = "adagrad|adam", .off = TA(md.optimizer),
+     .group = G_MODEL,
      .sets = "wd_model_desc.optimizer", .example = "adam", .help = "the deep part's optimizer (default adagrad)"},
-    {.name = "--lr-deep", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .lo_open = 1, .off = TA(md.lr_deep), .group = G_MODEL,
-     .sets = "wd_model_desc.lr_deep", .example = "0.02", .help = "deep learning rate (default 0.01 adagrad, 0.001 adam)"},
-    {.name = "--lr-wide", .kind = K_FLOAT, .type = T_F32, .meta = "Y", .flo = 0, .fhi = 1e6, .lo_open = 1, .off = TA(md.lr_wide), .group = G_MODEL,
+    {.name = "--lr-deep", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .lo_open = 1,
+     .off = TA(md.lr_deep), .group = G_MODEL,
+     .sets = "wd_model_desc.lr_deep", .example = "0.02", .help =
+         "deep learning rate (default 0.01 adagrad, 0.001 adam)"},
+    {.name = "--lr-wide", .kind = K_FLOAT, .type = T_F32, .meta = "Y", .flo = 0, .fhi = 1e6, .lo_open = 1,
+     .off = TA(md.lr_wide), .group = G_MODEL,
      .sets = "wd_model_desc.lr_wide", .example = "0.1", .help = "FTRL alpha of the wide part (default 0.05)"},
-    {.name = "--ftrl-l1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l1), .group = G_MODEL,
+    {.name = "--ftrl-l1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l1),
+     .group = G_MODEL,
      .sets = "wd_model_desc.ftrl_l1", .example = "0.1", .help = "FTRL L1 (default 0)"},
-    {.name = "--ftrl-l2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l2), .group = G_MODEL,
+    {.name = "--ftrl-l2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_l2),
+     .group = G_MODEL,
      .sets = "wd_model_desc.ftrl_l2", .example = "0.1", .help = "FTRL L2 (default 0)"},
-    {.name = "--ftrl-beta", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_beta), .group = G_MODEL,
+    {.name = "--ftrl-beta", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.ftrl_beta),
+     .group = G_MODEL,
      .sets = "wd_model_desc.ftrl_beta", .example = "1", .help = "FTRL beta (default 0)"},
-    {.name = "--adagrad-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6, .off = TA(md.adagrad_init), .group = G_MODEL,
+    {.name = "--adagrad-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1e6,
+     .off = TA(md.adagrad_init), .group = G_MODEL,
      .sets = "wd_model_desc.adagrad_init", .example = "0.1", .help = "initial Adagrad accumulator (default 0)"},
-    {.name = "--adam-beta1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .hi_open = 1, .off = TA(md.adam_beta1),
+    {.name = "--adam-beta1", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1,
+     .hi_open = 1, .off = TA(md.adam_beta1),
      .group = G_MODEL, .sets = "wd_model_desc.adam_beta1", .example = "0.8", .help = "Adam beta1 (default 0.9)"},
-    {.name = "--adam-beta2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .hi_open = 1, .off = TA(md.adam_beta2),
+    {.name = "--adam-beta2", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1,
+     .hi_open = 1, .off = TA(md.adam_beta2),
      .group = G_MODEL, .sets = "wd_model_desc.adam_beta2", .example = "0.99", .help = "Adam beta2 (default 0.999)"},
-    {.name = "--adam-eps", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1, .off = TA(md.adam_eps), .group = G_MODEL,
+    {.name = "--adam-eps", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1, .lo_open = 1,
+     .off = TA(md.adam_eps), .group = G_MODEL,
      .sets = "wd_model_desc.adam_eps", .example = "1e-6", .help = "Adam epsilon (default 1e-8)"},
-    {.name = "--emb-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1000, .lo_open = 1, .off = TA(md.emb_init), .group = G_MODEL,
+    {.name = "--emb-init", .kind = K_FLOAT, .type = T_F32, .meta = "X", .flo = 0, .fhi = 1000, .lo_open = 1,
+     .off = TA(md.emb_init), .group = G_MODEL,
      .sets = "wd_model_desc.emb_init", .example = "0.01", .help = "embeddings start uniform in [-X, X] (default 0.05)"},
     {.name = "--pooling", .kind = K_CHOICE, .type = T_INT, .meta = "sum|mean", .off = TA(md.pooling), .group = G_MODEL,
-     .sets = "wd_model_desc.pooling", .example = "mean", .help = "multi-hot slots: the sum or mean of their embeddings (default sum)"},
-    {.name = "--cross", .kind = K_LIST, .type = T_STR, .meta = "AxB,...", .off = TA(cross), .group = G_MODEL, .sets = "wd_model_desc.cross",
-     .example = "0x1", .help = "crossed one-hot slot pairs of the wide part (slot names or 0-based\nindexes; at most 32)"},
-    {.name = "--cross-buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll, .off = TA(md.cross_buckets),
-     .group = G_MODEL, .sets = "wd_model_desc.cross_buckets", .example = "1000", .help = "rows of each cross's wide table (default 1048576)"},
-    {.name = "--no-wide", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_wide), .group = G_MODEL, .sets = "wd_model_desc.no_wide",
+     .sets = "wd_model_desc.pooling", .example = "mean", .help =
+         "multi-hot slots: the sum or mean of their embeddings (default sum)"},
+    {.name = "--cross", .kind = K_LIST, .type = T_STR, .meta = "AxB,...", .off = TA(cross), .group = G_MODEL,
+     .sets = "wd_model_desc.cross",
+     .example = "0x1", .help =
+         "crossed one-hot slot pairs of the wide part (slot names or 0-based\nindexes; at most 32)"},
+    {.name = "--cross-buckets", .kind = K_INT, .type = T_U32, .meta = "N", .ilo = 1, .ihi = 0xFFFFFFFFll,
+     .off = TA(md.cross_buckets),
+     .group = G_MODEL, .sets = "wd_model_desc.cross_buckets", .example = "1000",
+         .help = "rows of each cross's wide table (default 1048576)"},
+    {.name = "--no-wide", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_wide), .group = G_MODEL,
+     .sets = "wd_model_desc.no_wide",
      .help = "no wide part (the deep part alone)"},
-    {.name = "--no-deep", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_deep), .group = G_MODEL, .sets = "wd_model_desc.no_deep",
+    {.name = "--no-deep", .kind = K_FLAG, .type = T_INT, .off = TA(md.no_deep), .group = G_MODEL,
+     .sets = "wd_model_desc.no_deep",
      .help = "no deep part (logistic regression)"},
-    {.name = "--precision", .kind = K_CHOICE, .type = T_INT, .meta = "fp32|bf16", .off = TA(md.precision), .group = G_MODEL,
+    {.name = "--precision", .kind = K_CHOICE, .type = T_INT, .meta = "fp32|bf16", .off = TA(md.precision),
+     .group = G_MODEL,
      .sets = "wd_model_desc.precision", .example = "bf16",
      .help = "the MLP's matrix products (bf16: oneDNN on a CPU with AVX512-BF16\nor AMX, cuBLASLt with --device cuda; default fp32)"},
 };
@@ -788,21 +889,27 @@ static const opt TRAIN_OPTS[] = {
 typedef struct eval_args { const char *model, *out, *ids; int threads, no_ids; } eval_args;
 #define EA(f) offsetof(eval_args, f)
 static const opt EVAL_OPTS[] = {
-    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load", .example = "{model}",
+    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load",
+     .example = "{model}",
      .help = "the model (required)"},
-    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads), .sets = "wd_eval_desc.threads",
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads),
+     .sets = "wd_eval_desc.threads",
      .example = "2", .help = "CPU worker threads (default: the online cores)"},
 };
 static const opt PREDICT_OPTS[] = {
-    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load", .example = "{model}",
+    {.name = "--model", .kind = K_IN, .type = T_STR, .meta = "M.wdm", .off = EA(model), .sets = "wd_model_load",
+     .example = "{model}",
      .help = "the model (required)"},
-    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "PRED.txt", .word = "-", .off = EA(out), .sets = "(the output)",
+    {.name = "--output", .alias = "-o", .kind = K_OUT, .type = T_STR, .meta = "PRED.txt", .word = "-", .off = EA(out),
+     .sets = "(the output)",
      .example = "{out}.txt", .help = "where the predictions go (required; '-': standard output)"},
-    {.name = "--ids", .kind = K_INS, .type = T_STR, .meta = "IDS[,...]", .off = EA(ids), .sets = "(the output)", .example = "{data}.ids",
+    {.name = "--ids", .kind = K_INS, .type = T_STR, .meta = "IDS[,...]", .off = EA(ids), .sets = "(the output)",
+     .example = "{data}.ids",
      .help = "one ids file per DATA.wdr, one id per sample (default:\nDATA.wdr.ids when every DATA.wdr has one)"},
     {.name = "--no-ids", .kind = K_FLAG, .type = T_INT, .off = EA(no_ids), .sets = "(the output)",
      .help = "probabilities only, even when DATA.wdr.ids exist"},
-    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads), .sets = "wd_eval_desc.threads",
+    {.name = "--threads", .kind = K_INT, .type = T_INT, .meta = "T", .ilo = 1, .ihi = 256, .off = EA(threads),
+     .sets = "wd_eval_desc.threads",
      .example = "2", .help = "CPU worker threads (default: the online cores)"},
 };
 
@@ -819,12 +926,14 @@ static const opt EXPORT_OPTS[] = {
 
 typedef struct inspect_args { int verify; } inspect_args;
 static const opt INSPECT_OPTS[] = {
-    {.name = "--verify", .kind = K_FLAG, .type = T_INT, .off = offsetof(inspect_args, verify), .sets = "wd_reader_verify",
+    {.name = "--verify", .kind = K_FLAG, .type = T_INT, .off = offsetof(inspect_args, verify),
+     .sets = "wd_reader_verify",
      .help = "decode and check every block; exit 1 naming the first bad one\n(a model is checked whole by loading it)"},
 };
 
 // K_CHOICE stores the index of the value: the tables list each enum in order
-_Static_assert(WD_DEVICE_CPU == 0 && WD_DEVICE_CUDA == 1 && WD_ADAGRAD == 0 && WD_ADAM == 1 && WD_POOL_SUM == 0 && WD_POOL_MEAN == 1 &&
+_Static_assert(WD_DEVICE_CPU == 0 && WD_DEVICE_CUDA == 1 && WD_ADAGRAD == 0 && WD_ADAM == 1 && WD_POOL_SUM == 0
+               && WD_POOL_MEAN == 1 &&
                WD_PRECISION_FP32 == 0 && WD_PRECISION_BF16 == 1, "a choice table no longer matches its enum");
 #define NOPTS(t) ((int)(sizeof t / sizeof t[0]))
 enum { C_CONVERT, C_INSPECT, C_GEN, C_TRAIN, C_EVAL, C_PREDICT, C_EXPORT, C_DUMP, C_COUNT };
@@ -869,7 +978,8 @@ static const cmdinfo CMDS[C_COUNT] = {
      "AUC and log loss of a model; ends with: auc=<x> logloss=<y> samples=<n>.", EVAL_OPTS, NOPTS(EVAL_OPTS),
      "Data without samples is an error; an AUC that is undefined (one class) prints as nan.\n"},
     {"predict", "predict --model M.wdm [options] DATA.wdr... -o PRED.txt",
-     "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).", PREDICT_OPTS, NOPTS(PREDICT_OPTS),
+     "One probability per sample, in input order, printed with 9 significant\ndigits (each float exactly).",
+         PREDICT_OPTS, NOPTS(PREDICT_OPTS),
      "With ids (wd convert --id-column writes DATA.wdr.ids) each line is id<TAB>probability;\n"
      "an ids file that is not the one its conversion wrote beside DATA.wdr (another file's,\n"
      "or reordered, cut or edited since) is refused before any work.\n"
@@ -927,7 +1037,7 @@ static const char *AVAZU_DERIVE = "hour_of_day=hour[6:8],day_of_week=weekday(hou
 typedef struct conv_ui { double t0, every, last_line; int tty; } conv_ui;
 static int convert_progress(void *user, int64_t done, int64_t total, int64_t rows) {
     conv_ui *u = (conv_ui *)user;
-    double now = wd__now(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
+    double now = now_s(), dt = now - u->t0, rate = dt > 0 ? (double)rows / dt : 0.0;
     char where[64];
     if (total > 0) snprintf(where, sizeof where, "%5.1f%%", 100.0 * (double)done / (double)total);
     else snprintf(where, sizeof where, "%.1f MB", (double)done / 1e6);
@@ -978,13 +1088,17 @@ static wd_status take_schema(const char *path, wd_text_spec *spec) {
         st = wd_reader_open(path, &r);
         if (!st) { st = wd_reader_spec(r, &want); wd_reader_close(r); }
     }
-    if (st) { wd_text_spec_free(&want); return wd__fail(st, "--schema-from %s: %s", path, wd_last_error()); }
-    wd_status mt = wd_text_spec_match(spec, &want.schema);
-    if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
-    st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one that wd_text_spec_match refused
-    if (st) st = wd__fail(st, "--schema-from %s: %s", path, wd_last_error());
-    else st = mt;
+    wd_status mt = WD_OK;
+    if (!st) {
+        mt = wd_text_spec_match(spec, &want.schema);
+        if (!mt && want.vocab) mt = wd_text_spec_vocab(spec, want.vocab);
+        st = wd_text_spec_compare(spec, &want, 0);   // names the first difference, also one wd_text_spec_match refused
+    }
     wd_text_spec_free(&want);
+    if (!st) return mt;
+    char msg[1024];   // within the 1023 bytes wd_last_error() keeps
+    snprintf(msg, sizeof msg, "--schema-from %.400s: %.600s", path, wd_last_error());
+    wd_set_last_error(msg);
     return st;
 }
 
@@ -1005,17 +1119,27 @@ static int cmd_convert(int argc, char **argv) {
     if (!in.n) { usage_error("convert: no input files"); goto done; }
     for (int i = 0; i < c->ntab; i++) {
         const opt *o = &c->tab[i];
-        if (given[i] && o->group == G_CSV && a.format != FMT_CSV) { usage_error("%s is an option of --format csv", o->name); goto done; }
-        if (given[i] && o->group == G_LIBSVM && a.format != FMT_LIBSVM) { usage_error("%s is an option of --format libsvm", o->name); goto done; }
+        if (given[i] && o->group == G_CSV && a.format != FMT_CSV) {
+            usage_error("%s is an option of --format csv", o->name); goto done; }
+        if (given[i] && o->group == G_LIBSVM && a.format != FMT_LIBSVM) {
+            usage_error("%s is an option of --format libsvm", o->name); goto done; }
     }
-    if (a.format == FMT_LIBSVM && opt_given(c, given, "--buckets")) { usage_error("--buckets: libsvm slots take their size from their index ranges"); goto done; }
-    if (a.format == FMT_LIBSVM && a.min_count) { usage_error("--min-count: libsvm slots hold indexes, not values to count"); goto done; }
-    if (a.schema_from && opt_given(c, given, "--buckets")) { usage_error("--buckets and --schema-from both set the bucket counts: choose one"); goto done; }
-    if (a.schema_from && a.slot_buckets) { usage_error("--slot-buckets and --schema-from both set the bucket counts: choose one"); goto done; }
-    if (a.schema_from && a.min_count && !a.extend_vocab) { usage_error("--min-count builds a new vocabulary, --schema-from takes F.wdr's ids: choose one (or --extend-vocab: K counts for new values)"); goto done; }
-    if (a.extend_vocab && !a.schema_from) { usage_error("--extend-vocab extends the vocabulary of --schema-from F.wdr: give it"); goto done; }
-    if (a.vocab_capacity && a.schema_from) { usage_error("--vocab-capacity sizes a new vocabulary's tables; --schema-from keeps F.wdr's"); goto done; }
-    if (a.vocab_capacity && a.format == FMT_LIBSVM) { usage_error("--vocab-capacity: libsvm slots hold indexes, not values: no vocabulary"); goto done; }
+    if (a.format == FMT_LIBSVM && opt_given(c, given, "--buckets")) {
+        usage_error("--buckets: libsvm slots take their size from their index ranges"); goto done; }
+    if (a.format == FMT_LIBSVM && a.min_count) {
+        usage_error("--min-count: libsvm slots hold indexes, not values to count"); goto done; }
+    if (a.schema_from && opt_given(c, given, "--buckets")) {
+        usage_error("--buckets and --schema-from both set the bucket counts: choose one"); goto done; }
+    if (a.schema_from && a.slot_buckets) {
+        usage_error("--slot-buckets and --schema-from both set the bucket counts: choose one"); goto done; }
+    if (a.schema_from && a.min_count && !a.extend_vocab) {
+        usage_error("--min-count builds a new vocabulary, --schema-from takes F.wdr's ids: choose one (or --extend-vocab: K counts for new values)"); goto done; }
+    if (a.extend_vocab && !a.schema_from) {
+        usage_error("--extend-vocab extends the vocabulary of --schema-from F.wdr: give it"); goto done; }
+    if (a.vocab_capacity && a.schema_from) {
+        usage_error("--vocab-capacity sizes a new vocabulary's tables; --schema-from keeps F.wdr's"); goto done; }
+    if (a.vocab_capacity && a.format == FMT_LIBSVM) {
+        usage_error("--vocab-capacity: libsvm slots hold indexes, not values: no vocabulary"); goto done; }
     int nstdin = 0;
     const char *stream = NULL;   // an input that can be read once: standard input, a pipe
     for (int i = 0; i < in.n; i++) {
@@ -1023,7 +1147,9 @@ static int cmd_convert(int argc, char **argv) {
         if (!stream && is_stream(in.v[i])) stream = strcmp(in.v[i], "-") == 0 ? "standard input" : in.v[i];
     }
     if (nstdin > 1) { usage_error("convert: standard input ('-') can be read once"); goto done; }
-    if (stream && (a.min_count || a.extend_vocab)) { usage_error("convert: %s needs a first pass over the input, and %s can be read once", a.extend_vocab ? "--extend-vocab" : "--min-count", stream); goto done; }
+    if (stream && (a.min_count || a.extend_vocab)) {
+        usage_error("convert: %s needs a first pass over the input, and %s can be read once",
+                    a.extend_vocab ? "--extend-vocab" : "--min-count", stream); goto done; }
     if (stream && a.format != FMT_LIBSVM && !a.buckets && !a.schema_from && !a.slot_buckets) {
         usage_error("convert: %s can be read once: give --buckets N or --schema-from F.wdr (sizing the tables from the data needs a first pass)", stream);
         goto done;
@@ -1031,10 +1157,12 @@ static int cmd_convert(int argc, char **argv) {
     if (a.id_column) snprintf(ids_path, sizeof ids_path, "%s.ids", a.out);
     // no output may replace an input
     for (int i = 0; i < in.n; i++) {
-        if (wd__same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
-        if (ids_path[0] && wd__same_file(ids_path, in.v[i])) { refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
+        if (wd_same_file(a.out, in.v[i])) { refuse_same("-o", a.out, "the input", in.v[i]); goto done; }
+        if (ids_path[0] && wd_same_file(ids_path, in.v[i])) {
+            refuse_same("--id-column's output", ids_path, "the input", in.v[i]); goto done; }
     }
-    if (a.schema_from && wd__same_file(a.out, a.schema_from)) { refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
+    if (a.schema_from && wd_same_file(a.out, a.schema_from)) {
+        refuse_same("-o", a.out, "the --schema-from file", a.schema_from); goto done; }
     // handlers first: a signal from here on removes every temporary file (check_output's probes too)
     install_signals(1, "\nwd: stopping the conversion (no output is written); interrupt again to quit at once\n");
     if ((rc = check_output("-o", a.out)) != 0) goto done;
@@ -1056,12 +1184,15 @@ static int cmd_convert(int argc, char **argv) {
         char delim = ',';
         if (a.delimiter) {
             if (strcmp(a.delimiter, "tab") == 0 || strcmp(a.delimiter, "\\t") == 0) delim = '\t';
-            else if (strlen(a.delimiter) == 1 && a.delimiter[0] != '"' && a.delimiter[0] != '\r' && a.delimiter[0] != '\n') delim = a.delimiter[0];
-            else { usage_error("--delimiter: '%s' is not one character (other than a quote) or 'tab'", a.delimiter); goto done; }
+            else if (strlen(a.delimiter) == 1 && a.delimiter[0] != '"' && a.delimiter[0] != '\r'
+                     && a.delimiter[0] != '\n') delim = a.delimiter[0];
+            else { usage_error("--delimiter: '%s' is not one character (other than a quote) or 'tab'", a.delimiter);
+                  goto done; }
         }
         char header[4096];
         if (a.columns) {   // comma-separated names; the header line they stand for uses the delimiter
-            if (strlen(a.columns) >= sizeof header) { usage_error("--columns: longer than %d bytes", (int)sizeof header - 1); goto done; }
+            if (strlen(a.columns) >= sizeof header) {
+                usage_error("--columns: longer than %d bytes", (int)sizeof header - 1); goto done; }
             strcpy(header, a.columns);
             for (char *p = header; *p; p++) if (*p == ',') *p = delim;
         } else if (is_stream(in.v[0])) {
@@ -1070,8 +1201,11 @@ static int cmd_convert(int argc, char **argv) {
             goto done;
         } else {
             int r = read_first_line(in.v[0], header, sizeof header);
-            if (r == -2) { usage_error("csv: the header line of the compressed file '%s' is not read ahead: give --columns NAMES", in.v[0]); goto done; }
-            if (r == -3) { rc = fail_msg("%s: the header line is longer than %d bytes", in.v[0], (int)sizeof header - 1); goto done; }
+            if (r == -2) {
+                usage_error("csv: the header line of the compressed file '%s' is not read ahead: give --columns NAMES",
+                            in.v[0]); goto done; }
+            if (r == -3) { rc = fail_msg("%s: the header line is longer than %d bytes", in.v[0],
+                                         (int)sizeof header - 1); goto done; }
             if (r == -4) { rc = fail_msg("%s: empty file: no header line", in.v[0]); goto done; }
             if (r) { rc = fail_msg("%s: cannot read the header line: %s", in.v[0], strerror(errno)); goto done; }
         }
@@ -1081,7 +1215,8 @@ static int cmd_convert(int argc, char **argv) {
         cd.id = a.id_column; cd.derive = a.derive; cd.buckets = a.buckets; cd.dense_raw = a.dense_raw;
         st = wd_text_spec_csv_desc(spec, &cd);
     } else {
-        if (!a.slots && !a.dense_range) { usage_error("libsvm: --slots NAME=LO-HI,... or --dense-range LO-HI is required"); goto done; }
+        if (!a.slots && !a.dense_range) {
+            usage_error("libsvm: --slots NAME=LO-HI,... or --dense-range LO-HI is required"); goto done; }
         st = wd_text_spec_libsvm(spec, a.slots, a.dense_range, 0);
     }
     if (!st && a.slot_buckets) st = wd_text_spec_buckets(spec, a.slot_buckets);
@@ -1090,7 +1225,7 @@ static int cmd_convert(int argc, char **argv) {
 
     conv_ui ui;
     memset(&ui, 0, sizeof ui);
-    ui.t0 = ui.last_line = wd__now();
+    ui.t0 = ui.last_line = now_s();
     ui.tty = isatty(2);
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
     wd_convert_desc d;
@@ -1105,8 +1240,10 @@ static int cmd_convert(int argc, char **argv) {
     if (ui.tty) fprintf(stderr, "\r\033[K");
     if (g_signal) {
         if (st && st != WD_ERR_ABORTED) fail(st);
-        if (!st) fprintf(stderr, "wd: interrupted by %s after the conversion finished: %s is complete\n", signal_name(g_signal), a.out);
-        else fprintf(stderr, "wd: interrupted by %s: the conversion stopped; %s was not written\n", signal_name(g_signal), a.out);
+        if (!st) fprintf(stderr, "wd: interrupted by %s after the conversion finished: %s is complete\n",
+                         signal_name(g_signal), a.out);
+        else fprintf(stderr, "wd: interrupted by %s: the conversion stopped; %s was not written\n",
+                     signal_name(g_signal), a.out);
         rc = 128 + g_signal;
         goto done;
     }
@@ -1114,18 +1251,22 @@ static int cmd_convert(int argc, char **argv) {
     for (int i = 0; i < rep.nbad_shown; i++) fprintf(stderr, "wd: skipped %s\n", rep.bad_where[i]);
     printf("converted rows=%lld bad_rows=%lld blocks=%lld seconds=%.3f rows/s=%.0f MB/s=%.1f bytes_in=%lld bytes_out=%lld bytes/row=%.1f\n",
            (long long)rep.rows, (long long)rep.bad_rows, (long long)rep.blocks, rep.seconds,
-           rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0, rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
-           (long long)rep.bytes_in, (long long)rep.bytes_out, rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
+           rep.seconds > 0 ? (double)rep.rows / rep.seconds : 0.0,
+           rep.seconds > 0 ? (double)rep.bytes_in / rep.seconds / 1e6 : 0.0,
+           (long long)rep.bytes_in, (long long)rep.bytes_out,
+           rep.rows ? (double)rep.bytes_out / (double)rep.rows : 0.0);
     print_oov("converted", &rep.oov, &spec->schema);
     if (a.extend_vocab) {
         int64_t added = 0, full = 0;
         int grown = 0;
-        for (int k = 0; k < spec->schema.nslots; k++) { added += rep.vocab_added[k]; full += rep.vocab_no_room[k]; grown += rep.vocab_added[k] > 0; }
+        for (int k = 0; k < spec->schema.nslots; k++) {
+            added += rep.vocab_added[k]; full += rep.vocab_no_room[k]; grown += rep.vocab_added[k] > 0; }
         printf("vocabulary extended new_ids=%lld slots=%d no_room=%lld\n", (long long)added, grown, (long long)full);
         for (int k = 0; k < spec->schema.nslots; k++)
             if (rep.vocab_no_room[k])
                 warn("slot %s: its table is full (%lld values in %u rows): %lld new values stay out of vocabulary; convert the first day with a larger --vocab-capacity",
-                     spec->schema.slot[k].name, (long long)rep.vocab_size[k], rep.buckets[k], (long long)rep.vocab_no_room[k]);
+                     spec->schema.slot[k].name, (long long)rep.vocab_size[k], rep.buckets[k],
+                     (long long)rep.vocab_no_room[k]);
     }
     if (ids_path[0]) printf("ids -> %s\n", ids_path);
     else {   // an ids file of an earlier conversion to this name no longer matches it
@@ -1133,7 +1274,7 @@ static int cmd_convert(int argc, char **argv) {
         struct stat sb;
         snprintf(stale, sizeof stale, "%s.ids", a.out);
         int is_input = 0;
-        for (int i = 0; i < in.n; i++) is_input |= wd__same_file(stale, in.v[i]);
+        for (int i = 0; i < in.n; i++) is_input |= wd_same_file(stale, in.v[i]);
         if (!is_input && stat(stale, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(stale) == 0)
             fprintf(stderr, "wd: removed %s: it held the ids of the file this conversion replaced\n", stale);
     }
@@ -1233,7 +1374,10 @@ static int cmd_inspect(int argc, char **argv) {
     printf("file:     %s\n", path);
     printf("created:  %s\n", wd_reader_created(r));
     static const char *fmt_names[3] = {"criteo (TSV)", "libsvm", "csv"};
-    if (r->spec) printf("input:    %s%s%s\n", fmt_names[r->spec->format], r->spec->format == WD_FMT_CSV ? (r->spec->dense_raw ? ", dense values as they are" : ", dense counts through log1p") : "",
+    if (r->spec) printf("input:    %s%s%s\n", fmt_names[r->spec->format],
+                        r->spec->format == WD_FMT_CSV
+                            ? (r->spec->dense_raw ? ", dense values as they are" : ", dense counts through log1p")
+                            : "",
                         r->spec->nderived ? ", derived slots" : "");
     else printf("input:    no input format stored (written by wd_writer or wd gen, or converted before .wdr version 3)\n");
     printf("schema:   %d dense, %d slots%s\n", s->ndense, s->nslots, v ? " (vocabulary ids)" : "");
@@ -1241,20 +1385,25 @@ static int cmd_inspect(int argc, char **argv) {
         uint64_t fp = wd_vocab_fingerprint(v, k);
         char fps[40] = "";
         if (fp) snprintf(fps, sizeof fps, "  vocabulary %016llx", (unsigned long long)fp);
-        printf("  slot %-3d %-20s %10u buckets  %s%s\n", k, s->slot[k].name, s->slot[k].buckets, s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", fps);
+        printf("  slot %-3d %-20s %10u buckets  %s%s\n", k, s->slot[k].name, s->slot[k].buckets,
+               s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", fps);
     }
     printf("blocks:   %lld (first holds %d samples)\n", (long long)nb, nb ? wd_reader_block_samples(r, 0) : 0);
     printf("samples:  %lld\n", (long long)ns);
-    printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r), ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
+    printf("bytes:    %lld (%.2f per sample)\n", (long long)wd_reader_file_bytes(r),
+           ns ? (double)wd_reader_file_bytes(r) / (double)ns : 0.0);
     const wd_vocab *voc = wd_reader_vocab(r);
     if (voc) {   // ids of their own for these slots' values: 8 bytes a value in the header
         long long values = 0;
         int covered = 0;
-        for (int k = 0; k < s->nslots; k++) if (wd_vocab_size(voc, k) >= 0) { values += wd_vocab_size(voc, k); covered++; }
-        printf("vocabulary: %lld values in %d of %d slots (%llu bytes of the header)\n", values, covered, s->nslots, (unsigned long long)wd__vocab_bytes(voc));
+        for (int k = 0; k < s->nslots; k++) if (wd_vocab_size(voc, k) >= 0) {
+            values += wd_vocab_size(voc, k); covered++; }
+        // the header's vocabulary: an i64 count a slot, then a u64 a value (widedeep.h's file format)
+        printf("vocabulary: %lld values in %d of %d slots (%lld bytes of the header)\n", values, covered, s->nslots,
+               8 * ((long long)s->nslots + values));
     }
     // the label mean (and, with --verify, every check) needs every block decoded
-    double pos_labels = 0, t0 = wd__now();
+    double pos_labels = 0, t0 = now_s();
     int64_t bad = -1;
     for (int64_t i = 0; i < nb; i++) {
         const wd_batch *b;
@@ -1262,7 +1411,7 @@ static int cmd_inspect(int argc, char **argv) {
         if (st) { bad = i; break; }
         for (int j = 0; j < b->n; j++) pos_labels += b->label[j];
     }
-    double dt = wd__now() - t0;
+    double dt = now_s() - t0;
     if (st) {   // a block that does not decode is bad; out of memory, or a setting, is said as it is
         if (st == WD_ERR_CORRUPT || st == WD_ERR_IO || st == WD_ERR_FORMAT || st == WD_ERR_NUMERIC)
             fprintf(stderr, "wd: %s: block %lld of %lld is bad: %s\n", path, (long long)bad, (long long)nb,
@@ -1275,7 +1424,8 @@ static int cmd_inspect(int argc, char **argv) {
         return 1;
     }
     printf("labels:   mean %.6f\n", ns ? pos_labels / (double)ns : 0.0);
-    if (a.verify) printf("verify:   OK, %lld blocks, %lld samples, decoded at %.2fM samples/s\n", (long long)nb, (long long)ns, dt > 0 ? (double)ns / dt / 1e6 : 0.0);
+    if (a.verify) printf("verify:   OK, %lld blocks, %lld samples, decoded at %.2fM samples/s\n", (long long)nb,
+                         (long long)ns, dt > 0 ? (double)ns / dt / 1e6 : 0.0);
     wd_reader_close(r);
     sv_free(&pos);
     return 0;
@@ -1295,10 +1445,12 @@ static int cmd_gen(int argc, char **argv) {
     if (!d->output || d->rows <= 0) return usage_error("gen: -o OUT.wdr and --rows N are required");
     char prob[PATH_MAX + 8];
     snprintf(prob, sizeof prob, "%s%s", d->prob ? d->prob : d->output, d->prob ? "" : ".prob");
-    const char *outs[3] = {d->output, d->tsv, prob}, *names[3] = {"-o", "--tsv", d->prob ? "--prob" : "the probabilities (OUT.wdr.prob)"};
+    const char *outs[3] = {d->output, d->tsv, prob},
+               *names[3] = {"-o", "--tsv", d->prob ? "--prob" : "the probabilities (OUT.wdr.prob)"};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
-            if (outs[i] && outs[j] && wd__same_file(outs[i], outs[j])) return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
+            if (outs[i] && outs[j] && wd_same_file(outs[i], outs[j]))
+                return usage_error("gen: %s and %s are both '%s'", names[i], names[j], outs[i]);
     install_signals(0, "");
     for (int i = 0; i < 3; i++) if (outs[i] && (rc = check_output(names[i], outs[i])) != 0) return rc;
     wd_gen_report rep;
@@ -1312,12 +1464,14 @@ static int cmd_gen(int argc, char **argv) {
 // ---- train ------------------------------------------------------------------------------------------
 // "activations 2" for per-layer buffers, the plain name otherwise.
 static const char *plan_label(const wd_plan_entry *e, char *buf, size_t n) {
-    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD || e->buf == WD_BUF_RELU_MASK || e->buf == WD_BUF_GRAD_LP) { snprintf(buf, n, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
+    if (e->buf == WD_BUF_ACT || e->buf == WD_BUF_BATCH || e->buf == WD_BUF_GRAD || e->buf == WD_BUF_RELU_MASK
+        || e->buf == WD_BUF_GRAD_LP) { snprintf(buf, n, "%s %d", wd_buf_name(e->buf), e->index); return buf; }
     return wd_buf_name(e->buf);
 }
 // A slot by name or 0-based index, given as the n bytes at name; -1 if none.
 static int slot_index(const wd_schema *s, const char *name, size_t n) {
-    for (int k = 0; k < s->nslots; k++) if (strlen(s->slot[k].name) == n && strncmp(s->slot[k].name, name, n) == 0) return k;
+    for (int k = 0; k < s->nslots; k++) if (strlen(s->slot[k].name) == n && strncmp(s->slot[k].name, name, n) == 0)
+        return k;
     if (n == 0 || n > 9) return -1;
     int v = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1364,7 +1518,8 @@ static int parse_cross(const char *list, const wd_schema *s, wd_model_desc *md) 
             int left_ok = slot_index(s, item, (size_t)(x - item)) >= 0;
             const char *bad = left_ok ? x + 1 : item;
             int blen = left_ok ? (int)strlen(x + 1) : (int)(x - item);
-            rc = usage_error("--cross: unknown slot '%.*s' in '%s' (slots: names or 0..%d)", blen, bad, item, s->nslots - 1);
+            rc = usage_error("--cross: unknown slot '%.*s' in '%s' (slots: names or 0..%d)", blen, bad, item,
+                             s->nslots - 1);
         } else rc = usage_error("--cross: '%s' is not a pair of slots (names or 0..%d)", item, s->nslots - 1);
     }
     if (!rc) md->ncross = cs.n;
@@ -1416,7 +1571,8 @@ static void emit_scalars(train_ui *u, const char *kind, int64_t step, double epo
 }
 // The epoch that just ended (its mean training loss; validation metrics if given).
 static void emit_epoch(train_ui *u, int64_t step, double auc, double ll) {
-    scalar sc[3] = {{"epoch/loss", u->epoch_steps ? u->epoch_loss / (double)u->epoch_steps : NAN}, {"epoch/valid_auc", auc},
+    scalar sc[3] = {{"epoch/loss", u->epoch_steps ? u->epoch_loss / (double)u->epoch_steps : NAN},
+                    {"epoch/valid_auc", auc},
                     {"epoch/valid_logloss", ll}};
     emit_scalars(u, "epoch", step, (double)(u->epoch + 1), sc, 3);
     u->epoch_loss = 0;
@@ -1456,7 +1612,8 @@ static void emit_progress(train_ui *u, const wd_progress *p, int valid) {
 static void log_row(train_ui *u, const wd_progress *p, double auc, double ll) {
     if (!u->log || u->log_errno) return;
     errno = 0;
-    fprintf(u->log, "%lld,%lld,%lld,%.6f,%.3f,", (long long)p->step, (long long)p->samples, (long long)p->epoch, p->loss, p->elapsed_s);
+    fprintf(u->log, "%lld,%lld,%lld,%.6f,%.3f,", (long long)p->step, (long long)p->samples, (long long)p->epoch,
+            p->loss, p->elapsed_s);
     if (!isnan(auc)) fprintf(u->log, "%.6f", auc);
     fputc(',', u->log);
     if (!isnan(ll)) fprintf(u->log, "%.6f", ll);
@@ -1509,27 +1666,33 @@ static int train_progress(void *user, const wd_progress *p) {
             else { u->held = *p; u->holding = 1; }
         }
     }
-    double now = wd__now();
+    double now = now_s();
     errno = 0;
     clearerr(stderr);
     if (valid && isnan(p->valid_auc) && !u->said_nan) {
         u->said_nan = 1;
-        fprintf(stderr, "%swd: warning: the validation AUC is undefined: the validation files hold labels of one class%s\n", u->tty ? "\r\033[K" : "",
-                u->early_stop ? (u->keep_best ? "; --early-stop and --keep-best cannot judge the model" : "; --early-stop cannot judge the model")
+        fprintf(stderr,
+                "%swd: warning: the validation AUC is undefined: the validation files hold labels of one class%s\n",
+                u->tty ? "\r\033[K" : "",
+                u->early_stop ? (u->keep_best ? "; --early-stop and --keep-best cannot judge the model"
+                                 : "; --early-stop cannot judge the model")
                               : u->keep_best ? "; --keep-best cannot judge the model" : "");
     }
     if (valid)
-        fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->epoch,
+        fprintf(stderr, "%sstep %lld epoch %lld: valid auc=%.5f logloss=%.5f\n", u->tty ? "\r\033[K" : "",
+                (long long)p->step, (long long)p->epoch,
                 p->valid_auc, p->valid_logloss);
     else if (u->tty) {
         if (now - u->last_tty > 0.2) {
             u->last_tty = now;
-            fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step, (long long)p->epoch, p->loss,
+            fprintf(stderr, "\r\033[Kstep %lld  epoch %lld  loss %.5f  %.0f samples/s  ETA %.0fs", (long long)p->step,
+                    (long long)p->epoch, p->loss,
                     p->samples_per_s, p->eta_s);
         }
     } else if (now - u->last_line >= u->every) {
         u->last_line = now;
-        fprintf(stderr, "wd: step %lld epoch %lld loss %.5f, %.0f samples/s, %.0f s elapsed, ETA %.0f s\n", (long long)p->step, (long long)p->epoch,
+        fprintf(stderr, "wd: step %lld epoch %lld loss %.5f, %.0f samples/s, %.0f s elapsed, ETA %.0f s\n",
+                (long long)p->step, (long long)p->epoch,
                 p->loss, p->samples_per_s, p->elapsed_s, p->eta_s);
     }
     if (ferror(stderr) && !u->err_errno) u->err_errno = errno ? errno : EIO;   // e.g. `wd train 2>&1 | head -1`
@@ -1562,8 +1725,9 @@ static int train_follow(void *user, const wd_progress *p) {
 }
 // The MLP on a slow GEMM engine: say so (report.engine names it).
 static void warn_engine(const char *engine) {
-    static const char *const generic[] = {"Prescott", "Katmai", "Coppermine", "Northwood", "Banias", "Core2", "Penryn", "Dunnington",
-                                          "Nehalem", "Atom", "Opteron", "Opteron_SSE3", "Barcelona", "Bobcat", "Nano", "Generic"};
+    static const char *const generic[] = {"Prescott", "Katmai", "Coppermine", "Northwood", "Banias", "Core2", "Penryn",
+                                          "Dunnington", "Nehalem", "Atom", "Opteron", "Opteron_SSE3", "Barcelona",
+                                          "Bobcat", "Nano", "Generic"};
     if (strstr(engine, "gemm=portable"))
         warn("the MLP runs on the portable GEMM loops (slow): install libdnnl-dev (or libopenblas-dev) and rebuild");
     const char *core = strstr(engine, "core=");
@@ -1597,16 +1761,19 @@ static void warn_dense_scale(const char *path) {
         const wd_batch *b;
         if (wd_reader_block(r, i, &b)) break;
         for (int n = 0; n < b->n; n++)
-            for (int j = 0; j < nd; j++) mx[j] = fmax(mx[j], fabs((double)b->dense[(size_t)n * (size_t)b->ndense + (size_t)j]));
+            for (int j = 0; j < nd; j++)
+                mx[j] = fmax(mx[j], fabs((double)b->dense[(size_t)n * (size_t)b->ndense + (size_t)j]));
     }
     char list[256] = "";
     int bad = 0;
     size_t k = 0;
     for (int j = 0; j < nd; j++)
-        if (mx[j] > DENSE_SCALE_MAX && bad++ < 5 && k < sizeof list - 40) k += (size_t)snprintf(list + k, sizeof list - k, "%s%d (|x| up to %.3g)", k ? ", " : "", j, mx[j]);
+        if (mx[j] > DENSE_SCALE_MAX && bad++ < 5 && k < sizeof list - 40)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%d (|x| up to %.3g)", k ? ", " : "", j, mx[j]);
     if (bad)
         warn("%s: dense column%s %s%s: values this large saturate the first layer and the model learns little; scale them "
-             "(e.g. log1p, or standardize) before training", path, bad > 1 ? "s" : "", list, bad > 5 ? " and more" : "");
+             "(e.g. log1p, or standardize) before training", path, bad > 1 ? "s" : "", list,
+             bad > 5 ? " and more" : "");
     wd_reader_close(r);
 }
 
@@ -1614,7 +1781,8 @@ static void warn_dense_scale(const char *path) {
 static void warn_after_error(const char *path, const wd_model *m) {
     int64_t step = 0;
     wd_model_position(m, NULL, NULL, &step);
-    if (wd_model_after_error(m)) warn("%s was saved after an error stopped training: it holds the model after step %lld, the last step finished before the error", path, (long long)step);
+    if (wd_model_after_error(m))
+        warn("%s was saved after an error stopped training: it holds the model after step %lld, the last step finished before the error", path, (long long)step);
 }
 
 // ---- a job of several processes: mpirun (build/wd-mpi, -DWD_USE_MPI) ------------------------------
@@ -1677,29 +1845,35 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     int size = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 0);
     if (size <= 0) return 0;   // not launched by mpirun/srun: one process
     int level = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level) != MPI_SUCCESS) return fail_msg("MPI_Init_thread failed");
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level) != MPI_SUCCESS)
+        return fail_msg("MPI_Init_thread failed");
     g_mpi_init = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_mpi_size);
     // before anything can fail on one rank: its mpi_end then never meets
     // another rank's collective on MPI_COMM_WORLD
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &g_mpi_end) != MPI_SUCCESS) { g_mpi_end = MPI_COMM_NULL; return fail_msg("rank %d: MPI_Comm_dup failed", g_mpi_rank); }
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &g_mpi_end) != MPI_SUCCESS) {
+        g_mpi_end = MPI_COMM_NULL; return fail_msg("rank %d: MPI_Comm_dup failed", g_mpi_rank); }
     int rc = mpi_same_outputs(save, tb);
     if (rc) return rc;
-    if (level < MPI_THREAD_FUNNELED) return fail_msg("rank %d: MPI gives thread level %d, the trainer needs MPI_THREAD_FUNNELED", g_mpi_rank, level);
+    if (level < MPI_THREAD_FUNNELED)
+        return fail_msg("rank %d: MPI gives thread level %d, the trainer needs MPI_THREAD_FUNNELED", g_mpi_rank, level);
     int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", g_mpi_rank);
     int nlocal = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", g_mpi_size);
-    if (td->devices > 1 || td->devices == WD_ALL_GPUS) return usage_error("under mpirun each process trains one GPU (its local rank's): drop --gpus");
+    if (td->devices > 1 || td->devices == WD_ALL_GPUS)
+        return usage_error("under mpirun each process trains one GPU (its local rank's): drop --gpus");
     wd_status st = WD_OK;
     if (td->device == WD_DEVICE_CUDA) {
 #ifdef WD_HAVE_CUDA
         int ngpu = 0;
         st = wd_cuda_device_count(&ngpu);
-        if (!st && ngpu < 1) st = wd__fail(WD_ERR_UNSUPPORTED, "no CUDA device");
-        if (!st) { td->device_index = local % ngpu; st = wd_comm_nccl_init_mpi(MPI_COMM_WORLD, td->device_index, &g_mpi_comm); }
+        if (!st && ngpu < 1) { wd_set_last_error("no CUDA device"); st = WD_ERR_UNSUPPORTED; }
+        if (!st) { td->device_index = local % ngpu; st = wd_comm_nccl_init_mpi(MPI_COMM_WORLD, td->device_index,
+            &g_mpi_comm); }
 #else
         (void)local;
-        st = wd__fail(WD_ERR_UNSUPPORTED, "this wd was built without CUDA (build/wd-mpi-cuda has both)");
+        wd_set_last_error("this wd was built without CUDA (build/wd-mpi-cuda has both)");
+        st = WD_ERR_UNSUPPORTED;
 #endif
     } else {
         if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
@@ -1732,7 +1906,7 @@ static int mpi_end(int rc) {
         double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a step (a save) may take that long
         most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
-            for (double t0 = wd__now(); !done && wd__now() - t0 < most;) {
+            for (double t0 = now_s(); !done && now_s() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
                 if (!done) usleep(1000);
             }
@@ -1773,34 +1947,49 @@ static int cmd_train(int argc, char **argv) {
     int rc = parse_args(c, &a, argc, argv, &pos, given);
     if (rc >= 0) goto done;
     rc = 2;
-    if (pos.n) { usage_error("train: unexpected argument '%s' (training files go in --train A.wdr,B.wdr)", pos.v[0]); goto done; }
+    if (pos.n) { usage_error("train: unexpected argument '%s' (training files go in --train A.wdr,B.wdr)", pos.v[0]);
+        goto done; }
     if (!a.train) { usage_error("train: --train FILE.wdr[,...] is required"); goto done; }
     const opt *model_opt = first_given(c, given, G_MODEL);
     const char *from = a.resume ? "--resume" : "--init-from";
-    if (a.resume && a.init_from) { usage_error("train: --resume continues a run, --init-from starts a new one: choose one"); goto done; }
-    if ((a.resume || a.init_from) && model_opt) { usage_error("train: %s takes the model settings from the checkpoint; drop %s", from, model_opt->name); goto done; }
+    if (a.resume && a.init_from) {
+        usage_error("train: --resume continues a run, --init-from starts a new one: choose one"); goto done; }
+    if ((a.resume || a.init_from) && model_opt) {
+        usage_error("train: %s takes the model settings from the checkpoint; drop %s", from, model_opt->name);
+        goto done; }
     const char *needs_valid[3] = {"--early-stop", "--keep-best", "--eval-every"};
     for (int i = 0; i < 3; i++)
-        if (!a.valid && opt_given(c, given, needs_valid[i])) { usage_error("%s needs --valid (validation files)", needs_valid[i]); goto done; }
+        if (!a.valid && opt_given(c, given, needs_valid[i])) {
+            usage_error("%s needs --valid (validation files)", needs_valid[i]); goto done; }
     if (td->keep_best && !a.save) { usage_error("--keep-best needs --save (where the best model goes)"); goto done; }
-    if (td->keep_best && td->checkpoint_every) { usage_error("--keep-best and --checkpoint-every would both write --save: choose one"); goto done; }
+    if (td->keep_best && td->checkpoint_every) {
+        usage_error("--keep-best and --checkpoint-every would both write --save: choose one"); goto done; }
     if (td->checkpoint_every && !a.save) { usage_error("--checkpoint-every needs --save"); goto done; }
-    if (opt_given(c, given, "--gpus") && td->device != WD_DEVICE_CUDA && !a.plan) { usage_error("--gpus needs --device cuda (the CPU device uses --threads)"); goto done; }
-    if (td->cuda.fp32 && td->device != WD_DEVICE_CUDA) { usage_error("--gpu-fp32 needs --device cuda (the CPU computes in fp32)"); goto done; }
-    if (a.cross && count_items(a.cross) > WD_MAX_CROSSES) { usage_error("--cross: %d pairs, at most %d", count_items(a.cross), WD_MAX_CROSSES); goto done; }
+    if (opt_given(c, given, "--gpus") && td->device != WD_DEVICE_CUDA && !a.plan) {
+        usage_error("--gpus needs --device cuda (the CPU device uses --threads)"); goto done; }
+    if (td->cuda.fp32 && td->device != WD_DEVICE_CUDA) {
+        usage_error("--gpu-fp32 needs --device cuda (the CPU computes in fp32)"); goto done; }
+    if (a.cross && count_items(a.cross) > WD_MAX_CROSSES) {
+        usage_error("--cross: %d pairs, at most %d", count_items(a.cross), WD_MAX_CROSSES); goto done; }
     if (a.hidden && (rc = parse_hidden(a.hidden, md)) != 0) goto done;
     rc = 2;
-    if (sv_split(&files, a.train) || (a.valid && sv_split(&vfiles, a.valid))) { rc = fail_msg("out of memory"); goto done; }
+    if (sv_split(&files, a.train) || (a.valid && sv_split(&vfiles, a.valid))) {
+        rc = fail_msg("out of memory"); goto done; }
     // no output may replace an input (--save onto --resume's checkpoint continues it: allowed)
     const char *outs[2] = {a.save, a.log}, *out_names[2] = {"--save", "--log"};
     for (int o = 0; o < 2; o++) {
         if (!outs[o]) continue;
-        for (int i = 0; i < files.n; i++) if (wd__same_file(outs[o], files.v[i])) { refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
-        for (int i = 0; i < vfiles.n; i++) if (wd__same_file(outs[o], vfiles.v[i])) { refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
-        if (a.init_from && wd__same_file(outs[o], a.init_from)) { refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd_same_file(outs[o], files.v[i])) {
+            refuse_same(out_names[o], outs[o], "the training file", files.v[i]); goto done; }
+        for (int i = 0; i < vfiles.n; i++) if (wd_same_file(outs[o], vfiles.v[i])) {
+            refuse_same(out_names[o], outs[o], "the validation file", vfiles.v[i]); goto done; }
+        if (a.init_from && wd_same_file(outs[o], a.init_from)) {
+            refuse_same(out_names[o], outs[o], "the --init-from model", a.init_from); goto done; }
     }
-    if (a.log && a.resume && wd__same_file(a.log, a.resume)) { refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
-    if (a.log && a.save && wd__same_file(a.log, a.save)) { usage_error("--log and --save are both '%s'", a.log); goto done; }
+    if (a.log && a.resume && wd_same_file(a.log, a.resume)) {
+        refuse_same("--log", a.log, "the --resume checkpoint", a.resume); goto done; }
+    if (a.log && a.save && wd_same_file(a.log, a.save)) {
+        usage_error("--log and --save are both '%s'", a.log); goto done; }
     // handlers first: a signal from here on removes every temporary file (check_output's probe too)
     install_signals(1, "\nwd: stopping before training starts (nothing is written); interrupt again to quit at once\n");
     if (a.save && !a.plan && (rc = check_output("--save", a.save)) != 0) goto done;
@@ -1823,17 +2012,20 @@ static int cmd_train(int argc, char **argv) {
         rc = 1;
     }
     if (a.plan) {   // sizes only: nothing is allocated
-        if (td->devices == WD_ALL_GPUS) { rc = usage_error("--plan: give --gpus a number (the plan is made without GPUs)"); goto done; }
+        if (td->devices == WD_ALL_GPUS) {
+            rc = usage_error("--plan: give --gpus a number (the plan is made without GPUs)"); goto done; }
         int ranks = td->devices > 0 ? td->devices : 1;
         int batch = (td->batch_size > 0 ? td->batch_size : 4096) / ranks;
-        if (batch < 1) { rc = usage_error("--plan: a batch of %d does not split over %d GPUs", td->batch_size, ranks); goto done; }
+        if (batch < 1) { rc = usage_error("--plan: a batch of %d does not split over %d GPUs", td->batch_size, ranks);
+            goto done; }
         wd_plan p;
         st = wd_plan_from_desc(md, batch, ranks, &p);
         if (st) { rc = fail(st); goto done; }
         char lb[64];
         printf("device plan: %d rank(s), batch %d per rank\n", ranks, batch);
         for (int i = 0; i < p.n; i++)
-            if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", plan_label(&p.e[i], lb, sizeof lb), (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
+            if (p.e[i].bytes) printf("  %-28s %14lld bytes  %9.2f MiB\n", plan_label(&p.e[i], lb, sizeof lb),
+                                     (long long)p.e[i].bytes, p.e[i].bytes / 1048576.0);
         printf("  %-28s %14lld bytes  %9.2f GiB per GPU\n", "total", (long long)p.total, p.total / 1073741824.0);
         rc = 0;
         goto done;
@@ -1848,18 +2040,21 @@ static int cmd_train(int argc, char **argv) {
     rc = 1;
     ui.tty = isatty(2) && mpi_rank() == 0;
     ui.every = a.progress_every > 0 ? a.progress_every : 10.0;
-    ui.last_line = wd__now();
+    ui.last_line = now_s();
     signal(SIGPIPE, SIG_IGN);   // a closed pipe (stdout, stderr, a --log FIFO) is a write error: stop and save
     if (a.log && mpi_rank() == 0) {   // written line by line: a stopped run leaves whole lines
         ui.log = open_log(a.log);
-        if (!ui.log && g_signal) { fprintf(stderr, "wd: interrupted by %s before training started (waiting for a reader of --log %s)\n", signal_name(g_signal), a.log); rc = 128 + g_signal; goto done; }
+        if (!ui.log && g_signal) {
+            fprintf(stderr, "wd: interrupted by %s before training started (waiting for a reader of --log %s)\n",
+                    signal_name(g_signal), a.log); rc = 128 + g_signal; goto done; }
         if (!ui.log) { rc = fail_msg("%s: cannot create the log: %s", a.log, strerror(errno)); goto done; }
         setvbuf(ui.log, NULL, _IOLBF, 0);
         errno = 0;
         size_t ln = strlen(a.log);
         ui.jsonl = ln >= 6 && strcmp(a.log + ln - 6, ".jsonl") == 0;
         if (!ui.jsonl) fputs("step,samples,epoch,loss,elapsed_s,valid_auc,valid_logloss\n", ui.log);
-        if (fflush(ui.log) != 0 || ferror(ui.log)) { rc = fail_msg("%s: write failed: %s", a.log, strerror(errno ? errno : EIO)); goto done; }
+        if (fflush(ui.log) != 0 || ferror(ui.log)) {
+            rc = fail_msg("%s: write failed: %s", a.log, strerror(errno ? errno : EIO)); goto done; }
     }
     if (!a.save && mpi_rank() == 0) warn("no --save: the trained model will be thrown away when training ends");
     if (mpi_rank() == 0) warn_dense_scale(files.v[0]);
@@ -1910,28 +2105,36 @@ static int cmd_train(int argc, char **argv) {
     if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1 && mpi_rank() != 0) {
         snprintf(where, sizeof where, "; rank 0 saves the checkpoint");
     } else if (a.save && st == WD_ERR_ABORTED && rep.stopped == 1) {
-        if (td->keep_best && rep.best_step >= 0) snprintf(where, sizeof where, "; %s holds the best model so far (step %lld)", a.save, (long long)rep.best_step);
+        if (td->keep_best && rep.best_step >= 0)
+            snprintf(where, sizeof where, "; %s holds the best model so far (step %lld)", a.save,
+                     (long long)rep.best_step);
         else snprintf(where, sizeof where, "; checkpoint saved to %s (continue with --resume)", a.save);
     } else if (!a.save) snprintf(where, sizeof where, "; no --save: the model is lost");
     if (g_signal) {
         if (st && st != WD_ERR_ABORTED) fail(st);
-        if (!st) fprintf(stderr, "wd: interrupted by %s after training finished%s%s\n", signal_name(g_signal), a.save ? "; the model is saved to " : "",
+        if (!st) fprintf(stderr, "wd: interrupted by %s after training finished%s%s\n", signal_name(g_signal),
+                         a.save ? "; the model is saved to " : "",
                          a.save ? a.save : "");
-        else fprintf(stderr, "wd: interrupted by %s: training stopped at step %lld (epoch %lld)%s\n", signal_name(g_signal), (long long)step,
+        else fprintf(stderr, "wd: interrupted by %s: training stopped at step %lld (epoch %lld)%s\n",
+                     signal_name(g_signal), (long long)step,
                      (long long)epoch, where);
         rc = 128 + g_signal;
     } else if (ui.log_errno) {
-        fail_msg("%s: write failed: %s; training stopped at step %lld%s", a.log, strerror(ui.log_errno), (long long)step, where);
+        fail_msg("%s: write failed: %s; training stopped at step %lld%s", a.log, strerror(ui.log_errno),
+                 (long long)step, where);
         rc = 1;
     } else if (ui.err_errno) {   // said on standard error, in case it works again
-        fail_msg("standard error: write failed: %s; training stopped at step %lld%s", strerror(ui.err_errno), (long long)step, where);
+        fail_msg("standard error: write failed: %s; training stopped at step %lld%s", strerror(ui.err_errno),
+                 (long long)step, where);
         rc = 1;
     } else if (ui.tb_st) {
         fail_msg("--tensorboard: %s; training stopped at step %lld%s", ui.tb_err, (long long)step, where);
         rc = 1;
     } else if (st) {
         rc = fail(st);
-        if (rep.error_saved) fprintf(stderr, "wd: %s holds the state before the error (step %lld); continue with --resume %s once its cause is fixed\n", a.save, (long long)step, a.save);
+        if (rep.error_saved) fprintf(stderr,
+            "wd: %s holds the state before the error (step %lld); continue with --resume %s once its cause is fixed\n",
+            a.save, (long long)step, a.save);
         else if (a.save) {   // what is on disk (a stopped or failed rank: no save after the error)
             char now[PATH_MAX + 80];
             checkpoint_state(&ui, now, sizeof now);
@@ -1949,27 +2152,40 @@ static int cmd_train(int argc, char **argv) {
         printf("); raise it to train on%s\n", a.save ? "" : " (no --save: nothing is written)");
         rc = 0;
     } else {
-        printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps, (long long)rep.samples, rep.seconds,
+        printf("trained steps=%lld samples=%lld seconds=%.2f samples/s=%.0f last_loss=%.5f", (long long)rep.steps,
+               (long long)rep.samples, rep.seconds,
                rep.samples_per_s, rep.last_loss);
-        if (!isnan(rep.valid_auc) || !isnan(rep.valid_logloss)) printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
-        if (vfiles.n && rep.best_step >= 0) printf(" best_auc=%.5f best_step=%lld best_epoch=%.2f", rep.best_auc, (long long)rep.best_step, rep.best_epoch);
+        if (!isnan(rep.valid_auc) || !isnan(rep.valid_logloss))
+            printf(" valid_auc=%.5f valid_logloss=%.5f", rep.valid_auc, rep.valid_logloss);
+        if (vfiles.n && rep.best_step >= 0)
+            printf(" best_auc=%.5f best_step=%lld best_epoch=%.2f", rep.best_auc, (long long)rep.best_step,
+                   rep.best_epoch);
         if (rep.stopped == 2) printf(" early_stop=1");
         printf(" engine=%s\n", rep.engine);
         print_oov("trained", &rep.oov, wd_model_schema(m));
         if (rep.steps > 0 && rep.train_s > 0) {   // where the step loop's time went
             printf("time per step (rank 0, ms):");
-            for (int s = 0; s < WD_STAGE_COUNT; s++) printf(" %s %.3f", wd_stage_name(s), 1e3 * rep.stage_s[s] / (double)rep.steps);
+            for (int s = 0; s < WD_STAGE_COUNT; s++)
+                printf(" %s %.3f", wd_stage_name(s), 1e3 * rep.stage_s[s] / (double)rep.steps);
             printf(" | %s\n", rep.engine);
         }
         if (rep.stopped == 2)
-            fprintf(stderr, "wd: early stop: no better validation AUC in %d validations; the best, %.5f, came at step %lld\n", td->early_stop,
+            fprintf(stderr,
+                    "wd: early stop: no better validation AUC in %d validations; the best, %.5f, came at step %lld\n",
+                    td->early_stop,
                     rep.best_auc, (long long)rep.best_step);
-        if (rep.stopped == 3) fprintf(stderr, "wd: another rank stopped training at step %lld (its own message says why)\n", (long long)step);
-        if (td->keep_best && rep.best_step >= 0) fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save, (long long)rep.best_step);
+        if (rep.stopped == 3) fprintf(stderr,
+                                      "wd: another rank stopped training at step %lld (its own message says why)\n",
+                                      (long long)step);
+        if (td->keep_best && rep.best_step >= 0)
+            fprintf(stderr, "wd: %s holds the model of step %lld (the best validation AUC)\n", a.save,
+                    (long long)rep.best_step);
         else if (rep.best_step >= 0 && rep.best_step < step && rep.valid_auc < rep.best_auc)
-            fprintf(stderr, "wd: the best validation AUC, %.5f, came at epoch %.2f (step %lld); the final model's is %.5f: later steps overfit "
+            fprintf(stderr,
+                "wd: the best validation AUC, %.5f, came at epoch %.2f (step %lld); the final model's is %.5f: later steps overfit "
                     "(deep CTR models often do from their second epoch on); --keep-best keeps the best model, --early-stop N stops after N "
-                    "validations without a better one\n", rep.best_auc, rep.best_epoch, (long long)rep.best_step, rep.valid_auc);
+                    "validations without a better one\n", rep.best_auc, rep.best_epoch, (long long)rep.best_step,
+                    rep.valid_auc);
         rc = 0;
     }
     if (rep.engine[0] && mpi_rank() == 0) warn_engine(rep.engine);
@@ -1987,7 +2203,8 @@ done:
 // ---- eval and predict -------------------------------------------------------------------------------
 // Writes the predictions (with ids when ids[] is given) to f; 0, or -1 with
 // the message printed. path: f's name for messages.
-static int write_predictions(FILE *f, const char *path, const float *pred, const int64_t *counts, const strvec *files, const strvec *ids) {
+static int write_predictions(FILE *f, const char *path, const float *pred, const int64_t *counts, const strvec *files,
+                             const strvec *ids) {
     int64_t at = 0;
     char *line = NULL;
     size_t cap = 0;
@@ -2002,7 +2219,8 @@ static int write_predictions(FILE *f, const char *path, const float *pred, const
         for (int64_t i = 0; i < counts[k] && !rc; i++, at++) {
             if (in) {
                 ssize_t n = getline(&line, &cap, in);
-                if (n < 0) { rc = fail_msg("%s: %lld ids for the %lld samples of %s", ids->v[k], (long long)i, (long long)counts[k], files->v[k]); break; }
+                if (n < 0) { rc = fail_msg("%s: %lld ids for the %lld samples of %s", ids->v[k], (long long)i,
+                                           (long long)counts[k], files->v[k]); break; }
                 while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
                 if (fprintf(f, "%s\t%.9g\n", line, (double)pred[at]) < 0) break;
             } else if (fprintf(f, "%.9g\n", (double)pred[at]) < 0) break;
@@ -2016,7 +2234,8 @@ static int write_predictions(FILE *f, const char *path, const float *pred, const
         if (ferror(f)) break;
     }
     free(line);
-    if (!rc && (fflush(f) != 0 || ferror(f))) rc = fail_msg("%s: write failed: %s", path, strerror(errno ? errno : EIO));
+    if (!rc && (fflush(f) != 0 || ferror(f)))
+        rc = fail_msg("%s: write failed: %s", path, strerror(errno ? errno : EIO));
     return rc ? -1 : 0;
 }
 
@@ -2034,13 +2253,15 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     if (rc >= 0) goto done;
     rc = 2;
     if (!a.model || !files.n || (predict && !a.out)) {
-        usage_error(predict ? "predict: --model M.wdm, DATA.wdr and -o PRED.txt are required" : "eval: --model M.wdm and DATA.wdr are required");
+        usage_error(predict ? "predict: --model M.wdm, DATA.wdr and -o PRED.txt are required"
+                    : "eval: --model M.wdm and DATA.wdr are required");
         goto done;
     }
     if (a.ids && a.no_ids) { usage_error("predict: --ids and --no-ids exclude each other"); goto done; }
     if (a.ids) {
         if (sv_split(&ids, a.ids)) { rc = fail_msg("out of memory"); goto done; }
-        if (ids.n != files.n) { usage_error("--ids: %d ids files for %d data files (one each, in order)", ids.n, files.n); goto done; }
+        if (ids.n != files.n) {
+            usage_error("--ids: %d ids files for %d data files (one each, in order)", ids.n, files.n); goto done; }
     } else if (predict && !a.no_ids) {   // automatic: DATA.wdr.ids next to every DATA.wdr
         int have = 0;
         const char *with = NULL, *without = NULL;
@@ -2050,7 +2271,9 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
             snprintf(p, sizeof p, "%s.ids", files.v[i]);
             if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) { have++; with = files.v[i]; } else without = files.v[i];
         }
-        if (have && have < files.n) { usage_error("predict: %s has ids (%s.ids) but %s has none: give --ids or --no-ids", with, with, without); goto done; }
+        if (have && have < files.n) {
+            usage_error("predict: %s has ids (%s.ids) but %s has none: give --ids or --no-ids", with, with, without);
+            goto done; }
         if (have) {
             size_t total = 0;
             for (int i = 0; i < files.n; i++) total += strlen(files.v[i]) + 5;
@@ -2066,12 +2289,15 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     }
     int to_stdout = predict && strcmp(a.out, "-") == 0, direct = to_stdout;
     if (predict && !to_stdout) {
-        if (wd__same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
-        for (int i = 0; i < files.n; i++) if (wd__same_file(a.out, files.v[i])) { refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
-        for (int i = 0; i < ids.n; i++) if (wd__same_file(a.out, ids.v[i])) { refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
+        if (wd_same_file(a.out, a.model)) { refuse_same("-o", a.out, "the model", a.model); goto done; }
+        for (int i = 0; i < files.n; i++) if (wd_same_file(a.out, files.v[i])) {
+            refuse_same("-o", a.out, "the data file", files.v[i]); goto done; }
+        for (int i = 0; i < ids.n; i++) if (wd_same_file(a.out, ids.v[i])) {
+            refuse_same("-o", a.out, "the ids file", ids.v[i]); goto done; }
         struct stat sb;
         install_signals(0, "");
-        if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) direct = 1;   // a pipe or a device: written as it is
+        if (stat(a.out, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+            direct = 1;   // a pipe or a device: written as it is
         else if ((rc = check_output("-o", a.out)) != 0) goto done;
         if (!direct) temp_name(tmp, sizeof tmp, a.out);
     }
@@ -2125,14 +2351,17 @@ static int cmd_eval_predict(int argc, char **argv, int predict) {
     if (!f) { rc = fail_msg("%s: cannot create: %s", a.out, strerror(errno)); goto done; }
     if (write_predictions(f, to_stdout ? "standard output" : a.out, pred, counts, &files, &ids)) goto done;
     if (!to_stdout) {
-        if (!direct && fsync(fileno(f)) != 0) { rc = fail_msg("%s: fsync failed: %s", a.out, strerror(errno)); goto done; }
+        if (!direct && fsync(fileno(f)) != 0) {
+            rc = fail_msg("%s: fsync failed: %s", a.out, strerror(errno)); goto done; }
         int cr = fclose(f);
         f = NULL;
         if (cr != 0) { rc = fail_msg("%s: write failed: %s", a.out, strerror(errno)); goto done; }
-        if (!direct && rename(tmp, a.out) != 0) { rc = fail_msg("%s: cannot finish writing: %s", a.out, strerror(errno)); goto done; }
+        if (!direct && rename(tmp, a.out) != 0) {
+            rc = fail_msg("%s: cannot finish writing: %s", a.out, strerror(errno)); goto done; }
         tmp[0] = 0;
     }
-    fprintf(to_stdout ? stderr : stdout, "predicted %lld samples%s -> %s\n", (long long)total, ids.n ? " with ids" : "", to_stdout ? "standard output" : a.out);
+    fprintf(to_stdout ? stderr : stdout, "predicted %lld samples%s -> %s\n", (long long)total, ids.n ? " with ids" : "",
+            to_stdout ? "standard output" : a.out);
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
@@ -2160,7 +2389,7 @@ static int cmd_export(int argc, char **argv) {
                                                       : "the model and the output are required");
     if (rc < 0 && ea.values && !ea.onnx)
         rc = usage_error("--values-from: it maps raw strings in an ONNX graph: give --onnx too");
-    if (rc < 0 && wd__same_file(pos.v[0], pos.v[1])) rc = refuse_same("export:", pos.v[1], "the model", pos.v[0]);
+    if (rc < 0 && wd_same_file(pos.v[0], pos.v[1])) rc = refuse_same("export:", pos.v[1], "the model", pos.v[0]);
     if (rc < 0 && ea.onnx && (ends_with(pos.v[0], ".onnx") || ends_with(pos.v[1], ".wdm")))   // earlier builds' order
         rc = usage_error("export --onnx M.wdm OUT.onnx: the model comes first and the output second, "
                          "as in export M.wdm OUT.wdm (got '%s' then '%s')", pos.v[0], pos.v[1]);
@@ -2175,7 +2404,8 @@ static int cmd_export(int argc, char **argv) {
     if (st) { rc = fail(st); goto done; }
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)
-        printf("exported %s -> %s: %lld bytes (the checkpoint %lld, %.1f%%)\n", in, out, (long long)b.st_size, (long long)a.st_size,
+        printf("exported %s -> %s: %lld bytes (the checkpoint %lld, %.1f%%)\n", in, out, (long long)b.st_size,
+               (long long)a.st_size,
                a.st_size ? 100.0 * (double)b.st_size / (double)a.st_size : 0.0);
     rc = 0;
 done:
@@ -2204,7 +2434,8 @@ static int cmd_dump(int argc, char **argv) {
     if (st) { rc = fail(st); goto done; }
     const wd_schema *s = wd_reader_schema(r);
     for (int k = 0; k < s->nslots; k++)
-        if (s->slot[k].kind != WD_ONE_HOT) { rc = fail_msg("dump: slot %s is multi-hot (dump writes one id per slot)", s->slot[k].name); goto done; }
+        if (s->slot[k].kind != WD_ONE_HOT) {
+            rc = fail_msg("dump: slot %s is multi-hot (dump writes one id per slot)", s->slot[k].name); goto done; }
     install_signals(0, "");
     if (make_dirs(dir, &made) != 0) {
         rc = fail_msg("%s: cannot create the directory: %s", dir, strerror(errno));
@@ -2212,7 +2443,7 @@ static int cmd_dump(int argc, char **argv) {
     }
     for (int i = 0; i < NF; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-        if (wd__same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
+        if (wd_same_file(path[i], in)) { rc = refuse_same("dump:", path[i], "the input", in); goto done; }
         temp_name(tmp[i], sizeof tmp[i], path[i]);
         add_temp(path[i]);
     }
@@ -2248,8 +2479,10 @@ static int cmd_dump(int argc, char **argv) {
     }
     if (bad >= 0) { rc = fail_msg("%s: write failed: %s", path[bad], strerror(errno ? errno : EIO)); goto done; }
     for (int i = 0; i < NF; i++)
-        if (rename(tmp[i], path[i]) != 0) { rc = fail_msg("%s: cannot finish writing: %s", path[i], strerror(errno)); goto done; }
-    printf("dumped %lld samples, %d dense, %d slots to %s\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots, dir);
+        if (rename(tmp[i], path[i]) != 0) {
+            rc = fail_msg("%s: cannot finish writing: %s", path[i], strerror(errno)); goto done; }
+    printf("dumped %lld samples, %d dense, %d slots to %s\n", (long long)wd_reader_nsamples(r), s->ndense, s->nslots,
+           dir);
     rc = 0;
 done:
     for (int i = 0; i < created; i++) {
@@ -2271,7 +2504,8 @@ int main(int argc, char **argv) {
     // it would land in that file: each closed one is opened on /dev/null.
     for (int fd = 0; fd < 3; fd++)
         if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd) return 127;
-    signal(SIGXFSZ, SIG_IGN);   // past a file size limit (ulimit -f) a write fails with EFBIG: the write error every output handles
+    signal(SIGXFSZ, SIG_IGN);   // past a file size limit (ulimit -f) a write fails with EFBIG: the write error every
+                                // output handles
     int rc = run_command(argc, argv);
     errno = 0;
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {   // (a failed command said why already)
@@ -2288,7 +2522,7 @@ static int export_onnx(const export_args *a, strvec *pos) {
     int rc = 2;
     if (a->values && sv_split(&texts, a->values)) { rc = fail_msg("out of memory"); goto done; }
     for (int i = 0; i < texts.n; i++)
-        if (wd__same_file(onnx, texts.v[i])) {
+        if (wd_same_file(onnx, texts.v[i])) {
             refuse_same("export --onnx:", onnx, "the --values-from file", texts.v[i]);
             goto done;
         }
@@ -2308,7 +2542,8 @@ static int export_onnx(const export_args *a, strvec *pos) {
         if (s->slot[k].kind == WD_ONE_HOT)
             printf(" %s.%s[N]", texts.n && wd_vocab_size(m->in.vocab, k) >= 0 ? "values" : "ids", s->slot[k].name);
         else printf(" ids.%s[T] offsets.%s[N]", s->slot[k].name, s->slot[k].name);
-    for (int k = 0; !d->no_wide && !texts.n && k < d->ncross; k++) printf(" cross%d[N]", k);   // (--values-from: in the graph)
+    for (int k = 0; !d->no_wide && !texts.n && k < d->ncross; k++)
+        printf(" cross%d[N]", k);   // (--values-from: in the graph)
     printf("\noutput: probability[N]\n");
     rc = 0;
 done:
@@ -2334,7 +2569,7 @@ static int run_command(int argc, char **argv) {
 #else
         const char *cuda = "";
 #endif
-        printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd__gemm_engine_name(), cuda);
+        printf("wd %s (gemm=%s%s)\n", WD_VERSION_STRING, wd_gemm_engine_name(), cuda);
         return 0;
     }
     // a bad setting is said as such up front, not as the first thing it fails (a block "is bad"), once the
@@ -2344,7 +2579,7 @@ static int run_command(int argc, char **argv) {
     for (int i = 2; runs && i < argc && strcmp(argv[i], "--") != 0; i++)
         runs = strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--list-options") != 0;
     uint64_t limit;
-    if (runs && wd__memory_limit_env(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
+    if (runs && wd_memory_available(&limit) != WD_OK) return fail(WD_ERR_INVALID_ARG);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0) return cmd_gen(argc - 2, argv + 2);
