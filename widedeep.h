@@ -4968,7 +4968,7 @@ WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path) {
 static void wd__conv_run(wd__pipe *p, wd__job *j) {
     wd__conv *c = (wd__conv *)p->ctx;
     const wd_text_spec *t = c->spec;
-    const char *s = (const char *)j->text.p, *end = s + j->text.len;
+    const char *s = (const char *)j->text.p, *end = j->text.len ? s + j->text.len : s;   // Arrow jobs: no text
     j->batch.n = 0;
     j->rows = j->bad = 0;
     j->nbad_shown = 0;
