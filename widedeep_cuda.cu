@@ -2438,8 +2438,13 @@ static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, 
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_CUDA(cudaSetDevice(n->device));
     uint64_t b = bytes, got[256];
+    if (c->size > 256) return wdc_fail(WD_ERR_LIMIT, "rank %d: the NCCL allgather takes at most 256 ranks, not %d", c->rank, c->size);
     WDC_CUDA(cudaMemcpyAsync(n->cnt, &b, 8, cudaMemcpyHostToDevice, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->cnt, n->cnt + 1, 8, (void *)n->st));
+    // A copy to pageable memory (got, hbuf) blocks the host until the stream's
+    // work before it ends: wait for the allgather first with wdc_nccl_wait,
+    // which polls the group's abort and WD_COMM_TIMEOUT (a failed peer).
+    WDC_TRY(wdc_nccl_wait(c));
     WDC_CUDA(cudaMemcpyAsync(got, n->cnt + 1, 8 * (size_t)c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
     size_t most = 1;
@@ -2455,6 +2460,7 @@ static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, 
     WDC_CUDA(cudaMemsetAsync(n->sendpad, 0, most, n->st));   // the padding past `bytes` is sent too
     if (bytes) WDC_CUDA(cudaMemcpyAsync(n->sendpad, mine, bytes, cudaMemcpyDefault, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->sendpad, n->gbuf, most, (void *)n->st));
+    WDC_TRY(wdc_nccl_wait(c));   // before the copy to pageable memory, as above
     WDC_CUDA(cudaMemcpyAsync(n->hbuf, n->gbuf, most * c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
     for (int q = 0; q < c->size; q++) { all[q] = n->hbuf + most * q; if (sizes) sizes[q] = got[q]; }
