@@ -1211,6 +1211,8 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
        =U                                                              microseconds late
      WD_CUDA_TEST_FAIL=R:S     (none)           off                    tests only: rank R's S-th step fails
                                                                        (wd_test_fail_parse)
+     WD_CUDA_TEST_READ_UNSAFE  (none)           off                    tests only: a download reads an unsafe
+                                                                       replica (a failed step's) anyway
      WD_COMM_TIMEOUT=S         (none)           600 s (MPI: 3600)      the communicators' timeout, per process
      WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
    The rows without a field are read where they act (the failure hook, the

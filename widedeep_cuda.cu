@@ -72,7 +72,8 @@
 // test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
 // WD_COMM_TIMEOUT (the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
 // (test builds only: -DWD_TESTING) rank R's S-th step fails right after its
-// collectives, R:S:pre right before them, are read where they act.
+// collectives, R:S:pre right before them, and WD_CUDA_TEST_READ_UNSAFE (test
+// builds only: a download reads an unsafe replica) are read where they act.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -190,9 +191,13 @@ static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + 
 
 // Step flags (wdc_state.flags, wdc_result.flags).
 // WDC_REDO: a rank had more merged rows than the exchange's cap: nothing changes, the step is done
-// again at once with every rank's whole capacity (wdc_settle).
-enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_REDO = 64 };
-#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER)
+// again at once with every rank's whole capacity (wdc_settle). WDC_BAD_KEY: a sparse key outside the
+// tables reached the update. WDC_APPLIED: failures raised after the step's updates ran (the replica
+// holds the failed step: wdc_complete marks it unsafe).
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_BAD_KEY = 32,
+       WDC_REDO = 64 };
+#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_BAD_KEY)
+#define WDC_APPLIED (WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_BAD_KEY)
 
 // What one finished step reports to the host (copied to pinned memory).
 struct wdc_result {
@@ -234,7 +239,8 @@ struct wdc_state {
     int nhot, nchunks;              // sparse fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
     float stop[2];                  // the host's stop (1: stop), per input buffer
     unsigned long long checksum, checksums[256];   // cuda.check_tables: this replica's, every rank's
-    int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
+    int post_bad;                   // the updates left a parameter non-finite (1: WDC_BAD_PARAM at the step's end)
+                                    // or met a key outside the tables (2: WDC_BAD_KEY)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
     int xres[2][3];                 // per input buffer: most merged rows of a rank, xover, the tail's flags (for the host)
     wdc_result res[2];              // per input buffer
@@ -804,7 +810,7 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
     long long key = (long long)ukey[r];
     // a key outside the tables: only an exchange cut off by the communicator's failure sends one
     // (its rank's wait then fails, and the replica is unsafe): never an access outside them
-    if (key < 0 || key >= d.wide_rows) { atomicOr(&s->post_bad, 1); return; }
+    if (key < 0 || key >= d.wide_rows) { atomicOr(&s->post_bad, 2); return; }
     o.c1 = s->c1; o.c2 = s->c2;
     for (int col = lane; col < d.R; col += 32) {
         float g = rows[(size_t)r * d.R + col], *w;
@@ -867,7 +873,8 @@ __global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *
 // After the updates: the step counts unless it was a stop or failed; a
 // failure halts every later step; the results for the host.
 __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
-    if (s->post_bad) s->flags |= WDC_BAD_PARAM;
+    if (s->post_bad & 1) s->flags |= WDC_BAD_PARAM;
+    if (s->post_bad & 2) s->flags |= WDC_BAD_KEY;
     int was = s->halted;
     if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
     if (!(s->flags & (WDC_STOP | WDC_FAILED | WDC_REDO)) && !was) s->step++;
@@ -2135,8 +2142,12 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
     out->stopped = (res->flags & WDC_STOP) != 0;
     if (res->flags & WDC_REDO) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
+    if (bad & WDC_APPLIED) r->unsafe = 1;   // the updates ran: the replica holds a step no position counts
     // every rank reads the same flags: a failure ends every rank alike (numeric halting)
     if (!bad && (res->halted & WDC_FAILED)) return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
+    if (bad & WDC_BAD_KEY)
+        return wdc_fail(WD_ERR_INTERNAL, "rank %d, step %lld: a sparse key outside the tables reached the update "
+                        "(a cut-off exchange?); the model is no longer usable", r->rank, res->step + 1);
     if (bad & WDC_TABLES_DIFFER)
         return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (cuda.check_tables)",
                         res->step + 1);
@@ -2147,10 +2158,12 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
 }
 // A step that failed part way after an update was enqueued (wdc_step_enqueue),
 // or was cut off by the communicator's failure (wdc_complete), may have left
-// part of it applied: the replica is no finished step's.
+// part of it applied; one whose updates ran and then failed their checks
+// (WDC_APPLIED, wdc_complete) was applied: the replica is no finished step's.
 static wd_status wdc_unsafe(const wdc_rank *r, const char *what) {
-    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way (after its updates were enqueued, or cut off by the "
-                    "communicator's failure), so the GPU's model may hold part of it", r->rank, what);
+    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way (after its updates were enqueued "
+                    "or ran, or cut off by the communicator's failure), so the GPU's model may hold part of it",
+                    r->rank, what);
 }
 static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
@@ -2174,6 +2187,9 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
 static wd_status wdc_download(wd_backend *be) {
     wdc_rank *r = (wdc_rank *)be;
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: download with a step in flight");
+#ifdef WD_TESTING
+    if (r->unsafe && getenv("WD_CUDA_TEST_READ_UNSAFE")) return wdc_download_all(r);   // tests read it anyway
+#endif
     if (r->unsafe) return wdc_unsafe(r, "download");
     return wdc_download_all(r);
 }
