@@ -7233,9 +7233,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
             else h->first[q + 1] = h->first[q] + tq;
         }
         // the views may be the other processes' own counts (a shared-memory
-        // communicator) and their next collective (wd_train's second
-        // agreement round) an allgather too: nobody leaves before everyone
-        // has read them
+        // communicator), which their next collective may overwrite: nobody
+        // leaves before everyone has read them
         wd_status bst = ext->ops->barrier(ext);
         if (!st && bst) st = wd__fail(bst, "the processes' worker counts: %s", wd_last_error());
     }
@@ -7678,8 +7677,8 @@ typedef struct wd__cpu {
     wd_status halted;               // sticky: after a failed step nothing changes
     wd_status late;                 // the communicator failed after a step's whole update: the next submit fails
     char late_err[WD__ERR_MAX];
-    int inject;                     // WD_TESTING: the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
 #ifdef WD_TESTING
+    int inject;                     // the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
     int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (wd_test_fail_parse): rank R's S-th
     int64_t fail_step;              // step of this backend fails after its collectives, before its update (0: off)
     int64_t submits;                // steps submitted by this backend
@@ -7724,7 +7723,9 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     float loss = w->g[m->P], wsum = w->g[m->P + 1];
     int apply = w->g[m->P + 3] <= 0.0f && wsum > 0;   // a stop: every worker of every rank skips the update
     if (apply && !isfinite(loss)) { st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied", (long long)c->step + 1); apply = 0; }
+#ifdef WD_TESTING
     if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the step after its collectives (wd__cpu_submit)
+#endif
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }

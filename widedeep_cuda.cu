@@ -933,19 +933,10 @@ __global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long lon
     }
     atomicAdd(acc, s);
 }
-// A rank whose step failed after its collectives gathers WDC_NO_CHECKSUM
-// (its replica did not apply the step; wdc_step_enqueue): a checksum never
-// has that value (its top bit cleared).
-#define WDC_NO_CHECKSUM (~0ull)
-__global__ void wdc_checksum_fix_k(unsigned long long *acc) { *acc &= ~(1ull << 63); }
-// Gathered checksums (ranks of them) all equal, leaving out the absent? Flags the step otherwise.
+// Gathered checksums (ranks of them) all equal? Flags the step otherwise.
 __global__ void wdc_checksum_cmp_k(wdc_state *s, const unsigned long long *all, int ranks) {
-    int ref = -1;
-    for (int q = 0; q < ranks; q++) {
-        if (all[q] == WDC_NO_CHECKSUM) continue;
-        if (ref < 0) ref = q;
-        else if (all[q] != all[ref]) s->flags |= WDC_TABLES_DIFFER;
-    }
+    for (int q = 1; q < ranks; q++)
+        if (all[q] != all[0]) s->flags |= WDC_TABLES_DIFFER;
 }
 // Sums chunk [a, e) of every rank's buffer in rank order into out (same-GPU ranks).
 struct wdc_ptrs { const float *p[256]; };
@@ -1948,8 +1939,6 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         const float *parts[3] = {r->dense, r->wide, r->emb};
         long long lens[3] = {d.Pd, v->wide_rows, v->emb ? v->emb_rows * v->E : 0};
         for (int i = 0; i < 3; i++) if (lens[i]) { WDC_GO(wdc_checksum_k, 256, WDC_THREADS, st)(sum, parts[i], lens[i], 0x51ED + i); WDC_LAUNCH("checksum"); }
-        WDC_GO(wdc_checksum_fix_k, 1, 1, st)(sum);   // never WDC_NO_CHECKSUM
-        WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
         WDC_GO(wdc_checksum_cmp_k, 1, 1, st)(r->state, all, r->ranks);
         WDC_LAUNCH("checksum_cmp");
