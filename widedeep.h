@@ -1026,7 +1026,7 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    equal on every rank and is compared when the communicator is made).
    Each call is started nonblocking and polled, so that a
    rank whose peer called abort (the reason arrives as a message) or that
-   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 3600)
+   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 600)
    returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
    forever; at the timeout it calls the roll (a message every rank polling a
    collective answers at once) and names the ranks that did not answer
@@ -1213,7 +1213,7 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
                                                                        (wd_test_fail_parse)
      WD_CUDA_TEST_READ_UNSAFE  (none)           off                    tests only: a download reads an unsafe
                                                                        replica (a failed step's) anyway
-     WD_COMM_TIMEOUT=S         (none)           600 s (MPI: 3600)      the communicators' timeout, per process
+     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process
      WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
    The rows without a field are read where they act (the failure hook, the
    communicators). fused_grid and overlap_delay_us are fields, not variables
@@ -1727,6 +1727,8 @@ WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
 // A number from the environment variable `name` (atof), dflt where it is
 // unset or empty: how the communicators read WD_COMM_TIMEOUT.
 WDDEF double wd_env_number(const char *name, double dflt);
+// WD_COMM_TIMEOUT's default, seconds: the MPI and NCCL communicators' and wd-mpi's end barrier's.
+#define WD_COMM_TIMEOUT_DEFAULT 600.0
 #ifdef WD_TESTING
 /* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
    build): the backends' failure hooks, WD_CPU_TEST_FAIL and
@@ -7484,8 +7486,8 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    h->timeout = wd_env_number("WD_COMM_TIMEOUT", 3600.0);   // seconds, as the other communicators' (0 or less: 3600)
-    if (!(h->timeout > 0)) h->timeout = 3600.0;
+    h->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // seconds, as the other communicators'
+    if (!(h->timeout > 0)) h->timeout = WD_COMM_TIMEOUT_DEFAULT;
     h->parent = getppid();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);

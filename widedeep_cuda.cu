@@ -2489,7 +2489,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     memset(c, 0, sizeof *c);
     memset(n, 0, sizeof *n);
     n->comm = comm; n->device = device; n->group = g;
-    n->timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
+    n->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
     c->ops = &wdc_nccl_ops; c->rank = rank; c->size = size; c->impl = n;
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
@@ -2575,7 +2575,7 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     WDC_NCCL(wdc_nc.GetUniqueId(&uid));
     wdc_group *g = wdc_group_new(ndev);
     if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
-    double timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
+    double timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
     wd_status st = WD_OK;
     ncclResult_t r = wdc_nc.GroupStart();
     for (int i = 0; r == ncclSuccess && i < ndev; i++) {
@@ -2620,7 +2620,8 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     ncclResult_t r = wdc_nc.CommInitRankConfig(&comm, nranks, uid, rank, &cfg);
     wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
                  : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks, wdc_nc.GetErrorString(r));
-    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", 600), "NCCL set-up (waiting for every rank)");
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT),
+                                  "NCCL set-up (waiting for every rank)");
     if (st) {
         if (comm) wdc_nc.CommAbort(comm);
         wdc_group_release(g);
@@ -2744,7 +2745,7 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
     for (int r = 0; r < nranks; r++) { cs[r].ops = &wdc_hub_ops; cs[r].rank = r; cs[r].size = nranks; cs[r].impl = h; ranks[r] = &cs[r]; }
     h->group = wdc_group_new(1);
     wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
-    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", 600), h->cpu);
+    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT), h->cpu);
     cudaError_t e = cudaSuccess;
     if (!st) e = cudaSetDevice(device);
     for (int r = 0; !st && e == cudaSuccess && r < nranks; r++) e = cudaStreamCreateWithFlags(&h->st[r], cudaStreamNonBlocking);
