@@ -9157,7 +9157,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
         rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
         // An error after finished steps keeps them: a backend applies a step
-        // whole or not at all (a non-finite step is not applied), so rank 0
+        // whole or not at all (a non-finite step is not applied; a GPU replica
+        // that holds a failed step refuses its download), so rank 0
         // holds the model after the last finished step, and the position
         // says which; it is saved marked as saved after an error.
         if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
