@@ -1043,7 +1043,7 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    equal on every rank and is compared when the communicator is made).
    Each call is started nonblocking and polled, so that a
    rank whose peer called abort (the reason arrives as a message) or that
-   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 3600)
+   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 600)
    returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
    forever; at the timeout it calls the roll (a message every rank polling a
    collective answers at once) and names the ranks that did not answer
@@ -1228,7 +1228,9 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
        =U                                                              microseconds late
      WD_CUDA_TEST_FAIL=R:S     (none)           off                    tests only: rank R's S-th step fails
                                                                        (wd_test_fail_parse)
-     WD_COMM_TIMEOUT=S         (none)           600 s (MPI: 3600)      the communicators' timeout, per process
+     WD_CUDA_TEST_READ_UNSAFE  (none)           off                    tests only: a download reads an unsafe
+                                                                       replica (a failed step's) anyway
+     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process
      WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
    The rows without a field are read where they act (the failure hook, the
    communicators). fused_grid and overlap_delay_us are fields, not variables
@@ -1743,6 +1745,8 @@ WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
 // A number from the environment variable `name` (atof), dflt where it is
 // unset or empty: how the communicators read WD_COMM_TIMEOUT.
 WDDEF double wd_env_number(const char *name, double dflt);
+// WD_COMM_TIMEOUT's default, seconds: the MPI and NCCL communicators' and wd-mpi's end barrier's.
+#define WD_COMM_TIMEOUT_DEFAULT 600.0
 #ifdef WD_TESTING
 /* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
    build): the backends' failure hooks, WD_CPU_TEST_FAIL and
@@ -7643,9 +7647,8 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
             else h->first[q + 1] = h->first[q] + tq;
         }
         // the views may be the other processes' own counts (a shared-memory
-        // communicator) and their next collective (wd_train's second
-        // agreement round) an allgather too: nobody leaves before everyone
-        // has read them
+        // communicator), which their next collective may overwrite: nobody
+        // leaves before everyone has read them
         wd_status bst = ext->ops->barrier(ext);
         if (!st && bst) st = wd__fail(bst, "the processes' worker counts: %s", wd_last_error());
     }
@@ -7912,8 +7915,8 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    h->timeout = wd_env_number("WD_COMM_TIMEOUT", 3600.0);   // seconds, as the other communicators' (0 or less: 3600)
-    if (!(h->timeout > 0)) h->timeout = 3600.0;
+    h->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // seconds, as the other communicators'
+    if (!(h->timeout > 0)) h->timeout = WD_COMM_TIMEOUT_DEFAULT;
     h->parent = getppid();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -8116,8 +8119,8 @@ typedef struct wd__cpu {
     wd_status halted;               // sticky: after a failed step nothing changes
     wd_status late;                 // the communicator failed after a step's whole update: the next submit fails
     char late_err[WD__ERR_MAX];
-    int inject;                     // WD_TESTING: the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
 #ifdef WD_TESTING
+    int inject;                     // the step in progress fails after its collectives (WD_CPU_TEST_FAIL)
     int fail_rank;                  // WD_CPU_TEST_FAIL=R:S (wd_test_fail_parse): rank R's S-th
     int64_t fail_step;              // step of this backend fails after its collectives, before its update (0: off)
     int64_t submits;                // steps submitted by this backend
@@ -8164,8 +8167,10 @@ static void wd__cpu_step_worker(void *ctx, int r) {
     if (apply && !isfinite(loss)) {
         st = wd__fail(WD_ERR_NUMERIC, "step %lld: the loss is not finite (diverged?); the update was not applied",
                       (long long)c->step + 1); apply = 0; }
+#ifdef WD_TESTING
     if (c->inject) apply = 0;       // WD_CPU_TEST_FAIL: this process fails the
                                     // step after its collectives (wd__cpu_submit)
+#endif
     if (apply) {   // every worker checks its share of the gradient before anyone writes
         st = wd__gather_owned(m, w, w->g, 1.0f / wsum, r, T, views, cm->size, &c->wbad[r]);
         if (st) { wd__cpu_worker_fail(c, r, st); cm->ops->abort(cm, st, wd_last_error()); return; }
@@ -9678,7 +9683,8 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
         rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
         // An error after finished steps keeps them: a backend applies a step
-        // whole or not at all (a non-finite step is not applied), so rank 0
+        // whole or not at all (a non-finite step is not applied; a GPU replica
+        // that holds a failed step refuses its download), so rank 0
         // holds the model after the last finished step, and the position
         // says which; it is saved marked as saved after an error.
         if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&

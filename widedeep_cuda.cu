@@ -72,7 +72,8 @@
 // test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
 // WD_COMM_TIMEOUT (the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
 // (test builds only: -DWD_TESTING) rank R's S-th step fails right after its
-// collectives, R:S:pre right before them, are read where they act.
+// collectives, R:S:pre right before them, and WD_CUDA_TEST_READ_UNSAFE (test
+// builds only: a download reads an unsafe replica) are read where they act.
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
@@ -195,9 +196,13 @@ static unsigned wdc_blocks(int64_t n, int per) { return n > 0 ? (unsigned)((n + 
 
 // Step flags (wdc_state.flags, wdc_result.flags).
 // WDC_REDO: a rank had more merged rows than the exchange's cap: nothing changes, the step is done
-// again at once with every rank's whole capacity (wdc_settle).
-enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_REDO = 64 };
-#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER)
+// again at once with every rank's whole capacity (wdc_settle). WDC_BAD_KEY: a sparse key outside the
+// tables reached the update. WDC_APPLIED: failures raised after the step's updates ran (the replica
+// holds the failed step: wdc_complete marks it unsafe).
+enum { WDC_STOP = 1, WDC_BAD_LOSS = 2, WDC_BAD_GRAD = 4, WDC_BAD_PARAM = 8, WDC_TABLES_DIFFER = 16, WDC_BAD_KEY = 32,
+       WDC_REDO = 64 };
+#define WDC_FAILED (WDC_BAD_LOSS | WDC_BAD_GRAD | WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_BAD_KEY)
+#define WDC_APPLIED (WDC_BAD_PARAM | WDC_TABLES_DIFFER | WDC_BAD_KEY)
 
 // What one finished step reports to the host (copied to pinned memory).
 struct wdc_result {
@@ -239,7 +244,8 @@ struct wdc_state {
     int nhot, nchunks;              // sparse fused: hot runs and their chunks (zeroed together before wdc_fused_rows_k)
     float stop[2];                  // the host's stop (1: stop), per input buffer
     unsigned long long checksum, checksums[256];   // cuda.check_tables: this replica's, every rank's
-    int post_bad;                   // the updates left a parameter non-finite (WDC_BAD_PARAM at the step's end)
+    int post_bad;                   // the updates left a parameter non-finite (1: WDC_BAD_PARAM at the step's end)
+                                    // or met a key outside the tables (2: WDC_BAD_KEY)
     int xover;                      // this step's exchange: some rank had more merged rows than the cap
     int xres[2][3];                 // per input buffer: most merged rows of a
                                     // rank, xover, the tail's flags (for the host)
@@ -853,7 +859,7 @@ __global__ void wdc_sparse_apply_k(const float *rows, const unsigned long long *
     long long key = (long long)ukey[r];
     // a key outside the tables: only an exchange cut off by the communicator's failure sends one
     // (its rank's wait then fails, and the replica is unsafe): never an access outside them
-    if (key < 0 || key >= d.wide_rows) { atomicOr(&s->post_bad, 1); return; }
+    if (key < 0 || key >= d.wide_rows) { atomicOr(&s->post_bad, 2); return; }
     o.c1 = s->c1; o.c2 = s->c2;
     for (int col = lane; col < d.R; col += 32) {
         float g = rows[(size_t)r * d.R + col], *w;
@@ -916,7 +922,8 @@ __global__ void wdc_dense_update_k(float *w, float *s1, float *s2, const float *
 // After the updates: the step counts unless it was a stop or failed; a
 // failure halts every later step; the results for the host.
 __global__ void wdc_step_end_k(wdc_state *s, const float *tail, int slot) {
-    if (s->post_bad) s->flags |= WDC_BAD_PARAM;
+    if (s->post_bad & 1) s->flags |= WDC_BAD_PARAM;
+    if (s->post_bad & 2) s->flags |= WDC_BAD_KEY;
     int was = s->halted;
     if (s->flags & WDC_FAILED) s->halted |= s->flags & WDC_FAILED;
     if (!(s->flags & (WDC_STOP | WDC_FAILED | WDC_REDO)) && !was) s->step++;
@@ -980,19 +987,10 @@ __global__ void wdc_checksum_k(unsigned long long *acc, const float *x, long lon
     }
     atomicAdd(acc, s);
 }
-// A rank whose step failed after its collectives gathers WDC_NO_CHECKSUM
-// (its replica did not apply the step; wdc_step_enqueue): a checksum never
-// has that value (its top bit cleared).
-#define WDC_NO_CHECKSUM (~0ull)
-__global__ void wdc_checksum_fix_k(unsigned long long *acc) { *acc &= ~(1ull << 63); }
-// Gathered checksums (ranks of them) all equal, leaving out the absent? Flags the step otherwise.
+// Gathered checksums (ranks of them) all equal? Flags the step otherwise.
 __global__ void wdc_checksum_cmp_k(wdc_state *s, const unsigned long long *all, int ranks) {
-    int ref = -1;
-    for (int q = 0; q < ranks; q++) {
-        if (all[q] == WDC_NO_CHECKSUM) continue;
-        if (ref < 0) ref = q;
-        else if (all[q] != all[ref]) s->flags |= WDC_TABLES_DIFFER;
-    }
+    for (int q = 1; q < ranks; q++)
+        if (all[q] != all[0]) s->flags |= WDC_TABLES_DIFFER;
 }
 // Sums chunk [a, e) of every rank's buffer in rank order into out (same-GPU ranks).
 struct wdc_ptrs { const float *p[256]; };
@@ -2075,8 +2073,6 @@ static wd_status wdc_step_kernels(wdc_rank *r, int slot, int slow) {
         for (int i = 0; i < 3; i++)
             if (lens[i]) { WDC_GO(wdc_checksum_k, 256, WDC_THREADS, st)(sum, parts[i], lens[i], 0x51ED + i);
                 WDC_LAUNCH("checksum"); }
-        WDC_GO(wdc_checksum_fix_k, 1, 1, st)(sum);   // never WDC_NO_CHECKSUM
-        WDC_LAUNCH("checksum_fix");
         WDC_TRY(c->ops->stream_allgather(c, sum, all, sizeof *sum, (void *)st));
         WDC_GO(wdc_checksum_cmp_k, 1, 1, st)(r->state, all, r->ranks);
         WDC_LAUNCH("checksum_cmp");
@@ -2290,9 +2286,13 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
         return wdc_fail(WD_ERR_INTERNAL,
                         "cuda backend: a step to be done again was completed");   // wdc_settle redid it
     int bad = res->flags & WDC_FAILED;
+    if (bad & WDC_APPLIED) r->unsafe = 1;   // the updates ran: the replica holds a step no position counts
     // every rank reads the same flags: a failure ends every rank alike (numeric halting)
     if (!bad && (res->halted & WDC_FAILED))
         return wdc_fail(WD_ERR_NUMERIC, "an earlier step failed; nothing more was applied");
+    if (bad & WDC_BAD_KEY)
+        return wdc_fail(WD_ERR_INTERNAL, "rank %d, step %lld: a sparse key outside the tables reached the update "
+                        "(a cut-off exchange?); the model is no longer usable", r->rank, res->step + 1);
     if (bad & WDC_TABLES_DIFFER)
         return wdc_fail(WD_ERR_INTERNAL, "step %lld: the replicas' tables differ between ranks (cuda.check_tables)",
                         res->step + 1);
@@ -2311,11 +2311,12 @@ static wd_status wdc_complete(wd_backend *be, wd_step_result *out) {
 }
 // A step that failed part way after an update was enqueued (wdc_step_enqueue),
 // or was cut off by the communicator's failure (wdc_complete), may have left
-// part of it applied: the replica is no finished step's.
+// part of it applied; one whose updates ran and then failed their checks
+// (WDC_APPLIED, wdc_complete) was applied: the replica is no finished step's.
 static wd_status wdc_unsafe(const wdc_rank *r, const char *what) {
-    return wdc_fail(WD_ERR_DEVICE,
-                    "rank %d: %s refused: a step failed part way (after its updates were enqueued, or cut off by the "
-                    "communicator's failure), so the GPU's model may hold part of it", r->rank, what);
+    return wdc_fail(WD_ERR_DEVICE, "rank %d: %s refused: a step failed part way (after its updates were enqueued "
+                    "or ran, or cut off by the communicator's failure), so the GPU's model may hold part of it",
+                    r->rank, what);
 }
 static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
     wdc_rank *r = (wdc_rank *)be;
@@ -2341,6 +2342,9 @@ static wd_status wdc_predict(wd_backend *be, const wd_batch *b, float *probs) {
 static wd_status wdc_download(wd_backend *be) {
     wdc_rank *r = (wdc_rank *)be;
     if (r->completed != r->submitted) return wdc_fail(WD_ERR_INTERNAL, "cuda backend: download with a step in flight");
+#ifdef WD_TESTING
+    if (r->unsafe && getenv("WD_CUDA_TEST_READ_UNSAFE")) return wdc_download_all(r);   // tests read it anyway
+#endif
     if (r->unsafe) return wdc_unsafe(r, "download");
     return wdc_download_all(r);
 }
@@ -2630,8 +2634,14 @@ static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, 
     wdc_nccl *n = (wdc_nccl *)c->impl;
     WDC_CUDA(cudaSetDevice(n->device));
     uint64_t b = bytes, got[256];
+    if (c->size > 256)
+        return wdc_fail(WD_ERR_LIMIT, "rank %d: the NCCL allgather takes at most 256 ranks, not %d", c->rank, c->size);
     WDC_CUDA(cudaMemcpyAsync(n->cnt, &b, 8, cudaMemcpyHostToDevice, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->cnt, n->cnt + 1, 8, (void *)n->st));
+    // A copy to pageable memory (got, hbuf) blocks the host until the stream's
+    // work before it ends: wait for the allgather first with wdc_nccl_wait,
+    // which polls the group's abort and WD_COMM_TIMEOUT (a failed peer).
+    WDC_TRY(wdc_nccl_wait(c));
     WDC_CUDA(cudaMemcpyAsync(got, n->cnt + 1, 8 * (size_t)c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
     size_t most = 1;
@@ -2647,6 +2657,7 @@ static wd_status wdc_nccl_allgather(wd_comm *c, const void *mine, size_t bytes, 
     WDC_CUDA(cudaMemsetAsync(n->sendpad, 0, most, n->st));   // the padding past `bytes` is sent too
     if (bytes) WDC_CUDA(cudaMemcpyAsync(n->sendpad, mine, bytes, cudaMemcpyDefault, n->st));
     WDC_TRY(wdc_nccl_stream_allgather(c, n->sendpad, n->gbuf, most, (void *)n->st));
+    WDC_TRY(wdc_nccl_wait(c));   // before the copy to pageable memory, as above
     WDC_CUDA(cudaMemcpyAsync(n->hbuf, n->gbuf, most * c->size, cudaMemcpyDeviceToHost, n->st));
     WDC_TRY(wdc_nccl_wait(c));
     for (int q = 0; q < c->size; q++) { all[q] = n->hbuf + most * q; if (sizes) sizes[q] = got[q]; }
@@ -2670,7 +2681,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     memset(c, 0, sizeof *c);
     memset(n, 0, sizeof *n);
     n->comm = comm; n->device = device; n->group = g;
-    n->timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
+    n->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
     c->ops = &wdc_nccl_ops; c->rank = rank; c->size = size; c->impl = n;
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
@@ -2759,7 +2770,7 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     WDC_NCCL(wdc_nc.GetUniqueId(&uid));
     wdc_group *g = wdc_group_new(ndev);
     if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
-    double timeout = wd_env_number("WD_COMM_TIMEOUT", 600);
+    double timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
     wd_status st = WD_OK;
     ncclResult_t r = wdc_nc.GroupStart();
     for (int i = 0; r == ncclSuccess && i < ndev; i++) {
@@ -2810,7 +2821,7 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
                  : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks,
                             wdc_nc.GetErrorString(r));
-    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", 600),
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT),
                                   "NCCL set-up (waiting for every rank)");
     if (st) {
         if (comm) wdc_nc.CommAbort(comm);
@@ -2942,7 +2953,7 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
         ranks[r] = &cs[r]; }
     h->group = wdc_group_new(1);
     wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
-    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", 600), h->cpu);
+    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT), h->cpu);
     cudaError_t e = cudaSuccess;
     if (!st) e = cudaSetDevice(device);
     for (int r = 0; !st && e == cudaSuccess && r < nranks; r++)

@@ -1884,7 +1884,7 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     return 0;
 }
 // Ends MPI. The ranks wait for each other here (a barrier on a
-// communicator of its own, at most 60 s, or WD_COMM_TIMEOUT when longer:
+// communicator of its own, at most WD_COMM_TIMEOUT (at least 60 s):
 // rank 0 may be saving the model after an error, and a shorter wait's
 // MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
 // exit status and message (one rank's failure aborts the communicator and
@@ -1903,7 +1903,7 @@ static int mpi_end(int rc) {
     if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
-        double most = wd_env_number("WD_COMM_TIMEOUT", 60.0);   // a step (a save) may take that long
+        double most = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // a step (a save) may take that long
         most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
             for (double t0 = now_s(); !done && now_s() - t0 < most;) {

@@ -515,6 +515,62 @@ static void test_backend_ranks_as_processes(void) {
     }
 }
 
+// The host allgather with a peer that never finishes it (ranks as processes:
+// no group abort reaches the other rank): rank 1 hangs in the allgather's
+// first collective (the counts), then in its second (the data); each rank
+// ends with WD_ERR_ABORTED within its WD_COMM_TIMEOUT (2 s). (Without
+// wdc_nccl_wait before the copies to pageable host memory, the copy blocked
+// the host until the allgather ended: never.)
+static void *proc_allgather(void *p) {
+    proc_job *j = (proc_job *)p;
+    j->st[0] = wd_comm_nccl_init_rank(j->id, j->rank, 2, j->rank, &j->c);
+    if (j->st[0]) return NULL;
+    const void *all[2];
+    j->st[1] = j->c->ops->allgather(j->c, "abc", 3, all, NULL);
+    snprintf(j->err, sizeof j->err, "%s", j->st[1] ? wd_last_error() : "");
+    __atomic_store_n(&j->st[2], 1, __ATOMIC_RELEASE);   // done
+    return NULL;
+}
+static void test_backend_allgather_peer_hangs(void) {
+    for (int k = 2; k <= 3; k++) {
+        char id[128], fault[32];
+        proc_job j[2];
+        pthread_t t[2];
+        REQUIRE_OK(wd_comm_nccl_unique_id(id, sizeof id));
+        snprintf(fault, sizeof fault, "hang:1:%d", k);
+        setenv("CUDACPU_NCCL_FAULT", fault, 1);
+        setenv("WD_COMM_TIMEOUT", "2", 1);
+        double t0 = now_s();
+        for (int r = 0; r < 2; r++) {
+            memset(&j[r], 0, sizeof j[r]);
+            j[r].id = id;
+            j[r].rank = r;
+            pthread_create(&t[r], NULL, proc_allgather, &j[r]);
+        }
+        while (now_s() - t0 < 20 && !(__atomic_load_n(&j[0].st[2], __ATOMIC_ACQUIRE) &&
+                                      __atomic_load_n(&j[1].st[2], __ATOMIC_ACQUIRE)))
+            usleep(10000);
+        if (!j[0].st[2] || !j[1].st[2]) {   // blocked for good: nothing can be torn down
+            printf("FAIL %s: the allgather (%s) still blocks after 20 s\n", __func__, fault);
+            fflush(stdout);
+            _exit(1);
+        }
+        for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+        unsetenv("CUDACPU_NCCL_FAULT");
+        setenv("WD_COMM_TIMEOUT", "1", 1);
+        double dt = now_s() - t0;
+        for (int r = 0; r < 2; r++) {
+            printf("  %s, rank %d: %s, %s after %.2f s%s%s\n", fault, r, wd_status_string(j[r].st[0]),
+                   wd_status_string(j[r].st[1]), dt, j[r].err[0] ? ": " : "", j[r].err);
+            CHECK(!j[r].st[0] && j[r].st[1] == WD_ERR_ABORTED && strstr(j[r].err, "WD_COMM_TIMEOUT"));
+        }
+        CHECK(dt >= 2 && dt < 6);
+        double t1 = now_s();
+        for (int r = 0; r < 2; r++) wd_comm_nccl_destroy(j[r].c);
+        CHECK(now_s() - t1 < 3);
+    }
+}
+
 // A communicator's destroy after a failure keeps that failure's message
 // (the first error wins, wd_error_hold): rank 0 enqueued an allreduce that
 // rank 1 never joins, so rank 0's finalize does not end within
@@ -652,6 +708,7 @@ int main(int argc, char **argv) {
     RUN(test_backend_remote_error);
     RUN(test_backend_init_never_completes);
     RUN(test_backend_ranks_as_processes);
+    RUN(test_backend_allgather_peer_hangs);
     RUN(test_backend_destroy_keeps_the_error);
     RUN(test_backend_train_peer_hangs);
     RUN(test_multi_gpu_example);
