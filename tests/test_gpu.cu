@@ -1532,11 +1532,14 @@ static void test_nccl_two_gpus(void) {
 // ---- failures ---------------------------------------------------------------------------------------
 // A map callback that fails on one block (identified by its first sample):
 // the rank whose shard holds it fails; every other rank must stop at once.
-typedef struct fail_at { float label, dense[64]; int D; } fail_at;
+// after: if set, the failure waits (on the loader's thread, up to 60 s) until that file exists, so a
+// checkpoint the test names is on disk before the failure, however the loader's read-ahead is timed.
+typedef struct fail_at { float label, dense[64]; int D; const char *after; } fail_at;
 static wd_status failing_map(void *user, wd_batch *b, int worker) {
     (void)worker;
     const fail_at *f = (const fail_at *)user;
     if (b->n > 0 && b->label[0] == f->label && memcmp(b->dense, f->dense, sizeof(float) * (size_t)f->D) == 0) {
+        for (int i = 0; f->after && access(f->after, F_OK) != 0 && i < 6000; i++) usleep(10000);
         wd_set_last_error("injected failure of one rank's loader");
         return WD_ERR_PARSE;
     }
@@ -1641,6 +1644,7 @@ static void test_nccl_fail_fast(void) {
     td.no_shuffle = 1; td.max_steps = 4; td.devices = 2;
     CHECK_OK(wd_train(ref, &td, NULL));
     td.map = failing_map; td.map_user = &f; td.checkpoint_path = ck; td.checkpoint_every = 1;
+    f.after = ck;   // the failure comes once rank 0 saved step 1 (under load the read-ahead ran before any step)
     double t0 = now_s();
     wd_status st = wd_train(m, &td, NULL);
     double dt = now_s() - t0;
