@@ -5153,7 +5153,7 @@ static int wd__dir_of(const char *p, const char *slash, char *dir, size_t cap) {
 // same inode when either exists (links, "./x", "d/../x" all count), else the
 // same name in the same directory (two outputs not written yet). "-"
 // (standard input or output) is no file.
-static int wd__same_file(const char *a, const char *b) {
+WDDEF int wd_same_file(const char *a, const char *b) {
     if (!a || !b || strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return 0;
     struct stat x, y;
     int ea = stat(a, &x) == 0, eb = stat(b, &y) == 0;
@@ -5165,7 +5165,6 @@ static int wd__same_file(const char *a, const char *b) {
         && stat(db, &y) == 0 &&
            x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
-WDDEF int wd_same_file(const char *a, const char *b) { return wd__same_file(a, b); }
 
 WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
     if (!d) return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: desc is NULL");
@@ -5218,11 +5217,11 @@ WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep) {
             return wd__fail(WD_ERR_IO, "%s: cannot open: %s", d->inputs[i], strerror(errno));
         if (!S_ISREG(sb.st_mode) && !once) once = d->inputs[i];
         total += (int64_t)sb.st_size;
-        if (wd__same_file(d->inputs[i], d->output) || (d->ids_output && wd__same_file(d->inputs[i], d->ids_output)))
+        if (wd_same_file(d->inputs[i], d->output) || (d->ids_output && wd_same_file(d->inputs[i], d->ids_output)))
             return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: the output %s is input %d: it would be destroyed",
-                            wd__same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
+                            wd_same_file(d->inputs[i], d->output) ? d->output : d->ids_output, i + 1);
     }
-    if (d->ids_output && wd__same_file(d->ids_output, d->output))
+    if (d->ids_output && wd_same_file(d->ids_output, d->output))
         return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: ids_output and output are the same file");
     if (d->vocab_capacity && !sized)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_convert: vocab_capacity sizes a new vocabulary's tables, and here "
@@ -5504,7 +5503,7 @@ WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep) {
     const char *outs[3] = {d->output, d->tsv, probpath};
     for (int a = 0; a < 3; a++)   // three different files, or the temporary names collide
         for (int b = 0; b < a; b++)
-            if (wd__same_file(outs[a], outs[b])) {
+            if (wd_same_file(outs[a], outs[b])) {
                 wd__free(g); wd__free(allp); wd__free(ally);
                 return wd__fail(WD_ERR_INVALID_ARG, "wd_gen: %s is named as two outputs", outs[a]);
             }
@@ -6531,7 +6530,7 @@ extern char *openblas_get_corename(void);
 #ifdef __cplusplus
 }
 #endif
-static const char *wd__gemm_engine_name(void) {
+WDDEF const char *wd_gemm_engine_name(void) {
 #if defined(WD_USE_ONEDNN)
     return "onednn";
 #elif defined(WD_USE_OPENBLAS)
@@ -6542,7 +6541,6 @@ static const char *wd__gemm_engine_name(void) {
     return "portable";
 #endif
 }
-WDDEF const char *wd_gemm_engine_name(void) { return wd__gemm_engine_name(); }
 enum { WD__MM_FWD, WD__MM_WGRAD, WD__MM_DGRAD };
 enum { WD__LP_IN = 1, WD__LP_OUT = 2 };   // bf16 products: inputs only, or inputs and output
 #ifdef WD_USE_ONEDNN
@@ -6587,12 +6585,12 @@ static int wd__bf16_ok(void) {
 static void wd__engine_describe(const wd_model *m, char *buf, size_t n) {
     const char *prec = m->d.precision == WD_PRECISION_BF16 ? "bf16" : "fp32";
 #if defined(WD_USE_ONEDNN)
-    snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd__gemm_engine_name(),
+    snprintf(buf, n, "gemm=%s isa=%s precision=%s", wd_gemm_engine_name(),
              wd__isa_name((int)dnnl_get_effective_cpu_isa()), prec);
 #elif defined(WD_USE_OPENBLAS)
-    snprintf(buf, n, "gemm=%s core=%s precision=%s", wd__gemm_engine_name(), openblas_get_corename(), prec);
+    snprintf(buf, n, "gemm=%s core=%s precision=%s", wd_gemm_engine_name(), openblas_get_corename(), prec);
 #else
-    snprintf(buf, n, "gemm=%s precision=%s", wd__gemm_engine_name(), prec);
+    snprintf(buf, n, "gemm=%s precision=%s", wd_gemm_engine_name(), prec);
 #endif
 }
 // Whether this build and CPU can compute in the model's precision.
@@ -6601,7 +6599,7 @@ static wd_status wd__precision_check(const wd_model *m) {
 #ifndef WD_USE_ONEDNN
     return wd__fail(WD_ERR_UNSUPPORTED,
                     "precision bf16 needs the oneDNN GEMM engine; this build has %s (install libdnnl-dev: tools/install-deps.sh)",
-                    wd__gemm_engine_name());
+                    wd_gemm_engine_name());
 #else
     if (!wd__bf16_ok())
         return wd__fail(WD_ERR_UNSUPPORTED, "precision bf16 needs a CPU with AVX512-BF16 or AMX-BF16; this one runs %s",
@@ -9177,6 +9175,11 @@ static wd_status wd__arrow_ahead(wd_arrow_reader *r, int threads, size_t ram);  
 // A stream's next batch from the source, checked and padded to the rank's
 // batch with weight-0 samples (as the loader pads); *out = NULL at its end.
 // An Arrow stream (wd_arrow_source) is decoded ahead with the loader's budgets.
+// A rank's loader threads (the desc's; 0: 1 on the CPU device, the loader's own default on GPUs): the
+// files' loader and an Arrow stream's read-ahead alike.
+static int wd__loader_threads(const wd__run *run) {
+    return run->d->loader_threads > 0 ? run->d->loader_threads : run->ops == wd_backend_cpu() ? 1 : 0;
+}
 static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
@@ -9184,8 +9187,7 @@ static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     long long i = (long long)run->src_batches;
     *out = NULL;
     if (d->source == wd_arrow_source && i == 0)
-        WD__TRY(wd__arrow_ahead((wd_arrow_reader *)d->source_user,
-                d->loader_threads > 0 ? d->loader_threads : run->ops == wd_backend_cpu() ? 1 : 0, d->loader_ram));
+        WD__TRY(wd__arrow_ahead((wd_arrow_reader *)d->source_user, wd__loader_threads(run), d->loader_ram));
     wd_set_last_error("");
     wd_status st = d->source(d->source_user, &b);
     if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i,
@@ -9390,7 +9392,7 @@ static wd_status wd__rank_train(wd__rank *k) {
         memset(&ld, 0, sizeof ld);
         ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
         ld.shard_index = k->rank; ld.shard_count = run->ranks;
-        ld.threads = d->loader_threads > 0 ? d->loader_threads : ops == wd_backend_cpu() ? 1 : 0;
+        ld.threads = wd__loader_threads(run);
         ld.devices = run->nlocal; ld.ram_bytes = d->loader_ram;
         ld.shuffle = !d->no_shuffle; ld.seed = m->d.seed;
         ld.remainder = WD_REMAINDER_PAD;
@@ -9519,12 +9521,12 @@ static wd_status wd__train_check(const wd_model *m, const wd_train_desc *d) {
         WD__TRY(wd__out_open(&o, d->checkpoint_path));
         wd__out_abort(&o);
         for (int f = 0; f < d->nfiles; f++)
-            if (wd__same_file(d->files[f], d->checkpoint_path))
+            if (wd_same_file(d->files[f], d->checkpoint_path))
                 return wd__fail(WD_ERR_INVALID_ARG,
                                 "wd_train: checkpoint_path %s is training file %d: it would be destroyed",
                                 d->checkpoint_path, f + 1);
         for (int f = 0; f < d->nvalid; f++)
-            if (wd__same_file(d->valid_files[f], d->checkpoint_path))
+            if (wd_same_file(d->valid_files[f], d->checkpoint_path))
                 return wd__fail(WD_ERR_INVALID_ARG,
                                 "wd_train: checkpoint_path %s is validation file %d: it would be destroyed",
                                 d->checkpoint_path, f + 1);

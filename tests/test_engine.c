@@ -643,7 +643,7 @@ static void test_gemm_vs_reference(void) {
             if (!(e <= 1)) { bad++; if (bad < 6) printf("  %s M=%d N=%d K=%d: error %.3g x the bound\n", uses[u].what, M, N, K, e); }
         }
     }
-    printf("  %s: %d products, worst %.3g of the bound (%s)\n", wd__gemm_engine_name(), cases, worst, wcase);
+    printf("  %s: %d products, worst %.3g of the bound (%s)\n", wd_gemm_engine_name(), cases, worst, wcase);
     {
         int M = 3, N = 17, K = 429;
         gcase c = {M, N, K, 0, 1, 1.0f, 0.0f, A, B, NULL, NULL, 0, 0.0};
@@ -743,7 +743,7 @@ static void test_bf16_step(void) {
 #ifdef WD_USE_ONEDNN
         CHECK(strstr(why, "AVX512-BF16") && strstr(why, "this one runs"));
 #else
-        CHECK(strstr(why, "oneDNN") && strstr(why, wd__gemm_engine_name()));
+        CHECK(strstr(why, "oneDNN") && strstr(why, wd_gemm_engine_name()));
 #endif
         // prediction refuses the same way
         wd_batch b;
