@@ -1208,7 +1208,7 @@ static void test_process_settings_check(void) {
         double dt = train_deaf(ms, st, err, TRAIN, TEST, &o);
         REQUIRE(dt >= 0);
         printf("  another batch_size: %.3f s; rank 1: %s\n", dt, err[1]);
-        CHECK(dt < 1.0);
+        CHECK(dt < 5.0);   // at once, not at the timeout (30 s): a margin for a loaded CI machine
         for (int p = 0; p < 3; p++) {
             CHECK(st[p] == WD_ERR_INVALID_ARG && strstr(err[p], "rank 1's batch_size is 3072, rank 0's 1536: it must be equal on every rank"));
             CHECK(ms[p]->step == 0 && g_proc_rep[p].steps == 0);
