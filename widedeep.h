@@ -1902,15 +1902,14 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    threads and ram_bytes: wd_loader_desc's names); wd_arrow_reader_open
    starts them, and refuses with WD_ERR_LIMIT a RAM budget that two batches
    do not fit. As wd_train's source a reader keeps its own budgets (the train
-   desc's loader_threads and loader_ram are its files' loaders'): give it
-   those the loader would get (the Python package's train() does). The
-   batches and every refusal are the same, in the same
-   order, whatever the threads; a refusal is given at its place in the
-   sequence (what was read ahead of it is not given). The producer's
-   callbacks (get_next, releases) are made from those threads, one at a
-   time; close waits for a get_next in progress. (The producer's record
-   batches held by batches in flight are the producer's memory, outside
-   the budget.) */
+   desc's loader_threads and loader_ram budget its files' loaders): open it
+   with those the loader would get (the Python package's train() does). The
+   batches and every refusal are the same, in the same order, whatever the
+   threads; a refusal is given at its place in the sequence (what was read
+   ahead of it is not given). The producer's callbacks (get_next, releases)
+   are made from those threads, one at a time; close waits for a get_next in
+   progress. (The producer's record batches held by batches in flight are
+   the producer's memory, outside the budget.) */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 #define ARROW_FLAG_DICTIONARY_ORDERED 1
