@@ -1264,6 +1264,8 @@ typedef struct wd_train_desc {
     int batch_size;                 // global batch, split over the ranks (0: the checkpoint's,
                                     // else 4096, halved down to 32 until an epoch has >= 100 steps)
     int threads;                    // CPU device: worker threads (0: online cores)
+    // The files' loaders (training; validation: threads only); a source decodes within its own budgets
+    // (an Arrow reader: wd_arrow_reader_desc's threads and ram_bytes).
     int loader_threads;             // per rank (0: 1 on the CPU device, cores / ranks on GPUs)
     size_t loader_ram;              // per rank (0: loader default)
     int device;                     // wd_device
@@ -1895,18 +1897,19 @@ WDDEF const char *wd_tb_path(const wd_tb *t);
    (wd convert --columns) and no header line.
    Read-ahead. A reader decodes ahead of its caller on threads of its own
    (section 8's ordered pipeline, as wd_convert's: the loader's plan needs
-   every block's size before the epoch, a stream's length is unknown): its
-   first wd_arrow_reader_next starts them, one thread and at most a quarter
-   of the available memory of decoded batches; as wd_train's source
-   (wd_arrow_source) the budgets are the desc's loader_threads and
-   loader_ram (their defaults as the loader's; a reader already read from
-   keeps its own), WD_ERR_LIMIT when not two batches fit. The batches and every refusal are the same, in the same
-   order, whatever the threads; a refusal is given at its place in the
-   sequence (what was read ahead of it is not given). The producer's
-   callbacks (get_next, releases) are made from those threads, one at a
-   time; close waits for a get_next in progress. (The producer's record
-   batches held by batches in flight are the producer's memory, outside
-   the budget.) */
+   every block's size before the epoch, a stream's length is unknown),
+   within the budgets it is opened with, as a loader is (wd_arrow_reader_desc's
+   threads and ram_bytes: wd_loader_desc's names); wd_arrow_reader_open
+   starts them, and refuses with WD_ERR_LIMIT a RAM budget that two batches
+   do not fit. As wd_train's source a reader keeps its own budgets (the train
+   desc's loader_threads and loader_ram budget its files' loaders): open it
+   with those the loader would get (the Python package's train() does). The
+   batches and every refusal are the same, in the same order, whatever the
+   threads; a refusal is given at its place in the sequence (what was read
+   ahead of it is not given). The producer's callbacks (get_next, releases)
+   are made from those threads, one at a time; close waits for a get_next in
+   progress. (The producer's record batches held by batches in flight are
+   the producer's memory, outside the budget.) */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 #define ARROW_FLAG_DICTIONARY_ORDERED 1
@@ -1964,12 +1967,19 @@ WDDEF wd_status wd_text_spec_arrow(wd_text_spec *t, const struct ArrowSchema *sc
 /* Reading a stream into batches (decoded ahead: see Read-ahead above): with a CSV spec
    (wd_text_spec_arrow, a .wdr's or a model's: wd_model_spec), each column
    the spec maps found by name in the stream's schema. The reader takes the
-   stream (moved: *s is marked released) and releases it on close.
-   unlabeled: 1 lets the label column be absent (prediction; labels 0).
-   The spec must have its buckets or vocabulary (as wd_batch_add's); r
-   keeps a copy of t but not of its vocabulary: t must outlive r. */
+   stream (moved: *s is marked released, also on failure) and releases it
+   on close. The spec must have its buckets or vocabulary (as
+   wd_batch_add's); r keeps a copy of it but not of its vocabulary: the
+   spec must outlive r. */
+typedef struct wd_arrow_reader_desc {
+    const wd_text_spec *spec;       // required
+    int batch_size;                 // rows a batch (required: 1..WD_MAX_BLOCK_SAMPLES)
+    int unlabeled;                  // 1: the label column may be absent (prediction; labels 0)
+    int threads;                    // read-ahead threads, 0..256 (0: 1)
+    size_t ram_bytes;               // decoded batches' budget, at least 2 batches (0: available memory / 4)
+} wd_arrow_reader_desc;
 typedef struct wd_arrow_reader wd_arrow_reader;
-WDDEF wd_status wd_arrow_reader_open(const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int batch_size,
+WDDEF wd_status wd_arrow_reader_open(const wd_arrow_reader_desc *d, struct ArrowArrayStream *s,
                                      wd_arrow_reader **out);
 // The next batch_size samples (fewer at the end) into a batch owned by r,
 // valid until the next call; *out = NULL at the end of the stream. This is
@@ -9171,23 +9181,14 @@ static wd_status wd__batch_check(const wd_batch *b, const wd_schema *s, const ch
     }
     return wd__check_values(s, b, 0, b->n, who, WD_ERR_INVALID_ARG);
 }
-static wd_status wd__arrow_ahead(wd_arrow_reader *r, int threads, size_t ram);   // section 20
 // A stream's next batch from the source, checked and padded to the rank's
 // batch with weight-0 samples (as the loader pads); *out = NULL at its end.
-// An Arrow stream (wd_arrow_source) is decoded ahead with the loader's budgets.
-// A rank's loader threads (the desc's; 0: 1 on the CPU device, the loader's own default on GPUs): the
-// files' loader and an Arrow stream's read-ahead alike.
-static int wd__loader_threads(const wd__run *run) {
-    return run->d->loader_threads > 0 ? run->d->loader_threads : run->ops == wd_backend_cpu() ? 1 : 0;
-}
 static wd_status wd__source_next(wd__rank *k, const wd_batch **out) {
     wd__run *run = k->run;
     const wd_train_desc *d = run->d;
     const wd_batch *b = NULL;
     long long i = (long long)run->src_batches;
     *out = NULL;
-    if (d->source == wd_arrow_source && i == 0)
-        WD__TRY(wd__arrow_ahead((wd_arrow_reader *)d->source_user, wd__loader_threads(run), d->loader_ram));
     wd_set_last_error("");
     wd_status st = d->source(d->source_user, &b);
     if (st) return wd__fail(st, "training source: batch %lld (step %lld): the source failed: %s", i,
@@ -9392,7 +9393,7 @@ static wd_status wd__rank_train(wd__rank *k) {
         memset(&ld, 0, sizeof ld);
         ld.files = d->files; ld.nfiles = d->nfiles; ld.batch_size = run->batch;
         ld.shard_index = k->rank; ld.shard_count = run->ranks;
-        ld.threads = wd__loader_threads(run);
+        ld.threads = d->loader_threads > 0 ? d->loader_threads : ops == wd_backend_cpu() ? 1 : 0;
         ld.devices = run->nlocal; ld.ram_bytes = d->loader_ram;
         ld.shuffle = !d->no_shuffle; ld.seed = m->d.seed;
         ld.remainder = WD_REMAINDER_PAD;
@@ -12379,43 +12380,37 @@ static void wd__arrow_ahead_run(wd__pipe *p, wd__job *j) {
     wd__arrow_job_done(j);   // the producer's release callbacks, serialized with its other calls
     pthread_mutex_unlock(&r->mu);
 }
-// Starts r's read-ahead (once: a later call keeps the first budgets):
-// `threads` workers (0: online cores), at most `ram` bytes of decoded
-// batches (0: the loader's default, a quarter of the available memory).
-static wd_status wd__arrow_ahead(wd_arrow_reader *r, int threads, size_t ram) {
-    if (!r || r->started) return WD_OK;   // (NULL: wd_arrow_reader_next says so)
-    uint64_t avail = 0;
-    if (!ram) { WD__TRY(wd__memory_left(&avail)); ram = (size_t)(avail / 4); }
-    size_t bat = wd__batch_bytes(&r->spec.schema, r->batch_size);
-    if (ram / bat < 2)
-        return wd__fail(WD_ERR_LIMIT,
-                "arrow: RAM budget %zu bytes (loader_ram) is below the %zu needed for 2 batches of %d samples", ram,
-                2 * bat, r->batch_size);
-    WD__TRY(wd__pipe_start(&r->pipe, threads > 0 ? threads : wd__online_cores(), &r->spec.schema,
-            wd__arrow_ahead_run, r));
-    r->ahead = (int)WD__MIN(ram / bat, (size_t)r->pipe.njobs);
-    r->started = 1;
-    return WD_OK;
-}
-WDDEF wd_status wd_arrow_reader_open(
-        const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int batch_size, wd_arrow_reader **out) {
-    if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: out is NULL");
-    *out = NULL;
-    if (!t || !s || !s->release)
-        return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: %s",
-                !t ? "the spec is NULL" : "the stream is NULL or released");
-    struct ArrowArrayStream mine = *s;   // moved: the reader releases it
+WDDEF wd_status wd_arrow_reader_open(const wd_arrow_reader_desc *d, struct ArrowArrayStream *s,
+                                     wd_arrow_reader **out) {
+    if (out) *out = NULL;
+    if (!s || !s->release)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: the stream is NULL or released");
+    struct ArrowArrayStream mine = *s;   // moved: the reader releases it (or open, failing)
     s->release = NULL;
+    const wd_text_spec *t = d ? d->spec : NULL;
     wd_status st = WD_OK;
-    if (batch_size <= 0 || batch_size > WD_MAX_BLOCK_SAMPLES)
-        st = wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: batch_size %d is outside 1..%d", batch_size,
+    if (!out || !t)
+        st = wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: %s is NULL",
+                !out ? "out" : d ? "the desc's spec" : "the desc");
+    else if (d->batch_size <= 0 || d->batch_size > WD_MAX_BLOCK_SAMPLES)
+        st = wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: batch_size %d is outside 1..%d", d->batch_size,
                 WD_MAX_BLOCK_SAMPLES);
+    else if (d->threads < 0 || d->threads > 256)
+        st = wd__fail(WD_ERR_INVALID_ARG, "wd_arrow_reader_open: threads %d is outside 0..256", d->threads);
     for (int k = 0; !st && k < t->schema.nslots; k++)
         if (wd__slot_unsized(t, k))
             st = wd__fail(WD_ERR_INVALID_ARG,
                     "wd_arrow_reader_open: slot %d (%.31s) has no buckets yet: take them from the training file "
                     "(wd_text_spec_match or wd_text_spec_vocab)",
                     k, t->schema.slot[k].name);
+    // the read-ahead's budget: at least 2 batches (the one the caller holds, the next)
+    size_t ram = st ? 0 : d->ram_bytes, bat = st ? 0 : wd__batch_bytes(&t->schema, d->batch_size);
+    uint64_t avail = 0;
+    if (!st && !ram && !(st = wd__memory_left(&avail))) ram = (size_t)(avail / 4);
+    if (!st && ram / bat < 2)
+        st = wd__fail(WD_ERR_LIMIT,
+                "arrow reader: RAM budget %zu bytes (ram_bytes) is below the %zu needed for 2 batches of %d samples",
+                ram, 2 * bat, d->batch_size);
     wd_arrow_reader *r = st ? NULL : WD__NEW(wd_arrow_reader);
     if (!st && !r) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (st) { mine.release(&mine); return st; }
@@ -12423,7 +12418,7 @@ WDDEF wd_status wd_arrow_reader_open(
     pthread_cond_init(&r->cv, NULL);
     r->spec = *t;
     r->s = mine;
-    r->batch_size = batch_size;
+    r->batch_size = d->batch_size;
     struct ArrowSchema schema;
     memset(&schema, 0, sizeof schema);
     int rc = mine.get_schema(&r->s, &schema);
@@ -12432,10 +12427,13 @@ WDDEF wd_status wd_arrow_reader_open(
         st = wd__fail(WD_ERR_IO, "arrow: the producer failed giving its schema (error %d): %.600s", rc,
                 e ? e : "(no message)");
     } else {
-        st = wd__arrow_bind(&r->spec, &schema, unlabeled, &r->b);
+        st = wd__arrow_bind(&r->spec, &schema, d->unlabeled, &r->b);
         schema.release(&schema);
     }
+    if (!st) st = wd__pipe_start(&r->pipe, d->threads > 0 ? d->threads : 1, &r->spec.schema, wd__arrow_ahead_run, r);
     if (st) { wd_arrow_reader_close(r); return st; }
+    r->started = 1;
+    r->ahead = (int)WD__MIN(ram / bat, (size_t)r->pipe.njobs);
     *out = r;
     return WD_OK;
 }
@@ -12445,7 +12443,6 @@ WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out) {
     if (r->held) { wd__pipe_release(&r->pipe, r->held); r->held = NULL; }
     if (r->st) return wd__fail(r->st, "%s", r->err);
     if (r->done) return WD_OK;
-    WD__TRY(wd__arrow_ahead(r, 1, 0));
     wd__job *j;
     while (r->submitted - r->taken < r->ahead && (j = wd__pipe_free_slot(&r->pipe)) != NULL)
         wd__pipe_submit(&r->pipe, j, r->submitted++);

@@ -167,6 +167,14 @@ static int open_stream(void *user, struct ArrowArrayStream *out) {
     return 0;
 }
 static void counts_reset(void) { released_schemas = released_arrays = released_streams = opened = 0; }
+// A reader of s (spec t, bs rows a batch) decoding ahead on `threads` threads within `ram` bytes (0: the defaults).
+static wd_status reader_open(const wd_text_spec *t, struct ArrowArrayStream *s, int unlabeled, int bs, int threads,
+        size_t ram, wd_arrow_reader **out) {
+    wd_arrow_reader_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = t; d.batch_size = bs; d.unlabeled = unlabeled; d.threads = threads; d.ram_bytes = ram;
+    return wd_arrow_reader_open(&d, s, out);
+}
 
 static int spit(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
@@ -372,8 +380,8 @@ static int file_spec(wd_reader *r, wd_text_spec *t, wd_model_desc *md) {
     return 0;
 }
 // Two models of md: one trained on `file` with no_shuffle, one on p's stream
-// (spec t) through wd_arrow_source, bs samples a step, decoded ahead on
-// `threads` loader threads within `ram` bytes (0, 0: the defaults): equal bit for bit.
+// (spec t) through wd_arrow_source, bs samples a step, its reader decoding
+// ahead on `threads` threads within `ram` bytes (0, 0: the defaults): equal bit for bit.
 static void trains_like_file(const wd_model_desc *md, const char *file, producer *p, const wd_text_spec *t, int bs,
         int threads, size_t ram) {
     wd_model *m1 = NULL, *m2 = NULL;
@@ -386,12 +394,11 @@ static void trains_like_file(const wd_model_desc *md, const char *file, producer
     td.files = files; td.nfiles = 1; td.batch_size = bs; td.no_shuffle = 1; td.threads = 1;
     CHECK_OK(wd_model_create(md, &m1));
     CHECK_OK(wd_model_create(md, &m2));
-    CHECK_OK(wd_arrow_reader_open(t, &s, 0, bs, &ar));
+    CHECK_OK(reader_open(t, &s, 0, bs, threads, ram, &ar));
     if (m1 && m2 && ar) {
         CHECK_OK(wd_train(m1, &td, NULL));
         memset(&td, 0, sizeof td);
         td.source = wd_arrow_source; td.source_user = ar; td.batch_size = bs; td.threads = 1;
-        td.loader_threads = threads; td.loader_ram = ram;
         CHECK_OK(wd_train(m2, &td, NULL));
         CHECK(tl_params_equal(m1, m2));
     }
@@ -420,7 +427,7 @@ static void test_reader_and_training(void) {
         struct ArrowArrayStream s;
         open_stream(&p, &s);
         wd_arrow_reader *ar;
-        REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, bs, &ar));
+        REQUIRE_OK(reader_open(&t, &s, 0, bs, 0, 0, &ar));
         CHECK(s.release == NULL);   // moved into the reader
         int seen = 0;
         const wd_batch *b;
@@ -447,10 +454,10 @@ static void test_reader_and_training(void) {
     five_rows(&q, "i");
     q.schema.children[0]->name = "not_y";
     open_stream(&q, &s);
-    CHECK(wd_arrow_reader_open(&t, &s, 0, 8, &ar) == WD_ERR_INVALID_ARG &&
+    CHECK(reader_open(&t, &s, 0, 8, 0, 0, &ar) == WD_ERR_INVALID_ARG &&
             strstr(wd_last_error(), "no column 'y' (the label"));
     open_stream(&q, &s);
-    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 1, 8, &ar));
+    REQUIRE_OK(reader_open(&t, &s, 1, 8, 0, 0, &ar));
     const wd_batch *b;
     CHECK_OK(wd_arrow_reader_next(ar, &b));
     CHECK(b && b->n == 5 && b->label[1] == 0.0f && b->ids[4][1] == blk->ids[4][1]);
@@ -460,11 +467,11 @@ static void test_reader_and_training(void) {
     five_rows(&q, "i");
     ((int32_t *)q.batch[0].children[0]->buffers[1])[1] = 7;
     open_stream(&q, &s);
-    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 0, 8, &ar));
+    REQUIRE_OK(reader_open(&t, &s, 0, 8, 0, 0, &ar));
     CHECK(wd_arrow_reader_next(ar, &b) == WD_ERR_PARSE && strstr(wd_last_error(), "label '7' is not 0 or 1"));
     wd_arrow_reader_close(ar);
     open_stream(&q, &s);
-    REQUIRE_OK(wd_arrow_reader_open(&t, &s, 1, 8, &ar));
+    REQUIRE_OK(reader_open(&t, &s, 1, 8, 0, 0, &ar));
     CHECK_OK(wd_arrow_reader_next(ar, &b));
     CHECK(b && b->n == 5 && b->label[1] == 0.0f && b->label[3] == 0.0f && b->ids[4][1] == blk->ids[4][1]);
     wd_arrow_reader_close(ar);
@@ -473,21 +480,20 @@ static void test_reader_and_training(void) {
     wd_reader_close(r);
 }
 
-// A model of md trained from p's stream (spec t), 7 samples a step, on
-// `threads` loader threads within `ram` bytes; *rows: the rows the reader gave.
+// A model of md trained from p's stream (spec t), 7 samples a step, its
+// reader on `threads` threads within `ram` bytes; *rows: the rows the reader gave.
 static wd_status train_stream(producer *p, const wd_text_spec *t, const wd_model_desc *md, int threads, size_t ram,
         wd_train_report *rep, int64_t *rows) {
     struct ArrowArrayStream s;
     wd_arrow_reader *ar;
     wd_model *m = NULL;
     open_stream(p, &s);
-    wd_status st = wd_arrow_reader_open(t, &s, 0, 7, &ar);
+    wd_status st = reader_open(t, &s, 0, 7, threads, ram, &ar);
     if (!st) st = wd_model_create(md, &m);
     if (!st) {
         wd_train_desc td;
         memset(&td, 0, sizeof td);
         td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1;
-        td.loader_threads = threads; td.loader_ram = ram;
         st = wd_train(m, &td, rep);
         if (rows) *rows = wd_arrow_reader_rows(ar);
     }
@@ -500,30 +506,36 @@ static void many_rows(producer *p) {
     five_rows(p, "c");
     for (int k = 2; k < 60; k++) p->batch[p->nbatches++] = p->batch[k % 2];
 }
-// Training from a stream decoded ahead on 1 and 3 loader threads (within a
-// budget of 2 batches, and the default): the model of the converted file,
-// bit for bit; a producer's error, a null label and a schema change are
-// refused at their place (the steps before them trained, naming the batch),
-// with every batch the producer gave released; a budget below 2 batches is
-// WD_ERR_LIMIT naming loader_ram.
+// many_rows' stream converted to the file w (tmp's `name`), open as *r; its
+// spec *t and a small model desc *md of its schema (r stays open).
+static int many_file(char *w, size_t n, const char *name, producer *p, wd_reader **r, wd_text_spec *t,
+        wd_model_desc *md) {
+    tmp(w, n, name);
+    many_rows(p);
+    wd_csv_desc cd = five_desc();
+    if (convert_stream(p, &cd, w, 4096, 1, 0, NULL) != WD_OK || wd_reader_open(w, r) != WD_OK) return 0;
+    if (!file_spec(*r, t, md)) { wd_reader_close(*r); return 0; }
+    md->hidden[0] = 8; md->embed_dim = 4;   // small: the input path is what is tested
+    return 1;
+}
+// Training from a stream decoded ahead on 1 and 3 threads (within a budget
+// of 2 batches, and the default): the model of the converted file, bit for
+// bit; a producer's error, a null label and a schema change are refused at
+// their place (the steps before them trained, naming the batch), with every
+// batch the producer gave released; a budget below 2 batches is
+// WD_ERR_LIMIT naming ram_bytes.
 static void test_read_ahead(void) {
     char w[300];
-    tmp(w, sizeof w, "many.wdr");
     producer p;
-    many_rows(&p);
-    wd_csv_desc cd = five_desc();
-    REQUIRE_OK(convert_stream(&p, &cd, w, 4096, 1, 0, NULL));
     wd_reader *r;
-    REQUIRE_OK(wd_reader_open(w, &r));
     wd_text_spec t;
     wd_model_desc md;
-    REQUIRE(file_spec(r, &t, &md));
-    md.hidden[0] = 8; md.embed_dim = 4;   // small: the input path is what is tested
+    REQUIRE(many_file(w, sizeof w, "many.wdr", &p, &r, &t, &md));
     size_t two = 0;   // what 2 batches of 7 take: the least budget
     for (int threads = 1; threads <= 3; threads += 2) {
         trains_like_file(&md, w, &p, &t, 7, threads, 0);
         CHECK(train_stream(&p, &t, &md, threads, 1000, NULL, NULL) == WD_ERR_LIMIT &&
-                strstr(wd_last_error(), "loader_ram") &&
+                strstr(wd_last_error(), "ram_bytes") &&
                 sscanf(strstr(wd_last_error(), "below the ") + 10, "%zu", &two) == 1 && two > 1000);
         trains_like_file(&md, w, &p, &t, 7, threads, two);
     }
@@ -555,6 +567,112 @@ static void test_read_ahead(void) {
         p.fail_at = -1;
         p.batch[40] = p.batch[0];
     }
+    wd_text_spec_free(&t);
+    wd_reader_close(r);
+    pool_free();
+}
+
+// The threads of this process (Linux: /proc/self/status; -1 elsewhere),
+// once two reads 10 ms apart agree: a joined thread may still be counted
+// for a moment (pthread_join returns before the kernel's count drops).
+static int proc_threads(void) {
+    int n = -1, last = -2;
+    for (int tries = 0; tries < 200 && n != last; tries++) {
+        if (tries) { struct timespec ts = {0, 10000000}; nanosleep(&ts, NULL); }
+        last = n;
+        n = -1;
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "Threads: %d", &n) == 1) break;
+        if (f) fclose(f);
+    }
+    return n;
+}
+// A reader's budgets are its desc's: `threads` read-ahead threads (0: 1)
+// run from wd_arrow_reader_open to close, and give the same batches, bit
+// for bit, whatever their number; ram_bytes admits exactly 2 batches and no
+// less (WD_ERR_LIMIT below, the stream released, no thread started; so
+// are threads outside 0..256, a NULL desc or out); as
+// wd_train's source the reader keeps them (the train desc's loader budgets,
+// 1000 bytes here, budget its files).
+static void test_reader_budgets(void) {
+    char w[300];
+    producer p;
+    wd_reader *r;
+    wd_text_spec t;
+    wd_model_desc md;
+    REQUIRE(many_file(w, sizeof w, "budgets.wdr", &p, &r, &t, &md));
+    struct ArrowArrayStream s;
+    wd_arrow_reader *ar = NULL;
+    open_stream(&p, &s);
+    CHECK(reader_open(&t, &s, 0, 7, 0, 1000, &ar) == WD_ERR_LIMIT && !ar && s.release == NULL);
+    size_t two = 0;   // what 2 batches of 7 take
+    CHECK(strstr(wd_last_error(), "RAM budget 1000 bytes (ram_bytes)") &&
+            sscanf(strstr(wd_last_error(), "below the ") + 10, "%zu", &two) == 1 && two > 1000);
+    int before = proc_threads();
+    counts_reset();
+    open_stream(&p, &s);
+    CHECK(reader_open(&t, &s, 0, 7, 3, two - 1, &ar) == WD_ERR_LIMIT && released_streams == 1);
+    CHECK(proc_threads() == before);
+    for (int bad = -1; bad <= 257; bad += 258) {
+        open_stream(&p, &s);
+        CHECK(reader_open(&t, &s, 0, 7, bad, 0, &ar) == WD_ERR_INVALID_ARG &&
+                strstr(wd_last_error(), "threads") && strstr(wd_last_error(), "is outside 0..256"));
+    }
+    open_stream(&p, &s);
+    CHECK(wd_arrow_reader_open(NULL, &s, &ar) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "the desc is NULL"));
+    open_stream(&p, &s);
+    CHECK(reader_open(&t, &s, 0, 7, 0, 0, NULL) == WD_ERR_INVALID_ARG && strstr(wd_last_error(), "out is NULL"));
+    CHECK(released_streams == 5 && proc_threads() == before);   // every refused stream released
+    float label[150], weight[150], dense[300];
+    uint32_t ids[5][150];
+    static const int tn[3] = {1, 3, 0};   // 1 first: the reference batches
+    for (int i = 0; i < 3; i++)
+        for (int tight = 0; tight < 2; tight++) {
+            int threads = tn[i];
+            counts_reset();
+            open_stream(&p, &s);
+            REQUIRE_OK(reader_open(&t, &s, 0, 7, threads, tight ? two : 0, &ar));
+            if (before >= 0) CHECK(proc_threads() - before == (threads ? threads : 1));
+            int seen = 0, same = 1;
+            const wd_batch *b;
+            while (wd_arrow_reader_next(ar, &b) == WD_OK && b && seen + b->n <= 150) {
+                size_t n = (size_t)b->n;
+                if (threads == 1 && !tight) {   // the reference
+                    memcpy(label + seen, b->label, 4 * n); memcpy(weight + seen, b->weight, 4 * n);
+                    memcpy(dense + 2 * seen, b->dense, 8 * n);
+                    for (int k = 0; k < 5; k++) memcpy(ids[k] + seen, b->ids[k], 4 * n);
+                }
+                same = same && !memcmp(label + seen, b->label, 4 * n) && !memcmp(weight + seen, b->weight, 4 * n)
+                    && !memcmp(dense + 2 * seen, b->dense, 8 * n);
+                for (int k = 0; k < 5; k++) same = same && !memcmp(ids[k] + seen, b->ids[k], 4 * n);
+                seen += b->n;
+            }
+            CHECK(same && seen == 150 && wd_arrow_reader_rows(ar) == 150);
+            wd_arrow_reader_close(ar);
+            CHECK(proc_threads() == before && released_streams == 1 && released_arrays == 60);
+        }
+    // the source keeps its budgets: the train desc's loader_ram (1000 bytes) and loader_threads are the files'
+    wd_model *m1 = NULL, *m2 = NULL;
+    CHECK_OK(wd_model_create(&md, &m1));
+    CHECK_OK(wd_model_create(&md, &m2));
+    open_stream(&p, &s);
+    REQUIRE_OK(reader_open(&t, &s, 0, 7, 2, two, &ar));
+    if (m1 && m2) {
+        const char *files[1] = {w};
+        wd_train_desc td;
+        memset(&td, 0, sizeof td);
+        td.files = files; td.nfiles = 1; td.batch_size = 7; td.no_shuffle = 1; td.threads = 1;
+        CHECK_OK(wd_train(m1, &td, NULL));
+        memset(&td, 0, sizeof td);
+        td.source = wd_arrow_source; td.source_user = ar; td.batch_size = 7; td.threads = 1;
+        td.loader_threads = 5; td.loader_ram = 1000;
+        CHECK_OK(wd_train(m2, &td, NULL));
+        CHECK(tl_params_equal(m1, m2));
+    }
+    wd_arrow_reader_close(ar);
+    wd_model_destroy(m1); wd_model_destroy(m2);
     wd_text_spec_free(&t);
     wd_reader_close(r);
     pool_free();
@@ -890,7 +1008,7 @@ static void test_lists(void) {
     cd.header = hdr;
     REQUIRE_OK(wd_text_spec_csv_desc(&t, &cd));
     open_stream(&p, &s);
-    CHECK(wd_arrow_reader_open(&t, &s, 0, 4, &ar) == WD_ERR_UNSUPPORTED &&
+    CHECK(reader_open(&t, &s, 0, 4, 0, 0, &ar) == WD_ERR_UNSUPPORTED &&
             strstr(wd_last_error(), "column 'T' has format '+l<u>'") &&
             strstr(wd_last_error(), "this spec's slot is one-hot"));
     pool_free();
@@ -1152,6 +1270,7 @@ int main(int argc, char **argv) {
     RUN(test_uint64);
     RUN(test_reader_and_training);
     RUN(test_read_ahead);
+    RUN(test_reader_budgets);
     RUN(test_refusals);
     RUN(test_progress_stop);
     RUN(test_lists);

@@ -195,9 +195,25 @@ def _():
     c.train(pl.read_parquet(CRIT_PQ), batch_size=256, threads=2)
     if a.state() != c.state():
         raise AssertionError("the model trained from Polars differs")
-    return "29 steps of 256 from Parquet and from Polars: the model of the .wdr (no_shuffle), bit for bit " \
-           "(%d bytes of state)" % \
-        len(a.state())
+    # the loader budgets reach the stream's reader: 1000 bytes, then 1 byte under 2 batches, are refused; exactly 2
+    # batches on 3 threads train the same model
+    two = None
+    for ram in (1000, None):
+        try:
+            widedeep.Model.create(CRIT_TEXT_WDR, **kw).train(CRIT_PQ, batch_size=256, loader_ram=ram or two - 1)
+            raise AssertionError("loader_ram %d was not refused" % (ram or two - 1))
+        except widedeep.Error as e:
+            m = re.search(r"RAM budget (\d+) bytes \(ram_bytes\) is below the (\d+) needed for 2 batches", str(e))
+            if not m or int(m.group(1)) != (ram or two - 1):
+                raise AssertionError("not the budget's refusal: %s" % e)
+            two = int(m.group(2))
+    d = widedeep.Model.create(CRIT_TEXT_WDR, **kw)
+    d.train(CRIT_PQ, batch_size=256, threads=2, loader_threads=3, loader_ram=two)
+    if a.state() != d.state():
+        raise AssertionError("the model trained on 3 read-ahead threads within 2 batches differs")
+    return "29 steps of 256 from Parquet and from Polars, and on 3 read-ahead threads within %d bytes (%d and %d " \
+           "refused): the model of the .wdr (no_shuffle), bit for bit (%d bytes of state)" % \
+        (two, 1000, two - 1, len(a.state()))
 
 
 @test("py_predict_evaluate")

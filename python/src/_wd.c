@@ -338,13 +338,16 @@ static PyObject *model_train(ModelObject *o, PyObject *args, PyObject *kw) {
     td.loader_ram = (size_t)loader_ram;
     train_ui ui = {progress, 0};
     td.progress = train_progress; td.user = &ui;
-    if (stream != Py_None) {   // a capsule: the batches of the stream through wd_arrow_source
-        const wd_text_spec *t = model_spec(o);
-        if (!t) { st = WD_ERR_UNSUPPORTED; goto fail; }
+    if (stream != Py_None) {   // a capsule: the stream's batches through wd_arrow_source, decoded within the budgets
+        wd_arrow_reader_desc rd;
+        memset(&rd, 0, sizeof rd);
+        rd.spec = model_spec(o);
+        if (!rd.spec) { st = WD_ERR_UNSUPPORTED; goto fail; }
         struct ArrowArrayStream s;
         if (take_stream(stream, &s)) goto fail;
         int bs = batch_size > 0 ? batch_size : 4096;
-        st = wd_arrow_reader_open(t, &s, 0, bs, &ar);
+        rd.batch_size = bs; rd.threads = loader_threads; rd.ram_bytes = (size_t)loader_ram;
+        st = wd_arrow_reader_open(&rd, &s, &ar);
         if (st) goto fail;
         td.batch_size = bs;
         td.source = wd_arrow_source; td.source_user = ar;
@@ -384,7 +387,10 @@ static PyObject *model_predict_stream(ModelObject *o, PyObject *args, PyObject *
     struct ArrowArrayStream s;
     if (take_stream(stream, &s)) return NULL;
     wd_arrow_reader *ar = NULL;
-    wd_status st = wd_arrow_reader_open(t, &s, !want_labels, batch_size, &ar);
+    wd_arrow_reader_desc rd;
+    memset(&rd, 0, sizeof rd);
+    rd.spec = t; rd.batch_size = batch_size; rd.unlabeled = !want_labels;
+    wd_status st = wd_arrow_reader_open(&rd, &s, &ar);
     if (st) return raise_wd(st);
     float *p = NULL, *y = NULL;
     size_t n = 0, cap = 0;

@@ -288,9 +288,11 @@ static void az_read(const wd_text_spec *t, az_prod *p, const uint8_t *data, size
     struct ArrowArrayStream s;
     az_open(p, &s);
     wd_arrow_reader *ar = NULL;
-    wd_status st = wd_arrow_reader_open(t, &s, threads == 3, 1 + (int)(at % 5), &ar);
+    wd_arrow_reader_desc d;
+    memset(&d, 0, sizeof d);
+    d.spec = t; d.unlabeled = threads == 3; d.batch_size = 1 + (int)(at % 5); d.threads = threads;
+    wd_status st = wd_arrow_reader_open(&d, &s, &ar);
     if (s.release) abort();   // moved, also on failure
-    if (!st) st = wd__arrow_ahead(ar, threads, 0);
     const wd_batch *b;
     while (!st && (st = wd_arrow_reader_next(ar, &b)) == WD_OK && b)
         if (wd__check_values(&t->schema, b, 0, b->n, "fuzz", WD_ERR_CORRUPT) != WD_OK) abort();
