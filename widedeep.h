@@ -8385,6 +8385,46 @@ static const wd_backend_ops wd__cpu_ops = {
     .describe = wd__cpu_describe};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
+/* The CUDA backend is found at link time: widedeep_cuda.o defines
+   wd_backend_cuda, and this weak reference to it stays NULL in a program
+   linked without it, whether or not this file saw WD_HAVE_CUDA (which only
+   declares the CUDA-only calls). A linker takes a member of an archive
+   (libwidedeep_cuda.a) only for a symbol something needs, never for a weak
+   reference: widedeep-cuda.pc and widedeep::cuda add -u wd_backend_cuda. */
+#if defined(__GNUC__) || defined(__clang__)
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
+#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
+#elif defined(WD_HAVE_CUDA)
+#define WD__CUDA_LINKED() 1
+#else
+#define WD__CUDA_LINKED() 0
+#endif
+// The backend of a device (and its set-up table: NULL for the CPU), or an
+// error naming what is missing.
+static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
+    *out = NULL;
+    if (dev) *dev = NULL;
+    if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
+    if (device != WD_DEVICE_CUDA)
+        return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
+#if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
+    if (WD__CUDA_LINKED()) {
+        *out = wd_backend_cuda();
+        if (dev) *dev = wd_devices_cuda();
+        return WD_OK;
+    }
+#endif
+    return wd__fail(WD_ERR_UNSUPPORTED,
+                    "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
+}
+
 // ---- evaluation: predictions through a backend, in file order ---------------------------------
 // How slot k's ids of vocabulary a stand to b's: 0 the same (the same
 // list, or neither has one), 1 a extends b (b's list is a prefix of a's),
@@ -8808,46 +8848,6 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     }
     wd__free(pred); wd__free(label); wd__free(weight); wd__free(probs);
     return st;
-}
-
-/* The CUDA backend is found at link time: widedeep_cuda.o defines
-   wd_backend_cuda, and this weak reference to it stays NULL in a program
-   linked without it, whether or not this file saw WD_HAVE_CUDA (which only
-   declares the CUDA-only calls). A linker takes a member of an archive
-   (libwidedeep_cuda.a) only for a symbol something needs, never for a weak
-   reference: widedeep-cuda.pc and widedeep::cuda add -u wd_backend_cuda. */
-#if defined(__GNUC__) || defined(__clang__)
-#ifdef __cplusplus
-extern "C"
-#endif
-const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
-#ifdef __cplusplus
-extern "C"
-#endif
-const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
-#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
-#elif defined(WD_HAVE_CUDA)
-#define WD__CUDA_LINKED() 1
-#else
-#define WD__CUDA_LINKED() 0
-#endif
-// The backend of a device (and its set-up table: NULL for the CPU), or an
-// error naming what is missing.
-static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
-    *out = NULL;
-    if (dev) *dev = NULL;
-    if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
-    if (device != WD_DEVICE_CUDA)
-        return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
-#if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
-    if (WD__CUDA_LINKED()) {
-        *out = wd_backend_cuda();
-        if (dev) *dev = wd_devices_cuda();
-        return WD_OK;
-    }
-#endif
-    return wd__fail(WD_ERR_UNSUPPORTED,
-                    "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
 
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
