@@ -55,10 +55,12 @@
      8.  ordered parallel block pipeline (convert's and gen's threads)
      13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
          conversion, forward, backward, sparse row merging, optimizers
-     15. a team (persistent worker threads); the CPU backend; evaluation;
-         the training loop (one per rank, the same for every backend; the
-         processes' settings check; the failure policy: fail fast);
-         online learning: published snapshots; pushing batches (a trainer)
+     15. a team (persistent worker threads); the CPU backend; a device's
+         backend (CUDA found at link time); the input contract; evaluation;
+         a training run; the processes' settings check; the training loop
+         (one per rank, the same for every backend); the failure policy:
+         fail fast; wd_train; online learning: published snapshots; hot
+         swap; a trainer (pushing batches); prediction (wd_predictor)
      18. protobuf encoder (also section 19's); the ONNX graph
 
    QUICK START (README.md's "Using the header" is the whole example, with
@@ -8385,6 +8387,7 @@ static const wd_backend_ops wd__cpu_ops = {
     .describe = wd__cpu_describe};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
+// ---- a device's backend: the CPU's; the CUDA backend, found at link time ------------------------
 /* The CUDA backend is found at link time: widedeep_cuda.o defines
    wd_backend_cuda, and this weak reference to it stays NULL in a program
    linked without it, whether or not this file saw WD_HAVE_CUDA (which only
@@ -8425,7 +8428,7 @@ static wd_status wd__backend_for(int device, const wd_backend_ops **out, const w
                     "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
 }
 
-// ---- evaluation: predictions through a backend, in file order ---------------------------------
+// ---- the input contract: one comparison (section 8, wd_text_spec_compare) ----
 // How slot k's ids of vocabulary a stand to b's: 0 the same (the same
 // list, or neither has one), 1 a extends b (b's list is a prefix of a's),
 // -1 b extends a, 2 neither (a value with two ids, or one of them hashes).
@@ -8458,7 +8461,6 @@ static wd_status wd__vocab_longer(const wd_vocab *a, const wd_vocab *b, wd_vocab
     if (st) { wd__vocab_free(v); *out = NULL; }
     return st;
 }
-// ---- the input contract: one comparison (section 8, wd_text_spec_compare) ----
 // One side of a comparison: a schema, the input format its ids and features
 // were mapped with (NULL: none recorded) and its vocabulary (NULL: no slot
 // has one); who names it in messages ("this file", "the model").
@@ -8717,6 +8719,7 @@ WDDEF wd_status wd_reader_spec(const wd_reader *r, wd_text_spec *out) {
     return WD_OK;
 }
 
+// ---- evaluation: predictions through a backend, in file order ---------------------------------
 typedef struct wd__evalio {
     const char *const *files;
     int nfiles, batch, loader_threads;
@@ -8877,7 +8880,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     return st;
 }
 
-// ---- the training loop: one per rank, the same for every backend ---------------------------------
+// ---- a training run: what wd_train's ranks share (wd__run), each rank's own (wd__rank) ----------
 typedef struct wd__run {
     wd_model *m;
     const wd_train_desc *d;
@@ -9064,6 +9067,8 @@ static wd_status wd__settings_check(const wd__run *run, wd_comm *c) {
     if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "start-up: %s", mis);
     return st;
 }
+
+// ---- the training loop: one per rank, the same for every backend --------------------------------
 // Epochs done, with the current one's fraction.
 static double wd__epoch_f(const wd__run *run) {
     return (double)run->m->epoch + (run->epoch_batches > 0 ? (double)run->m->batch / (double)run->epoch_batches : 0.0);
@@ -9429,6 +9434,8 @@ static wd_status wd__rank_train(wd__rank *k) {
         st = wd__publish_from(m, ops, k->be);
     return st;
 }
+
+// ---- the failure policy: fail fast --------------------------------------------------------------
 // The failure policy (fail fast), the one place: a rank that failed, at any
 // point, aborts its communicator, so that every other rank's pending and
 // later collectives end with "rank R failed (status): reason" (over NCCL
@@ -9445,6 +9452,8 @@ static void *wd__rank_thread(void *arg) {
     if (c) c->ops->abort(c, k->st, k->err);
     return NULL;
 }
+
+// ---- wd_train: the desc checked, the ranks set up and run, the report ---------------------------
 // The batch size of a run: the desc's, the checkpoint's, or 4096 halved
 // until an epoch has >= 100 steps (never below 32); a multiple of ranks.
 static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64_t samples, int ranks, int *out) {
@@ -9761,7 +9770,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     return st;
 }
 
-// ---- online learning: published snapshots; pushing batches (a trainer) -------------------------
+// ---- online learning: published snapshots (publish_every, wd_model_publish) ---------------------
 // A snapshot is a shallow copy of the model whose parameter pointers lead to
 // copies of its own (no optimizer state): wd__forward reads it like a model.
 // A borrowed one (a swap's, below) leads to another model's parameters.
@@ -9935,6 +9944,7 @@ static void wd__spec_source_end(const wd_model *m, wd__snap *q) {
     if (p) wd__snap_release(p, q);
 }
 
+// ---- hot swap: wd_model_swap under live predictors ----------------------------------------------
 // next's MLP, precision and schema against m's (a predictor's scratch and
 // its callers' batches fit both): "" when they match, else the difference.
 static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, size_t len) {
@@ -10016,6 +10026,7 @@ static wd_status wd__swap(wd_model *m, wd_model *next) {
     return WD_OK;
 }
 
+// ---- a trainer: wd_train fed by pushed batches (wd_trainer_*) -----------------------------------
 // wd_train on a thread of its own, fed through a source by wd_trainer_push.
 struct wd_trainer {
     wd_model *m;
@@ -10232,6 +10243,7 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
     wd__free(t);
 }
 
+// ---- prediction: wd_predict, wd_predictor (a serving thread's reusable context) -----------------
 // The checks of every prediction: b's layout against m's schema, its
 // offsets, dense values finite, ids inside their tables (labels unread).
 static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const char *who) {
