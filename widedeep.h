@@ -9276,7 +9276,7 @@ static wd_status wd__stream_skip(wd__rank *k, const wd_backend_desc *bd, int64_t
         ops->destroy(k->be);
         k->be = NULL;
         st = ops->create(bd, &k->be);
-        k->host_holds = st != WD_OK;   // the model after the last finished step is kept (wd__train)
+        k->host_holds = st != WD_OK;   // the model after the last finished step is kept (wd__train_error_save)
     }
     if (st) return st;
     wd__stream_warn(k, &run->rep->skipped, msg);
@@ -9442,7 +9442,7 @@ static wd_status wd__rank_train(wd__rank *k) {
 // between processes: at the timeout). A rank that failed because another
 // did (WD_ERR_ABORTED from a collective) aborts too: the communicator keeps
 // the first reason. wd_train reports the first failure that is not such an
-// abort (wd__train), naming its rank when the process has several.
+// abort (wd__train_first_error), naming its rank when the process has several.
 static void *wd__rank_thread(void *arg) {
     wd__rank *k = (wd__rank *)arg;
     k->st = wd__rank_train(k);
@@ -9451,6 +9451,64 @@ static void *wd__rank_thread(void *arg) {
     wd_comm *c = k->run->comm[k->local];
     if (c) c->ops->abort(c, k->st, k->err);
     return NULL;
+}
+// The status of a run whose ranks ended: the first failure that is not an
+// abort caused by another rank's, its message naming the rank when this
+// process ran several.
+static wd_status wd__train_first_error(const wd__run *run, const wd__rank *ks) {
+    wd_status st = WD_OK;
+    int who = 0;
+    for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
+        if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
+    if (st && run->nlocal > 1)
+        wd__fail(st, "rank %d failed (%s): %s", ks[who].rank, wd_status_string(st), ks[who].err);
+    else if (st) wd__fail(st, "%s", ks[who].err);
+    return st;
+}
+// An error after finished steps keeps them: a backend applies a step
+// whole or not at all (a non-finite step is not applied; a GPU replica
+// that holds a failed step refuses its download), so rank 0
+// holds the model after the last finished step, and the position
+// says which; it is saved marked as saved after an error.
+static void wd__train_error_save(wd__run *run, const wd__rank *k0, wd_status st) {
+    const wd_train_desc *d = run->d;
+    wd_train_report *rep = run->rep;
+    wd_model *m = run->m;
+    if (!(st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
+          (k0->be || k0->host_holds) && !(d->keep_best && run->best_step >= 0)))
+        return;
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    wd_status s2 = k0->be ? run->ops->download(k0->be) : WD_OK;
+    if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
+    if (s2 && run->saved_step >= 0)
+        wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
+                 err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
+                 (long long)run->saved_step);
+    else if (s2)
+        wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step,
+                 wd_last_error());
+    else {
+        rep->error_saved = 1;
+        wd__fail(st, "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this "
+                 "error, is saved to %s", err, (long long)m->step, (long long)m->epoch, (long long)m->batch,
+                 wd__tail(d->checkpoint_path, 300));
+    }
+}
+// ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
+static void wd__train_error_publish(wd__run *run, const wd__rank *k0, wd_status st) {
+    wd_model *m = run->m;
+    if (!(st && run->rep->steps > 0 && run->first == 0 && k0->be && wd__published(m))) return;
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    wd_status s2 = run->ops->download(k0->be);
+    char bad[160];
+    if (!s2 && wd__model_unsound(m, bad, sizeof bad)) s2 = wd__fail(WD_ERR_NUMERIC, "%s", bad);
+    if (!s2) s2 = wd_model_publish(m);
+    if (s2)
+        wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
+                 "published: %s", err, (long long)m->step, wd_last_error());
+    else wd__fail(st, "%s", err);
 }
 
 // ---- wd_train: the desc checked, the ranks set up and run, the report ---------------------------
@@ -9578,38 +9636,30 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     if (!claim) wd__train_release(m);
     return st;
 }
-static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
-    WD__TRY(wd__train_check(m, d));
-    wd_train_desc resolved = *d;   // the CUDA settings after the environment's overrides (the ranks agree on these)
-    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &resolved.cuda));
-    d = &resolved;
-    double t0 = wd__now();
-    const wd_backend_ops *ops;
-    const wd_device_ops *dev;
-    WD__TRY(wd__backend_for(d->device, &ops, &dev));
-    // every file opened and its schema matched before anything starts
-    // and their vocabularies matched: the model's, or (a model that has none
-    // recorded yet) the first training file's, which the model then records.
-    // Training files may extend the model's vocabularies (wd_convert's
-    // extend_vocab): the model records the longer lists, and validation
-    // files must agree with them. A stream has no files: it records nothing,
-    // and validation files are checked against the model's vocabularies
-    // only when it has some.
-    int64_t samples = 0;
-    uint64_t fp = 0;
+// The training and validation files of d, every one opened and its input
+// contract matched before anything starts: against the model's, or (a
+// model that has none recorded yet) the first training file's, which the
+// model then records. Training files may extend the model's vocabularies
+// (wd_convert's extend_vocab): the model records the longer lists, and
+// validation files must agree with them. A stream has no files: it
+// records nothing, and validation files are checked against the model's
+// vocabularies only when it has some. *samples, *fp, *vfp: the training
+// files' samples and fingerprint, the validation files' fingerprint
+// (wd__check_files; 0 where none). A model's position must belong to
+// these training files.
+static wd_status wd__train_files(wd_model *m, const wd_train_desc *d, int64_t *samples, uint64_t *fp, uint64_t *vfp) {
     wd__contract files, next;
     memset(&files, 0, sizeof files);
     memset(&next, 0, sizeof next);
     const wd__contract *want = m->in.known ? &m->in : NULL;
     wd_status cst = WD_OK;
-    uint64_t vfp = 0;
-    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want, NULL);
+    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, vfp, want, NULL);
     else {
-        cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
+        cst = wd__check_files(m, d->files, d->nfiles, "training", samples, fp, want, &files);
         if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
         next.spec = want ? want->spec : NULL;   // borrowed: validation meets the model's format and its longer lists
         if (!cst)
-            cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
+            cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, vfp, want ? &next : &files, NULL);
     }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
     if (!d->source) {
@@ -9617,22 +9667,23 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         else { wd__vocab_free(m->in.vocab); m->in.vocab = next.vocab; }
     }
     wd__contract_free(&files);
-    if (!d->source && samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
-    if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
+    if (!d->source && *samples == 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
+    if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != *fp)
         return wd__fail(WD_ERR_INVALID_ARG,
                         "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
                         "resuming continues a run on the same files; to train on new data from this model, start a new run "
                         "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch,
                         (long long)m->batch);
-    wd__run *run = WD__NEW(wd__run);
-    if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
-    run->best_auc = NAN; run->best_step = -1; run->saved_step = -1;
-    rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
-    run->epochs = d->epochs > 0 ? d->epochs : 1;
-    run->stream = d->source != NULL;
+    return WD_OK;
+}
+// The ranks of a run: this process's one rank of a job spanning processes
+// (d->comm), or one per device of this process (devices counted before any
+// is touched), their communicator made here (*own_comm).
+static wd_status wd__train_devices(wd__run *run, const wd_device_ops *dev, int *own_comm) {
+    const wd_train_desc *d = run->d;
+    const wd_backend_ops *ops = run->ops;
     wd_status st = WD_OK;
-    int own_comm = 0;
     if (d->comm) {   // this process is one rank of a job spanning processes
         run->ranks = d->comm->size; run->nlocal = 1; run->first = d->comm->rank;
         run->device[0] = d->device_ids ? d->device_ids[0] : d->device_index;
@@ -9653,12 +9704,100 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                                               ops->name, have);
         if (!st && n > 1) {
             if (!dev) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
-            else { st = dev->comm_create(n, run->device, run->comm); own_comm = !st; }
+            else { st = dev->comm_create(n, run->device, run->comm); *own_comm = !st; }
         }
     }
     if (!st && run->stream && run->ranks > 1)
         st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU",
                       run->ranks);
+    return st;
+}
+// Runs this process's ranks: one on the calling thread, several on a
+// thread each (a thread that cannot start fails its rank, which aborts the
+// others), and returns when every one ended.
+static void wd__train_go(wd__run *run, wd__rank *ks) {
+    pthread_t th[256];
+    int started = 0;
+    for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i;
+        ks[i].last_eval = -1; }
+    if (run->nlocal == 1) wd__rank_thread(&ks[0]);
+    else for (int i = 0; i < run->nlocal; i++) {
+        if (wd__thread_start(&th[i], wd__rank_thread, &ks[i]) != 0) {
+            ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
+            snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
+            run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+// The report of local rank 0 (this process's): how it stopped, its loop's
+// seconds and stages (the rest of them as other), its backend's engine.
+static void wd__train_report_rank0(const wd__run *run, const wd__rank *k0) {
+    wd_train_report *rep = run->rep;
+    rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
+    rep->train_s = k0->loop_s;
+    for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
+    if (k0->be) { run->ops->times(k0->be, rep->stage_s); run->ops->describe(k0->be, rep->engine, sizeof rep->engine); }
+    double known = 0;
+    for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
+    rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
+}
+// Every rank's backend, loader and padded batch released; their
+// out-of-vocabulary counts summed into the report.
+static void wd__train_ranks_free(const wd__run *run, wd__rank *ks) {
+    wd_train_report *rep = run->rep;
+    for (int i = 0; i < run->nlocal; i++) {
+        if (ks[i].be) run->ops->destroy(ks[i].be);
+        wd_loader_close(ks[i].loader);
+        rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
+        for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j];
+            rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
+        if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
+    }
+}
+// The end of a run (st: its status so far): rank 0 writes the checkpoint,
+// at the end and when stopped early (with keep_best the best one was
+// written already, unless none was validated); a stop asked for by the
+// progress callback is WD_ERR_ABORTED.
+static wd_status wd__train_finish(const wd__run *run, wd_status st) {
+    const wd_train_desc *d = run->d;
+    wd_model *m = run->m;
+    if ((!st || run->rep->stopped) && d->checkpoint_path && run->first == 0 && !(d->keep_best && run->best_step >= 0)) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wd_status s2 = wd_model_save(m, d->checkpoint_path);
+        if (s2) st = s2;
+        else if (st) wd__fail(st, "%s", err);
+    }
+    if (!st && run->rep->stopped == 1)
+        st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
+                      d->checkpoint_path ? "; checkpoint saved to " : "",
+                      d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+    return st;
+}
+static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
+    WD__TRY(wd__train_check(m, d));
+    wd_train_desc resolved = *d;   // the CUDA settings after the environment's overrides (the ranks agree on these)
+    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &resolved.cuda));
+    d = &resolved;
+    double t0 = wd__now();
+    const wd_backend_ops *ops;
+    const wd_device_ops *dev;
+    WD__TRY(wd__backend_for(d->device, &ops, &dev));
+    int64_t samples = 0;
+    uint64_t fp = 0, vfp = 0;
+    WD__TRY(wd__train_files(m, d, &samples, &fp, &vfp));
+    wd__run *run = WD__NEW(wd__run);
+    if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
+    run->best_auc = NAN; run->best_step = -1; run->saved_step = -1;
+    rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
+    run->epochs = d->epochs > 0 ? d->epochs : 1;
+    run->stream = d->source != NULL;
+    int own_comm = 0;
+    wd_status st = wd__train_devices(run, dev, &own_comm);
     int B = 0;
     if (!st && run->stream)
         B = d->batch_size > 0 ? d->batch_size
@@ -9668,96 +9807,15 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
     if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (!st) {
-        pthread_t th[256];
-        int started = 0;
-        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i;
-            ks[i].last_eval = -1; }
         *ran = 1;
-        if (run->nlocal == 1) wd__rank_thread(&ks[0]);
-        else for (int i = 0; i < run->nlocal; i++) {
-            if (wd__thread_start(&th[i], wd__rank_thread, &ks[i]) != 0) {
-                ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
-                snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
-                run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
-                break;
-            }
-            started++;
-        }
-        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-        char err[WD__ERR_MAX] = "";
-        int who = 0;
-        for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
-            if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
-        if (st && run->nlocal > 1)
-            wd__fail(st, "rank %d failed (%s): %s", ks[who].rank, wd_status_string(st), ks[who].err);
-        else if (st) wd__fail(st, "%s", ks[who].err);
-        wd__rank *k0 = &ks[0];
-        rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
-        rep->train_s = k0->loop_s;
-        for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
-        if (k0->be) { ops->times(k0->be, rep->stage_s); ops->describe(k0->be, rep->engine, sizeof rep->engine); }
-        double known = 0;
-        for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
-        rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
-        // An error after finished steps keeps them: a backend applies a step
-        // whole or not at all (a non-finite step is not applied; a GPU replica
-        // that holds a failed step refuses its download), so rank 0
-        // holds the model after the last finished step, and the position
-        // says which; it is saved marked as saved after an error.
-        if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
-            (k0->be || k0->host_holds) && !(d->keep_best && run->best_step >= 0)) {
-            snprintf(err, sizeof err, "%s", wd_last_error());
-            wd_status s2 = k0->be ? ops->download(k0->be) : WD_OK;
-            if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
-            if (s2 && run->saved_step >= 0)
-                wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
-                         err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
-                         (long long)run->saved_step);
-            else if (s2)
-                wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step,
-                         wd_last_error());
-            else {
-                rep->error_saved = 1;
-                wd__fail(st,
-                         "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s",
-                         err, (long long)m->step, (long long)m->epoch, (long long)m->batch,
-                         wd__tail(d->checkpoint_path, 300));
-            }
-        }
-        // ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
-        if (st && rep->steps > 0 && run->first == 0 && k0->be && wd__published(m)) {
-            snprintf(err, sizeof err, "%s", wd_last_error());
-            wd_status s2 = ops->download(k0->be);
-            char bad[160];
-            if (!s2 && wd__model_unsound(m, bad, sizeof bad)) s2 = wd__fail(WD_ERR_NUMERIC, "%s", bad);
-            if (!s2) s2 = wd_model_publish(m);
-            if (s2)
-                wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
-                         "published: %s", err, (long long)m->step, wd_last_error());
-            else wd__fail(st, "%s", err);
-        }
-        for (int i = 0; i < run->nlocal; i++) {
-            if (ks[i].be) ops->destroy(ks[i].be);
-            wd_loader_close(ks[i].loader);
-            rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
-            for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j];
-                rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
-            if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
-        }
+        wd__train_go(run, ks);
+        st = wd__train_first_error(run, ks);
+        wd__train_report_rank0(run, &ks[0]);
+        wd__train_error_save(run, &ks[0], st);
+        wd__train_error_publish(run, &ks[0], st);
+        wd__train_ranks_free(run, ks);
     }
-    // rank 0 writes the checkpoint: at the end, and when stopped early (with
-    // keep_best the best one was written already, unless none was validated)
-    if ((!st || rep->stopped) && d->checkpoint_path && run->first == 0 && !(d->keep_best && run->best_step >= 0)) {
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        wd_status s2 = wd_model_save(m, d->checkpoint_path);
-        if (s2) st = s2;
-        else if (st) wd__fail(st, "%s", err);
-    }
-    if (!st && rep->stopped == 1)
-        st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
-                      d->checkpoint_path ? "; checkpoint saved to " : "",
-                      d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+    st = wd__train_finish(run, st);
     if (own_comm) {
         wd_error_hold(1);   // the communicators' teardown keeps the call's error
         dev->comm_destroy(run->comm, run->nlocal);
@@ -9769,7 +9827,6 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__free(run);
     return st;
 }
-
 // ---- online learning: published snapshots (publish_every, wd_model_publish) ---------------------
 // A snapshot is a shallow copy of the model whose parameter pointers lead to
 // copies of its own (no optimizer state): wd__forward reads it like a model.
