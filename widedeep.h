@@ -41,8 +41,8 @@
                        wd_model_load_weights(): for serving, no optimizer
                        state; wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_desc_resolve,
-                       wd_env_number, wd_test_fail_parse: what
-                       widedeep_cuda.cu builds on
+                       wd_env_number, wd_test_fail_parse, wd_rank_failure:
+                       what widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
                        _values(): raw strings mapped in it (LabelEncoder)
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
@@ -1766,6 +1766,9 @@ WDDEF double wd_env_number(const char *name, double dflt);
    *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
 #endif
+// "rank R failed (status): reason" into buf (cut to n bytes): the one wording
+// of a rank's failure, every communicator's abort reason and wd_train's.
+WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -7359,6 +7362,14 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
+WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why) {
+    if (n == 0) return;
+    int k = snprintf(buf, n, "rank %d failed (%s): ", rank, wd_status_string(st));
+    size_t at = k < 0 ? 0 : WD__MIN((size_t)k, n - 1);
+    size_t len = why ? strnlen(why, n - 1 - at) : 0;   // the reason, cut where buf ends
+    memcpy(buf + at, why ? why : "", len);
+    buf[at + len] = 0;
+}
 typedef struct wd__hub {
     int n;
     double timeout;
@@ -7412,7 +7423,7 @@ static void wd__comm_abort(wd_comm *c, wd_status st, const char *why) {
     if (!h->aborted) {
         h->aborted = 1;
         h->abort_st = st;
-        snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
+        wd_rank_failure(h->why, sizeof h->why, c->rank, st, why);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -7700,7 +7711,7 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     if (h->aborted) return;
     h->aborted = 1;
     memset(h->why, 0, sizeof h->why);
-    snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
+    wd_rank_failure(h->why, sizeof h->why, c->rank, st, why);
     for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
         MPI_Request rq;
         if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS)
@@ -9460,9 +9471,9 @@ static wd_status wd__train_first_error(const wd__run *run, const wd__rank *ks) {
     int who = 0;
     for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
         if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
-    if (st && run->nlocal > 1)
-        wd__fail(st, "rank %d failed (%s): %s", ks[who].rank, wd_status_string(st), ks[who].err);
-    else if (st) wd__fail(st, "%s", ks[who].err);
+    char msg[WD__ERR_MAX];
+    if (st && run->nlocal > 1) wd_rank_failure(msg, sizeof msg, ks[who].rank, st, ks[who].err);
+    if (st) wd__fail(st, "%s", run->nlocal > 1 ? msg : ks[who].err);
     return st;
 }
 // An error after finished steps keeps them: a backend applies a step

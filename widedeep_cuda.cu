@@ -2433,7 +2433,7 @@ struct wdc_group {
 static void wdc_group_abort(wdc_group *g, int rank, wd_status st, const char *why) {
     pthread_mutex_lock(&g->mu);
     if (!g->aborted) {   // why first: a reader that sees aborted reads it without the lock
-        snprintf(g->why, sizeof g->why, "rank %d failed (%s): %.300s", rank, wd_status_string(st), why ? why : "");
+        wd_rank_failure(g->why, sizeof g->why, rank, st, why);
         __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g->mu);
