@@ -41,7 +41,7 @@
                        wd_model_load_weights(): for serving, no optimizer
                        state; wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_desc_resolve,
-                       wd_env_number, wd_test_fail_parse, wd_rank_failure:
+                       wd_comm_timeout, wd_test_fail_parse, wd_rank_failure:
                        what widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
                        _values(): raw strings mapped in it (LabelEncoder)
@@ -1035,7 +1035,7 @@ typedef struct wd_comm_ops {
 } wd_comm_ops;
 struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
 
-// nranks communicators sharing memory (one per thread); timeout_s 0: 600 s.
+// nranks communicators sharing memory (one per thread); timeout_s 0: wd_comm_timeout() (600 s by default).
 // The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
@@ -1238,7 +1238,10 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
                                                                        (wd_test_fail_parse)
      WD_CUDA_TEST_READ_UNSAFE  (none)           off                    tests only: a download reads an unsafe
                                                                        replica (a failed step's) anyway
-     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process
+     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process:
+                                                                       the CPU device's workers, MPI, NCCL
+                                                                       (wd_comm_timeout; 0, negative or not a
+                                                                       number: 600 s)
      WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
    The rows without a field are read where they act (the failure hook, the
    communicators). fused_grid and overlap_delay_us are fields, not variables
@@ -1750,10 +1753,10 @@ WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
 // the variable. wd_train and wd_evaluate call it on the CUDA device, and the
 // backend takes what it gives (wd_backend_desc.cuda).
 WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
-// A number from the environment variable `name` (atof), dflt where it is
-// unset or empty: how the communicators read WD_COMM_TIMEOUT.
-WDDEF double wd_env_number(const char *name, double dflt);
-// WD_COMM_TIMEOUT's default, seconds: the MPI and NCCL communicators' and wd-mpi's end barrier's.
+// The seconds every communicator waits for its peers (the CPU device's workers, MPI, NCCL, wd-mpi's end):
+// WD_COMM_TIMEOUT, a number (atof) above 0, at most 1e9 (a larger one, inf too, is 1e9); unset, empty, 0,
+// negative or not a number: WD_COMM_TIMEOUT_DEFAULT.
+WDDEF double wd_comm_timeout(void);
 #define WD_COMM_TIMEOUT_DEFAULT 600.0
 #ifdef WD_TESTING
 /* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
@@ -7362,6 +7365,8 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
+// Two rules of every communicator (declared in section 17: widedeep_cuda.cu and wd-mpi use them too):
+// how a rank's failure is said, and how long a rank waits for the others.
 WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why) {
     if (n == 0) return;
     int k = snprintf(buf, n, "rank %d failed (%s): ", rank, wd_status_string(st));
@@ -7369,6 +7374,11 @@ WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const ch
     size_t len = why ? strnlen(why, n - 1 - at) : 0;   // the reason, cut where buf ends
     memcpy(buf + at, why ? why : "", len);
     buf[at + len] = 0;
+}
+WDDEF double wd_comm_timeout(void) {
+    const char *v = getenv("WD_COMM_TIMEOUT");
+    double s = v && *v ? atof(v) : 0.0;
+    return s > 0 ? WD__MIN(s, 1e9) : WD_COMM_TIMEOUT_DEFAULT;   // (NaN is not > 0)
 }
 typedef struct wd__hub {
     int n;
@@ -7470,7 +7480,7 @@ WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ran
     wd__hub *h = WD__NEW(wd__hub);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
     h->n = nranks;
-    h->timeout = timeout_s > 0 ? timeout_s : 600.0;
+    h->timeout = timeout_s > 0 ? timeout_s : wd_comm_timeout();
     h->bufs = (float **)wd__calloc(sizeof(float *) * (size_t)nranks);
     h->gptr = (const void **)wd__calloc(sizeof(void *) * (size_t)nranks);
     h->gsize = (size_t *)wd__calloc(sizeof(size_t) * (size_t)nranks);
@@ -7932,8 +7942,7 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    h->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // seconds, as the other communicators'
-    if (!(h->timeout > 0)) h->timeout = WD_COMM_TIMEOUT_DEFAULT;
+    h->timeout = wd_comm_timeout();
     h->parent = getppid();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -8106,7 +8115,9 @@ static void wd__team_run(wd__team *t, void (*fn)(void *, int), void *ctx) {
 // allgathered, and each worker applies its share of the update. With a
 // communicator between processes (wd_comm_mpi_create) the sum and the
 // allgather span every worker of every process (wd__hier), and each
-// process's workers apply the whole update to its replica.
+// process's workers apply the whole update to its replica. A worker waits
+// for the others at most WD_COMM_TIMEOUT seconds (wd_comm_timeout), as
+// every communicator does.
 typedef struct wd__cpu {
     wd_model *m;
     int T, cap;                     // workers; samples per worker and round
@@ -8281,7 +8292,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->ws) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap, 1);
-    if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
+    if (!st) { st = wd_comm_local_create(c->T, wd_comm_timeout(), c->comm); c->comm_made = !st; }
     for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
     if (!st) {
         c->views = (const void **)wd__calloc(sizeof(void *) * (size_t)c->T * (size_t)c->wcomm[0]->size);
@@ -11008,10 +11019,6 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0) {
     memset(x, 0, sizeof *x);
     x->rows = rows;
     x->cap = WD__MIN(rows, cap0 > 0 ? cap0 : (rows / 4 + 255) / 256 * 256);
-}
-WDDEF double wd_env_number(const char *name, double dflt) {
-    const char *v = getenv(name);
-    return v && *v ? atof(v) : dflt;
 }
 // wd_cuda_desc's table: each variable set and not empty replaces its field.
 // The switches: 1 where the number is nonzero (inverted for the no_ fields:
