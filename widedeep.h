@@ -41,8 +41,8 @@
                        wd_model_load_weights(): for serving, no optimizer
                        state; wd_model_spec(): the model's own input format
     17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_desc_resolve,
-                       wd_env_number, wd_test_fail_parse: what
-                       widedeep_cuda.cu builds on
+                       wd_comm_timeout, wd_test_fail_parse, wd_rank_failure:
+                       what widedeep_cuda.cu builds on
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
                        _values(): raw strings mapped in it (LabelEncoder)
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
@@ -55,10 +55,12 @@
      8.  ordered parallel block pipeline (convert's and gen's threads)
      13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
          conversion, forward, backward, sparse row merging, optimizers
-     15. a team (persistent worker threads); the CPU backend; evaluation;
-         the training loop (one per rank, the same for every backend; the
-         processes' settings check; the failure policy: fail fast);
-         online learning: published snapshots; pushing batches (a trainer)
+     15. a team (persistent worker threads); the CPU backend; a device's
+         backend (CUDA found at link time); the input contract; evaluation;
+         a training run; the processes' settings check; the training loop
+         (one per rank, the same for every backend); the failure policy:
+         fail fast; wd_train; online learning: published snapshots; hot
+         swap; a trainer (pushing batches); prediction (wd_predictor)
      18. protobuf encoder (also section 19's); the ONNX graph
 
    QUICK START (README.md's "Using the header" is the whole example, with
@@ -1033,7 +1035,7 @@ typedef struct wd_comm_ops {
 } wd_comm_ops;
 struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
 
-// nranks communicators sharing memory (one per thread); timeout_s 0: 600 s.
+// nranks communicators sharing memory (one per thread); timeout_s 0: wd_comm_timeout() (600 s by default).
 // The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
@@ -1236,7 +1238,10 @@ typedef int (*wd_progress_fn)(void *user, const wd_progress *p);
                                                                        (wd_test_fail_parse)
      WD_CUDA_TEST_READ_UNSAFE  (none)           off                    tests only: a download reads an unsafe
                                                                        replica (a failed step's) anyway
-     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process
+     WD_COMM_TIMEOUT=S         (none)           600 s                  the communicators' timeout, per process:
+                                                                       the CPU device's workers, MPI, NCCL
+                                                                       (wd_comm_timeout; 0, negative or not a
+                                                                       number: 600 s)
      WD_NCCL_LIB=PATH          (none)           libnccl.so.2           the NCCL library loaded
    The rows without a field are read where they act (the failure hook, the
    communicators). fused_grid and overlap_delay_us are fields, not variables
@@ -1750,10 +1755,10 @@ WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
 // the variable. wd_train and wd_evaluate call it on the CUDA device, and the
 // backend takes what it gives (wd_backend_desc.cuda).
 WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
-// A number from the environment variable `name` (atof), dflt where it is
-// unset or empty: how the communicators read WD_COMM_TIMEOUT.
-WDDEF double wd_env_number(const char *name, double dflt);
-// WD_COMM_TIMEOUT's default, seconds: the MPI and NCCL communicators' and wd-mpi's end barrier's.
+// The seconds every communicator waits for its peers (the CPU device's workers, MPI, NCCL, wd-mpi's end):
+// WD_COMM_TIMEOUT, a number (atof) above 0, at most 1e9 (a larger one, inf too, is 1e9); unset, empty, 0,
+// negative or not a number: WD_COMM_TIMEOUT_DEFAULT.
+WDDEF double wd_comm_timeout(void);
 #define WD_COMM_TIMEOUT_DEFAULT 600.0
 #ifdef WD_TESTING
 /* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
@@ -1766,6 +1771,9 @@ WDDEF double wd_env_number(const char *name, double dflt);
    *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
 WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
 #endif
+// "rank R failed (status): reason" into buf (cut to n bytes): the one wording
+// of a rank's failure, every communicator's abort reason and wd_train's.
+WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -7367,6 +7375,21 @@ static void wd__apply_owned(wd_model *m, const wd__ws *w, const float *g, float 
 }
 
 // ---- 14. Communicator ------------------------------------------------------------------------
+// Two rules of every communicator (declared in section 17: widedeep_cuda.cu and wd-mpi use them too):
+// how a rank's failure is said, and how long a rank waits for the others.
+WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why) {
+    if (n == 0) return;
+    int k = snprintf(buf, n, "rank %d failed (%s): ", rank, wd_status_string(st));
+    size_t at = k < 0 ? 0 : WD__MIN((size_t)k, n - 1);
+    size_t len = why ? strnlen(why, n - 1 - at) : 0;   // the reason, cut where buf ends
+    memcpy(buf + at, why ? why : "", len);
+    buf[at + len] = 0;
+}
+WDDEF double wd_comm_timeout(void) {
+    const char *v = getenv("WD_COMM_TIMEOUT");
+    double s = v && *v ? atof(v) : 0.0;
+    return s > 0 ? WD__MIN(s, 1e9) : WD_COMM_TIMEOUT_DEFAULT;   // (NaN is not > 0)
+}
 typedef struct wd__hub {
     int n;
     double timeout;
@@ -7420,7 +7443,7 @@ static void wd__comm_abort(wd_comm *c, wd_status st, const char *why) {
     if (!h->aborted) {
         h->aborted = 1;
         h->abort_st = st;
-        snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
+        wd_rank_failure(h->why, sizeof h->why, c->rank, st, why);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -7467,7 +7490,7 @@ WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ran
     wd__hub *h = WD__NEW(wd__hub);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
     h->n = nranks;
-    h->timeout = timeout_s > 0 ? timeout_s : 600.0;
+    h->timeout = timeout_s > 0 ? timeout_s : wd_comm_timeout();
     h->bufs = (float **)wd__calloc(sizeof(float *) * (size_t)nranks);
     h->gptr = (const void **)wd__calloc(sizeof(void *) * (size_t)nranks);
     h->gsize = (size_t *)wd__calloc(sizeof(size_t) * (size_t)nranks);
@@ -7708,7 +7731,7 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     if (h->aborted) return;
     h->aborted = 1;
     memset(h->why, 0, sizeof h->why);
-    snprintf(h->why, sizeof h->why, "rank %d failed (%s): %s", c->rank, wd_status_string(st), why ? why : "");
+    wd_rank_failure(h->why, sizeof h->why, c->rank, st, why);
     for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
         MPI_Request rq;
         if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS)
@@ -7929,8 +7952,7 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (comm == MPI_COMM_NULL) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: comm is MPI_COMM_NULL");
     wd__mpi *h = WD__NEW(wd__mpi);
     if (!h) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    h->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // seconds, as the other communicators'
-    if (!(h->timeout > 0)) h->timeout = WD_COMM_TIMEOUT_DEFAULT;
+    h->timeout = wd_comm_timeout();
     h->parent = getppid();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -8103,7 +8125,9 @@ static void wd__team_run(wd__team *t, void (*fn)(void *, int), void *ctx) {
 // allgathered, and each worker applies its share of the update. With a
 // communicator between processes (wd_comm_mpi_create) the sum and the
 // allgather span every worker of every process (wd__hier), and each
-// process's workers apply the whole update to its replica.
+// process's workers apply the whole update to its replica. A worker waits
+// for the others at most WD_COMM_TIMEOUT seconds (wd_comm_timeout), as
+// every communicator does.
 typedef struct wd__cpu {
     wd_model *m;
     int T, cap;                     // workers; samples per worker and round
@@ -8278,7 +8302,7 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->ws) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap, 1);
-    if (!st) { st = wd_comm_local_create(c->T, 3600.0, c->comm); c->comm_made = !st; }
+    if (!st) { st = wd_comm_local_create(c->T, wd_comm_timeout(), c->comm); c->comm_made = !st; }
     for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
     if (!st) {
         c->views = (const void **)wd__calloc(sizeof(void *) * (size_t)c->T * (size_t)c->wcomm[0]->size);
@@ -8395,7 +8419,48 @@ static const wd_backend_ops wd__cpu_ops = {
     .describe = wd__cpu_describe};
 WDDEF const wd_backend_ops *wd_backend_cpu(void) { return &wd__cpu_ops; }
 
-// ---- evaluation: predictions through a backend, in file order ---------------------------------
+// ---- a device's backend: the CPU's; the CUDA backend, found at link time ------------------------
+/* The CUDA backend is found at link time: widedeep_cuda.o defines
+   wd_backend_cuda, and this weak reference to it stays NULL in a program
+   linked without it, whether or not this file saw WD_HAVE_CUDA (which only
+   declares the CUDA-only calls). A linker takes a member of an archive
+   (libwidedeep_cuda.a) only for a symbol something needs, never for a weak
+   reference: widedeep-cuda.pc and widedeep::cuda add -u wd_backend_cuda. */
+#if defined(__GNUC__) || defined(__clang__)
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
+#ifdef __cplusplus
+extern "C"
+#endif
+const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
+#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
+#elif defined(WD_HAVE_CUDA)
+#define WD__CUDA_LINKED() 1
+#else
+#define WD__CUDA_LINKED() 0
+#endif
+// The backend of a device (and its set-up table: NULL for the CPU), or an
+// error naming what is missing.
+static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
+    *out = NULL;
+    if (dev) *dev = NULL;
+    if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
+    if (device != WD_DEVICE_CUDA)
+        return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
+#if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
+    if (WD__CUDA_LINKED()) {
+        *out = wd_backend_cuda();
+        if (dev) *dev = wd_devices_cuda();
+        return WD_OK;
+    }
+#endif
+    return wd__fail(WD_ERR_UNSUPPORTED,
+                    "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
+}
+
+// ---- the input contract: one comparison (section 8, wd_text_spec_compare) ----
 // How slot k's ids of vocabulary a stand to b's: 0 the same (the same
 // list, or neither has one), 1 a extends b (b's list is a prefix of a's),
 // -1 b extends a, 2 neither (a value with two ids, or one of them hashes).
@@ -8428,7 +8493,6 @@ static wd_status wd__vocab_longer(const wd_vocab *a, const wd_vocab *b, wd_vocab
     if (st) { wd__vocab_free(v); *out = NULL; }
     return st;
 }
-// ---- the input contract: one comparison (section 8, wd_text_spec_compare) ----
 // One side of a comparison: a schema, the input format its ids and features
 // were mapped with (NULL: none recorded) and its vocabulary (NULL: no slot
 // has one); who names it in messages ("this file", "the model").
@@ -8687,6 +8751,7 @@ WDDEF wd_status wd_reader_spec(const wd_reader *r, wd_text_spec *out) {
     return WD_OK;
 }
 
+// ---- evaluation: predictions through a backend, in file order ---------------------------------
 typedef struct wd__evalio {
     const char *const *files;
     int nfiles, batch, loader_threads;
@@ -8820,46 +8885,6 @@ static wd_status wd__eval_run(wd_model *m, const wd_backend_ops *ops, wd_backend
     return st;
 }
 
-/* The CUDA backend is found at link time: widedeep_cuda.o defines
-   wd_backend_cuda, and this weak reference to it stays NULL in a program
-   linked without it, whether or not this file saw WD_HAVE_CUDA (which only
-   declares the CUDA-only calls). A linker takes a member of an archive
-   (libwidedeep_cuda.a) only for a symbol something needs, never for a weak
-   reference: widedeep-cuda.pc and widedeep::cuda add -u wd_backend_cuda. */
-#if defined(__GNUC__) || defined(__clang__)
-#ifdef __cplusplus
-extern "C"
-#endif
-const wd_backend_ops *wd_backend_cuda(void) __attribute__((weak));
-#ifdef __cplusplus
-extern "C"
-#endif
-const wd_device_ops *wd_devices_cuda(void) __attribute__((weak));
-#define WD__CUDA_LINKED() (wd_backend_cuda != NULL && wd_devices_cuda != NULL)
-#elif defined(WD_HAVE_CUDA)
-#define WD__CUDA_LINKED() 1
-#else
-#define WD__CUDA_LINKED() 0
-#endif
-// The backend of a device (and its set-up table: NULL for the CPU), or an
-// error naming what is missing.
-static wd_status wd__backend_for(int device, const wd_backend_ops **out, const wd_device_ops **dev) {
-    *out = NULL;
-    if (dev) *dev = NULL;
-    if (device == WD_DEVICE_CPU) { *out = wd_backend_cpu(); return WD_OK; }
-    if (device != WD_DEVICE_CUDA)
-        return wd__fail(WD_ERR_INVALID_ARG, "device %d is neither WD_DEVICE_CPU nor WD_DEVICE_CUDA", device);
-#if defined(__GNUC__) || defined(__clang__) || defined(WD_HAVE_CUDA)
-    if (WD__CUDA_LINKED()) {
-        *out = wd_backend_cuda();
-        if (dev) *dev = wd_devices_cuda();
-        return WD_OK;
-    }
-#endif
-    return wd__fail(WD_ERR_UNSUPPORTED,
-                    "this program has no CUDA backend (link widedeep_cuda.o, or libwidedeep_cuda.a with -Wl,-u,wd_backend_cuda)");
-}
-
 WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out) {
     if (!m || !d || !out)
         return wd__fail(WD_ERR_INVALID_ARG, "wd_evaluate: a model, a desc and an output are required");
@@ -8887,7 +8912,7 @@ WDDEF wd_status wd_evaluate(wd_model *m, const wd_eval_desc *d, wd_metrics *out)
     return st;
 }
 
-// ---- the training loop: one per rank, the same for every backend ---------------------------------
+// ---- a training run: what wd_train's ranks share (wd__run), each rank's own (wd__rank) ----------
 typedef struct wd__run {
     wd_model *m;
     const wd_train_desc *d;
@@ -9074,6 +9099,8 @@ static wd_status wd__settings_check(const wd__run *run, wd_comm *c) {
     if (mis[0]) return wd__fail(WD_ERR_INVALID_ARG, "start-up: %s", mis);
     return st;
 }
+
+// ---- the training loop: one per rank, the same for every backend --------------------------------
 // Epochs done, with the current one's fraction.
 static double wd__epoch_f(const wd__run *run) {
     return (double)run->m->epoch + (run->epoch_batches > 0 ? (double)run->m->batch / (double)run->epoch_batches : 0.0);
@@ -9272,7 +9299,7 @@ static wd_status wd__stream_skip(wd__rank *k, const wd_backend_desc *bd, int64_t
         ops->destroy(k->be);
         k->be = NULL;
         st = ops->create(bd, &k->be);
-        k->host_holds = st != WD_OK;   // the model after the last finished step is kept (wd__train)
+        k->host_holds = st != WD_OK;   // the model after the last finished step is kept (wd__train_error_save)
     }
     if (st) return st;
     wd__stream_warn(k, &run->rep->skipped, msg);
@@ -9430,13 +9457,15 @@ static wd_status wd__rank_train(wd__rank *k) {
         st = wd__publish_from(m, ops, k->be);
     return st;
 }
+
+// ---- the failure policy: fail fast --------------------------------------------------------------
 // The failure policy (fail fast), the one place: a rank that failed, at any
 // point, aborts its communicator, so that every other rank's pending and
 // later collectives end with "rank R failed (status): reason" (over NCCL
 // between processes: at the timeout). A rank that failed because another
 // did (WD_ERR_ABORTED from a collective) aborts too: the communicator keeps
 // the first reason. wd_train reports the first failure that is not such an
-// abort (wd__train), naming its rank when the process has several.
+// abort (wd__train_first_error), naming its rank when the process has several.
 static void *wd__rank_thread(void *arg) {
     wd__rank *k = (wd__rank *)arg;
     k->st = wd__rank_train(k);
@@ -9446,6 +9475,66 @@ static void *wd__rank_thread(void *arg) {
     if (c) c->ops->abort(c, k->st, k->err);
     return NULL;
 }
+// The status of a run whose ranks ended: the first failure that is not an
+// abort caused by another rank's, its message naming the rank when this
+// process ran several.
+static wd_status wd__train_first_error(const wd__run *run, const wd__rank *ks) {
+    wd_status st = WD_OK;
+    int who = 0;
+    for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
+        if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
+    char msg[WD__ERR_MAX];
+    if (st && run->nlocal > 1) wd_rank_failure(msg, sizeof msg, ks[who].rank, st, ks[who].err);
+    if (st) wd__fail(st, "%s", run->nlocal > 1 ? msg : ks[who].err);
+    return st;
+}
+// An error after finished steps keeps them: a backend applies a step
+// whole or not at all (a non-finite step is not applied; a GPU replica
+// that holds a failed step refuses its download), so rank 0
+// holds the model after the last finished step, and the position
+// says which; it is saved marked as saved after an error.
+static void wd__train_error_save(wd__run *run, const wd__rank *k0, wd_status st) {
+    const wd_train_desc *d = run->d;
+    wd_train_report *rep = run->rep;
+    wd_model *m = run->m;
+    if (!(st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
+          (k0->be || k0->host_holds) && !(d->keep_best && run->best_step >= 0)))
+        return;
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    wd_status s2 = k0->be ? run->ops->download(k0->be) : WD_OK;
+    if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
+    if (s2 && run->saved_step >= 0)
+        wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
+                 err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
+                 (long long)run->saved_step);
+    else if (s2)
+        wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step,
+                 wd_last_error());
+    else {
+        rep->error_saved = 1;
+        wd__fail(st, "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this "
+                 "error, is saved to %s", err, (long long)m->step, (long long)m->epoch, (long long)m->batch,
+                 wd__tail(d->checkpoint_path, 300));
+    }
+}
+// ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
+static void wd__train_error_publish(wd__run *run, const wd__rank *k0, wd_status st) {
+    wd_model *m = run->m;
+    if (!(st && run->rep->steps > 0 && run->first == 0 && k0->be && wd__published(m))) return;
+    char err[WD__ERR_MAX];
+    snprintf(err, sizeof err, "%s", wd_last_error());
+    wd_status s2 = run->ops->download(k0->be);
+    char bad[160];
+    if (!s2 && wd__model_unsound(m, bad, sizeof bad)) s2 = wd__fail(WD_ERR_NUMERIC, "%s", bad);
+    if (!s2) s2 = wd_model_publish(m);
+    if (s2)
+        wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
+                 "published: %s", err, (long long)m->step, wd_last_error());
+    else wd__fail(st, "%s", err);
+}
+
+// ---- wd_train: the desc checked, the ranks set up and run, the report ---------------------------
 // The batch size of a run: the desc's, the checkpoint's, or 4096 halved
 // until an epoch has >= 100 steps (never below 32); a multiple of ranks.
 static wd_status wd__batch_size(const wd_model *m, const wd_train_desc *d, int64_t samples, int ranks, int *out) {
@@ -9570,38 +9659,30 @@ WDDEF wd_status wd_train(wd_model *m, const wd_train_desc *d, wd_train_report *r
     if (!claim) wd__train_release(m);
     return st;
 }
-static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
-    WD__TRY(wd__train_check(m, d));
-    wd_train_desc resolved = *d;   // the CUDA settings after the environment's overrides (the ranks agree on these)
-    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &resolved.cuda));
-    d = &resolved;
-    double t0 = wd__now();
-    const wd_backend_ops *ops;
-    const wd_device_ops *dev;
-    WD__TRY(wd__backend_for(d->device, &ops, &dev));
-    // every file opened and its schema matched before anything starts
-    // and their vocabularies matched: the model's, or (a model that has none
-    // recorded yet) the first training file's, which the model then records.
-    // Training files may extend the model's vocabularies (wd_convert's
-    // extend_vocab): the model records the longer lists, and validation
-    // files must agree with them. A stream has no files: it records nothing,
-    // and validation files are checked against the model's vocabularies
-    // only when it has some.
-    int64_t samples = 0;
-    uint64_t fp = 0;
+// The training and validation files of d, every one opened and its input
+// contract matched before anything starts: against the model's, or (a
+// model that has none recorded yet) the first training file's, which the
+// model then records. Training files may extend the model's vocabularies
+// (wd_convert's extend_vocab): the model records the longer lists, and
+// validation files must agree with them. A stream has no files: it
+// records nothing, and validation files are checked against the model's
+// vocabularies only when it has some. *samples, *fp, *vfp: the training
+// files' samples and fingerprint, the validation files' fingerprint
+// (wd__check_files; 0 where none). A model's position must belong to
+// these training files.
+static wd_status wd__train_files(wd_model *m, const wd_train_desc *d, int64_t *samples, uint64_t *fp, uint64_t *vfp) {
     wd__contract files, next;
     memset(&files, 0, sizeof files);
     memset(&next, 0, sizeof next);
     const wd__contract *want = m->in.known ? &m->in : NULL;
     wd_status cst = WD_OK;
-    uint64_t vfp = 0;
-    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want, NULL);
+    if (d->source) cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, vfp, want, NULL);
     else {
-        cst = wd__check_files(m, d->files, d->nfiles, "training", &samples, &fp, want, &files);
+        cst = wd__check_files(m, d->files, d->nfiles, "training", samples, fp, want, &files);
         if (!cst && want) cst = wd__vocab_longer(want->vocab, files.vocab, &next.vocab);
         next.spec = want ? want->spec : NULL;   // borrowed: validation meets the model's format and its longer lists
         if (!cst)
-            cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, &vfp, want ? &next : &files, NULL);
+            cst = wd__check_files(m, d->valid_files, d->nvalid, "validation", NULL, vfp, want ? &next : &files, NULL);
     }
     if (cst) { wd__contract_free(&files); wd__vocab_free(next.vocab); return cst; }
     if (!d->source) {
@@ -9609,22 +9690,23 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
         else { wd__vocab_free(m->in.vocab); m->in.vocab = next.vocab; }
     }
     wd__contract_free(&files);
-    if (!d->source && samples == 0) return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
-    if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != fp)
+    if (!d->source && *samples == 0)
+        return wd__fail(WD_ERR_INVALID_ARG, "wd_train: the training files hold no samples");
+    if ((m->epoch > 0 || m->batch > 0) && m->data_fp && m->data_fp != *fp)
         return wd__fail(WD_ERR_INVALID_ARG,
                         "wd_train: the model's position (epoch %lld, batch %lld) belongs to a run over other training files: "
                         "resuming continues a run on the same files; to train on new data from this model, start a new run "
                         "(wd_model_new_run; the CLI's --init-from instead of --resume)", (long long)m->epoch,
                         (long long)m->batch);
-    wd__run *run = WD__NEW(wd__run);
-    if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
-    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
-    run->best_auc = NAN; run->best_step = -1; run->saved_step = -1;
-    rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
-    run->epochs = d->epochs > 0 ? d->epochs : 1;
-    run->stream = d->source != NULL;
+    return WD_OK;
+}
+// The ranks of a run: this process's one rank of a job spanning processes
+// (d->comm), or one per device of this process (devices counted before any
+// is touched), their communicator made here (*own_comm).
+static wd_status wd__train_devices(wd__run *run, const wd_device_ops *dev, int *own_comm) {
+    const wd_train_desc *d = run->d;
+    const wd_backend_ops *ops = run->ops;
     wd_status st = WD_OK;
-    int own_comm = 0;
     if (d->comm) {   // this process is one rank of a job spanning processes
         run->ranks = d->comm->size; run->nlocal = 1; run->first = d->comm->rank;
         run->device[0] = d->device_ids ? d->device_ids[0] : d->device_index;
@@ -9645,12 +9727,100 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
                                               ops->name, have);
         if (!st && n > 1) {
             if (!dev) st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: the %s device trains as one rank", ops->name);
-            else { st = dev->comm_create(n, run->device, run->comm); own_comm = !st; }
+            else { st = dev->comm_create(n, run->device, run->comm); *own_comm = !st; }
         }
     }
     if (!st && run->stream && run->ranks > 1)
         st = wd__fail(WD_ERR_UNSUPPORTED, "wd_train: a source trains one rank (%d asked for): one CPU or one GPU",
                       run->ranks);
+    return st;
+}
+// Runs this process's ranks: one on the calling thread, several on a
+// thread each (a thread that cannot start fails its rank, which aborts the
+// others), and returns when every one ended.
+static void wd__train_go(wd__run *run, wd__rank *ks) {
+    pthread_t th[256];
+    int started = 0;
+    for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i;
+        ks[i].last_eval = -1; }
+    if (run->nlocal == 1) wd__rank_thread(&ks[0]);
+    else for (int i = 0; i < run->nlocal; i++) {
+        if (wd__thread_start(&th[i], wd__rank_thread, &ks[i]) != 0) {
+            ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
+            snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
+            run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+// The report of local rank 0 (this process's): how it stopped, its loop's
+// seconds and stages (the rest of them as other), its backend's engine.
+static void wd__train_report_rank0(const wd__run *run, const wd__rank *k0) {
+    wd_train_report *rep = run->rep;
+    rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
+    rep->train_s = k0->loop_s;
+    for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
+    if (k0->be) { run->ops->times(k0->be, rep->stage_s); run->ops->describe(k0->be, rep->engine, sizeof rep->engine); }
+    double known = 0;
+    for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
+    rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
+}
+// Every rank's backend, loader and padded batch released; their
+// out-of-vocabulary counts summed into the report.
+static void wd__train_ranks_free(const wd__run *run, wd__rank *ks) {
+    wd_train_report *rep = run->rep;
+    for (int i = 0; i < run->nlocal; i++) {
+        if (ks[i].be) run->ops->destroy(ks[i].be);
+        wd_loader_close(ks[i].loader);
+        rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
+        for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j];
+            rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
+        if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
+    }
+}
+// The end of a run (st: its status so far): rank 0 writes the checkpoint,
+// at the end and when stopped early (with keep_best the best one was
+// written already, unless none was validated); a stop asked for by the
+// progress callback is WD_ERR_ABORTED.
+static wd_status wd__train_finish(const wd__run *run, wd_status st) {
+    const wd_train_desc *d = run->d;
+    wd_model *m = run->m;
+    if ((!st || run->rep->stopped) && d->checkpoint_path && run->first == 0 && !(d->keep_best && run->best_step >= 0)) {
+        char err[WD__ERR_MAX];
+        snprintf(err, sizeof err, "%s", wd_last_error());
+        wd_status s2 = wd_model_save(m, d->checkpoint_path);
+        if (s2) st = s2;
+        else if (st) wd__fail(st, "%s", err);
+    }
+    if (!st && run->rep->stopped == 1)
+        st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
+                      d->checkpoint_path ? "; checkpoint saved to " : "",
+                      d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+    return st;
+}
+static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report *rep, int *ran) {
+    WD__TRY(wd__train_check(m, d));
+    wd_train_desc resolved = *d;   // the CUDA settings after the environment's overrides (the ranks agree on these)
+    if (d->device == WD_DEVICE_CUDA) WD__TRY(wd_cuda_desc_resolve(&d->cuda, &resolved.cuda));
+    d = &resolved;
+    double t0 = wd__now();
+    const wd_backend_ops *ops;
+    const wd_device_ops *dev;
+    WD__TRY(wd__backend_for(d->device, &ops, &dev));
+    int64_t samples = 0;
+    uint64_t fp = 0, vfp = 0;
+    WD__TRY(wd__train_files(m, d, &samples, &fp, &vfp));
+    wd__run *run = WD__NEW(wd__run);
+    if (!run) return wd__fail(WD_ERR_NOMEM, "out of memory");
+    run->m = m; run->d = d; run->rep = rep; run->ops = ops; run->t0 = t0; run->valid_fp = vfp;
+    run->best_auc = NAN; run->best_step = -1; run->saved_step = -1;
+    rep->best_auc = rep->best_epoch = NAN; rep->best_step = -1;
+    run->epochs = d->epochs > 0 ? d->epochs : 1;
+    run->stream = d->source != NULL;
+    int own_comm = 0;
+    wd_status st = wd__train_devices(run, dev, &own_comm);
     int B = 0;
     if (!st && run->stream)
         B = d->batch_size > 0 ? d->batch_size
@@ -9660,96 +9830,15 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__rank *ks = st ? NULL : (wd__rank *)wd__calloc(sizeof(wd__rank) * (size_t)run->nlocal);
     if (!st && !ks) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     if (!st) {
-        pthread_t th[256];
-        int started = 0;
-        for (int i = 0; i < run->nlocal; i++) { ks[i].run = run; ks[i].local = i; ks[i].rank = run->first + i;
-            ks[i].last_eval = -1; }
         *ran = 1;
-        if (run->nlocal == 1) wd__rank_thread(&ks[0]);
-        else for (int i = 0; i < run->nlocal; i++) {
-            if (wd__thread_start(&th[i], wd__rank_thread, &ks[i]) != 0) {
-                ks[i].st = wd__fail(WD_ERR_NOMEM, "cannot start the thread of rank %d", ks[i].rank);
-                snprintf(ks[i].err, sizeof ks[i].err, "%s", wd_last_error());
-                run->comm[i]->ops->abort(run->comm[i], ks[i].st, ks[i].err);
-                break;
-            }
-            started++;
-        }
-        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-        char err[WD__ERR_MAX] = "";
-        int who = 0;
-        for (int i = 0; i < run->nlocal; i++)   // the first real error; aborts follow from it
-            if (ks[i].st && (!st || (st == WD_ERR_ABORTED && ks[i].st != WD_ERR_ABORTED))) { st = ks[i].st; who = i; }
-        if (st && run->nlocal > 1)
-            wd__fail(st, "rank %d failed (%s): %s", ks[who].rank, wd_status_string(st), ks[who].err);
-        else if (st) wd__fail(st, "%s", ks[who].err);
-        wd__rank *k0 = &ks[0];
-        rep->stopped = !k0->stopped ? 0 : run->stop == 2 ? 2 : run->stop ? 1 : 3;   // 3: not this process's stop vote
-        rep->train_s = k0->loop_s;
-        for (int s = 0; s < WD_STAGE_COUNT; s++) rep->stage_s[s] = k0->stage[s];
-        if (k0->be) { ops->times(k0->be, rep->stage_s); ops->describe(k0->be, rep->engine, sizeof rep->engine); }
-        double known = 0;
-        for (int s = 0; s < WD_STAGE_OTHER; s++) known += rep->stage_s[s];
-        rep->stage_s[WD_STAGE_OTHER] = WD__MAX(0.0, rep->train_s - known);
-        // An error after finished steps keeps them: a backend applies a step
-        // whole or not at all (a non-finite step is not applied; a GPU replica
-        // that holds a failed step refuses its download), so rank 0
-        // holds the model after the last finished step, and the position
-        // says which; it is saved marked as saved after an error.
-        if (st && !rep->stopped && rep->steps > 0 && d->checkpoint_path && run->first == 0 &&
-            (k0->be || k0->host_holds) && !(d->keep_best && run->best_step >= 0)) {
-            snprintf(err, sizeof err, "%s", wd_last_error());
-            wd_status s2 = k0->be ? ops->download(k0->be) : WD_OK;
-            if (!s2) { m->after_error = 1; s2 = wd_model_save(m, d->checkpoint_path); }
-            if (s2 && run->saved_step >= 0)
-                wd__fail(st, "%s; the model of step %lld could not be saved (%s): %s holds the checkpoint of step %lld",
-                         err, (long long)m->step, wd_last_error(), wd__tail(d->checkpoint_path, 300),
-                         (long long)run->saved_step);
-            else if (s2)
-                wd__fail(st, "%s; the model of step %lld could not be saved: %s", err, (long long)m->step,
-                         wd_last_error());
-            else {
-                rep->error_saved = 1;
-                wd__fail(st,
-                         "%s; the model after step %lld (epoch %lld, batch %lld), the last step finished before this error, is saved to %s",
-                         err, (long long)m->step, (long long)m->epoch, (long long)m->batch,
-                         wd__tail(d->checkpoint_path, 300));
-            }
-        }
-        // ... and predictions see them: a snapshot (a trainer's, publish_every's) would keep an older model
-        if (st && rep->steps > 0 && run->first == 0 && k0->be && wd__published(m)) {
-            snprintf(err, sizeof err, "%s", wd_last_error());
-            wd_status s2 = ops->download(k0->be);
-            char bad[160];
-            if (!s2 && wd__model_unsound(m, bad, sizeof bad)) s2 = wd__fail(WD_ERR_NUMERIC, "%s", bad);
-            if (!s2) s2 = wd_model_publish(m);
-            if (s2)
-                wd__fail(st, "%s; predictions keep the last snapshot: the model of step %lld could not be "
-                         "published: %s", err, (long long)m->step, wd_last_error());
-            else wd__fail(st, "%s", err);
-        }
-        for (int i = 0; i < run->nlocal; i++) {
-            if (ks[i].be) ops->destroy(ks[i].be);
-            wd_loader_close(ks[i].loader);
-            rep->oov.values += ks[i].oov.values; rep->oov.oov += ks[i].oov.oov;
-            for (int j = 0; j < WD_MAX_SLOTS; j++) { rep->oov.slot_values[j] += ks[i].oov.slot_values[j];
-                rep->oov.slot_oov[j] += ks[i].oov.slot_oov[j]; }
-            if (ks[i].pad_made) wd_batch_free(&ks[i].pad);
-        }
+        wd__train_go(run, ks);
+        st = wd__train_first_error(run, ks);
+        wd__train_report_rank0(run, &ks[0]);
+        wd__train_error_save(run, &ks[0], st);
+        wd__train_error_publish(run, &ks[0], st);
+        wd__train_ranks_free(run, ks);
     }
-    // rank 0 writes the checkpoint: at the end, and when stopped early (with
-    // keep_best the best one was written already, unless none was validated)
-    if ((!st || rep->stopped) && d->checkpoint_path && run->first == 0 && !(d->keep_best && run->best_step >= 0)) {
-        char err[WD__ERR_MAX];
-        snprintf(err, sizeof err, "%s", wd_last_error());
-        wd_status s2 = wd_model_save(m, d->checkpoint_path);
-        if (s2) st = s2;
-        else if (st) wd__fail(st, "%s", err);
-    }
-    if (!st && rep->stopped == 1)
-        st = wd__fail(WD_ERR_ABORTED, "training stopped at step %lld by the progress callback%s%s", (long long)m->step,
-                      d->checkpoint_path ? "; checkpoint saved to " : "",
-                      d->checkpoint_path ? wd__tail(d->checkpoint_path, 300) : "");
+    st = wd__train_finish(run, st);
     if (own_comm) {
         wd_error_hold(1);   // the communicators' teardown keeps the call's error
         dev->comm_destroy(run->comm, run->nlocal);
@@ -9761,8 +9850,7 @@ static wd_status wd__train(wd_model *m, const wd_train_desc *d, wd_train_report 
     wd__free(run);
     return st;
 }
-
-// ---- online learning: published snapshots; pushing batches (a trainer) -------------------------
+// ---- online learning: published snapshots (publish_every, wd_model_publish) ---------------------
 // A snapshot is a shallow copy of the model whose parameter pointers lead to
 // copies of its own (no optimizer state): wd__forward reads it like a model.
 // A borrowed one (a swap's, below) leads to another model's parameters.
@@ -9936,6 +10024,7 @@ static void wd__spec_source_end(const wd_model *m, wd__snap *q) {
     if (p) wd__snap_release(p, q);
 }
 
+// ---- hot swap: wd_model_swap under live predictors ----------------------------------------------
 // next's MLP, precision and schema against m's (a predictor's scratch and
 // its callers' batches fit both): "" when they match, else the difference.
 static void wd__swap_mismatch(const wd_model *m, const wd_model *n, char *why, size_t len) {
@@ -10017,6 +10106,7 @@ static wd_status wd__swap(wd_model *m, wd_model *next) {
     return WD_OK;
 }
 
+// ---- a trainer: wd_train fed by pushed batches (wd_trainer_*) -----------------------------------
 // wd_train on a thread of its own, fed through a source by wd_trainer_push.
 struct wd_trainer {
     wd_model *m;
@@ -10233,6 +10323,7 @@ WDDEF void wd_trainer_free(wd_trainer *t) {
     wd__free(t);
 }
 
+// ---- prediction: wd_predict, wd_predictor (a serving thread's reusable context) -----------------
 // The checks of every prediction: b's layout against m's schema, its
 // offsets, dense values finite, ids inside their tables (labels unread).
 static wd_status wd__predict_check(const wd_model *m, const wd_batch *b, const char *who) {
@@ -10929,10 +11020,6 @@ WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0) {
     memset(x, 0, sizeof *x);
     x->rows = rows;
     x->cap = WD__MIN(rows, cap0 > 0 ? cap0 : (rows / 4 + 255) / 256 * 256);
-}
-WDDEF double wd_env_number(const char *name, double dflt) {
-    const char *v = getenv(name);
-    return v && *v ? atof(v) : dflt;
 }
 // wd_cuda_desc's table: each variable set and not empty replaces its field.
 // The switches: 1 where the number is nonzero (inverted for the no_ fields:

@@ -70,7 +70,7 @@
 // default sparse path is segmented, the path reviewed longest (fused is the
 // faster design on paper and becomes the default once a GPU run has passed
 // test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
-// WD_COMM_TIMEOUT (the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
+// WD_COMM_TIMEOUT (wd_comm_timeout: the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
 // (test builds only: -DWD_TESTING) rank R's S-th step fails right after its
 // collectives, R:S:pre right before them, and WD_CUDA_TEST_READ_UNSAFE (test
 // builds only: a download reads an unsafe replica) are read where they act.
@@ -2433,7 +2433,7 @@ struct wdc_group {
 static void wdc_group_abort(wdc_group *g, int rank, wd_status st, const char *why) {
     pthread_mutex_lock(&g->mu);
     if (!g->aborted) {   // why first: a reader that sees aborted reads it without the lock
-        snprintf(g->why, sizeof g->why, "rank %d failed (%s): %.300s", rank, wd_status_string(st), why ? why : "");
+        wd_rank_failure(g->why, sizeof g->why, rank, st, why);
         __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g->mu);
@@ -2681,7 +2681,7 @@ static wd_status wdc_nccl_wrap(ncclComm_t comm, int rank, int size, int device, 
     memset(c, 0, sizeof *c);
     memset(n, 0, sizeof *n);
     n->comm = comm; n->device = device; n->group = g;
-    n->timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
+    n->timeout = wd_comm_timeout();
     c->ops = &wdc_nccl_ops; c->rank = rank; c->size = size; c->impl = n;
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&n->st, cudaStreamNonBlocking);
@@ -2770,7 +2770,7 @@ extern "C" wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_co
     WDC_NCCL(wdc_nc.GetUniqueId(&uid));
     wdc_group *g = wdc_group_new(ndev);
     if (!g) return wdc_fail(WD_ERR_NOMEM, "out of memory");
-    double timeout = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);
+    double timeout = wd_comm_timeout();
     wd_status st = WD_OK;
     ncclResult_t r = wdc_nc.GroupStart();
     for (int i = 0; r == ncclSuccess && i < ndev; i++) {
@@ -2821,8 +2821,7 @@ extern "C" wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks
     wd_status st = r == ncclSuccess || r == ncclInProgress ? WD_OK
                  : wdc_fail(WD_ERR_DEVICE, "rank %d of %d: ncclCommInitRankConfig: %s", rank, nranks,
                             wdc_nc.GetErrorString(r));
-    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT),
-                                  "NCCL set-up (waiting for every rank)");
+    if (!st) st = wdc_nccl_settle(comm, g, rank, wd_comm_timeout(), "NCCL set-up (waiting for every rank)");
     if (st) {
         if (comm) wdc_nc.CommAbort(comm);
         wdc_group_release(g);
@@ -2953,7 +2952,7 @@ extern "C" wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm *
         ranks[r] = &cs[r]; }
     h->group = wdc_group_new(1);
     wd_status st = h->group ? WD_OK : wdc_fail(WD_ERR_NOMEM, "out of memory");
-    if (!st) st = wd_comm_local_create(nranks, wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT), h->cpu);
+    if (!st) st = wd_comm_local_create(nranks, wd_comm_timeout(), h->cpu);
     cudaError_t e = cudaSuccess;
     if (!st) e = cudaSetDevice(device);
     for (int r = 0; !st && e == cudaSuccess && r < nranks; r++)

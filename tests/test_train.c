@@ -950,6 +950,51 @@ static void test_comm(void) {
     }
 }
 
+// WD_COMM_TIMEOUT, the one rule of every communicator (wd_comm_timeout), and
+// the CPU device's workers honour it (their communicator waited 3600 s
+// whatever it said): worker 1 never comes to worker 0's collective, which
+// ends at the timeout naming it.
+static void test_comm_timeout(void) {
+    const char *was = getenv("WD_COMM_TIMEOUT");
+    char keep[64];
+    snprintf(keep, sizeof keep, "%s", was ? was : "");
+    static const struct { const char *v; double s; } rule[] = {
+        {NULL, 600}, {"", 600}, {"5", 5}, {"2.5", 2.5}, {"0", 600}, {"-3", 600}, {"abc", 600}, {"nan", 600},
+        {"inf", 1e9}, {"1e12", 1e9}};
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        if (rule[i].v) setenv("WD_COMM_TIMEOUT", rule[i].v, 1);
+        else unsetenv("WD_COMM_TIMEOUT");
+        if (wd_comm_timeout() != rule[i].s)
+            printf("  WD_COMM_TIMEOUT=%s: %g s, expected %g\n", rule[i].v ? rule[i].v : "(unset)", wd_comm_timeout(),
+                   rule[i].s);
+        CHECK(wd_comm_timeout() == rule[i].s);
+    }
+    setenv("WD_COMM_TIMEOUT", "1", 1);
+    wd_model *m = small_model(WD_POOL_SUM, 1, WD_ADAGRAD);
+    wd_backend_desc bd;
+    memset(&bd, 0, sizeof bd);
+    bd.model = m; bd.batch = 4; bd.ranks = 1; bd.threads = 2;
+    wd_backend *be = NULL;
+    if (m) CHECK_OK(wd_backend_cpu()->create(&bd, &be));
+    if (be) {
+        wd__cpu *c = (wd__cpu *)be;
+        double timeout = ((wd__hub *)c->comm[0]->impl)->timeout;
+        CHECK(c->T == 2 && timeout == 1.0);
+        if (timeout <= 2) {   // (never the old 3600 s)
+            double t0 = wd__now();
+            wd_status st = c->comm[0]->ops->barrier(c->comm[0]);
+            double s = wd__now() - t0;
+            printf("  worker 0 alone in a collective: %s after %.2f s: %s\n", wd_status_string(st), s, wd_last_error());
+            CHECK(st == WD_ERR_ABORTED && s >= 0.9 && s < 5 && strstr(wd_last_error(), "waited 1.0 s")
+                  && strstr(wd_last_error(), "timeout"));
+        }
+        wd_backend_cpu()->destroy(be);
+    }
+    wd_model_destroy(m);
+    if (was) setenv("WD_COMM_TIMEOUT", keep, 1);
+    else unsetenv("WD_COMM_TIMEOUT");
+}
+
 // The multi-GPU exchange's cap (wd_xcap): a quarter of the occurrences at
 // first (whole 256-row units), WD_EXCHANGE_CAP's value when given; a step
 // whose most rows exceed it is reported (done again) and the cap grows to
@@ -1502,6 +1547,7 @@ int main(int argc, char **argv) {
     RUN(test_optimizers_by_hand);
     RUN(test_one_step_by_finite_differences);
     RUN(test_comm);
+    RUN(test_comm_timeout);
     RUN(test_workers_equivalence);
     RUN(test_processes_equivalence);
     RUN(test_process_fail_fast);

@@ -1903,7 +1903,7 @@ static int mpi_end(int rc) {
     if (g_mpi_size > 1) {
         MPI_Request rq;
         int done = 0;
-        double most = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // a step (a save) may take that long
+        double most = wd_comm_timeout();   // a step (a save) may take that long
         most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
             for (double t0 = now_s(); !done && now_s() - t0 < most;) {
