@@ -287,27 +287,26 @@ WDDEF const char *wd_status_string(wd_status s);
 WDDEF const char *wd_last_error(void);
 // Sets this thread's detail message (for backends and callbacks returning a status).
 WDDEF void wd_set_last_error(const char *msg);
-// Clean-up keeps the first error: between wd_error_hold(1) and wd_error_hold(0) (nested; per thread)
-// failures return their status but leave wd_last_error() as it is, wd_set_last_error's too. The
-// library's clean-up runs so where it calls code that can fail; a backend's destroy does the same.
-WDDEF void wd_error_hold(int hold);
 
-// ---- 3. Allocator -------------------------------------------------------------
-// All library allocations go through these hooks (default: malloc/free).
-// alloc may return NULL; the library then fails cleanly with WD_ERR_NOMEM.
-typedef struct wd_allocator {
-    void *(*alloc)(size_t bytes, void *user);
-    void (*free)(void *ptr, void *user);
-    void *user;
-} wd_allocator;
-WDDEF void wd_set_allocator(const wd_allocator *a);   // NULL restores malloc/free
-// Memory from the hooks (backends and tools allocate through these too).
-WDDEF void *wd_alloc(size_t bytes);
-WDDEF void wd_free(void *p);
-// Bytes this process can still get (the least of MemAvailable, what ulimit -v and the cgroup limit leave,
-// and WD_MEMORY_LIMIT); a bad WD_MEMORY_LIMIT is WD_ERR_INVALID_ARG naming it, as every large allocation
-// would refuse it.
-WDDEF wd_status wd_memory_available(uint64_t *bytes);
+typedef struct wd_batch wd_batch;             // section 5
+typedef struct wd_text_spec wd_text_spec;     // section 8
+typedef struct wd_comm wd_comm;               // section 14
+/* Out-of-vocabulary share. In a slot with a vocabulary, a value without an
+   id of its own gets id 0; wd_oov counts those against every categorical
+   value (all slots: hashed slots have no out-of-vocabulary id), overall and
+   per slot. wd_convert, wd_train and wd_evaluate report it (the CLI prints
+   the share and the worst slots): a share that climbs day after day says
+   the vocabulary is stale (see wd_convert_desc.extend_vocab). */
+typedef struct wd_oov {
+    int64_t values, oov;            // categorical values, those with the out-of-vocabulary id
+    int64_t slot_values[WD_MAX_SLOTS], slot_oov[WD_MAX_SLOTS];
+} wd_oov;
+// Called on each decoded block, on a loader thread; may change values in
+// place (labels, weights, dense values, ids; not the sample count). What it
+// leaves is checked like a decoded block (labels in [0,1], weights in
+// [0, WD_MAX_WEIGHT], finite dense values, ids inside their buckets). A
+// non-OK status stops the epoch with it.
+typedef wd_status (*wd_map_fn)(void *user, wd_batch *block, int worker);
 
 // ---- 4. Schema ----------------------------------------------------------------
 typedef enum wd_slot_kind { WD_ONE_HOT = 0, WD_MULTI_HOT = 1 } wd_slot_kind;
@@ -326,515 +325,6 @@ WDDEF wd_status wd_schema_check(const wd_schema *s);
 WDDEF int wd_schema_equal(const wd_schema *a, const wd_schema *b);
 // Criteo layout: 13 dense I1..I13, 26 one-hot slots C1..C26 with `buckets` each.
 WDDEF void wd_schema_criteo(wd_schema *s, uint32_t buckets);
-
-// ---- 5. Batch -------------------------------------------------------------------
-// Decoded samples. One allocation (`mem`) holds every array.
-typedef struct wd_batch {
-    int n;                          // samples held
-    int cap;                        // sample capacity
-    int ndense, nslots;
-    int64_t nnz_cap;                // id capacity of each multi-hot slot
-    float *label;                   // (cap) 0..1
-    float *weight;                  // (cap) 1 for real samples, 0 for padding
-    float *dense;                   // (cap, D) row-major
-    uint32_t *ids[WD_MAX_SLOTS];    // one-hot: (cap); multi-hot: (nnz_cap)
-    uint32_t *offs[WD_MAX_SLOTS];   // multi-hot: (cap+1) CSR offsets; one-hot: NULL
-    int kind[WD_MAX_SLOTS];
-    void *mem;
-    size_t mem_bytes;
-    const wd_allocator *alloc;      // NULL: the global hooks; set before the first reserve
-} wd_batch;
-
-WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap);
-// The same, with memory from `a` (e.g. pinned host memory for device copies).
-WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a);
-// Grows capacity keeping the first b->n samples; never shrinks.
-WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap);
-WDDEF void wd_batch_free(wd_batch *b);
-// Empties b (n = 0), keeping its memory: a serving loop refills one batch
-// without allocating.
-WDDEF void wd_batch_clear(wd_batch *b);
-// Appends samples [from, from+count) of src to dst (schemas must match).
-WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count);
-// Ids of sample i in slot k: *count ids starting at the returned pointer.
-WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *count);
-
-// ---- 6. Hashing -------------------------------------------------------------------
-WDDEF uint64_t wd_hash_bytes(const void *p, size_t n, uint64_t seed);
-WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets);
-WDDEF float wd_count_feature(int64_t x);    // the dense feature rule above
-
-// ---- 7. Records (.wdr) ------------------------------------------------------------
-/* File layout, little-endian, version 1:
-     file header   magic "\x89WDR\r\n\x1a\n", u32 version, u32 header_bytes,
-                   u32 ndense, u32 nslots, u32 flags, u32 reserved,
-                   char created[64], nslots x {char name[32], u32 buckets,
-                   u32 kind, u64 reserved}, u32 crc32c(all before)
-     blocks        32-byte header {u32 'WDBK', u32 nsamples, u32 comp_bytes,
-                   u32 raw_bytes, u32 nnz, u32 reserved, u32 payload_crc32c,
-                   u32 header_crc32c} then one zstd frame of comp_bytes
-     footer        u32 'WDFT', u32 reserved, u64 nblocks, u64 nsamples,
-                   nblocks x {u64 offset, u32 nsamples, u32 block_bytes},
-                   u32 crc32c(footer before it), u32 0
-     trailer       u64 footer_offset, u64 footer_bytes, u32 crc32c(16 bytes
-                   before), u32 'WDND'   (the last 24 bytes of the file)
-   Raw payload of a block of n samples, columns one after another, each
-   4-byte column byte-shuffled (all byte 0s, then all byte 1s, ...):
-     f32 label[n]; for each dense column f32 value[n]; for each slot:
-     one-hot u32 id[n] | multi-hot u32 count[n] then u32 id[sum of counts].
-   Version 2 adds flags bit 0: a vocabulary after the slot entries (see
-   wd_vocab). Version 3 adds flags bit 1: the input format after it, u32
-   bytes then the text spec that wd_convert parsed with (format, column
-   mapping, derived slots, dense rule; see section 8), so that a model
-   trained from the file can map raw input as the file was mapped. Files are
-   written with the lowest version that holds what they carry (wd_writer: 1,
-   wd_convert: 3); versions 1 and 2 read as before.
-   Vocabulary fingerprints: each slot's ids are fixed by its vocabulary (the
-   values in id order) or, without one, by its bucket count (hashing, or ids
-   the writer's caller chose). wd_vocab_fingerprint is that vocabulary's
-   64-bit digest (0: none), computed from the header when a file opens, so
-   files of every version have one. Wherever a file meets a model, every
-   value both vocabularies hold must have the same id: one list a prefix of
-   the other. Training (also --init-from/resume) accepts a file that extends
-   the model's list (a day converted with extend_vocab, section 9) and the
-   model records the longer one; validation, evaluation and prediction
-   accept the model's list or a prefix of it (a file of an earlier day),
-   never a longer one (ids the model never trained). Anything else is
-   refused naming the slot (two files converted separately get their ids
-   by each one's own value counts: permuted, with equal bucket counts). A
-   slot's table may have rows past its vocabulary (vocab_capacity): room
-   for the values later days bring. */
-typedef struct wd_writer wd_writer;
-typedef struct wd_writer_desc {
-    int block_samples;      // m, samples per block (0: 4096)
-    int level;              // zstd level (0: 3)
-    const char *created;    // free text stored in the header (0: "widedeep")
-} wd_writer_desc;
-
-// Writes to "<path>.tmp-<pid>" (a name within 12 bytes of NAME_MAX: cut, with
-// a hash of it) and renames to path on close (after fsync).
-WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
-                               const wd_writer_desc *d, wd_writer **out);
-// That temporary name of path, into buf (strlen(path) + 32 bytes; less cuts it): a program removing
-// unfinished outputs when it is killed (a signal handler) removes this name.
-WDDEF void wd_temp_name(char *buf, size_t n, const char *path);
-// Appends all b->n samples; validates ids, labels and dense values: a label
-// outside [0,1] or an id outside its slot is WD_ERR_INVALID_ARG; a NaN or
-// infinite label, weight or dense value, or a negative weight, WD_ERR_NUMERIC.
-WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b);
-WDDEF wd_status wd_writer_close(wd_writer *w);   // always frees w
-WDDEF void wd_writer_abort(wd_writer *w);        // removes the temporary file, frees w
-WDDEF int64_t wd_writer_samples(const wd_writer *w);
-
-typedef struct wd_reader wd_reader;
-typedef struct wd_decoder wd_decoder;   // per-thread decompression context
-
-WDDEF wd_status wd_reader_open(const char *path, wd_reader **out);
-WDDEF void wd_reader_close(wd_reader *r);
-WDDEF const wd_schema *wd_reader_schema(const wd_reader *r);
-WDDEF const char *wd_reader_path(const wd_reader *r);
-WDDEF const char *wd_reader_created(const wd_reader *r);
-WDDEF int64_t wd_reader_nblocks(const wd_reader *r);
-WDDEF int64_t wd_reader_nsamples(const wd_reader *r);
-WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
-WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
-// The file's vocabulary (see wd_vocab; valid while r is open), or NULL.
-WDDEF const struct wd_vocab *wd_reader_vocab(const wd_reader *r);
-// The input format the file was converted with, as a spec that converts
-// (and maps raw input) as it did: its bucket counts and a copy of its
-// vocabulary (*out owns it: wd_text_spec_free). WD_ERR_UNSUPPORTED for a
-// file that records none (written by wd_writer, or converted before .wdr
-// version 3). wd_model_spec is the same for a model.
-struct wd_text_spec;
-WDDEF wd_status wd_reader_spec(const wd_reader *r, struct wd_text_spec *out);
-// The digest of slot `slot`'s vocabulary: its values in id order (0 when the
-// slot has none: hashed ids, or ids its writer chose). Equal fingerprints,
-// equal ids for every value.
-WDDEF uint64_t wd_vocab_fingerprint(const struct wd_vocab *v, int slot);
-// Block i into a caller-owned batch (grown as needed; n is overwritten).
-WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst);
-// Block i into a library-owned batch, valid until the next call on r.
-WDDEF wd_status wd_reader_block(wd_reader *r, int64_t i, const wd_batch **out);
-// Decompresses and checks every block; *bad_block = first bad one or -1.
-WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block);
-
-// Split path for loaders; both are thread-safe on one reader.
-WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i);
-WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap);
-WDDEF wd_status wd_decoder_create(wd_decoder **out);
-WDDEF void wd_decoder_destroy(wd_decoder *d);
-// Decodes the fetched bytes of block i, appending its samples to dst
-// (dst->n grows by the block's sample count).
-WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t i,
-                                const void *bytes, size_t len, wd_batch *dst);
-// Seconds a decoder spent per stage, summed over its calls.
-typedef struct wd_decode_stats {
-    int64_t blocks, samples, bytes_in, bytes_raw;
-    double crc_s, zstd_s, unpack_s, check_s;
-} wd_decode_stats;
-WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out);
-
-// ---- 8. Text parsers -----------------------------------------------------------------
-typedef enum wd_text_format { WD_FMT_CRITEO = 0, WD_FMT_LIBSVM, WD_FMT_CSV } wd_text_format;
-typedef struct wd_range_map { uint32_t lo, hi; int slot; } wd_range_map;   // [lo, hi]
-typedef struct wd_text_spec {
-    int format;                     // wd_text_format
-    wd_schema schema;               // output schema (filled by wd_text_spec_* helpers)
-    // LibSVM: feature index ranges; index idx in a slot range becomes id idx-lo
-    // of that (multi-hot) slot, in the dense range it is column idx-dense_lo
-    // with the feature's value; indexes in no range are an error.
-    wd_range_map ranges[WD_MAX_SLOTS];
-    int nranges;
-    int64_t dense_lo, dense_hi;     // -1,-1: no dense range
-    // CSV: column roles by position, from the header (or `columns`).
-    int ncols;                      // columns per line
-    int label_col;
-    int col_role[WD_MAX_SLOTS + WD_MAX_DENSE + 64];  // 0 ignore, 1 label, 2 dense, 3 slot
-    int col_index[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; // dense column or slot number
-    char header[4096];              // header line to skip when a file repeats it
-    int dense_raw;                  // CSV: 1 = dense values as-is (finite floats), 0 = count rule
-    char delimiter;                 // CSV: field separator (',' unless set)
-    int id_col;                     // CSV: column written to wd_convert_desc.ids_output (-1: none)
-    int nderived;                   // CSV: derived slots (wd_csv_desc.derive), the schema's last ones
-    struct { int col, from, to, weekday; } derived[WD_MAX_SLOTS];
-    const struct wd_vocab *vocab;   // optional, owned: categorical values -> dense ids (wd_text_spec_vocab)
-} wd_text_spec;
-/* A spec owns what it holds: wd_text_spec_vocab and wd_model_spec give it a
-   copy of a vocabulary, released by wd_text_spec_free (a spec without one
-   needs no freeing; freeing twice, or a zeroed spec, is harmless). The
-   wd_text_spec_criteo/_csv/_libsvm initialisers treat *t as uninitialised:
-   free a spec that holds a vocabulary before setting it up again, and do
-   not copy such a spec by value (both copies would own one vocabulary). A
-   spec is read-only while parsing: any number of threads may use one. */
-WDDEF void wd_text_spec_free(wd_text_spec *t);
-
-/* CSV per RFC 4180: fields may be quoted ("a,b"; "" inside quotes is one
-   quote); a UTF-8 byte-order mark before the first header is ignored; lines
-   end in LF or CRLF (a quoted field cannot hold a line break). */
-typedef struct wd_csv_desc {
-    const char *header;             // column names, separated by the delimiter (a file's first line)
-    char delimiter;                 // (0: ',')
-    const char *label;              // the 0/1 label column (required)
-    const char *dense, *cat;        // comma-separated lists of column names (either may be NULL)
-    const char *id;                 // optional: a column copied to wd_convert_desc.ids_output
-    // Derived categorical slots, comma-separated: "NAME=COL[a:b]" takes bytes
-    // a..b-1 of column COL (e.g. the hour of day of Avazu's YYMMDDHH:
-    // "hour_of_day=hour[6:8]"); "NAME=weekday(COL[a:b])" the day of the week
-    // (0 = Monday .. 6) of the YYMMDD or YYYYMMDD date in those bytes.
-    const char *derive;
-    uint32_t buckets;               // per slot (0: sized from the data by wd_convert)
-    int dense_raw;                  // 1: dense values are finite floats taken as they are
-} wd_csv_desc;
-WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d);
-
-// Criteo TSV: label, 13 integers, 26 categorical; `buckets` per slot (0:
-// sized from the data by wd_convert).
-WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets);
-// CSV (comma-separated, the simple form of wd_text_spec_csv_desc): names of
-// label, dense and categorical columns in `header`; `dense`/`cat` are
-// comma-separated lists.
-WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label,
-                                 const char *dense, const char *cat, uint32_t buckets);
-// LibSVM: "name=lo-hi,..." slot ranges, optional "lo-hi" dense range.
-WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense,
-                                    uint32_t buckets);
-/* The one comparison of input contracts, made wherever a file or a request
-   meets a model or another file (training, validation, evaluation,
-   prediction, warm start and resume compare each file with the model;
-   wd convert --schema-from compares its spec with the file's or model's;
-   wd_model_check_spec a serving spec with the model): WD_OK when `have`
-   maps raw input to the ids and features `want` does, else WD_ERR_SCHEMA
-   naming the first difference and the fix, compared in this order: the
-   format; the dense columns (count, rule: counts through log1p or values as
-   they are, and each one's source column, in order); the label's column;
-   the slots (count, names, kinds, each one's source column or LibSVM range,
-   a derived slot's column, bytes and weekday rule); bucket counts; each
-   slot's vocabulary (hashed against a vocabulary is a difference).
-   extend: 0 the vocabularies must be equal; 1 either may extend the other
-   (a training day converted with extend_vocab); -1 have's may be a prefix
-   of want's (an earlier day's file). A CSV file's column positions,
-   delimiter, unused and id columns are its layout, not its contract:
-   columns are compared by name (a file with its columns in another order
-   maps the same). A side that records no input format (wd_writer's files,
-   files and models from before .wdr / .wdm version 3) cannot be compared
-   with one that does, and is refused; two such sides compare schema and
-   vocabularies; a model that records no contract at all (never trained on
-   files: created, or trained from a stream; .wdm before version 3) is
-   compared by its schema alone, until a wd_train over files records one. */
-WDDEF wd_status wd_text_spec_compare(const wd_text_spec *have, const wd_text_spec *want, int extend);
-// Sets the bucket count of a named slot ("C3=100000,C4=50").
-WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
-// Takes every slot's bucket count from `s` (e.g. a training file's schema, so
-// a test set converts into the same id space); slots must match by name. On
-// failure t is unchanged.
-WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
-
-/* Vocabularies. wd_convert with min_count K gives each categorical value
-   seen at least K times in the inputs an id of its own (1, 2, ... by
-   falling frequency) and every other value the slot's out-of-vocabulary id
-   0; the slot's table is then (distinct values kept + 1) rows, or
-   vocab_capacity + 1 when that is larger. The
-   vocabulary is stored in the .wdr file (format version 2) so that
-   validation and test files convert with the same ids: wd_reader_vocab,
-   then wd_text_spec_vocab (the CLI's --schema-from does both). Values are
-   kept as their 64-bit wd_hash_bytes(value, len, slot). A model keeps the
-   vocabulary and the input format of the files it was trained on (section
-   16: wd_model_spec).
-
-   Vocabularies that grow (daily files). A day converted with the previous
-   day's spec and extend_vocab (`wd convert --schema-from day1.wdr
-   --extend-vocab`) appends the values that spec lacks after its ids, in
-   the rows its tables have left: every old value keeps its id, a new value
-   gets a row of its own instead of the out-of-vocabulary id, and wd_train
-   --init-from the previous model trains those rows and records the longer
-   vocabulary (so wd_model_spec maps the new values too). The table sizes
-   are fixed on day 1 (vocab_capacity): the model's shape never changes, so
-   checkpoints, optimizer state, the device backends and data-parallel
-   ranks need nothing new, and the rows a value claims later are still as
-   the model's seed initialised them (no update touches a row before a
-   value has it). Growing the model's tables on --init-from instead would
-   change every table offset and optimizer array of every backend, and
-   still leave the ids of files converted before. When a slot's table is
-   full, the rest of its new values take the out-of-vocabulary id, counted
-   per slot (wd_convert_report.vocab_no_room; the CLI warns naming the
-   slot). Held-out files convert --schema-from the last training day
-   without extend_vocab: their unseen values are out of vocabulary, as the
-   model knows them. */
-typedef struct wd_vocab wd_vocab;
-WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id of their own
-// Gives t a copy of v (t owns it: wd_text_spec_free; a vocabulary t held
-// before is freed) for every slot v covers: ids from it, buckets = the rows
-// of its table (size + 1, or more with wd_convert_desc.vocab_capacity).
-// Slots must match. v may be released right after (e.g. its reader closed).
-WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
-
-/* Out-of-vocabulary share. In a slot with a vocabulary, a value without an
-   id of its own gets id 0; wd_oov counts those against every categorical
-   value (all slots: hashed slots have no out-of-vocabulary id), overall and
-   per slot. wd_convert, wd_train and wd_evaluate report it (the CLI prints
-   the share and the worst slots): a share that climbs day after day says
-   the vocabulary is stale (see wd_convert_desc.extend_vocab). */
-typedef struct wd_oov {
-    int64_t values, oov;            // categorical values, those with the out-of-vocabulary id
-    int64_t slot_values[WD_MAX_SLOTS], slot_oov[WD_MAX_SLOTS];
-} wd_oov;
-// Adds the samples of b with a nonzero weight: ids 0 count in slots where v
-// has a vocabulary (v NULL: none; every value still counts).
-WDDEF void wd_oov_count(const wd_vocab *v, const wd_batch *b, wd_oov *o);
-// The slots with the highest out-of-vocabulary share (ties: the lower slot),
-// those with any, into slots[0 .. n-1]; returns how many.
-WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n);
-
-// Parses one line (no newline; a trailing '\r' is ignored) and appends the
-// sample to b. On failure returns WD_ERR_PARSE with a reason in
-// wd_last_error() and leaves b unchanged.
-WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
-// Appends one sample made from a request's raw values to b, mapped exactly
-// as wd_convert maps a line with t (Criteo or CSV specs), so that a serving
-// program scores what training saw. Every array comes with its count,
-// checked against t's schema (a request for another model is refused, never
-// read short or past its end): dense holds the ndense raw values as they
-// arrive and the library applies t's dense rule itself (counts: integers
-// within +-2^63, exact to 2^53, through wd_count_feature; a value that is not
-// such an integer, 1e30 say, is refused as convert refuses its text; CSV
-// --dense-raw: finite values taken as they are); NAN is a missing value
-// (convert's empty field: 0). cat holds ncat values, one per slot in schema
-// order (NULL, or a NULL entry: missing, hashed like ""; derived slots take
-// the derived value, e.g. the hour's two digits); cat_len NULL: NUL-terminated
-// strings, else value k is the cat_len[k] bytes at cat[k] (a
-// std::string_view's data() and size()). label in [0, 1] (0 when serving).
-// t must have its buckets or vocabulary from the training data:
-// wd_model_spec (the model's own, the serving path; a spec built otherwise:
-// wd_model_check_spec), or wd_text_spec_match / wd_text_spec_vocab from the
-// training file. On failure b is unchanged. wd_parse_line does the same from
-// a whole text line.
-WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const double *dense, int ndense,
-                             const char *const *cat, const size_t *cat_len, int ncat);
-// A serving line, which has no label: wd_parse_line's format less the label
-// field (Criteo: 39 fields, the 13 integers and 26 categorical; CSV: the
-// header's columns but the label's, in their order; LibSVM: the features
-// alone). The sample's label is 0. Errors as wd_parse_line's.
-WDDEF wd_status wd_parse_unlabeled(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
-
-// ---- 9. Convert ----------------------------------------------------------------------
-struct ArrowArrayStream;   // section 20
-/* Inputs are text files, gzip- or zstd-compressed text (told by their first
-   bytes), or "-" for standard input. Slots with 0 buckets are sized from
-   the data: a first pass counts each slot's distinct values d. A slot of
-   d <= 4096 values gets an id per value (a vocabulary stored in the file,
-   as with min_count 1: d + 1 rows, no two values share one; 8 bytes a value
-   in the header); a larger one min(max(16 d, 4096), WD_DEFAULT_BUCKETS)
-   hashed buckets (about 3% of values then share a bucket). min_count builds
-   a vocabulary for every slot. Both need a first pass, so standard input
-   then needs explicit buckets. The output also holds the spec's input
-   format (format, column mapping, derived slots, dense rule: .wdr version
-   3), which a model trained on it keeps (wd_model_spec). */
-typedef struct wd_convert_desc {
-    const wd_text_spec *spec;
-    const char *const *inputs;      // text files ("-": standard input)
-    int ninputs;
-    const char *output;             // .wdr path (never one of the inputs)
-    int threads;                    // parser threads (0: 1)
-    int block_samples;              // (0: 4096)
-    int level;                      // zstd level (0: 3)
-    int skip_bad_lines;             // 0: stop at the first bad line, no output file
-    int min_count;                  // > 0: build a vocabulary (see wd_vocab) of values seen this often
-    // A new vocabulary's table capacity: each slot that gets one has
-    // max(values, vocab_capacity) + 1 rows, room for later extend_vocab days
-    // (0: no room). Not with a spec that holds a vocabulary (its rows stay).
-    // A slot given its buckets hashes into them and gets no vocabulary, so
-    // no room: the capacity applies to the slots sized from the data.
-    uint32_t vocab_capacity;
-    // 1: with a spec that holds a vocabulary (--schema-from), values it lacks
-    // seen at least max(min_count, 1) times in the inputs get the next ids
-    // (n + 1, n + 2, ... by falling count, then hash), as long as the slot's
-    // table has rows left; every old value keeps its id. Values that find
-    // no room take the out-of-vocabulary id 0 (report: vocab_no_room).
-    int extend_vocab;
-    // Optional: the spec's id column, one line per converted row, then a line
-    // binding the file to the output: "#wd-ids rows=N data=F ids=G" (F: a
-    // digest of the output's blocks, G: of the id lines in order; wd_ids_check).
-    const char *ids_output;
-    // progress: called from the calling thread, about 10 times a second at
-    // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
-    int (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
-    void *user;
-    // Instead of inputs (section 20): Arrow C streams, with a CSV spec. Called
-    // once per pass (two when tables are sized from the data or a vocabulary
-    // is built or extended), it fills *out with a fresh stream of the same
-    // rows (the converter releases it); nonzero: failed (wd_last_error() or
-    // the return names why). Progress then counts rows (bytes 0).
-    int (*arrow)(void *arrow_user, struct ArrowArrayStream *out);
-    void *arrow_user;
-} wd_convert_desc;
-typedef struct wd_convert_report {
-    int64_t rows, bad_rows, bytes_in, bytes_out, blocks;   // bytes_in: text read (decompressed)
-    uint32_t buckets[WD_MAX_SLOTS]; // each slot's bucket count in the output
-    int64_t vocab_size[WD_MAX_SLOTS];     // each slot's vocabulary in the output (-1: hashed)
-    int64_t vocab_added[WD_MAX_SLOTS];    // extend_vocab: ids given to new values
-    int64_t vocab_no_room[WD_MAX_SLOTS];  // extend_vocab: distinct new values left out of vocabulary (table full)
-    wd_oov oov;                     // out-of-vocabulary values of the output
-    double seconds;
-    int nbad_shown;                 // first bad lines (skip mode)
-    char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
-} wd_convert_report;
-WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
-// WD_OK when ids_path is the ids file wd_convert wrote beside data_path (its
-// binding line names data_path's blocks, and its ids are the rows' count, in
-// the order written); WD_ERR_SCHEMA for another file's ids or ids edited,
-// cut or reordered since; WD_ERR_FORMAT for a file without the binding line
-// (written before ids were bound to their data: convert again). A program
-// pairing ids with rows (wd predict) checks first, and reads the ids lines,
-// the binding line last and not an id.
-WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path);
-// 1 when paths a and b name one file, as wd_convert and wd_gen check that no output is an input or
-// another output: the same inode when either exists (links, "./x", "d/../x" count), else the same
-// name in the same directory; "-" (standard input or output) is no file.
-WDDEF int wd_same_file(const char *a, const char *b);
-
-// ---- 10. Synthetic data ------------------------------------------------------------------
-typedef struct wd_gen_desc {
-    const char *output;             // .wdr
-    const char *tsv;                // optional Criteo TSV of the same rows
-    const char *prob;               // optional text file, true p per line (0: output+".prob")
-    int64_t rows;
-    int64_t first_row;              // rows first_row.. of the stream: held-out data of the same model
-    uint64_t seed;                  // fixes the planted model and the row stream
-    uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(16 x cardinality, this)
-    uint32_t max_card;              // per slot cardinality cap (0: 1<<20)
-    double zipf;                    // id exponent (0: 1.1)
-    int threads;                    // (0: 1)
-    int block_samples;              // (0: 4096)
-} wd_gen_desc;
-typedef struct wd_gen_report { int64_t rows; double ctr, oracle_auc, oracle_logloss, seconds; } wd_gen_report;
-// The output records the Criteo TSV input format (.wdr version 3): its rows
-// are what wd_convert makes of its tsv with a Criteo spec of its buckets.
-WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep);
-// The Criteo Kaggle per-slot cardinalities (26 values).
-WDDEF const uint32_t *wd_criteo_cardinalities(void);
-
-// ---- 11. Metrics -----------------------------------------------------------------------------
-// Exact AUC by sorting scores; tied scores count half. NaN if one class is absent.
-WDDEF wd_status wd_auc(const float *score, const float *label, const float *weight,
-                       int64_t n, double *auc);
-WDDEF double wd_logloss(const float *p, const float *label, const float *weight, int64_t n);
-
-// ---- 12. Loader ------------------------------------------------------------------------------
-/* A batch-then-map pipeline per device. `threads` workers read whole
-   compressed blocks, decode them (and run the map callback on each decoded
-   block), and one of them at a time assembles batches into a bounded queue.
-
-   Per epoch: the list of every block of every file is shuffled by
-   (seed, epoch) when shuffle is on, and block j goes to shard j % shard_count.
-   Samples are mixed inside windows of `shuffle_blocks` consecutive blocks of
-   a shard. Everything is a function of (seed, epoch, shard): the thread count
-   never changes the batches.
-
-   Every shard yields the same number of batches per epoch, computed from all
-   shards' block lists (each loader can see them):
-     WD_REMAINDER_PAD   ceil(max shard samples / batch); shards that run out
-                        fill with padding samples of weight 0 (ids 0, zero
-                        features, label 0). Every sample is delivered exactly
-                        once per epoch across the shards.
-     WD_REMAINDER_DROP  floor(min shard samples / batch); the rest of each
-                        shard is not delivered this epoch.
-   A corrupt block under WD_CORRUPT_FAIL makes wd_loader_next return the error
-   (naming file and block) in its place in the sequence; under
-   WD_CORRUPT_SKIP it counts as empty (stats.skipped_blocks) and the epoch
-   is padded so the batch count holds.
-
-   Budgets: at most `threads` threads (default: online cores / devices) and
-   at most `ram_bytes` of decoded data in flight (default: a quarter of the
-   available memory / devices): the shuffle window, the decode-ahead blocks
-   and the ready batches are sized from it, and opening fails (WD_ERR_LIMIT)
-   if not even one window of one block and two batches fit. Buffers are
-   allocated once and reused. (Multi-hot blocks with more ids than the
-   estimate of 8 per slot and sample may exceed the budget by that excess.) */
-typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_remainder;
-typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
-// Called on each decoded block, on a loader thread; may change values in
-// place (labels, weights, dense values, ids; not the sample count). What it
-// leaves is checked like a decoded block (labels in [0,1], weights in
-// [0, WD_MAX_WEIGHT], finite dense values, ids inside their buckets). A
-// non-OK status stops the epoch with it.
-typedef wd_status (*wd_map_fn)(void *user, wd_batch *block, int worker);
-
-typedef struct wd_loader wd_loader;
-typedef struct wd_loader_desc {
-    const char *const *files;
-    int nfiles;
-    int batch_size;                 // samples per batch on this shard (required)
-    int shard_index, shard_count;   // (0, 0): one shard
-    int threads;                    // thread budget (0: cores / devices)
-    int devices;                    // for the defaults (0: 1)
-    size_t ram_bytes;               // decoded-bytes budget (0: available / 4 / devices)
-    int shuffle;                    // reshuffle blocks each epoch and mix samples in windows
-    int shuffle_blocks;             // window, in blocks (0: 8; shrunk to fit ram_bytes)
-    uint64_t seed;
-    int remainder;                  // wd_remainder
-    int corrupt;                    // wd_corrupt_policy
-    wd_map_fn map;
-    void *map_user;
-    const wd_allocator *batch_alloc;   // memory for the output batches (e.g. pinned), NULL: global
-} wd_loader_desc;
-
-typedef struct wd_loader_stats {
-    int threads, window_blocks, ahead_blocks, queue_batches;
-    size_t ram_budget, peak_bytes;
-    int64_t batches, samples, padded, blocks, skipped_blocks;
-    double read_s, decompress_s, decode_s, map_s, assemble_s, wait_s;   // summed over threads
-} wd_loader_stats;
-
-WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out);
-WDDEF void wd_loader_close(wd_loader *l);           // stops and joins every thread
-WDDEF const wd_schema *wd_loader_schema(const wd_loader *l);
-// Starts `epoch` (from 0) and skips its first `skip` batches without
-// decoding the windows they lie in (for resuming from a checkpoint).
-WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip);
-WDDEF int64_t wd_loader_batches(const wd_loader *l);  // batches in the current epoch
-// The next batch (valid until the next call), or *out = NULL at the end of the epoch.
-WDDEF wd_status wd_loader_next(wd_loader *l, const wd_batch **out);
-WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
 
 // ---- 13. Model -------------------------------------------------------------------------------
 /* Wide part: one FTRL-Proximal weight per id of every slot, per bucket of
@@ -944,44 +434,6 @@ WDDEF int wd_model_after_error(const wd_model *m);
 #else
 #define WD_HD
 #endif
-typedef struct wd_opt {
-    int optimizer;                  // wd_optimizer of the deep part
-    float lr_deep, lr_wide;         // Adagrad / Adam rate; FTRL alpha
-    float beta, l1, l2;             // FTRL
-    float b1, b2, eps;              // Adam
-    float c1, c2;                   // Adam bias corrections 1 - b1^t, 1 - b2^t (wd_opt_at_step)
-} wd_opt;
-static inline WD_HD void wd_opt_at_step(wd_opt *o, int64_t step) {   // before step `step` (from 0)
-    double t = (double)(step + 1);
-    o->c1 = (float)(1.0 - pow((double)o->b1, t));
-    o->c2 = (float)(1.0 - pow((double)o->b2, t));
-}
-static inline WD_HD void wd_opt_adagrad(float *w, float *acc, float g, float lr) {
-    *acc += g * g;
-    *w -= lr * g / (sqrtf(*acc) + 1e-10f);
-}
-static inline WD_HD void wd_opt_adam(float *w, float *mo, float *v, float g, const wd_opt *o) {
-    *mo = o->b1 * *mo + (1.0f - o->b1) * g;
-    *v = o->b2 * *v + (1.0f - o->b2) * g * g;
-    *w -= o->lr_deep * (*mo / o->c1) / (sqrtf(*v / o->c2) + o->eps);
-}
-// FTRL-Proximal with alpha = lr_wide; z and n are its state.
-static inline WD_HD void wd_opt_ftrl(float *w, float *z, float *n, float g, const wd_opt *o) {
-    float nn = *n + g * g;
-    float sigma = (sqrtf(nn) - sqrtf(*n)) / o->lr_wide;
-    *z += g - sigma * *w;
-    *n = nn;
-    float zz = *z;
-    *w = (fabsf(zz) <= o->l1 || nn == 0.0f) ? 0.0f
-        : -(zz - copysignf(o->l1, zz)) / ((o->beta + sqrtf(nn)) / o->lr_wide + o->l2);
-}
-// The deep part's rule (embeddings and MLP): s1, s2 its state arrays.
-static inline WD_HD void wd_opt_deep(const wd_opt *o, float *w, float *s1, float *s2, float g) {
-    if (o->optimizer == WD_ADAM) wd_opt_adam(w, s1, s2, g, o);
-    else wd_opt_adagrad(w, s1, g, o->lr_deep);
-}
-// State arrays per parameter of the deep part's optimizer.
-static inline WD_HD int wd_opt_states(int optimizer) { return optimizer == WD_ADAM ? 2 : 1; }
 // splitmix64's finalizer (section 13's cross rule, and the id hash's mixer).
 static inline WD_HD uint64_t wd_mix64(uint64_t x) {
     x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
@@ -994,82 +446,6 @@ static inline WD_HD uint32_t wd_cross_hash(uint32_t a, uint32_t b, int c, uint32
         ? (uint32_t)(wd_mix64(((uint64_t)a << 32 | b)
                               ^ ((uint64_t)(c + 1) * UINT64_C(0x9E3779B97F4A7C15))) % buckets) : 0;
 }
-// f32 (its bits) -> bf16 (its bits) as AVX512-BF16's VCVTNEPS2BF16 rounds, the
-// rule of every bf16 value of precision bf16 on either backend: to nearest
-// even, a NaN stays a (quiet) NaN, a subnormal becomes a zero of its sign.
-static inline WD_HD uint16_t wd_bf16_bits(uint32_t u) {
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40)
-        : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-// ---- 14. Communicator ---------------------------------------------------------------------------
-/* How data-parallel ranks combine gradients. The CPU trainer's workers use
-   the in-process communicator below; the CUDA backend implements the same
-   operations with NCCL. Every rank calls every collective in the same order.
-   Failing fast: a failing rank calls abort, and every rank's pending and
-   later collectives return WD_ERR_ABORTED with "rank R failed (status):
-   reason"; a collective that waits longer than the timeout aborts everyone
-   the same way (never a hang). Where an abort cannot reach the other ranks
-   (NCCL between processes), they end at the timeout (WD_COMM_TIMEOUT). */
-typedef struct wd_comm wd_comm;
-typedef struct wd_comm_ops {
-    // in-place sum of n floats over all ranks
-    wd_status (*allreduce_sum)(wd_comm *c, float *buf, size_t n);
-    // every rank's `bytes` bytes; views valid until the caller's next
-    // collective, and `mine` must stay unchanged until that one returns
-    // (`mine` and the views are host memory, device communicators' too)
-    wd_status (*allgather)(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes);
-    wd_status (*barrier)(wd_comm *c);
-    void (*abort)(wd_comm *c, wd_status st, const char *why);
-    // Device communicators only (NULL for host ones): enqueue on a CUDA
-    // stream (a cudaStream_t) without waiting for the result: an in-place sum
-    // of n floats; every rank's `bytes` bytes of send into recv (rank r's at
-    // r * bytes).
-    wd_status (*stream_allreduce_sum)(wd_comm *c, float *buf, size_t n, void *stream);
-    wd_status (*stream_allgather)(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream);
-    // Device communicators: WD_OK, or the failure of a collective enqueued so
-    // far (another rank aborted, a timeout) as WD_ERR_ABORTED; called while a
-    // rank waits for its step, so that no rank waits forever.
-    wd_status (*poll)(wd_comm *c, double waited_s);
-} wd_comm_ops;
-struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
-
-// nranks communicators sharing memory (one per thread); timeout_s 0: wd_comm_timeout() (600 s by default).
-// The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
-WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
-WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
-#ifdef WD_USE_MPI
-/* One rank per MPI process of `comm` (MPI_COMM_WORLD or a split of it; link
-   the MPI library, e.g. build with mpicc). The sum is MPI_Allreduce, the
-   allgather (the sparse rows, the validation's scores) an MPI_Allgather of
-   the byte counts then MPI_Allgatherv (beyond one chunk in all: each rank's
-   bytes broadcast from it, MPI_Bcast, in rounds of a chunk), the
-   barrier MPI_Barrier. No call moves more than 1 GiB per rank (MPI counts
-   are ints): larger data goes in chunks, the same bytes and sums, so any
-   size works (WD_MPI_CHUNK_BYTES sets the chunk, for tests; it must be
-   equal on every rank and is compared when the communicator is made).
-   Each call is started nonblocking and polled, so that a
-   rank whose peer called abort (the reason arrives as a message) or that
-   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 600)
-   returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
-   forever; at the timeout it calls the roll (a message every rank polling a
-   collective answers at once) and names the ranks that did not answer
-   within 2 s (stopped, hung, or busy outside the collectives longer than
-   the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
-   between two collectives, a checkpoint write included), and sends that as
-   its abort. A program whose rank
-   failed should then end the job (MPI_Abort, as tools/wd.c does): a
-   collective left pending cannot be finished. A process killed outright is
-   the launcher's to report: mpirun ends the whole job. Every MPI call is
-   made on the thread that calls the collectives (with wd_train: the thread
-   that calls wd_train; its worker threads make none): initialize MPI with at
-   least MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
-   workers in each process; results are bit-identical run to run for a
-   given layout (processes x threads) as long as MPI's reduction order is. */
-WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out);
-WDDEF void wd_comm_mpi_destroy(wd_comm *c);
-#endif
 
 // ---- 15. Training, evaluation, prediction ------------------------------------------------------
 /* One training loop drives every device: per rank (one per GPU; the CPU is
@@ -1563,103 +939,587 @@ WDDEF wd_status wd_model_spec(const wd_model *m, wd_text_spec *out);
 // before serving requests built with t (wd_batch_add, wd_parse_line).
 WDDEF wd_status wd_model_check_spec(const wd_model *m, const wd_text_spec *t);
 
-// ---- 17. Device interface ----------------------------------------------------------------------
-/* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
-   its internals: sizes, offsets and the host arrays it uploads from and
-   downloads back into (the same layout as the CPU reference, so a model
-   trained anywhere saves and loads everywhere).
-   Layout. dense = [MLP | wide dense weights (D) | wide bias]; in the MLP,
-   layer l's weights (out, in) row-major at layer_w[l] (W[o * in + j] takes
-   input j to output o), then its biases at layer_b[l], layers from the
-   input up. State: dense_s1, emb_s1 = the Adagrad accumulator or Adam's m,
-   dense_s2, emb_s2 = Adam's v; for the wide dense weights and bias (FTRL,
-   like the wide tables) dense_s1 = z, dense_s2 = n. Tables: rows of table t
-   (slots, then crosses) from table_off[t]; emb holds the slot tables' rows. */
-typedef struct wd_model_view {
-    const wd_model_desc *desc;      // defaults filled in
-    const wd_schema *schema;
-    int E, D, S, IN, R;             // IN = D + S*E; R = 1 + (deep ? E : 0)
-    int nlayers;                    // hidden layers + output (0 without the deep part)
-    int layer_in[WD_MAX_LAYERS + 1], layer_out[WD_MAX_LAYERS + 1];
-    int64_t layer_w[WD_MAX_LAYERS + 1], layer_b[WD_MAX_LAYERS + 1];   // offsets in dense
-    int64_t P_mlp, P;               // dense buffer: MLP | wide dense (D) | wide bias
-    int ntables;                    // slots, then crosses
-    const int64_t *table_off;       // (ntables + 1) first row of each table
-    int64_t wide_rows, emb_rows;
-    float *dense, *dense_s1, *dense_s2;        // (P)
-    float *wide, *wide_z, *wide_n;             // (wide_rows)
-    float *emb, *emb_s1, *emb_s2;              // (emb_rows, E); emb_s2 NULL unless Adam
-    int64_t *epoch, *batch, *step, *batch_size;   // training position, read and written
-} wd_model_view;
-WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v);
-// The bucket of crossed slot pair c for ids a and b (section 13's cross rule).
-WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets);
+// ---- 9. Convert ----------------------------------------------------------------------
+struct ArrowArrayStream;   // section 20
+/* Inputs are text files, gzip- or zstd-compressed text (told by their first
+   bytes), or "-" for standard input. Slots with 0 buckets are sized from
+   the data: a first pass counts each slot's distinct values d. A slot of
+   d <= 4096 values gets an id per value (a vocabulary stored in the file,
+   as with min_count 1: d + 1 rows, no two values share one; 8 bytes a value
+   in the header); a larger one min(max(16 d, 4096), WD_DEFAULT_BUCKETS)
+   hashed buckets (about 3% of values then share a bucket). min_count builds
+   a vocabulary for every slot. Both need a first pass, so standard input
+   then needs explicit buckets. The output also holds the spec's input
+   format (format, column mapping, derived slots, dense rule: .wdr version
+   3), which a model trained on it keeps (wd_model_spec). */
+typedef struct wd_convert_desc {
+    const wd_text_spec *spec;
+    const char *const *inputs;      // text files ("-": standard input)
+    int ninputs;
+    const char *output;             // .wdr path (never one of the inputs)
+    int threads;                    // parser threads (0: 1)
+    int block_samples;              // (0: 4096)
+    int level;                      // zstd level (0: 3)
+    int skip_bad_lines;             // 0: stop at the first bad line, no output file
+    int min_count;                  // > 0: build a vocabulary (see wd_vocab) of values seen this often
+    // A new vocabulary's table capacity: each slot that gets one has
+    // max(values, vocab_capacity) + 1 rows, room for later extend_vocab days
+    // (0: no room). Not with a spec that holds a vocabulary (its rows stay).
+    // A slot given its buckets hashes into them and gets no vocabulary, so
+    // no room: the capacity applies to the slots sized from the data.
+    uint32_t vocab_capacity;
+    // 1: with a spec that holds a vocabulary (--schema-from), values it lacks
+    // seen at least max(min_count, 1) times in the inputs get the next ids
+    // (n + 1, n + 2, ... by falling count, then hash), as long as the slot's
+    // table has rows left; every old value keeps its id. Values that find
+    // no room take the out-of-vocabulary id 0 (report: vocab_no_room).
+    int extend_vocab;
+    // Optional: the spec's id column, one line per converted row, then a line
+    // binding the file to the output: "#wd-ids rows=N data=F ids=G" (F: a
+    // digest of the output's blocks, G: of the id lines in order; wd_ids_check).
+    const char *ids_output;
+    // progress: called from the calling thread, about 10 times a second at
+    // most; nonzero stops the conversion (WD_ERR_ABORTED, no output file)
+    int (*progress)(void *user, int64_t bytes_done, int64_t bytes_total, int64_t rows);
+    void *user;
+    // Instead of inputs (section 20): Arrow C streams, with a CSV spec. Called
+    // once per pass (two when tables are sized from the data or a vocabulary
+    // is built or extended), it fills *out with a fresh stream of the same
+    // rows (the converter releases it); nonzero: failed (wd_last_error() or
+    // the return names why). Progress then counts rows (bytes 0).
+    int (*arrow)(void *arrow_user, struct ArrowArrayStream *out);
+    void *arrow_user;
+} wd_convert_desc;
+typedef struct wd_convert_report {
+    int64_t rows, bad_rows, bytes_in, bytes_out, blocks;   // bytes_in: text read (decompressed)
+    uint32_t buckets[WD_MAX_SLOTS]; // each slot's bucket count in the output
+    int64_t vocab_size[WD_MAX_SLOTS];     // each slot's vocabulary in the output (-1: hashed)
+    int64_t vocab_added[WD_MAX_SLOTS];    // extend_vocab: ids given to new values
+    int64_t vocab_no_room[WD_MAX_SLOTS];  // extend_vocab: distinct new values left out of vocabulary (table full)
+    wd_oov oov;                     // out-of-vocabulary values of the output
+    double seconds;
+    int nbad_shown;                 // first bad lines (skip mode)
+    char bad_where[8][400];         // "file:line: reason" (a long path keeps its end)
+} wd_convert_report;
+WDDEF wd_status wd_convert(const wd_convert_desc *d, wd_convert_report *rep);
+// WD_OK when ids_path is the ids file wd_convert wrote beside data_path (its
+// binding line names data_path's blocks, and its ids are the rows' count, in
+// the order written); WD_ERR_SCHEMA for another file's ids or ids edited,
+// cut or reordered since; WD_ERR_FORMAT for a file without the binding line
+// (written before ids were bound to their data: convert again). A program
+// pairing ids with rows (wd predict) checks first, and reads the ids lines,
+// the binding line last and not an id.
+WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path);
+// 1 when paths a and b name one file, as wd_convert and wd_gen check that no output is an input or
+// another output: the same inode when either exists (links, "./x", "d/../x" count), else the same
+// name in the same directory; "-" (standard input or output) is no file.
+WDDEF int wd_same_file(const char *a, const char *b);
 
-/* A backend: one rank's arithmetic on one device, behind a table of
-   functions (as wd_comm_ops is for collectives). wd_train's one loop drives
-   every backend the same way; evaluation and validation predict through it.
-   The CPU backend is below; the CUDA backend is in widedeep_cuda.cu. */
-typedef struct wd_backend wd_backend;
-typedef struct wd_backend_desc {
-    wd_model *model;                // parameters come from and go back to this host model
-    int batch;                      // most samples of one step or prediction on this rank
-    int rank, ranks;                // this rank of `ranks` training together
-    int device;                     // GPU index (CUDA)
-    int threads;                    // worker threads (CPU; 0: online cores)
-    wd_comm *comm;                  // between the ranks (NULL: one rank)
-    wd_cuda_desc cuda;              // CUDA: its settings as wd_cuda_desc_resolve gives them (0: the defaults)
-} wd_backend_desc;
-typedef struct wd_step_result {
-    double loss, weight, samples;   // over all ranks: sum of w * loss, sum of w, samples with w != 0
-    int stopped;                    // a rank asked to stop: this step changed nothing anywhere
-} wd_step_result;
-/* The tail of a step's dense gradient: WD_STEP_TAIL floats summed over the
-   ranks with it, so that every rank reads the same at the same step: [0] loss
-   sum, [1] weight sum, [2] samples, [3] stops (a rank asked to stop: the step
-   changes nothing anywhere). A non-finite loss or gradient read from the sums
-   fails every rank alike (numeric halting); any other failure aborts the
-   communicator (wd_train's failure policy). */
-#define WD_STEP_TAIL 4
-typedef struct wd_backend_ops {
-    const char *name;               // "cpu", "cuda"
-    const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
-    // Makes one rank's backend, its parameters copied from d->model. With
-    // d->comm every rank of the job calls it at once (the communicator is
-    // the caller's: a backend never makes or frees it).
-    wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
-    void (*destroy)(wd_backend *be);
-    // Starts a training step on this rank's samples b (b may be reused once
-    // it returns); stop = 1 asks every rank to end training, and that step
-    // then changes nothing anywhere. At most two steps are in flight.
-    wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
-    // Waits for the oldest submitted step and gives its results. A failed
-    // step (a non-finite loss, a device error) changed nothing, and neither
-    // does any later step.
-    wd_status (*complete)(wd_backend *be, wd_step_result *out);
-    // Probabilities of b's samples (no step in flight).
-    wd_status (*predict)(wd_backend *be, const wd_batch *b, float *probs);
-    // Parameters, optimizer state and position into the host model (no step in flight).
-    wd_status (*download)(wd_backend *be);
-    // Adds this rank's seconds per wd_stage since create.
-    void (*times)(const wd_backend *be, double *stage_s);
-    // What runs, for reports ("cpu threads=2 gemm=openblas fp32").
-    void (*describe)(const wd_backend *be, char *buf, size_t n);
-} wd_backend_ops;
-/* A device kind's set-up for wd_train, beside its arithmetic (a table of
-   its own: the CPU trains as one rank per process and has none): how many
-   devices are present, and the communicators between `nranks` ranks of this
-   process on GPUs devices[r]. */
-typedef struct wd_device_ops {
-    wd_status (*count)(int *n);
-    wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
-    void (*comm_destroy)(wd_comm **ranks, int nranks);
-} wd_device_ops;
-WDDEF const wd_backend_ops *wd_backend_cpu(void);
+// ---- 3. Allocator -------------------------------------------------------------
+// All library allocations go through these hooks (default: malloc/free).
+// alloc may return NULL; the library then fails cleanly with WD_ERR_NOMEM.
+typedef struct wd_allocator {
+    void *(*alloc)(size_t bytes, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} wd_allocator;
+WDDEF void wd_set_allocator(const wd_allocator *a);   // NULL restores malloc/free
+// Memory from the hooks (backends and tools allocate through these too).
+WDDEF void *wd_alloc(size_t bytes);
+WDDEF void wd_free(void *p);
+// Bytes this process can still get (the least of MemAvailable, what ulimit -v and the cgroup limit leave,
+// and WD_MEMORY_LIMIT); a bad WD_MEMORY_LIMIT is WD_ERR_INVALID_ARG naming it, as every large allocation
+// would refuse it.
+WDDEF wd_status wd_memory_available(uint64_t *bytes);
+
+// ---- 5. Batch -------------------------------------------------------------------
+// Decoded samples. One allocation (`mem`) holds every array.
+typedef struct wd_batch {
+    int n;                          // samples held
+    int cap;                        // sample capacity
+    int ndense, nslots;
+    int64_t nnz_cap;                // id capacity of each multi-hot slot
+    float *label;                   // (cap) 0..1
+    float *weight;                  // (cap) 1 for real samples, 0 for padding
+    float *dense;                   // (cap, D) row-major
+    uint32_t *ids[WD_MAX_SLOTS];    // one-hot: (cap); multi-hot: (nnz_cap)
+    uint32_t *offs[WD_MAX_SLOTS];   // multi-hot: (cap+1) CSR offsets; one-hot: NULL
+    int kind[WD_MAX_SLOTS];
+    void *mem;
+    size_t mem_bytes;
+    const wd_allocator *alloc;      // NULL: the global hooks; set before the first reserve
+} wd_batch;
+
+WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap);
+// The same, with memory from `a` (e.g. pinned host memory for device copies).
+WDDEF wd_status wd_batch_init_with(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap, const wd_allocator *a);
+// Grows capacity keeping the first b->n samples; never shrinks.
+WDDEF wd_status wd_batch_reserve(wd_batch *b, int cap, int64_t nnz_cap);
+WDDEF void wd_batch_free(wd_batch *b);
+// Empties b (n = 0), keeping its memory: a serving loop refills one batch
+// without allocating.
+WDDEF void wd_batch_clear(wd_batch *b);
+// Appends samples [from, from+count) of src to dst (schemas must match).
+WDDEF wd_status wd_batch_append(wd_batch *dst, const wd_batch *src, int from, int count);
+// Ids of sample i in slot k: *count ids starting at the returned pointer.
+WDDEF const uint32_t *wd_batch_sample_ids(const wd_batch *b, int k, int i, int *count);
+
+// ---- 6. Hashing -------------------------------------------------------------------
+WDDEF uint64_t wd_hash_bytes(const void *p, size_t n, uint64_t seed);
+WDDEF uint32_t wd_hash_bucket(const char *s, size_t n, int slot, uint32_t buckets);
+WDDEF float wd_count_feature(int64_t x);    // the dense feature rule above
+
+// ---- 7. Records (.wdr) ------------------------------------------------------------
+/* File layout, little-endian, version 1:
+     file header   magic "\x89WDR\r\n\x1a\n", u32 version, u32 header_bytes,
+                   u32 ndense, u32 nslots, u32 flags, u32 reserved,
+                   char created[64], nslots x {char name[32], u32 buckets,
+                   u32 kind, u64 reserved}, u32 crc32c(all before)
+     blocks        32-byte header {u32 'WDBK', u32 nsamples, u32 comp_bytes,
+                   u32 raw_bytes, u32 nnz, u32 reserved, u32 payload_crc32c,
+                   u32 header_crc32c} then one zstd frame of comp_bytes
+     footer        u32 'WDFT', u32 reserved, u64 nblocks, u64 nsamples,
+                   nblocks x {u64 offset, u32 nsamples, u32 block_bytes},
+                   u32 crc32c(footer before it), u32 0
+     trailer       u64 footer_offset, u64 footer_bytes, u32 crc32c(16 bytes
+                   before), u32 'WDND'   (the last 24 bytes of the file)
+   Raw payload of a block of n samples, columns one after another, each
+   4-byte column byte-shuffled (all byte 0s, then all byte 1s, ...):
+     f32 label[n]; for each dense column f32 value[n]; for each slot:
+     one-hot u32 id[n] | multi-hot u32 count[n] then u32 id[sum of counts].
+   Version 2 adds flags bit 0: a vocabulary after the slot entries (see
+   wd_vocab). Version 3 adds flags bit 1: the input format after it, u32
+   bytes then the text spec that wd_convert parsed with (format, column
+   mapping, derived slots, dense rule; see section 8), so that a model
+   trained from the file can map raw input as the file was mapped. Files are
+   written with the lowest version that holds what they carry (wd_writer: 1,
+   wd_convert: 3); versions 1 and 2 read as before.
+   Vocabulary fingerprints: each slot's ids are fixed by its vocabulary (the
+   values in id order) or, without one, by its bucket count (hashing, or ids
+   the writer's caller chose). wd_vocab_fingerprint is that vocabulary's
+   64-bit digest (0: none), computed from the header when a file opens, so
+   files of every version have one. Wherever a file meets a model, every
+   value both vocabularies hold must have the same id: one list a prefix of
+   the other. Training (also --init-from/resume) accepts a file that extends
+   the model's list (a day converted with extend_vocab, section 9) and the
+   model records the longer one; validation, evaluation and prediction
+   accept the model's list or a prefix of it (a file of an earlier day),
+   never a longer one (ids the model never trained). Anything else is
+   refused naming the slot (two files converted separately get their ids
+   by each one's own value counts: permuted, with equal bucket counts). A
+   slot's table may have rows past its vocabulary (vocab_capacity): room
+   for the values later days bring. */
+typedef struct wd_writer wd_writer;
+typedef struct wd_writer_desc {
+    int block_samples;      // m, samples per block (0: 4096)
+    int level;              // zstd level (0: 3)
+    const char *created;    // free text stored in the header (0: "widedeep")
+} wd_writer_desc;
+
+// Writes to "<path>.tmp-<pid>" (a name within 12 bytes of NAME_MAX: cut, with
+// a hash of it) and renames to path on close (after fsync).
+WDDEF wd_status wd_writer_open(const char *path, const wd_schema *s,
+                               const wd_writer_desc *d, wd_writer **out);
+// That temporary name of path, into buf (strlen(path) + 32 bytes; less cuts it): a program removing
+// unfinished outputs when it is killed (a signal handler) removes this name.
+WDDEF void wd_temp_name(char *buf, size_t n, const char *path);
+// Appends all b->n samples; validates ids, labels and dense values: a label
+// outside [0,1] or an id outside its slot is WD_ERR_INVALID_ARG; a NaN or
+// infinite label, weight or dense value, or a negative weight, WD_ERR_NUMERIC.
+WDDEF wd_status wd_writer_append(wd_writer *w, const wd_batch *b);
+WDDEF wd_status wd_writer_close(wd_writer *w);   // always frees w
+WDDEF void wd_writer_abort(wd_writer *w);        // removes the temporary file, frees w
+WDDEF int64_t wd_writer_samples(const wd_writer *w);
+
+typedef struct wd_reader wd_reader;
+typedef struct wd_decoder wd_decoder;   // per-thread decompression context
+
+WDDEF wd_status wd_reader_open(const char *path, wd_reader **out);
+WDDEF void wd_reader_close(wd_reader *r);
+WDDEF const wd_schema *wd_reader_schema(const wd_reader *r);
+WDDEF const char *wd_reader_path(const wd_reader *r);
+WDDEF const char *wd_reader_created(const wd_reader *r);
+WDDEF int64_t wd_reader_nblocks(const wd_reader *r);
+WDDEF int64_t wd_reader_nsamples(const wd_reader *r);
+WDDEF int wd_reader_block_samples(const wd_reader *r, int64_t i);
+WDDEF int64_t wd_reader_file_bytes(const wd_reader *r);
+// The file's vocabulary (see wd_vocab; valid while r is open), or NULL.
+WDDEF const struct wd_vocab *wd_reader_vocab(const wd_reader *r);
+// The input format the file was converted with, as a spec that converts
+// (and maps raw input) as it did: its bucket counts and a copy of its
+// vocabulary (*out owns it: wd_text_spec_free). WD_ERR_UNSUPPORTED for a
+// file that records none (written by wd_writer, or converted before .wdr
+// version 3). wd_model_spec is the same for a model.
+struct wd_text_spec;
+WDDEF wd_status wd_reader_spec(const wd_reader *r, struct wd_text_spec *out);
+// The digest of slot `slot`'s vocabulary: its values in id order (0 when the
+// slot has none: hashed ids, or ids its writer chose). Equal fingerprints,
+// equal ids for every value.
+WDDEF uint64_t wd_vocab_fingerprint(const struct wd_vocab *v, int slot);
+// Block i into a caller-owned batch (grown as needed; n is overwritten).
+WDDEF wd_status wd_reader_read_block(wd_reader *r, int64_t i, wd_batch *dst);
+// Block i into a library-owned batch, valid until the next call on r.
+WDDEF wd_status wd_reader_block(wd_reader *r, int64_t i, const wd_batch **out);
+// Decompresses and checks every block; *bad_block = first bad one or -1.
+WDDEF wd_status wd_reader_verify(wd_reader *r, int64_t *bad_block);
+
+// Split path for loaders; both are thread-safe on one reader.
+WDDEF size_t wd_reader_block_bytes(const wd_reader *r, int64_t i);
+WDDEF wd_status wd_reader_fetch(const wd_reader *r, int64_t i, void *buf, size_t cap);
+WDDEF wd_status wd_decoder_create(wd_decoder **out);
+WDDEF void wd_decoder_destroy(wd_decoder *d);
+// Decodes the fetched bytes of block i, appending its samples to dst
+// (dst->n grows by the block's sample count).
+WDDEF wd_status wd_decode_block(wd_decoder *d, const wd_reader *r, int64_t i,
+                                const void *bytes, size_t len, wd_batch *dst);
+// Seconds a decoder spent per stage, summed over its calls.
+typedef struct wd_decode_stats {
+    int64_t blocks, samples, bytes_in, bytes_raw;
+    double crc_s, zstd_s, unpack_s, check_s;
+} wd_decode_stats;
+WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out);
+
+// ---- 8. Text parsers -----------------------------------------------------------------
+typedef enum wd_text_format { WD_FMT_CRITEO = 0, WD_FMT_LIBSVM, WD_FMT_CSV } wd_text_format;
+typedef struct wd_range_map { uint32_t lo, hi; int slot; } wd_range_map;   // [lo, hi]
+typedef struct wd_text_spec {
+    int format;                     // wd_text_format
+    wd_schema schema;               // output schema (filled by wd_text_spec_* helpers)
+    // LibSVM: feature index ranges; index idx in a slot range becomes id idx-lo
+    // of that (multi-hot) slot, in the dense range it is column idx-dense_lo
+    // with the feature's value; indexes in no range are an error.
+    wd_range_map ranges[WD_MAX_SLOTS];
+    int nranges;
+    int64_t dense_lo, dense_hi;     // -1,-1: no dense range
+    // CSV: column roles by position, from the header (or `columns`).
+    int ncols;                      // columns per line
+    int label_col;
+    int col_role[WD_MAX_SLOTS + WD_MAX_DENSE + 64];  // 0 ignore, 1 label, 2 dense, 3 slot
+    int col_index[WD_MAX_SLOTS + WD_MAX_DENSE + 64]; // dense column or slot number
+    char header[4096];              // header line to skip when a file repeats it
+    int dense_raw;                  // CSV: 1 = dense values as-is (finite floats), 0 = count rule
+    char delimiter;                 // CSV: field separator (',' unless set)
+    int id_col;                     // CSV: column written to wd_convert_desc.ids_output (-1: none)
+    int nderived;                   // CSV: derived slots (wd_csv_desc.derive), the schema's last ones
+    struct { int col, from, to, weekday; } derived[WD_MAX_SLOTS];
+    const struct wd_vocab *vocab;   // optional, owned: categorical values -> dense ids (wd_text_spec_vocab)
+} wd_text_spec;
+/* A spec owns what it holds: wd_text_spec_vocab and wd_model_spec give it a
+   copy of a vocabulary, released by wd_text_spec_free (a spec without one
+   needs no freeing; freeing twice, or a zeroed spec, is harmless). The
+   wd_text_spec_criteo/_csv/_libsvm initialisers treat *t as uninitialised:
+   free a spec that holds a vocabulary before setting it up again, and do
+   not copy such a spec by value (both copies would own one vocabulary). A
+   spec is read-only while parsing: any number of threads may use one. */
+WDDEF void wd_text_spec_free(wd_text_spec *t);
+
+/* CSV per RFC 4180: fields may be quoted ("a,b"; "" inside quotes is one
+   quote); a UTF-8 byte-order mark before the first header is ignored; lines
+   end in LF or CRLF (a quoted field cannot hold a line break). */
+typedef struct wd_csv_desc {
+    const char *header;             // column names, separated by the delimiter (a file's first line)
+    char delimiter;                 // (0: ',')
+    const char *label;              // the 0/1 label column (required)
+    const char *dense, *cat;        // comma-separated lists of column names (either may be NULL)
+    const char *id;                 // optional: a column copied to wd_convert_desc.ids_output
+    // Derived categorical slots, comma-separated: "NAME=COL[a:b]" takes bytes
+    // a..b-1 of column COL (e.g. the hour of day of Avazu's YYMMDDHH:
+    // "hour_of_day=hour[6:8]"); "NAME=weekday(COL[a:b])" the day of the week
+    // (0 = Monday .. 6) of the YYMMDD or YYYYMMDD date in those bytes.
+    const char *derive;
+    uint32_t buckets;               // per slot (0: sized from the data by wd_convert)
+    int dense_raw;                  // 1: dense values are finite floats taken as they are
+} wd_csv_desc;
+WDDEF wd_status wd_text_spec_csv_desc(wd_text_spec *t, const wd_csv_desc *d);
+
+// Criteo TSV: label, 13 integers, 26 categorical; `buckets` per slot (0:
+// sized from the data by wd_convert).
+WDDEF void wd_text_spec_criteo(wd_text_spec *t, uint32_t buckets);
+// CSV (comma-separated, the simple form of wd_text_spec_csv_desc): names of
+// label, dense and categorical columns in `header`; `dense`/`cat` are
+// comma-separated lists.
+WDDEF wd_status wd_text_spec_csv(wd_text_spec *t, const char *header, const char *label,
+                                 const char *dense, const char *cat, uint32_t buckets);
+// LibSVM: "name=lo-hi,..." slot ranges, optional "lo-hi" dense range.
+WDDEF wd_status wd_text_spec_libsvm(wd_text_spec *t, const char *slots, const char *dense,
+                                    uint32_t buckets);
+/* The one comparison of input contracts, made wherever a file or a request
+   meets a model or another file (training, validation, evaluation,
+   prediction, warm start and resume compare each file with the model;
+   wd convert --schema-from compares its spec with the file's or model's;
+   wd_model_check_spec a serving spec with the model): WD_OK when `have`
+   maps raw input to the ids and features `want` does, else WD_ERR_SCHEMA
+   naming the first difference and the fix, compared in this order: the
+   format; the dense columns (count, rule: counts through log1p or values as
+   they are, and each one's source column, in order); the label's column;
+   the slots (count, names, kinds, each one's source column or LibSVM range,
+   a derived slot's column, bytes and weekday rule); bucket counts; each
+   slot's vocabulary (hashed against a vocabulary is a difference).
+   extend: 0 the vocabularies must be equal; 1 either may extend the other
+   (a training day converted with extend_vocab); -1 have's may be a prefix
+   of want's (an earlier day's file). A CSV file's column positions,
+   delimiter, unused and id columns are its layout, not its contract:
+   columns are compared by name (a file with its columns in another order
+   maps the same). A side that records no input format (wd_writer's files,
+   files and models from before .wdr / .wdm version 3) cannot be compared
+   with one that does, and is refused; two such sides compare schema and
+   vocabularies; a model that records no contract at all (never trained on
+   files: created, or trained from a stream; .wdm before version 3) is
+   compared by its schema alone, until a wd_train over files records one. */
+WDDEF wd_status wd_text_spec_compare(const wd_text_spec *have, const wd_text_spec *want, int extend);
+// Sets the bucket count of a named slot ("C3=100000,C4=50").
+WDDEF wd_status wd_text_spec_buckets(wd_text_spec *t, const char *overrides);
+// Takes every slot's bucket count from `s` (e.g. a training file's schema, so
+// a test set converts into the same id space); slots must match by name. On
+// failure t is unchanged.
+WDDEF wd_status wd_text_spec_match(wd_text_spec *t, const wd_schema *s);
+
+/* Vocabularies. wd_convert with min_count K gives each categorical value
+   seen at least K times in the inputs an id of its own (1, 2, ... by
+   falling frequency) and every other value the slot's out-of-vocabulary id
+   0; the slot's table is then (distinct values kept + 1) rows, or
+   vocab_capacity + 1 when that is larger. The
+   vocabulary is stored in the .wdr file (format version 2) so that
+   validation and test files convert with the same ids: wd_reader_vocab,
+   then wd_text_spec_vocab (the CLI's --schema-from does both). Values are
+   kept as their 64-bit wd_hash_bytes(value, len, slot). A model keeps the
+   vocabulary and the input format of the files it was trained on (section
+   16: wd_model_spec).
+
+   Vocabularies that grow (daily files). A day converted with the previous
+   day's spec and extend_vocab (`wd convert --schema-from day1.wdr
+   --extend-vocab`) appends the values that spec lacks after its ids, in
+   the rows its tables have left: every old value keeps its id, a new value
+   gets a row of its own instead of the out-of-vocabulary id, and wd_train
+   --init-from the previous model trains those rows and records the longer
+   vocabulary (so wd_model_spec maps the new values too). The table sizes
+   are fixed on day 1 (vocab_capacity): the model's shape never changes, so
+   checkpoints, optimizer state, the device backends and data-parallel
+   ranks need nothing new, and the rows a value claims later are still as
+   the model's seed initialised them (no update touches a row before a
+   value has it). Growing the model's tables on --init-from instead would
+   change every table offset and optimizer array of every backend, and
+   still leave the ids of files converted before. When a slot's table is
+   full, the rest of its new values take the out-of-vocabulary id, counted
+   per slot (wd_convert_report.vocab_no_room; the CLI warns naming the
+   slot). Held-out files convert --schema-from the last training day
+   without extend_vocab: their unseen values are out of vocabulary, as the
+   model knows them. */
+typedef struct wd_vocab wd_vocab;
+WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id of their own
+// Gives t a copy of v (t owns it: wd_text_spec_free; a vocabulary t held
+// before is freed) for every slot v covers: ids from it, buckets = the rows
+// of its table (size + 1, or more with wd_convert_desc.vocab_capacity).
+// Slots must match. v may be released right after (e.g. its reader closed).
+WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
+
+// Adds the samples of b with a nonzero weight: ids 0 count in slots where v
+// has a vocabulary (v NULL: none; every value still counts).
+WDDEF void wd_oov_count(const wd_vocab *v, const wd_batch *b, wd_oov *o);
+// The slots with the highest out-of-vocabulary share (ties: the lower slot),
+// those with any, into slots[0 .. n-1]; returns how many.
+WDDEF int wd_oov_worst(const wd_oov *o, int nslots, int *slots, int n);
+
+// Parses one line (no newline; a trailing '\r' is ignored) and appends the
+// sample to b. On failure returns WD_ERR_PARSE with a reason in
+// wd_last_error() and leaves b unchanged.
+WDDEF wd_status wd_parse_line(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
+// Appends one sample made from a request's raw values to b, mapped exactly
+// as wd_convert maps a line with t (Criteo or CSV specs), so that a serving
+// program scores what training saw. Every array comes with its count,
+// checked against t's schema (a request for another model is refused, never
+// read short or past its end): dense holds the ndense raw values as they
+// arrive and the library applies t's dense rule itself (counts: integers
+// within +-2^63, exact to 2^53, through wd_count_feature; a value that is not
+// such an integer, 1e30 say, is refused as convert refuses its text; CSV
+// --dense-raw: finite values taken as they are); NAN is a missing value
+// (convert's empty field: 0). cat holds ncat values, one per slot in schema
+// order (NULL, or a NULL entry: missing, hashed like ""; derived slots take
+// the derived value, e.g. the hour's two digits); cat_len NULL: NUL-terminated
+// strings, else value k is the cat_len[k] bytes at cat[k] (a
+// std::string_view's data() and size()). label in [0, 1] (0 when serving).
+// t must have its buckets or vocabulary from the training data:
+// wd_model_spec (the model's own, the serving path; a spec built otherwise:
+// wd_model_check_spec), or wd_text_spec_match / wd_text_spec_vocab from the
+// training file. On failure b is unchanged. wd_parse_line does the same from
+// a whole text line.
+WDDEF wd_status wd_batch_add(const wd_text_spec *t, wd_batch *b, float label, const double *dense, int ndense,
+                             const char *const *cat, const size_t *cat_len, int ncat);
+// A serving line, which has no label: wd_parse_line's format less the label
+// field (Criteo: 39 fields, the 13 integers and 26 categorical; CSV: the
+// header's columns but the label's, in their order; LibSVM: the features
+// alone). The sample's label is 0. Errors as wd_parse_line's.
+WDDEF wd_status wd_parse_unlabeled(const wd_text_spec *t, const char *line, size_t len, wd_batch *b);
+
+// ---- 10. Synthetic data ------------------------------------------------------------------
+typedef struct wd_gen_desc {
+    const char *output;             // .wdr
+    const char *tsv;                // optional Criteo TSV of the same rows
+    const char *prob;               // optional text file, true p per line (0: output+".prob")
+    int64_t rows;
+    int64_t first_row;              // rows first_row.. of the stream: held-out data of the same model
+    uint64_t seed;                  // fixes the planted model and the row stream
+    uint32_t buckets;               // per slot cap (0: 1<<20); buckets = min(16 x cardinality, this)
+    uint32_t max_card;              // per slot cardinality cap (0: 1<<20)
+    double zipf;                    // id exponent (0: 1.1)
+    int threads;                    // (0: 1)
+    int block_samples;              // (0: 4096)
+} wd_gen_desc;
+typedef struct wd_gen_report { int64_t rows; double ctr, oracle_auc, oracle_logloss, seconds; } wd_gen_report;
+// The output records the Criteo TSV input format (.wdr version 3): its rows
+// are what wd_convert makes of its tsv with a Criteo spec of its buckets.
+WDDEF wd_status wd_gen(const wd_gen_desc *d, wd_gen_report *rep);
+// The Criteo Kaggle per-slot cardinalities (26 values).
+WDDEF const uint32_t *wd_criteo_cardinalities(void);
+
+// ---- 11. Metrics -----------------------------------------------------------------------------
+// Exact AUC by sorting scores; tied scores count half. NaN if one class is absent.
+WDDEF wd_status wd_auc(const float *score, const float *label, const float *weight,
+                       int64_t n, double *auc);
+WDDEF double wd_logloss(const float *p, const float *label, const float *weight, int64_t n);
+
+// ---- 12. Loader ------------------------------------------------------------------------------
+/* A batch-then-map pipeline per device. `threads` workers read whole
+   compressed blocks, decode them (and run the map callback on each decoded
+   block), and one of them at a time assembles batches into a bounded queue.
+
+   Per epoch: the list of every block of every file is shuffled by
+   (seed, epoch) when shuffle is on, and block j goes to shard j % shard_count.
+   Samples are mixed inside windows of `shuffle_blocks` consecutive blocks of
+   a shard. Everything is a function of (seed, epoch, shard): the thread count
+   never changes the batches.
+
+   Every shard yields the same number of batches per epoch, computed from all
+   shards' block lists (each loader can see them):
+     WD_REMAINDER_PAD   ceil(max shard samples / batch); shards that run out
+                        fill with padding samples of weight 0 (ids 0, zero
+                        features, label 0). Every sample is delivered exactly
+                        once per epoch across the shards.
+     WD_REMAINDER_DROP  floor(min shard samples / batch); the rest of each
+                        shard is not delivered this epoch.
+   A corrupt block under WD_CORRUPT_FAIL makes wd_loader_next return the error
+   (naming file and block) in its place in the sequence; under
+   WD_CORRUPT_SKIP it counts as empty (stats.skipped_blocks) and the epoch
+   is padded so the batch count holds.
+
+   Budgets: at most `threads` threads (default: online cores / devices) and
+   at most `ram_bytes` of decoded data in flight (default: a quarter of the
+   available memory / devices): the shuffle window, the decode-ahead blocks
+   and the ready batches are sized from it, and opening fails (WD_ERR_LIMIT)
+   if not even one window of one block and two batches fit. Buffers are
+   allocated once and reused. (Multi-hot blocks with more ids than the
+   estimate of 8 per slot and sample may exceed the budget by that excess.) */
+typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_remainder;
+typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
+
+typedef struct wd_loader wd_loader;
+typedef struct wd_loader_desc {
+    const char *const *files;
+    int nfiles;
+    int batch_size;                 // samples per batch on this shard (required)
+    int shard_index, shard_count;   // (0, 0): one shard
+    int threads;                    // thread budget (0: cores / devices)
+    int devices;                    // for the defaults (0: 1)
+    size_t ram_bytes;               // decoded-bytes budget (0: available / 4 / devices)
+    int shuffle;                    // reshuffle blocks each epoch and mix samples in windows
+    int shuffle_blocks;             // window, in blocks (0: 8; shrunk to fit ram_bytes)
+    uint64_t seed;
+    int remainder;                  // wd_remainder
+    int corrupt;                    // wd_corrupt_policy
+    wd_map_fn map;
+    void *map_user;
+    const wd_allocator *batch_alloc;   // memory for the output batches (e.g. pinned), NULL: global
+} wd_loader_desc;
+
+typedef struct wd_loader_stats {
+    int threads, window_blocks, ahead_blocks, queue_batches;
+    size_t ram_budget, peak_bytes;
+    int64_t batches, samples, padded, blocks, skipped_blocks;
+    double read_s, decompress_s, decode_s, map_s, assemble_s, wait_s;   // summed over threads
+} wd_loader_stats;
+
+WDDEF wd_status wd_loader_open(const wd_loader_desc *d, wd_loader **out);
+WDDEF void wd_loader_close(wd_loader *l);           // stops and joins every thread
+WDDEF const wd_schema *wd_loader_schema(const wd_loader *l);
+// Starts `epoch` (from 0) and skips its first `skip` batches without
+// decoding the windows they lie in (for resuming from a checkpoint).
+WDDEF wd_status wd_loader_reset(wd_loader *l, int64_t epoch, int64_t skip);
+WDDEF int64_t wd_loader_batches(const wd_loader *l);  // batches in the current epoch
+// The next batch (valid until the next call), or *out = NULL at the end of the epoch.
+WDDEF wd_status wd_loader_next(wd_loader *l, const wd_batch **out);
+WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
+
+// ---- 14. Communicator ---------------------------------------------------------------------------
+/* How data-parallel ranks combine gradients. The CPU trainer's workers use
+   the in-process communicator below; the CUDA backend implements the same
+   operations with NCCL. Every rank calls every collective in the same order.
+   Failing fast: a failing rank calls abort, and every rank's pending and
+   later collectives return WD_ERR_ABORTED with "rank R failed (status):
+   reason"; a collective that waits longer than the timeout aborts everyone
+   the same way (never a hang). Where an abort cannot reach the other ranks
+   (NCCL between processes), they end at the timeout (WD_COMM_TIMEOUT). */
+typedef struct wd_comm wd_comm;
+typedef struct wd_comm_ops {
+    // in-place sum of n floats over all ranks
+    wd_status (*allreduce_sum)(wd_comm *c, float *buf, size_t n);
+    // every rank's `bytes` bytes; views valid until the caller's next
+    // collective, and `mine` must stay unchanged until that one returns
+    // (`mine` and the views are host memory, device communicators' too)
+    wd_status (*allgather)(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes);
+    wd_status (*barrier)(wd_comm *c);
+    void (*abort)(wd_comm *c, wd_status st, const char *why);
+    // Device communicators only (NULL for host ones): enqueue on a CUDA
+    // stream (a cudaStream_t) without waiting for the result: an in-place sum
+    // of n floats; every rank's `bytes` bytes of send into recv (rank r's at
+    // r * bytes).
+    wd_status (*stream_allreduce_sum)(wd_comm *c, float *buf, size_t n, void *stream);
+    wd_status (*stream_allgather)(wd_comm *c, const void *send, void *recv, size_t bytes, void *stream);
+    // Device communicators: WD_OK, or the failure of a collective enqueued so
+    // far (another rank aborted, a timeout) as WD_ERR_ABORTED; called while a
+    // rank waits for its step, so that no rank waits forever.
+    wd_status (*poll)(wd_comm *c, double waited_s);
+} wd_comm_ops;
+struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
+
+// nranks communicators sharing memory (one per thread); timeout_s 0: wd_comm_timeout() (600 s by default).
+// The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
+WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
+WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
+#ifdef WD_USE_MPI
+/* One rank per MPI process of `comm` (MPI_COMM_WORLD or a split of it; link
+   the MPI library, e.g. build with mpicc). The sum is MPI_Allreduce, the
+   allgather (the sparse rows, the validation's scores) an MPI_Allgather of
+   the byte counts then MPI_Allgatherv (beyond one chunk in all: each rank's
+   bytes broadcast from it, MPI_Bcast, in rounds of a chunk), the
+   barrier MPI_Barrier. No call moves more than 1 GiB per rank (MPI counts
+   are ints): larger data goes in chunks, the same bytes and sums, so any
+   size works (WD_MPI_CHUNK_BYTES sets the chunk, for tests; it must be
+   equal on every rank and is compared when the communicator is made).
+   Each call is started nonblocking and polled, so that a
+   rank whose peer called abort (the reason arrives as a message) or that
+   waited longer than the timeout (WD_COMM_TIMEOUT seconds, default 600)
+   returns WD_ERR_ABORTED naming the rank and the reason instead of waiting
+   forever; at the timeout it calls the roll (a message every rank polling a
+   collective answers at once) and names the ranks that did not answer
+   within 2 s (stopped, hung, or busy outside the collectives longer than
+   the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
+   between two collectives, a checkpoint write included), and sends that as
+   its abort. A program whose rank
+   failed should then end the job (MPI_Abort, as tools/wd.c does): a
+   collective left pending cannot be finished. A process killed outright is
+   the launcher's to report: mpirun ends the whole job. Every MPI call is
+   made on the thread that calls the collectives (with wd_train: the thread
+   that calls wd_train; its worker threads make none): initialize MPI with at
+   least MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
+   workers in each process; results are bit-identical run to run for a
+   given layout (processes x threads) as long as MPI's reduction order is. */
+WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out);
+WDDEF void wd_comm_mpi_destroy(wd_comm *c);
+#endif
+
 #ifdef WD_HAVE_CUDA
 // In widedeep_cuda.cu (link widedeep_cuda.o); errors come back through
 // wd_last_error() like every other call's.
-WDDEF const wd_backend_ops *wd_backend_cuda(void);
-WDDEF const wd_device_ops *wd_devices_cuda(void);
 WDDEF wd_status wd_cuda_device_count(int *n);
 // NCCL communicators: every GPU of this process, or one rank of a job whose
 // unique id (from wd_comm_nccl_unique_id on one rank) the host program shares.
@@ -1672,108 +1532,12 @@ WDDEF wd_status wd_comm_nccl_create_all(int ndev, const int *devices, wd_comm **
 WDDEF wd_status wd_comm_nccl_unique_id(void *id, size_t bytes);
 WDDEF wd_status wd_comm_nccl_init_rank(const void *id, int rank, int nranks, int device, wd_comm **out);
 WDDEF void wd_comm_nccl_destroy(wd_comm *c);
-// Several ranks on one GPU (tests of the multi-GPU logic on one device).
-WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
-WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
 #ifdef WD_USE_MPI
 // One rank of an NCCL job per process of `comm` on GPU `device`: rank 0's
 // unique id reaches every process by MPI_Bcast, then wd_comm_nccl_init_rank.
 WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out);
 #endif
 #endif
-
-/* The device plan: every buffer the CUDA backend allocates to train model m
-   with batches of `batch` samples on each of `ranks` devices, in bytes, in
-   allocation order. The backend allocates exactly these (one cudaMalloc,
-   carved) and refuses to start when the device has less free memory.
-   `wd train --plan` prints it without touching a device. Buffers are named
-   by wd_buf (activations: one entry per layer, index = layer). */
-typedef enum wd_buf {
-    WD_BUF_DENSE, WD_BUF_DENSE_S1, WD_BUF_DENSE_S2,   // (Pd) parameters, optimizer state; Pd: P with
-                                                      // layer 0's rows padded to INp
-    WD_BUF_WIDE, WD_BUF_WIDE_Z, WD_BUF_WIDE_N,       // (wide_rows)
-    WD_BUF_EMB, WD_BUF_EMB_S1, WD_BUF_EMB_S2,        // (emb_rows, E)
-    WD_BUF_BATCH,                   // two input batches laid out like a host wd_batch (index 0, 1)
-    WD_BUF_X,                       // (B, INp) MLP input, INp = IN rounded up to a multiple of 16
-    WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
-    WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
-    WD_BUF_LOGITS,                  // (5, B) probabilities, dlogit, wide logits, spare (the loss kernel's block sums)
-    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, stops
-    WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
-    WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
-    WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
-    WD_BUF_UKEYS, WD_BUF_RUN_COUNT, WD_BUF_RUN_OFF,  // (N + 1) runs of equal keys
-    WD_BUF_SEG_COUNT, WD_BUF_SEG_FIRST,              // (N + 1) segments of <= 32 rows per run
-    WD_BUF_SEG_RUN,                 // (N + N / 32 + 2) the run of each segment
-    WD_BUF_SEG_ROWS,                // (N + N / 32, R) per-segment sums
-    WD_BUF_ROWS,                    // (N, R) merged rows
-    WD_BUF_EXCHANGE,                // sparse rows sent to every rank and received (several ranks)
-    WD_BUF_SORT_SCRATCH,            // CUB temporary storage (bound; checked against CUB at start)
-    WD_BUF_GEMM_WS,                 // cuBLASLt workspace
-    WD_BUF_STATE,                   // step counter, flags, results (device side)
-    WD_BUF_RELU_MASK,               // (B, ceil(H_l / 128) x 16 bytes) one per hidden layer (index = layer):
-                                    // the ReLU bit mask cuBLASLt's RELU_AUX_BIAS epilogue writes, DRELU_BGRAD reads
-    WD_BUF_DENSE_LP,                // precision bf16 only: (Pd MLP part) the MLP's
-                                    // weights rounded to bf16 (2 bytes each)
-    WD_BUF_X_LP,                    // precision bf16: (B, INp) the MLP input rounded to bf16
-    WD_BUF_GRAD_LP,                 // precision bf16: two (B, max H) bf16 gradients, the hidden layers' dz (index 0, 1)
-    WD_BUF_COUNT
-} wd_buf;
-WDDEF const char *wd_buf_name(int buf);
-// Ids per sample the device plan reserves for each multi-hot slot (a batch
-// with more is refused with a message naming the slot).
-#ifndef WD_PLAN_MULTI_HOT_IDS
-#define WD_PLAN_MULTI_HOT_IDS 8
-#endif
-#define WD_PLAN_MAX (WD_BUF_COUNT + 2 * WD_MAX_LAYERS + 4)
-// WD_PLAN_REDZONE=N (test builds only; tests/cudacpu's emulated build): each entry's bytes are its own,
-// not rounded up, and at least N bytes lie between one buffer and the next (widedeep_cuda.cu poisons them)
-typedef struct wd_plan_entry { int buf, index; int64_t bytes, offset; } wd_plan_entry;
-typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
-WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
-// The same from a description alone: nothing is allocated (`wd train --plan`).
-WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out);
-// Offset of buffer (buf, index); WD_ERR_INTERNAL naming it when the plan has none.
-WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes);
-/* The multi-GPU exchange's cap: every rank sends a block of `cap` merged
-   (key, row) pairs per step, a fixed size (no wait for counts; a CUDA graph
-   can hold it), its header counting the rows it has. When some rank has
-   more, every rank sees it in the gathered headers, the step changes
-   nothing and is done again at once with every rank's whole capacity
-   (`rows`: every occurrence; the plan's WD_BUF_EXCHANGE), and the cap grows
-   to 1.25 x the most rows (whole 256-row units, at most `rows`); every 64
-   steps it shrinks the same way to 1.25 x their most rows when that is
-   less. A function of the gathered counts alone, so every rank keeps the
-   same cap. The first: cap0 (WD_EXCHANGE_CAP) or a quarter of `rows`. */
-typedef struct wd_xcap { int64_t cap, rows, win; int steps; } wd_xcap;
-WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0);
-// After a step whose ranks had at most `most` merged rows (sent with x->cap):
-// 1 if they did not fit (the step is to be done again), 0 if they did.
-WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
-// out = in (wd_cuda_desc, section 15) with the environment's overrides (its
-// table) applied, every field checked; WD_ERR_INVALID_ARG names the field or
-// the variable. wd_train and wd_evaluate call it on the CUDA device, and the
-// backend takes what it gives (wd_backend_desc.cuda).
-WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
-// The seconds every communicator waits for its peers (the CPU device's workers, MPI, NCCL, wd-mpi's end):
-// WD_COMM_TIMEOUT, a number (atof) above 0, at most 1e9 (a larger one, inf too, is 1e9); unset, empty, 0,
-// negative or not a number: WD_COMM_TIMEOUT_DEFAULT.
-WDDEF double wd_comm_timeout(void);
-#define WD_COMM_TIMEOUT_DEFAULT 600.0
-#ifdef WD_TESTING
-/* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
-   build): the backends' failure hooks, WD_CPU_TEST_FAIL and
-   WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
-   the run (from 1, whatever the model's step) fails right after
-   its collectives went out, before its update; where pre_ok, "R:S:pre" right
-   before them (*pre = 1); "R:create", rank R's backend fails at the end of
-   its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
-   *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
-WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
-#endif
-// "rank R failed (status): reason" into buf (cut to n bytes): the one wording
-// of a rank's failure, every communicator's abort reason and wd_train's.
-WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
 
 // ---- 18. ONNX export ----------------------------------------------------------------------------
 /* wd_model_export_onnx writes the model as an ONNX graph (opset 17, IR
@@ -1999,6 +1763,252 @@ WDDEF wd_status wd_arrow_reader_next(wd_arrow_reader *r, const wd_batch **out);
 WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
 WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows given so far (not those read ahead)
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
+
+// Clean-up keeps the first error: between wd_error_hold(1) and wd_error_hold(0) (nested; per thread)
+// failures return their status but leave wd_last_error() as it is, wd_set_last_error's too. The
+// library's clean-up runs so where it calls code that can fail; a backend's destroy does the same.
+WDDEF void wd_error_hold(int hold);
+
+typedef struct wd_opt {
+    int optimizer;                  // wd_optimizer of the deep part
+    float lr_deep, lr_wide;         // Adagrad / Adam rate; FTRL alpha
+    float beta, l1, l2;             // FTRL
+    float b1, b2, eps;              // Adam
+    float c1, c2;                   // Adam bias corrections 1 - b1^t, 1 - b2^t (wd_opt_at_step)
+} wd_opt;
+static inline WD_HD void wd_opt_at_step(wd_opt *o, int64_t step) {   // before step `step` (from 0)
+    double t = (double)(step + 1);
+    o->c1 = (float)(1.0 - pow((double)o->b1, t));
+    o->c2 = (float)(1.0 - pow((double)o->b2, t));
+}
+static inline WD_HD void wd_opt_adagrad(float *w, float *acc, float g, float lr) {
+    *acc += g * g;
+    *w -= lr * g / (sqrtf(*acc) + 1e-10f);
+}
+static inline WD_HD void wd_opt_adam(float *w, float *mo, float *v, float g, const wd_opt *o) {
+    *mo = o->b1 * *mo + (1.0f - o->b1) * g;
+    *v = o->b2 * *v + (1.0f - o->b2) * g * g;
+    *w -= o->lr_deep * (*mo / o->c1) / (sqrtf(*v / o->c2) + o->eps);
+}
+// FTRL-Proximal with alpha = lr_wide; z and n are its state.
+static inline WD_HD void wd_opt_ftrl(float *w, float *z, float *n, float g, const wd_opt *o) {
+    float nn = *n + g * g;
+    float sigma = (sqrtf(nn) - sqrtf(*n)) / o->lr_wide;
+    *z += g - sigma * *w;
+    *n = nn;
+    float zz = *z;
+    *w = (fabsf(zz) <= o->l1 || nn == 0.0f) ? 0.0f
+        : -(zz - copysignf(o->l1, zz)) / ((o->beta + sqrtf(nn)) / o->lr_wide + o->l2);
+}
+// The deep part's rule (embeddings and MLP): s1, s2 its state arrays.
+static inline WD_HD void wd_opt_deep(const wd_opt *o, float *w, float *s1, float *s2, float g) {
+    if (o->optimizer == WD_ADAM) wd_opt_adam(w, s1, s2, g, o);
+    else wd_opt_adagrad(w, s1, g, o->lr_deep);
+}
+// State arrays per parameter of the deep part's optimizer.
+static inline WD_HD int wd_opt_states(int optimizer) { return optimizer == WD_ADAM ? 2 : 1; }
+
+// f32 (its bits) -> bf16 (its bits) as AVX512-BF16's VCVTNEPS2BF16 rounds, the
+// rule of every bf16 value of precision bf16 on either backend: to nearest
+// even, a NaN stays a (quiet) NaN, a subnormal becomes a zero of its sign.
+static inline WD_HD uint16_t wd_bf16_bits(uint32_t u) {
+    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40)
+        : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+// ---- 17. Device interface ----------------------------------------------------------------------
+/* What a device backend (widedeep_cuda.cu) needs of a model, without seeing
+   its internals: sizes, offsets and the host arrays it uploads from and
+   downloads back into (the same layout as the CPU reference, so a model
+   trained anywhere saves and loads everywhere).
+   Layout. dense = [MLP | wide dense weights (D) | wide bias]; in the MLP,
+   layer l's weights (out, in) row-major at layer_w[l] (W[o * in + j] takes
+   input j to output o), then its biases at layer_b[l], layers from the
+   input up. State: dense_s1, emb_s1 = the Adagrad accumulator or Adam's m,
+   dense_s2, emb_s2 = Adam's v; for the wide dense weights and bias (FTRL,
+   like the wide tables) dense_s1 = z, dense_s2 = n. Tables: rows of table t
+   (slots, then crosses) from table_off[t]; emb holds the slot tables' rows. */
+typedef struct wd_model_view {
+    const wd_model_desc *desc;      // defaults filled in
+    const wd_schema *schema;
+    int E, D, S, IN, R;             // IN = D + S*E; R = 1 + (deep ? E : 0)
+    int nlayers;                    // hidden layers + output (0 without the deep part)
+    int layer_in[WD_MAX_LAYERS + 1], layer_out[WD_MAX_LAYERS + 1];
+    int64_t layer_w[WD_MAX_LAYERS + 1], layer_b[WD_MAX_LAYERS + 1];   // offsets in dense
+    int64_t P_mlp, P;               // dense buffer: MLP | wide dense (D) | wide bias
+    int ntables;                    // slots, then crosses
+    const int64_t *table_off;       // (ntables + 1) first row of each table
+    int64_t wide_rows, emb_rows;
+    float *dense, *dense_s1, *dense_s2;        // (P)
+    float *wide, *wide_z, *wide_n;             // (wide_rows)
+    float *emb, *emb_s1, *emb_s2;              // (emb_rows, E); emb_s2 NULL unless Adam
+    int64_t *epoch, *batch, *step, *batch_size;   // training position, read and written
+} wd_model_view;
+WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v);
+// The bucket of crossed slot pair c for ids a and b (section 13's cross rule).
+WDDEF uint32_t wd_cross_bucket(uint32_t a, uint32_t b, int c, uint32_t buckets);
+
+/* A backend: one rank's arithmetic on one device, behind a table of
+   functions (as wd_comm_ops is for collectives). wd_train's one loop drives
+   every backend the same way; evaluation and validation predict through it.
+   The CPU backend is below; the CUDA backend is in widedeep_cuda.cu. */
+typedef struct wd_backend wd_backend;
+typedef struct wd_backend_desc {
+    wd_model *model;                // parameters come from and go back to this host model
+    int batch;                      // most samples of one step or prediction on this rank
+    int rank, ranks;                // this rank of `ranks` training together
+    int device;                     // GPU index (CUDA)
+    int threads;                    // worker threads (CPU; 0: online cores)
+    wd_comm *comm;                  // between the ranks (NULL: one rank)
+    wd_cuda_desc cuda;              // CUDA: its settings as wd_cuda_desc_resolve gives them (0: the defaults)
+} wd_backend_desc;
+typedef struct wd_step_result {
+    double loss, weight, samples;   // over all ranks: sum of w * loss, sum of w, samples with w != 0
+    int stopped;                    // a rank asked to stop: this step changed nothing anywhere
+} wd_step_result;
+/* The tail of a step's dense gradient: WD_STEP_TAIL floats summed over the
+   ranks with it, so that every rank reads the same at the same step: [0] loss
+   sum, [1] weight sum, [2] samples, [3] stops (a rank asked to stop: the step
+   changes nothing anywhere). A non-finite loss or gradient read from the sums
+   fails every rank alike (numeric halting); any other failure aborts the
+   communicator (wd_train's failure policy). */
+#define WD_STEP_TAIL 4
+typedef struct wd_backend_ops {
+    const char *name;               // "cpu", "cuda"
+    const wd_allocator *batch_alloc;   // host memory for input batches (pinned), NULL: default
+    // Makes one rank's backend, its parameters copied from d->model. With
+    // d->comm every rank of the job calls it at once (the communicator is
+    // the caller's: a backend never makes or frees it).
+    wd_status (*create)(const wd_backend_desc *d, wd_backend **out);
+    void (*destroy)(wd_backend *be);
+    // Starts a training step on this rank's samples b (b may be reused once
+    // it returns); stop = 1 asks every rank to end training, and that step
+    // then changes nothing anywhere. At most two steps are in flight.
+    wd_status (*submit)(wd_backend *be, const wd_batch *b, int stop);
+    // Waits for the oldest submitted step and gives its results. A failed
+    // step (a non-finite loss, a device error) changed nothing, and neither
+    // does any later step.
+    wd_status (*complete)(wd_backend *be, wd_step_result *out);
+    // Probabilities of b's samples (no step in flight).
+    wd_status (*predict)(wd_backend *be, const wd_batch *b, float *probs);
+    // Parameters, optimizer state and position into the host model (no step in flight).
+    wd_status (*download)(wd_backend *be);
+    // Adds this rank's seconds per wd_stage since create.
+    void (*times)(const wd_backend *be, double *stage_s);
+    // What runs, for reports ("cpu threads=2 gemm=openblas fp32").
+    void (*describe)(const wd_backend *be, char *buf, size_t n);
+} wd_backend_ops;
+/* A device kind's set-up for wd_train, beside its arithmetic (a table of
+   its own: the CPU trains as one rank per process and has none): how many
+   devices are present, and the communicators between `nranks` ranks of this
+   process on GPUs devices[r]. */
+typedef struct wd_device_ops {
+    wd_status (*count)(int *n);
+    wd_status (*comm_create)(int nranks, const int *devices, wd_comm **ranks);
+    void (*comm_destroy)(wd_comm **ranks, int nranks);
+} wd_device_ops;
+WDDEF const wd_backend_ops *wd_backend_cpu(void);
+#ifdef WD_HAVE_CUDA
+WDDEF const wd_backend_ops *wd_backend_cuda(void);
+WDDEF const wd_device_ops *wd_devices_cuda(void);
+// Several ranks on one GPU (tests of the multi-GPU logic on one device).
+WDDEF wd_status wd_comm_cuda_local_create(int nranks, int device, wd_comm **ranks);
+WDDEF void wd_comm_cuda_local_destroy(wd_comm **ranks, int nranks);
+#endif
+
+/* The device plan: every buffer the CUDA backend allocates to train model m
+   with batches of `batch` samples on each of `ranks` devices, in bytes, in
+   allocation order. The backend allocates exactly these (one cudaMalloc,
+   carved) and refuses to start when the device has less free memory.
+   `wd train --plan` prints it without touching a device. Buffers are named
+   by wd_buf (activations: one entry per layer, index = layer). */
+typedef enum wd_buf {
+    WD_BUF_DENSE, WD_BUF_DENSE_S1, WD_BUF_DENSE_S2,   // (Pd) parameters, optimizer state; Pd: P with
+                                                      // layer 0's rows padded to INp
+    WD_BUF_WIDE, WD_BUF_WIDE_Z, WD_BUF_WIDE_N,       // (wide_rows)
+    WD_BUF_EMB, WD_BUF_EMB_S1, WD_BUF_EMB_S2,        // (emb_rows, E)
+    WD_BUF_BATCH,                   // two input batches laid out like a host wd_batch (index 0, 1)
+    WD_BUF_X,                       // (B, INp) MLP input, INp = IN rounded up to a multiple of 16
+    WD_BUF_ACT,                     // (B, H_l) one per layer (index = layer)
+    WD_BUF_GRAD,                    // two (B, max(INp, H)) gradient buffers (index 0, 1)
+    WD_BUF_LOGITS,                  // (5, B) probabilities, dlogit, wide logits, spare (the loss kernel's block sums)
+    WD_BUF_DENSE_GRAD,              // (Pd + WD_STEP_TAIL) dense gradient; loss, weight, samples, stops
+    WD_BUF_PARTIAL,                 // (B / 256 + 1, max(H, D + 1)) column-sum partials
+    WD_BUF_KEYS, WD_BUF_KEYS_ALT,   // (N) sparse row keys and a sort's second buffer; N: rows of
+    WD_BUF_OCC, WD_BUF_OCC_ALT,     //     every rank (B x (one-hot slots + crosses + 8 per multi-hot slot))
+    WD_BUF_UKEYS, WD_BUF_RUN_COUNT, WD_BUF_RUN_OFF,  // (N + 1) runs of equal keys
+    WD_BUF_SEG_COUNT, WD_BUF_SEG_FIRST,              // (N + 1) segments of <= 32 rows per run
+    WD_BUF_SEG_RUN,                 // (N + N / 32 + 2) the run of each segment
+    WD_BUF_SEG_ROWS,                // (N + N / 32, R) per-segment sums
+    WD_BUF_ROWS,                    // (N, R) merged rows
+    WD_BUF_EXCHANGE,                // sparse rows sent to every rank and received (several ranks)
+    WD_BUF_SORT_SCRATCH,            // CUB temporary storage (bound; checked against CUB at start)
+    WD_BUF_GEMM_WS,                 // cuBLASLt workspace
+    WD_BUF_STATE,                   // step counter, flags, results (device side)
+    WD_BUF_RELU_MASK,               // (B, ceil(H_l / 128) x 16 bytes) one per hidden layer (index = layer):
+                                    // the ReLU bit mask cuBLASLt's RELU_AUX_BIAS epilogue writes, DRELU_BGRAD reads
+    WD_BUF_DENSE_LP,                // precision bf16 only: (Pd MLP part) the MLP's
+                                    // weights rounded to bf16 (2 bytes each)
+    WD_BUF_X_LP,                    // precision bf16: (B, INp) the MLP input rounded to bf16
+    WD_BUF_GRAD_LP,                 // precision bf16: two (B, max H) bf16 gradients, the hidden layers' dz (index 0, 1)
+    WD_BUF_COUNT
+} wd_buf;
+WDDEF const char *wd_buf_name(int buf);
+// Ids per sample the device plan reserves for each multi-hot slot (a batch
+// with more is refused with a message naming the slot).
+#ifndef WD_PLAN_MULTI_HOT_IDS
+#define WD_PLAN_MULTI_HOT_IDS 8
+#endif
+#define WD_PLAN_MAX (WD_BUF_COUNT + 2 * WD_MAX_LAYERS + 4)
+// WD_PLAN_REDZONE=N (test builds only; tests/cudacpu's emulated build): each entry's bytes are its own,
+// not rounded up, and at least N bytes lie between one buffer and the next (widedeep_cuda.cu poisons them)
+typedef struct wd_plan_entry { int buf, index; int64_t bytes, offset; } wd_plan_entry;
+typedef struct wd_plan { int n; wd_plan_entry e[WD_PLAN_MAX]; int64_t total; } wd_plan;
+WDDEF wd_status wd_plan_make(const wd_model *m, int batch, int ranks, wd_plan *out);
+// The same from a description alone: nothing is allocated (`wd train --plan`).
+WDDEF wd_status wd_plan_from_desc(const wd_model_desc *d, int batch, int ranks, wd_plan *out);
+// Offset of buffer (buf, index); WD_ERR_INTERNAL naming it when the plan has none.
+WDDEF wd_status wd_plan_find(const wd_plan *p, int buf, int index, int64_t *offset, int64_t *bytes);
+/* The multi-GPU exchange's cap: every rank sends a block of `cap` merged
+   (key, row) pairs per step, a fixed size (no wait for counts; a CUDA graph
+   can hold it), its header counting the rows it has. When some rank has
+   more, every rank sees it in the gathered headers, the step changes
+   nothing and is done again at once with every rank's whole capacity
+   (`rows`: every occurrence; the plan's WD_BUF_EXCHANGE), and the cap grows
+   to 1.25 x the most rows (whole 256-row units, at most `rows`); every 64
+   steps it shrinks the same way to 1.25 x their most rows when that is
+   less. A function of the gathered counts alone, so every rank keeps the
+   same cap. The first: cap0 (WD_EXCHANGE_CAP) or a quarter of `rows`. */
+typedef struct wd_xcap { int64_t cap, rows, win; int steps; } wd_xcap;
+WDDEF void wd_xcap_init(wd_xcap *x, int64_t rows, int64_t cap0);
+// After a step whose ranks had at most `most` merged rows (sent with x->cap):
+// 1 if they did not fit (the step is to be done again), 0 if they did.
+WDDEF int wd_xcap_step(wd_xcap *x, int64_t most);
+// out = in (wd_cuda_desc, section 15) with the environment's overrides (its
+// table) applied, every field checked; WD_ERR_INVALID_ARG names the field or
+// the variable. wd_train and wd_evaluate call it on the CUDA device, and the
+// backend takes what it gives (wd_backend_desc.cuda).
+WDDEF wd_status wd_cuda_desc_resolve(const wd_cuda_desc *in, wd_cuda_desc *out);
+// The seconds every communicator waits for its peers (the CPU device's workers, MPI, NCCL, wd-mpi's end):
+// WD_COMM_TIMEOUT, a number (atof) above 0, at most 1e9 (a larger one, inf too, is 1e9); unset, empty, 0,
+// negative or not a number: WD_COMM_TIMEOUT_DEFAULT.
+WDDEF double wd_comm_timeout(void);
+#define WD_COMM_TIMEOUT_DEFAULT 600.0
+#ifdef WD_TESTING
+/* Test builds only (-DWD_TESTING: the Makefile's test flags, never a user's
+   build): the backends' failure hooks, WD_CPU_TEST_FAIL and
+   WD_CUDA_TEST_FAIL (`name`), in one format: "R:S", rank R's S-th step of
+   the run (from 1, whatever the model's step) fails right after
+   its collectives went out, before its update; where pre_ok, "R:S:pre" right
+   before them (*pre = 1); "R:create", rank R's backend fails at the end of
+   its creation (*create = 1, *step = 0). Unset or empty: *step = 0 and
+   *create = 0 (off); anything else is WD_ERR_INVALID_ARG naming the variable. */
+WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long long *step, int *pre, int *create);
+#endif
+// "rank R failed (status): reason" into buf (cut to n bytes): the one wording
+// of a rank's failure, every communicator's abort reason and wd_train's.
+WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
 
 #ifdef __cplusplus
 }
