@@ -288,6 +288,13 @@ WDDEF const char *wd_last_error(void);
 // Sets this thread's detail message (for backends and callbacks returning a status).
 WDDEF void wd_set_last_error(const char *msg);
 
+// wd_error_hold (clean-up keeps the first error): internal, tier 3.
+
+// ==== tier 1: the calls a user needs ===================================================================
+// Sections 4 (the schema), 13 (the model), 15 (training, evaluation, wd_predict and the predictor,
+// streams and trainers, publish and swap, the CUDA device's settings), 16 (checkpoints, the model's spec)
+// and 9 (convert). Types of tier 2 they hold by pointer are declared first; wd_oov (section 8) and
+// wd_map_fn (section 12), held by value, are defined here.
 typedef struct wd_batch wd_batch;             // section 5
 typedef struct wd_text_spec wd_text_spec;     // section 8
 typedef struct wd_comm wd_comm;               // section 14
@@ -426,9 +433,9 @@ WDDEF void wd_model_new_run(wd_model *m);
 // wd_model_new_run clear it.
 WDDEF int wd_model_after_error(const wd_model *m);
 
-/* The per-coordinate update rules and the id hashes, written once: every
-   backend calls these (nvcc compiles them for the device too), so an
-   optimizer's math lives here and nowhere else. */
+/* The id hashes and (tier 3's section 13) the per-coordinate update rules, written
+   once: every backend calls these (nvcc compiles them for the device too), so
+   a hash's or an optimizer's math lives in one place. */
 #if defined(__CUDACC__)
 #define WD_HD __host__ __device__
 #else
@@ -1015,6 +1022,10 @@ WDDEF wd_status wd_ids_check(const char *ids_path, const char *data_path);
 // name in the same directory; "-" (standard input or output) is no file.
 WDDEF int wd_same_file(const char *a, const char *b);
 
+// ==== tier 2: data formats and building blocks =========================================================
+// Sections 3 (allocator), 5 (batch), 6 (hashing), 7 (records), 8 (text parsers), 10 (synthetic data),
+// 11 (metrics), 12 (loader), 14 (communicators: threads, MPI, NCCL), 18 (ONNX), 19 (TensorBoard), 20 (Arrow).
+
 // ---- 3. Allocator -------------------------------------------------------------
 // All library allocations go through these hooks (default: malloc/free).
 // alloc may return NULL; the library then fails cleanly with WD_ERR_NOMEM.
@@ -1313,6 +1324,7 @@ WDDEF int64_t wd_vocab_size(const wd_vocab *v, int slot);   // values with an id
 // Slots must match. v may be released right after (e.g. its reader closed).
 WDDEF wd_status wd_text_spec_vocab(wd_text_spec *t, const wd_vocab *v);
 
+// wd_oov, the out-of-vocabulary share: in tier 1 (reports hold it by value).
 // Adds the samples of b with a nonzero weight: ids 0 count in slots where v
 // has a vocabulary (v NULL: none; every value still counts).
 WDDEF void wd_oov_count(const wd_vocab *v, const wd_batch *b, wd_oov *o);
@@ -1411,6 +1423,7 @@ WDDEF double wd_logloss(const float *p, const float *label, const float *weight,
    estimate of 8 per slot and sample may exceed the budget by that excess.) */
 typedef enum wd_remainder { WD_REMAINDER_PAD = 0, WD_REMAINDER_DROP = 1 } wd_remainder;
 typedef enum wd_corrupt_policy { WD_CORRUPT_FAIL = 0, WD_CORRUPT_SKIP = 1 } wd_corrupt_policy;
+// wd_map_fn, the callback on each decoded block: in tier 1 (descs hold it by value).
 
 typedef struct wd_loader wd_loader;
 typedef struct wd_loader_desc {
@@ -1764,11 +1777,20 @@ WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
 WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows given so far (not those read ahead)
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 
+// ==== tier 3: internal ==================================================================================
+// What the library's own files build on: the device contract of widedeep_cuda.cu (section 17), the
+// per-coordinate update rules its kernels share with the CPU's (section 13) and wd_error_hold (section 2).
+// Declared only where WIDEDEEP_IMPLEMENTATION or WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu and the
+// tests of the backends define WIDEDEEP_INTERNAL before the include): a program's files never see these
+// names, which may change in any release (tests/public_tu.c, a user's file, declares them as its own).
+#if defined(WIDEDEEP_IMPLEMENTATION) || defined(WIDEDEEP_INTERNAL)
+// ---- 2. Status, internal ------------------------------------------------------------------------------
 // Clean-up keeps the first error: between wd_error_hold(1) and wd_error_hold(0) (nested; per thread)
 // failures return their status but leave wd_last_error() as it is, wd_set_last_error's too. The
 // library's clean-up runs so where it calls code that can fail; a backend's destroy does the same.
 WDDEF void wd_error_hold(int hold);
 
+// ---- 13. Model, internal: the per-coordinate update rules; bf16 rounding ---------------------------
 typedef struct wd_opt {
     int optimizer;                  // wd_optimizer of the deep part
     float lr_deep, lr_wide;         // Adagrad / Adam rate; FTRL alpha
@@ -1910,6 +1932,7 @@ typedef struct wd_device_ops {
 } wd_device_ops;
 WDDEF const wd_backend_ops *wd_backend_cpu(void);
 #ifdef WD_HAVE_CUDA
+// In widedeep_cuda.cu: the backend's tables, and communicators for tests (its public calls: section 14).
 WDDEF const wd_backend_ops *wd_backend_cuda(void);
 WDDEF const wd_device_ops *wd_devices_cuda(void);
 // Several ranks on one GPU (tests of the multi-GPU logic on one device).
@@ -2009,6 +2032,8 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
 // "rank R failed (status): reason" into buf (cut to n bytes): the one wording
 // of a rank's failure, every communicator's abort reason and wd_train's.
 WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
+
+#endif // WIDEDEEP_IMPLEMENTATION || WIDEDEEP_INTERNAL (tier 3)
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,7 @@
 #ifndef WD_HAVE_CUDA
 #define WD_HAVE_CUDA
 #endif
+#define WIDEDEEP_INTERNAL   // the device contract: widedeep.h's tier 3 (section 17)
 #include "widedeep.h"
 
 #include <cublasLt.h>

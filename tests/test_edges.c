@@ -7,6 +7,7 @@
 // Usage: test_edges [TMPDIR]
 // the implementation is linked in (tests/impl.c); this file uses the declarations only
 #define _GNU_SOURCE   // unlink
+#define WIDEDEEP_INTERNAL   // wd_model_view, the device plan, WD_STEP_TAIL: the header's tier 3
 #include "../widedeep.h"
 #include "testlib.h"
 #include <math.h>

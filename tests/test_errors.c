@@ -4,6 +4,7 @@
 // on a thread the library started. Usage: test_errors [TMPDIR]
 // the implementation is linked in (tests/impl.c); this file uses the declarations only
 #define _GNU_SOURCE   // kill, getpid, usleep, mkdir, rmdir
+#define WIDEDEEP_INTERNAL   // wd_error_hold: the header's tier 3
 #include "../widedeep.h"
 #include "testlib.h"
 #include <pthread.h>

@@ -28,6 +28,7 @@
 // in another order: there the hand-built batch is compared within 1e-6 and
 // the per-file prediction checksum is not checked.
 // the implementation is linked in (tests/impl.c); this file uses the declarations only
+#define WIDEDEEP_INTERNAL   // wd_model_view, wd_cross_bucket (tests/ref.h): the header's tier 3
 #include "../widedeep.h"
 #include "testlib.h"
 #include <inttypes.h>

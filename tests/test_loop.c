@@ -5,6 +5,7 @@
 // made before the first step. Usage: test_loop [TMPDIR]
 // the implementation is linked in (tests/impl.c); this file uses the declarations only
 #define _GNU_SOURCE   // unlink
+#define WIDEDEEP_INTERNAL   // wd_backend_ops, wd_model_view, wd_test_fail_parse: the header's tier 3
 #include "../widedeep.h"
 #include "testlib.h"
 #include <time.h>

@@ -6,6 +6,7 @@
 // AUC and log loss by brute force against wd_auc, wd_logloss, wd_evaluate.
 // Usage: test_ref [TMPDIR]
 // the implementation is linked in (tests/impl.c); this file uses the declarations only
+#define WIDEDEEP_INTERNAL   // wd_model_view (tests/ref.h), wd_cross_bucket: the header's tier 3
 #include "../widedeep.h"
 #include "testlib.h"
 #include "ref.h"
