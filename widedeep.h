@@ -8,27 +8,16 @@
    see GEMM ENGINE below; WD_NO_ZLIB drops -lz and gzip input).
 
    ---------------------------------------------------------------------------
-   TABLE OF CONTENTS (search for the "// ---- N." rules)
+   TABLE OF CONTENTS (search for the "// ---- N." rules; tiers: "// ==== tier N")
+   The declarations come in three tiers, the calls most programs need first;
+   sections keep their numbers (and the implementation their order):
      1. Options        compile-time switches (WDDEF, WD_STATIC, WD_MAX_SLOTS, ...)
      2. Status         wd_status codes, wd_status_string(), wd_last_error()
-                       (a call's first error), wd_error_hold (clean-up)
-     3. Allocator      wd_set_allocator(): hooks for every allocation
+                       (a call's first error), wd_set_last_error()
+   tier 1: the calls a user needs
      4. Schema         dense column count; per slot name, buckets, one/multi-hot
-     5. Batch          decoded samples in memory (label, weight, dense, ids)
-     6. Hashing        wd_hash_bytes(), wd_hash_bucket(): categorical strings
-     7. Records        the .wdr file format, wd_writer_*, wd_reader_*
-     8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample (labeled or
-                       not); wd_batch_add: a request's raw values (sized,
-                       the dense rule applied) -> one sample;
-                       wd_text_spec_compare: the one comparison of input
-                       contracts (files, models, requests)
-     9. Convert        wd_convert(): text files -> .wdr on T threads
-    10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
-    11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
-    12. Loader         wd_loader_*: batch-then-map pipeline with budgets
-    13. Model          wd_model_*: the Wide&Deep model, its optimizers
-    14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
-                       (threads; MPI processes with WD_USE_MPI)
+    13. Model          wd_model_*: the Wide&Deep model, its optimizers;
+                       wd_cross_hash(): the cross rule
     15. Training       wd_train() (failing fast; the processes' settings check),
                        wd_evaluate(), wd_predict(); wd_predictor_*:
                        a serving thread's reusable prediction context; streams
@@ -40,17 +29,38 @@
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_load_weights(): for serving, no optimizer
                        state; wd_model_spec(): the model's own input format
-    17. Device         wd_model_view, wd_plan, wd_xcap, wd_cuda_desc_resolve,
-                       wd_comm_timeout, wd_test_fail_parse, wd_rank_failure:
-                       what widedeep_cuda.cu builds on
+     9. Convert        wd_convert(): text files -> .wdr on T threads
+   tier 2: data formats and building blocks
+     3. Allocator      wd_set_allocator(): hooks for every allocation
+     5. Batch          decoded samples in memory (label, weight, dense, ids)
+     6. Hashing        wd_hash_bytes(), wd_hash_bucket(): categorical strings
+     7. Records        the .wdr file format, wd_writer_*, wd_reader_*
+     8. Text parsers   Criteo TSV, LibSVM, CSV lines -> one sample (labeled or
+                       not); wd_batch_add: a request's raw values (sized,
+                       the dense rule applied) -> one sample;
+                       wd_text_spec_compare: the one comparison of input
+                       contracts (files, models, requests)
+    10. Synthetic      wd_gen(): Criteo-shaped data from a planted model
+    11. Metrics        wd_auc(): exact sort-based AUC, ties counted half
+    12. Loader         wd_loader_*: batch-then-map pipeline with budgets
+    14. Communicator   wd_comm: allreduce/allgather/barrier/abort between ranks
+                       (threads; MPI processes with WD_USE_MPI; NCCL with WD_HAVE_CUDA)
     18. ONNX export    wd_model_export_onnx(): the model as an ONNX graph;
                        _values(): raw strings mapped in it (LabelEncoder)
     19. TensorBoard    wd_tb_*: scalars in TensorBoard event files
     20. Arrow streams  the Arrow C Data/Stream structs; wd_text_spec_arrow,
                        wd_convert from a stream, wd_arrow_reader_* (a
                        training source): columns mapped as CSV's
-   (implementation follows in the same order under WIDEDEEP_IMPLEMENTATION,
-   with these subsections, found by their "// ---- name" rules:)
+   tier 3: internal, declared only where WIDEDEEP_IMPLEMENTATION or
+   WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu; the tests of the backends)
+     2. Status         wd_error_hold: clean-up keeps the first error
+    13. Model          wd_opt*: the per-coordinate update rules; wd_bf16_bits
+    17. Device         wd_model_view, wd_backend_ops, wd_device_ops, wd_plan,
+                       wd_xcap, wd_cuda_desc_resolve, wd_comm_timeout,
+                       wd_test_fail_parse, wd_rank_failure: what
+                       widedeep_cuda.cu builds on
+   (the implementation follows in numeric order, 1 to 20, under
+   WIDEDEEP_IMPLEMENTATION, with these subsections, found by their "// ---- name" rules:)
      7.  little-endian helpers, CRC32C; reader
      8.  ordered parallel block pipeline (convert's and gen's threads)
      13. CPU kernels: GEMM engines (oneDNN, CBLAS, portable loops), bf16
@@ -86,7 +96,7 @@
    per-thread message naming the file, block or line that failed. The
    first error of a call wins: the clean-up after it (closes, frees,
    destroys, rollbacks) and the release calls that return void never
-   rewrite the message (wd_error_hold). The library never prints, never
+   rewrite the message (wd_error_hold, internal). The library never prints, never
    calls exit() or abort(); all its resources are released on every error
    path. The threads it starts block asynchronous signals (SIGINT, SIGTERM,
    SIGPIPE, ...): a signal sent to the process runs the application's
