@@ -165,7 +165,9 @@ compile_check() {
     # a file that includes the header for its declarations only (tests/public_tu.c): clean under
     # -Wsign-conversion -Wconversion too, and blind to tier 3 (internal); then tier 3 under the same flags
     for src in "" -DWIDEDEEP_INTERNAL; do
-        timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Wsign-conversion -Wconversion -Werror -DWD_HAVE_CUDA -DWD_TESTING $src -I. -c tests/public_tu.c -o "$T/c.o" 2>"$T/cc.err" || err="$err | declarations ${src:-alone (tier 3 must stay hidden)} with -Wsign-conversion -Wconversion: $(head -c 1500 "$T/cc.err")"
+        timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Wsign-conversion -Wconversion -Werror -DWD_HAVE_CUDA -DWD_TESTING \
+            $src -I. -c tests/public_tu.c -o "$T/c.o" 2>"$T/cc.err" ||
+            err="$err | declarations ${src:-alone (tier 3 must stay hidden)}, -Wconversion: $(head -c 1500 "$T/cc.err")"
     done
     # WD_STATIC: two libraries of one program each embed the implementation (no clash, no unused-function warning)
     for lib in a b; do
@@ -177,7 +179,7 @@ compile_check() {
     if [ -f "$T/liba.a" ] && [ -f "$T/libb.a" ]; then
         gcc -o "$T/two" "$T/two.c" "$T/liba.a" "$T/libb.a" -lzstd -lz -lpthread -lm -lstdc++ 2>"$T/cc.err" && "$T/two" || err="$err | WD_STATIC: two libraries embedding the implementation do not link and run together: $(head -c 1500 "$T/cc.err")"
     fi
-    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion (tier 3 hidden), two WD_STATIC copies in one program"
+    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion, two WD_STATIC copies in one program"
     else say "FAIL $name:$err"; fi
 }
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do job compile_check "$cc"; done
