@@ -70,7 +70,7 @@
 // default sparse path is segmented, the path reviewed longest (fused is the
 // faster design on paper and becomes the default once a GPU run has passed
 // test_gpu with it and timed both, bench/gpu_run.sh phase 3). WD_NCCL_LIB,
-// WD_COMM_TIMEOUT (wd_comm_timeout: the communicators', section 7) and WD_CUDA_TEST_FAIL=R:S
+// WD_COMM_TIMEOUT (wd_comm_timeout: the communicators', section 14) and WD_CUDA_TEST_FAIL=R:S
 // (test builds only: -DWD_TESTING) rank R's S-th step fails right after its
 // collectives, R:S:pre right before them, and WD_CUDA_TEST_READ_UNSAFE (test
 // builds only: a download reads an unsafe replica) are read where they act.

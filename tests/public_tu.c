@@ -10,7 +10,7 @@ typedef int wd_error_hold, wd_opt, wd_opt_at_step, wd_opt_adagrad, wd_opt_adam, 
     wd_step_result, wd_backend_ops, wd_device_ops, wd_backend_cpu, wd_backend_cuda, wd_devices_cuda,
     wd_comm_cuda_local_create, wd_comm_cuda_local_destroy, wd_buf, WD_BUF_COUNT, wd_buf_name, wd_plan_entry,
     wd_plan, wd_plan_make, wd_plan_from_desc, wd_plan_find, wd_xcap, wd_xcap_init, wd_xcap_step,
-    wd_cuda_desc_resolve, wd_env_number, wd_test_fail_parse;
+    wd_cuda_desc_resolve, wd_comm_timeout, wd_test_fail_parse, wd_rank_failure;
 #if defined(WD_STEP_TAIL) || defined(WD_PLAN_MAX) || defined(WD_PLAN_MULTI_HOT_IDS) || defined(WD_COMM_TIMEOUT_DEFAULT)
 #error "widedeep.h: a macro of tier 3 (internal) reached a user's file"
 #endif
