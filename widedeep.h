@@ -189,17 +189,19 @@
             - removed: the failure votes, wd_backend_ops.reach and submit_failure, wd_train_fail (abort the comm)
             - wd_backend_ops arithmetic only, designated initialisers; wd_device_ops: GPUs counted, their comms
             - test hooks (WD_CPU_TEST_FAIL, WD_CUDA_TEST_FAIL) compiled only under WD_TESTING
-            - one WD_COMM_TIMEOUT default (600 s) for MPI, NCCL and wd-mpi
+            - one WD_COMM_TIMEOUT rule (wd_comm_timeout, 600 s by default) for every communicator, the CPU workers' too
+            - wd_rank_failure: the one wording of "rank R failed (status): reason"
             - wd_cuda_desc (wd_train_desc.cuda, wd_eval_desc.cuda): the CUDA settings; WD_CUDA_* are overrides
             - a failed GPU step whose updates ran leaves the replica unsafe: no download, save or publish of it
             - Arrow C streams: wd_text_spec_arrow, wd_convert from a stream, wd_arrow_reader_* (a training source)
-            - an Arrow stream decoded ahead of training within the loader's thread and RAM budgets
+            - an Arrow reader decodes ahead within the budgets of its desc (wd_arrow_reader_desc: threads, ram_bytes)
             - the Python package (python/): the header through a CPython extension
             - the first error of a call wins: clean-up never rewrites wd_last_error() (wd_error_hold)
             - the library's threads block asynchronous signals: a process's signals run the application's handlers only
             - wd_gemm_engine_name, wd_memory_available, wd_temp_name, wd_same_file: the CLI uses public calls only
             - status: a caller's label outside [0,1] or id outside its slot: WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT)
             - status: such a label in a file: WD_ERR_CORRUPT (was NUMERIC); NaN and Inf stay WD_ERR_NUMERIC
+            - the declarations in three tiers: the calls a user needs, data formats, internal (WIDEDEEP_INTERNAL)
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
