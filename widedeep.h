@@ -208,7 +208,9 @@
 
 // The implementation uses POSIX (pread, O_CLOEXEC, clock_gettime): it asks
 // libc for them with _GNU_SOURCE, and where a libc header came first under
-// -std=c11 (too late for that) it declares the few it needs itself.
+// -std=c11 (too late for that; this header's own, where a file included it
+// for its declarations before defining WIDEDEEP_IMPLEMENTATION and including
+// it again) it declares the few it needs itself.
 #if defined(WIDEDEEP_IMPLEMENTATION) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
@@ -234,9 +236,6 @@
 // call them, and the CUDA backend, which links against the extern
 // functions, is not available.
 #ifdef WD_STATIC
-#if defined(WD_HAVE_CUDA) && defined(WIDEDEEP_IMPLEMENTATION)
-#error "widedeep.h: WD_STATIC and WD_HAVE_CUDA: the CUDA backend links against the extern implementation"
-#endif
 #if defined(__GNUC__) || defined(__clang__)
 #define WDDEF static __attribute__((unused))
 #else
@@ -1789,13 +1788,24 @@ WDDEF wd_status wd_arrow_source(void *reader, const wd_batch **out);
 WDDEF int64_t wd_arrow_reader_rows(const wd_arrow_reader *r);   // rows given so far (not those read ahead)
 WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 
+#ifdef __cplusplus
+}
+#endif
+#endif // WIDEDEEP_H
+
 // ==== tier 3: internal ==================================================================================
 // What the library's own files build on: the device contract of widedeep_cuda.cu (section 17), the
 // per-coordinate update rules its kernels share with the CPU's (section 13) and wd_error_hold (section 2).
 // Declared only where WIDEDEEP_IMPLEMENTATION or WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu and the
 // tests of the backends define WIDEDEEP_INTERNAL before the include): a program's files never see these
 // names, which may change in any release (tests/public_tu.c, a user's file, declares them as its own).
-#if defined(WIDEDEEP_IMPLEMENTATION) || defined(WIDEDEEP_INTERNAL)
+// A guard of its own: a file that included the header for its declarations and defines
+// WIDEDEEP_IMPLEMENTATION before including it again (the stb pattern: tools/wd.c) gets them then.
+#if (defined(WIDEDEEP_IMPLEMENTATION) || defined(WIDEDEEP_INTERNAL)) && !defined(WIDEDEEP_TIER3_H)
+#define WIDEDEEP_TIER3_H
+#ifdef __cplusplus
+extern "C" {
+#endif
 // ---- 2. Status, internal ------------------------------------------------------------------------------
 // Clean-up keeps the first error: between wd_error_hold(1) and wd_error_hold(0) (nested; per thread)
 // failures return their status but leave wd_last_error() as it is, wd_set_last_error's too. The
@@ -2045,12 +2055,10 @@ WDDEF wd_status wd_test_fail_parse(const char *name, int pre_ok, int *rank, long
 // of a rank's failure, every communicator's abort reason and wd_train's.
 WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const char *why);
 
-#endif // WIDEDEEP_IMPLEMENTATION || WIDEDEEP_INTERNAL (tier 3)
-
 #ifdef __cplusplus
 }
 #endif
-#endif // WIDEDEEP_H
+#endif // WIDEDEEP_IMPLEMENTATION || WIDEDEEP_INTERNAL (tier 3)
 
 // =============================================================================
 // IMPLEMENTATION
@@ -2058,6 +2066,9 @@ WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const ch
 #ifdef WIDEDEEP_IMPLEMENTATION
 #ifndef WIDEDEEP_IMPLEMENTATION_DONE
 #define WIDEDEEP_IMPLEMENTATION_DONE
+#if defined(WD_STATIC) && defined(WD_HAVE_CUDA)
+#error "widedeep.h: WD_STATIC and WD_HAVE_CUDA: the CUDA backend links against the extern implementation"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>

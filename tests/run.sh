@@ -146,7 +146,9 @@ if [ -n "${WD_BUILD_RC:-}" ] && [ "$WD_BUILD_RC" != 0 ]; then
 fi
 
 # The header compiles warning-free as C11 and C++17 with gcc and clang: alone,
-# after libc headers (the feature macros then come too late for it), the
+# after libc headers (the feature macros then come too late for it), included
+# for its declarations and again at the file's end with WIDEDEEP_IMPLEMENTATION
+# (tools/wd.c's pattern: tier 3 declared then), the
 # README's "Using the header" example as it stands, its declarations under
 # -Wsign-conversion -Wconversion, and with WD_STATIC in two libraries linked
 # into one program. (One job per compiler.)
@@ -156,8 +158,12 @@ compile_check() {
     if ! command -v "${cc%% *}" >/dev/null; then say "SKIP $name: ${cc%% *} not installed"; return; fi
     awk '/^## Using the header/{s=1;next} /^## /{s=0} s&&/^```c$/{c=1;next} c&&/^```$/{c=0} c' README.md > "$T/readme_api.c"
     printf '#include <stdio.h>\n#include <string.h>\n#include <time.h>\n#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/libc_first.c"
+    # the stb pattern (tools/wd.c's): the declarations alone, the file's code, then the implementation at its end
+    printf '%s\n' '#include "widedeep.h"' 'int bucket(void);' \
+        'int bucket(void) { return (int)wd_hash_bucket("a", 1, 0, 7); }' \
+        '#define WIDEDEEP_IMPLEMENTATION' '#include "widedeep.h"' > "$T/twice.c"
     err=
-    for src in alone "$T/libc_first.c" "$T/readme_api.c"; do
+    for src in alone "$T/libc_first.c" "$T/twice.c" "$T/readme_api.c"; do
         if [ $src = alone ]; then printf '#define WIDEDEEP_IMPLEMENTATION\n#include "widedeep.h"\n' > "$T/alone.c"; src=$T/alone.c; fi
         if ! grep -q . "$src"; then err="$err | $(basename "$src"): empty (the README block was not found)"; continue; fi
         timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c "$src" -o "$T/c.o" 2>"$T/cc.err" || err="$err | $(basename "$src"): $(head -c 1500 "$T/cc.err")"
@@ -179,7 +185,8 @@ compile_check() {
     if [ -f "$T/liba.a" ] && [ -f "$T/libb.a" ]; then
         gcc -o "$T/two" "$T/two.c" "$T/liba.a" "$T/libb.a" -lzstd -lz -lpthread -lm -lstdc++ 2>"$T/cc.err" && "$T/two" || err="$err | WD_STATIC: two libraries embedding the implementation do not link and run together: $(head -c 1500 "$T/cc.err")"
     fi
-    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, the README example, declarations under -Wconversion, two WD_STATIC copies in one program"
+    if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, included twice (stb), the README example,"\
+" declarations under -Wconversion, two WD_STATIC copies in one program"
     else say "FAIL $name:$err"; fi
 }
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do job compile_check "$cc"; done
