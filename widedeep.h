@@ -28,7 +28,8 @@
                        settings, their environment overrides in one table
     16. Checkpoints    wd_model_save(), wd_model_load(): the .wdm format;
                        wd_model_load_weights(): for serving, no optimizer
-                       state; wd_model_spec(): the model's own input format
+                       state; wd_model_get_info(): what a model holds (a
+                       report's); wd_model_spec(): the model's own input format
      9. Convert        wd_convert(): text files -> .wdr on T threads
    tier 2: data formats and building blocks
      3. Allocator      wd_set_allocator(): hooks for every allocation
@@ -913,6 +914,7 @@ WDDEF void wd_predictor_destroy(wd_predictor *p);
    before anything is allocated; a loaded model holds no NaN, no Inf and no
    negative accumulator (save refuses such a model too), and its counters
    are at most 2^53. */
+#define WD_WDM_MAGIC "\x89WDM\r\n\x1a\n"   // a .wdm file's first 8 bytes (a model, not records: `wd inspect`)
 WDDEF wd_status wd_model_save(const wd_model *m, const char *path);
 WDDEF wd_status wd_model_load(const char *path, wd_model **out);
 // For serving: writes the parameters, the position and the input contract
@@ -927,6 +929,21 @@ WDDEF wd_status wd_model_export(const wd_model *m, const char *path);
 // loads, whatever the file holds (its optimizer state is read, checksummed
 // and dropped through a 64 KiB buffer), so the model's memory is its weights.
 WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out);
+// What a loaded model holds beyond its description, position and wd_model_after_error: for a report (`wd
+// inspect M.wdm` prints it). wd_model_get_info fills *out; it cannot fail.
+typedef struct wd_model_info {
+    int weights_only;               // an export, or loaded by wd_model_load_weights: no optimizer state, cannot train
+    int contract;                   // 1: its training files' input contract is recorded (wd_model_spec gives its
+                                    // input format; WD_ERR_UNSUPPORTED where the files carried none)
+    const struct wd_vocab *vocab;   // the recorded vocabularies (NULL: none; see wd_vocab_size), valid until the
+                                    // model is trained, swapped or destroyed
+    int64_t batch_size;             // of the run that reached its position (0: never trained)
+    uint64_t data_fp;               // that run's training files' fingerprint (0: none recorded)
+    // bytes of floats as the model holds them: the wide part's tables, dense weights and bias; the embedding
+    // tables; the MLP; the optimizer state of all three (FTRL z and n; Adagrad's or Adam's; 0 in an export)
+    int64_t wide_bytes, embedding_bytes, mlp_bytes, state_bytes;
+} wd_model_info;
+WDDEF void wd_model_get_info(const wd_model *m, wd_model_info *out);
 
 /* The model is the contract. wd_train records, from its training files, how
    raw input became ids and features: the input format and column mapping
@@ -10524,7 +10541,6 @@ WDDEF wd_status wd_predict(const wd_model *m, const wd_batch *b, float *probs) {
 }
 
 // ---- 16. Checkpoints -------------------------------------------------------------------------
-#define WD__WDM_MAGIC "\x89WDM\r\n\x1a\n"
 #define WD__WDM_VERSION 3u   // reads 1, 2 and 3
 #define WD__TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define WD__DESC_BYTES (64 + 16 + 4 * WD_MAX_LAYERS + 8 * WD_MAX_CROSSES + 40 * WD_MAX_SLOTS)
@@ -10715,7 +10731,7 @@ static wd_status wd__model_write(const wd_model *m, const char *path, int weight
     wd__outfile o;
     WD__TRY(wd__out_open(&o, path));
     uint8_t head[12];
-    memcpy(head, WD__WDM_MAGIC, 8);
+    memcpy(head, WD_WDM_MAGIC, 8);
     wd__put32(head + 8, WD__WDM_VERSION);
     float descbuf[WD__DESC_BYTES / 4];
     wd__desc_encode(m, (uint8_t *)descbuf);
@@ -10849,7 +10865,7 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
         st = wd__fail(fsize == 0 ? WD_ERR_FORMAT : WD_ERR_CORRUPT, "%s: %s", path,
                       fsize == 0 ? "empty file, not a .wdm model" : "truncated model header");
     if (!st) st = wd__pread_all(fd, head, 12, 0, path);
-    if (!st && memcmp(head, WD__WDM_MAGIC, 8) != 0)
+    if (!st && memcmp(head, WD_WDM_MAGIC, 8) != 0)
         st = wd__fail(WD_ERR_FORMAT, "%s: not a .wdm model (bad magic)", path);
     uint32_t version = st ? 0 : wd__get32(head + 8);
     if (!st && (version < 1 || version > WD__WDM_VERSION))
@@ -10939,6 +10955,22 @@ static wd_status wd__model_load(const char *path, int weights, wd_model **out) {
 }
 WDDEF wd_status wd_model_load(const char *path, wd_model **out) { return wd__model_load(path, 0, out); }
 WDDEF wd_status wd_model_load_weights(const char *path, wd_model **out) { return wd__model_load(path, 1, out); }
+WDDEF void wd_model_get_info(const wd_model *m, wd_model_info *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!m) return;
+    out->weights_only = m->weights_only;
+    out->contract = m->in.known;
+    out->vocab = m->in.vocab;
+    out->batch_size = m->batch_size;
+    out->data_fp = m->data_fp;
+    int64_t ne = wd__deep(m) ? m->emb_rows * m->E : 0;
+    out->wide_bytes = 4 * (m->wide_rows + m->P - m->P_mlp);
+    out->embedding_bytes = 4 * ne;
+    out->mlp_bytes = 4 * m->P_mlp;
+    out->state_bytes = m->weights_only ? 0 : 2 * (out->wide_bytes + out->mlp_bytes)
+                                                 + 4 * wd_opt_states(m->d.optimizer) * ne;
+}
 
 // ---- 17. Device interface ----------------------------------------------------------------------
 WDDEF void wd_model_view_get(wd_model *m, wd_model_view *v) {

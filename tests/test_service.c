@@ -324,6 +324,15 @@ static void test_serving_memory(void) {
     CHECK(!memcmp(a, b, sizeof a) && (!e || !memcmp(a, x, sizeof a)));
     CHECK(!memcmp(w->dense, m->dense, 4 * (size_t)m->P) && !memcmp(w->emb, m->emb, 4 * (size_t)(m->emb_rows * m->E)));
     CHECK(w->step == m->step);
+    {   // wd_model_get_info: the weights by part, the same in both; the state only in the checkpoint
+        wd_model_info im, iw;
+        wd_model_get_info(m, &im);
+        wd_model_get_info(w, &iw);
+        CHECK(!im.weights_only && iw.weights_only && im.state_bytes > 0 && iw.state_bytes == 0);
+        CHECK(im.wide_bytes + im.embedding_bytes + im.mlp_bytes == weights && im.mlp_bytes == 4 * m->P_mlp);
+        CHECK(iw.wide_bytes == im.wide_bytes && iw.embedding_bytes == im.embedding_bytes && iw.mlp_bytes == im.mlp_bytes);
+        CHECK(weights + im.state_bytes == wd_model_bytes(m));   // Adam's m and v, FTRL's z and n: all of it
+    }
     wd_train_desc td;
     memset(&td, 0, sizeof td);
     wd_trainer *t = NULL;

@@ -28,7 +28,17 @@
 // The handlers are installed before any temporary file can exist (the
 // up-front probe of an output's directory included: check_output), and a
 // closed fd 0, 1 or 2 is opened on /dev/null first (main).
-#define WIDEDEEP_IMPLEMENTATION
+//
+// The tool is a user of the library: it includes widedeep.h for its declarations alone, so that any private
+// name (wd__*, WD__*) or field of an opaque type used here does not compile, and compiles the implementation
+// at the end of the file (the stb pattern). Tier 3 (internal), deliberately: the device plan that `wd train
+// --plan` prints (wd_plan_from_desc, wd_plan, wd_buf_name, WD_BUF_*: what widedeep_cuda.cu allocates, not a
+// user's concern), and wd-mpi's end barrier waiting as long as the communicators do (wd_env_number,
+// WD_COMM_TIMEOUT_DEFAULT: one WD_COMM_TIMEOUT rule).
+#ifndef _GNU_SOURCE         // POSIX and GNU names (sigaction, strsignal, ...) for this file and the implementation:
+#define _GNU_SOURCE         // before the first system header, as widedeep.h asks for them under IMPLEMENTATION
+#endif
+#define WIDEDEEP_INTERNAL
 #include "../widedeep.h"
 
 #include <errno.h>
@@ -1294,7 +1304,7 @@ static int is_model_file(const char *path) {
     if (!f) return 0;
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
-    return got == sizeof head && memcmp(head, WD__WDM_MAGIC, sizeof head) == 0;
+    return got == sizeof head && memcmp(head, WD_WDM_MAGIC, sizeof head) == 0;
 }
 // inspect M.wdm: what the model is, where its training stopped, what its input contract is, its bytes by part
 static int inspect_model(const char *path, int verify) {
@@ -1303,37 +1313,48 @@ static int inspect_model(const char *path, int verify) {
     if (st) return fail(st);
     const wd_model_desc *d = wd_model_description(m);
     const wd_schema *s = wd_model_schema(m);
-    const wd_text_spec *spec = m->in.spec;
-    const wd_vocab *v = m->in.vocab;
+    wd_model_info info;
+    wd_model_get_info(m, &info);
+    wd_text_spec sp, *spec = NULL;   // the input format, where one is recorded (WD_ERR_UNSUPPORTED: none)
+    if (info.contract && (st = wd_model_spec(m, &sp)) != WD_ERR_UNSUPPORTED) {
+        if (st) { wd_model_destroy(m); return fail(st); }
+        spec = &sp;
+    }
+    const wd_vocab *v = info.vocab;
+    int64_t epoch, batch, step;
+    wd_model_position(m, &epoch, &batch, &step);
     static const char *fmt_names[3] = {"criteo (TSV)", "libsvm", "csv"};
     printf("file:     %s\n", path);
-    printf("model:    %s%s\n", m->weights_only ? "exported for serving (weights only, no optimizer state)"
-                                                 : "a checkpoint (weights and optimizer state)",
-           m->after_error ? ", saved by wd train after an error" : "");
-    if (!m->in.known) printf("input:    no input contract recorded (saved before .wdm version 3, or never trained)\n");
+    printf("model:    %s%s\n", info.weights_only ? "exported for serving (weights only, no optimizer state)"
+                                                : "a checkpoint (weights and optimizer state)",
+           wd_model_after_error(m) ? ", saved by wd train after an error" : "");
+    if (!info.contract)
+        printf("input:    no input contract recorded (saved before .wdm version 3, or never trained)\n");
     else if (!spec) printf("input:    no input format (its training files carried none); vocabularies recorded\n");
     else
         printf("input:    %s%s%s\n", fmt_names[spec->format],
                spec->format != WD_FMT_CSV ? "" : spec->dense_raw ? ", dense values as they are"
                                                                  : ", dense counts through log1p",
                spec->nderived ? ", derived slots" : "");
-    printf("layers:   %d dense, %d slots, embed dim %d, hidden", s->ndense, s->nslots, m->E);
-    for (int l = 0; l + 1 < m->nlayers; l++) printf("%c%d", l ? ',' : ' ', m->layer[l].out);
-    if (m->nlayers <= 1) printf(" none");
+    printf("layers:   %d dense, %d slots, embed dim %d, hidden", s->ndense, s->nslots, d->embed_dim);
+    int nh = 0;   // the hidden layers: the description's widths up to the first 0 (none without the deep part)
+    for (; !d->no_deep && nh < WD_MAX_LAYERS && d->hidden[nh] > 0; nh++)
+        printf("%c%d", nh ? ',' : ' ', d->hidden[nh]);
+    if (!nh) printf(" none");
     if (d->ncross) printf(", %d crosses (%u buckets)", d->ncross, d->cross_buckets);
     printf(", %s%s, optimizer %s, pooling %s, precision %s\n", d->no_wide ? "no wide part" : "wide",
            d->no_deep ? ", no deep part" : "", d->optimizer == WD_ADAM ? "adam" : "adagrad",
            d->pooling == WD_POOL_MEAN ? "mean" : "sum", d->precision == WD_PRECISION_BF16 ? "bf16" : "fp32");
-    printf("position: step %lld, epoch %lld, batch %lld of it, batch size %lld\n", (long long)m->step,
-           (long long)m->epoch, (long long)m->batch, (long long)m->batch_size);
-    if (m->data_fp)
+    printf("position: step %lld, epoch %lld, batch %lld of it, batch size %lld\n", (long long)step,
+           (long long)epoch, (long long)batch, (long long)info.batch_size);
+    if (info.data_fp)
         printf("training files: fingerprint %016llx (the files of the run that reached this position)\n",
-               (unsigned long long)m->data_fp);
+               (unsigned long long)info.data_fp);
     else printf("training files: none recorded (saved before .wdm version 2, never trained on files, --init-from)\n");
     for (int k = 0; k < s->nslots; k++) {   // per slot: its table, its vocabulary's size and the rows it has left
         int64_t n = wd_vocab_size(v, k);
         char voc[120] = "hashed";
-        if (!m->in.known) snprintf(voc, sizeof voc, "no vocabulary recorded");
+        if (!info.contract) snprintf(voc, sizeof voc, "no vocabulary recorded");
         else if (spec && spec->format == WD_FMT_LIBSVM) snprintf(voc, sizeof voc, "feature indexes");
         else if (n >= 0)
             snprintf(voc, sizeof voc, "vocabulary %lld values, %lld rows left, fingerprint %016llx", (long long)n,
@@ -1341,16 +1362,12 @@ static int inspect_model(const char *path, int verify) {
         printf("  slot %-3d %-20s %10u rows  %s  %s\n", k, s->slot[k].name, s->slot[k].buckets,
                s->slot[k].kind == WD_MULTI_HOT ? "multi-hot" : "one-hot", voc);
     }
-    // parameters by part (bytes of floats, as the model holds them): the wide
-    // part's tables, dense weights and bias; the embedding tables; the MLP;
-    // and the optimizer state of all three (FTRL z and n; Adagrad's or Adam's)
-    int64_t wide = 4 * (m->wide_rows + m->P - m->P_mlp), ne = d->no_deep ? 0 : m->emb_rows * m->E;
-    int64_t emb = 4 * ne, mlp = 4 * m->P_mlp;
-    int64_t state = m->weights_only ? 0 : 2 * (wide + mlp) + 4 * wd_opt_states(d->optimizer) * ne;
-    printf("bytes:    wide %lld, embeddings %lld, MLP %lld, optimizer state %lld%s; total %lld\n", (long long)wide,
-           (long long)emb, (long long)mlp, (long long)state, m->weights_only ? " (none in an export)" : "",
-           (long long)(wide + emb + mlp + state));
+    printf("bytes:    wide %lld, embeddings %lld, MLP %lld, optimizer state %lld%s; total %lld\n",
+           (long long)info.wide_bytes, (long long)info.embedding_bytes, (long long)info.mlp_bytes,
+           (long long)info.state_bytes, info.weights_only ? " (none in an export)" : "",
+           (long long)(info.wide_bytes + info.embedding_bytes + info.mlp_bytes + info.state_bytes));
     if (verify) printf("verify:   OK (every section's checksum and value checked by loading)\n");
+    if (spec) wd_text_spec_free(spec);
     wd_model_destroy(m);
     return 0;
 }
@@ -1374,12 +1391,17 @@ static int cmd_inspect(int argc, char **argv) {
     printf("file:     %s\n", path);
     printf("created:  %s\n", wd_reader_created(r));
     static const char *fmt_names[3] = {"criteo (TSV)", "libsvm", "csv"};
-    if (r->spec) printf("input:    %s%s%s\n", fmt_names[r->spec->format],
-                        r->spec->format == WD_FMT_CSV
-                            ? (r->spec->dense_raw ? ", dense values as they are" : ", dense counts through log1p")
-                            : "",
-                        r->spec->nderived ? ", derived slots" : "");
-    else printf("input:    no input format stored (written by wd_writer or wd gen, or converted before .wdr version 3)\n");
+    wd_text_spec sp;   // the input format the file records (WD_ERR_UNSUPPORTED: none)
+    if ((st = wd_reader_spec(r, &sp)) != WD_OK && st != WD_ERR_UNSUPPORTED) {
+        wd_reader_close(r); sv_free(&pos); return fail(st); }
+    if (!st) {
+        printf("input:    %s%s%s\n", fmt_names[sp.format],
+               sp.format == WD_FMT_CSV ? (sp.dense_raw ? ", dense values as they are" : ", dense counts through log1p")
+                                       : "",
+               sp.nderived ? ", derived slots" : "");
+        wd_text_spec_free(&sp);
+    } else
+        printf("input:    no input format stored (written by wd_writer or wd gen, or converted before .wdr version 3)\n");
     printf("schema:   %d dense, %d slots%s\n", s->ndense, s->nslots, v ? " (vocabulary ids)" : "");
     for (int k = 0; k < s->nslots; k++) {   // the fingerprint: two files' ids agree where theirs do
         uint64_t fp = wd_vocab_fingerprint(v, k);
@@ -1537,7 +1559,7 @@ typedef struct train_ui {
     int jsonl;                      // --log FILE.jsonl
     wd_tb *tb;                      // --tensorboard
     wd_status tb_st;                // its first failure, and its message
-    char tb_err[WD__ERR_MAX];
+    char tb_err[1024];              // (wd_last_error()'s text: its messages are at most 1023 bytes)
     double lr_deep, lr_wide;
     int64_t step0;                  // the model's step before this run
     const char *save;               // --save (rank 0 writes it), every --checkpoint-every steps,
@@ -1876,7 +1898,8 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
         st = WD_ERR_UNSUPPORTED;
 #endif
     } else {
-        if (td->threads == 0) td->threads = (int)WD__MAX(1, sysconf(_SC_NPROCESSORS_ONLN) / WD__MAX(1, nlocal));
+        long share = sysconf(_SC_NPROCESSORS_ONLN) / (nlocal > 1 ? nlocal : 1);   // the cores a local rank has
+        if (td->threads == 0) td->threads = share > 1 ? (int)share : 1;
         st = wd_comm_mpi_create(MPI_COMM_WORLD, &g_mpi_comm);
     }
     if (st) return fail_msg("rank %d: %s: %s", g_mpi_rank, wd_status_string(st), wd_last_error());
@@ -2534,13 +2557,15 @@ static int export_onnx(const export_args *a, strvec *pos) {
     if (st) { rc = fail(st); goto done; }
     const wd_model_desc *d = wd_model_description(m);
     const wd_schema *s = wd_model_schema(m);
+    wd_model_info info;
+    wd_model_get_info(m, &info);
     struct stat sb;
     printf("exported %s to %s: ONNX opset %d, %lld bytes\ninputs:", in, onnx, texts.n ? 18 : 17,
            stat(onnx, &sb) == 0 ? (long long)sb.st_size : -1ll);
     if (s->ndense) printf(" dense[N,%d]", s->ndense);
     for (int k = 0; k < s->nslots; k++)
         if (s->slot[k].kind == WD_ONE_HOT)
-            printf(" %s.%s[N]", texts.n && wd_vocab_size(m->in.vocab, k) >= 0 ? "values" : "ids", s->slot[k].name);
+            printf(" %s.%s[N]", texts.n && wd_vocab_size(info.vocab, k) >= 0 ? "values" : "ids", s->slot[k].name);
         else printf(" ids.%s[T] offsets.%s[N]", s->slot[k].name, s->slot[k].name);
     for (int k = 0; !d->no_wide && !texts.n && k < d->ncross; k++)
         printf(" cross%d[N]", k);   // (--values-from: in the graph)
@@ -2590,3 +2615,7 @@ static int run_command(int argc, char **argv) {
     if (strcmp(cmd, "dump") == 0) return cmd_dump(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }
+
+// the implementation, after every line of the tool (see the top of the file)
+#define WIDEDEEP_IMPLEMENTATION
+#include "../widedeep.h"
