@@ -330,7 +330,8 @@ static void test_serving_memory(void) {
         wd_model_get_info(w, &iw);
         CHECK(!im.weights_only && iw.weights_only && im.state_bytes > 0 && iw.state_bytes == 0);
         CHECK(im.wide_bytes + im.embedding_bytes + im.mlp_bytes == weights && im.mlp_bytes == 4 * m->P_mlp);
-        CHECK(iw.wide_bytes == im.wide_bytes && iw.embedding_bytes == im.embedding_bytes && iw.mlp_bytes == im.mlp_bytes);
+        CHECK(iw.wide_bytes == im.wide_bytes && iw.embedding_bytes == im.embedding_bytes
+              && iw.mlp_bytes == im.mlp_bytes);
         CHECK(weights + im.state_bytes == wd_model_bytes(m));   // Adam's m and v, FTRL's z and n: all of it
     }
     wd_train_desc td;

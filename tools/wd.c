@@ -1401,7 +1401,8 @@ static int cmd_inspect(int argc, char **argv) {
                sp.nderived ? ", derived slots" : "");
         wd_text_spec_free(&sp);
     } else
-        printf("input:    no input format stored (written by wd_writer or wd gen, or converted before .wdr version 3)\n");
+        printf("input:    no input format stored "
+               "(written by wd_writer or wd gen, or converted before .wdr version 3)\n");
     printf("schema:   %d dense, %d slots%s\n", s->ndense, s->nslots, v ? " (vocabulary ids)" : "");
     for (int k = 0; k < s->nslots; k++) {   // the fingerprint: two files' ids agree where theirs do
         uint64_t fp = wd_vocab_fingerprint(v, k);
