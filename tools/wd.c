@@ -33,8 +33,8 @@
 // name (wd__*, WD__*) or field of an opaque type used here does not compile, and compiles the implementation
 // at the end of the file (the stb pattern). Tier 3 (internal), deliberately: the device plan that `wd train
 // --plan` prints (wd_plan_from_desc, wd_plan, wd_buf_name, WD_BUF_*: what widedeep_cuda.cu allocates, not a
-// user's concern), and wd-mpi's end barrier waiting as long as the communicators do (wd_env_number,
-// WD_COMM_TIMEOUT_DEFAULT: one WD_COMM_TIMEOUT rule).
+// user's concern), and wd-mpi's end barrier waiting as long as the communicators do (wd_comm_timeout: one
+// WD_COMM_TIMEOUT rule).
 #ifndef _GNU_SOURCE         // POSIX and GNU names (sigaction, strsignal, ...) for this file and the implementation:
 #define _GNU_SOURCE         // before the first system header, as widedeep.h asks for them under IMPLEMENTATION
 #endif
