@@ -203,6 +203,7 @@
             - status: a caller's label outside [0,1] or id outside its slot: WD_ERR_INVALID_ARG (was NUMERIC / CORRUPT)
             - status: such a label in a file: WD_ERR_CORRUPT (was NUMERIC); NaN and Inf stay WD_ERR_NUMERIC
             - the declarations in three tiers: the calls a user needs, data formats, internal (WIDEDEEP_INTERNAL)
+            - wd_model_get_info, WD_WDM_MAGIC: the CLI compiles against the declarations, the implementation at its end
 */
 #ifndef WIDEDEEP_H
 #define WIDEDEEP_H
