@@ -1794,9 +1794,9 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // validation blocks (the library gathers them); rank 0 alone writes --save,
 // --log and progress; every rank reports its own errors. A failed rank aborts the
 // communicator (the library's fail-fast rule: every other rank's wd_train ends naming
-// it); when every rank then reaches the end they all finalize, else the job is ended
-// (MPI_Abort); a stop (SIGINT/SIGTERM to every rank, as mpirun sends on Ctrl-C) ends
-// every rank at the same step.
+// it); when every rank then reaches the end they all finalize, unless a collective
+// is left pending (mpi_end), else the job is ended (MPI_Abort); a stop (SIGINT/SIGTERM
+// to every rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
 #ifdef WD_USE_MPI
 static int g_mpi_rank, g_mpi_size = 1, g_mpi_init, g_mpi_trained;   // trained: wd_train was called
 static wd_comm *g_mpi_comm;
@@ -1888,9 +1888,13 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
 // rank 0 may be saving the model after an error, and a shorter wait's
 // MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
 // exit status and message (one rank's failure aborts the communicator and
-// ends every rank's wd_train; rank 0 alone failing its final save).
-// Else a failed rank ends the job (MPI_Abort), since some rank may still
-// wait for it in a collective.
+// ends every rank's wd_train; rank 0 alone failing its final save), unless
+// the communicator's destroy says that a collective is still pending (a rank
+// that waited in it when another failed: MPI can neither finish nor cancel
+// it, and MPI_Finalize would be erroneous on every rank): rank 0 then ends
+// the job (MPI_Abort with its exit status), once every rank has said its
+// message and rank 0 saved; the others wait for it outside MPI. A rank that
+// the others did not meet in time ends the job too.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
     // failed after MPI started, before wd_train (its --log, --tensorboard):
@@ -1900,28 +1904,44 @@ static int mpi_end(int rc) {
                                g_errline[0] ? g_errline : "failed before training started");
     fflush(stdout);
     fflush(stderr);
+    int done = 1;
+    double most = 0;
     if (g_mpi_size > 1) {
         MPI_Request rq;
-        int done = 0;
-        double most = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // a step (a save) may take that long
+        done = 0;
+        most = wd_env_number("WD_COMM_TIMEOUT", WD_COMM_TIMEOUT_DEFAULT);   // a step (a save) may take that long
         most = most > 60.0 ? most : 60.0;
         if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
             for (double t0 = now_s(); !done && now_s() - t0 < most;) {
                 if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
                 if (!done) usleep(1000);
             }
-        if (!done && rc != 0 && rc < 128) {
-            fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
-            MPI_Abort(MPI_COMM_WORLD, rc);
-        }
     }
-    if (g_mpi_end != MPI_COMM_NULL) MPI_Comm_free(&g_mpi_end);
+    wd_status st = WD_OK;
+    if (done) {   // every rank is here: the communicators are freed together
+        // and every rank's work is done: mpirun's SIGTERM (after one rank's MPI_Abort) ends this one quietly
+        signal(SIGTERM, SIG_DFL);
+        if (g_mpi_end != MPI_COMM_NULL) MPI_Comm_free(&g_mpi_end);
 #ifdef WD_HAVE_CUDA
-    if (g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum) wd_comm_nccl_destroy(g_mpi_comm);
-    else
+        if (g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum) wd_comm_nccl_destroy(g_mpi_comm);
+        else
 #endif
-    wd_comm_mpi_destroy(g_mpi_comm);
-    g_mpi_comm = NULL;
+        st = wd_comm_mpi_destroy(g_mpi_comm);
+        g_mpi_comm = NULL;
+    }
+    if (done && st && g_mpi_rank != 0)   // every rank has this verdict: rank 0 alone ends the job (Open MPI
+        for (int i = 0; i < 600; i++) usleep(100000);   // 4.1's mpirun may hang when a rank finalizes, or two abort)
+    if (!done || st) {   // MPI may not be finalized: its end barrier or a collective is still pending
+        if (st) fprintf(stderr, "wd: %s: ending the job (exit status %d)\n", wd_last_error(), rc ? rc : 1);
+        else if (rc != 0 && rc < 128)
+            fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
+        else fprintf(stderr, "wd: rank %d of %d: the other ranks did not reach the end within %.0f s: ending the job "
+                     "(exit status %d)\n", g_mpi_rank, g_mpi_size, most, rc ? rc : 1);
+        fflush(stderr);
+        signal(SIGTERM, SIG_IGN);   // mpirun's, as it ends the job, must not cut this rank's abort short (mpirun
+                                    // then lost its report and exited 0); it exits in MPI_Abort
+        MPI_Abort(MPI_COMM_WORLD, rc ? rc : 1);
+    }
     MPI_Finalize();
     return rc;
 }
