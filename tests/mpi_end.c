@@ -14,6 +14,14 @@
 // staged in its buffer; the gather's counts), never freed memory (before:
 // ASan's heap-use-after-free, MPI writing the sum into the caller's freed
 // buffer).
+// test_notices_received_before_free: rank 0 aborts (its notice: 400 bytes,
+// sent by the rendezvous protocol here: tests/mpi.sh runs this over TCP with
+// an eager limit of 128 bytes, so MPI reads them when rank 1 receives) and
+// destroys at once; 1 s later rank 1 receives it in its next collective
+// (which it had not started: nothing pending), then destroys: rank 0's
+// destroy waits for rank 1's before freeing the notice (before: ASan's
+// heap-use-after-free, writev reading the freed notice as rank 0 sent it in
+// its next MPI call). Both may finalize (WD_OK).
 // test_pending_collective_refuses_finalize: a barrier rank 1 never joins.
 // The program then ends as wd-mpi does: rank 0 calls MPI_Abort (errorcode
 // 3), rank 1 waits outside MPI to be ended (Open MPI 4.1's mpirun may hang
@@ -76,6 +84,17 @@ static void test_late_rank_finishes_pending_collective(void) {
         MPI_Barrier(MPI_COMM_WORLD);
     }
 }
+static void test_notices_received_before_free(void) {
+    wd_comm *c = make();
+    REQUIRE(c);
+    if (c->rank == 0) c->ops->abort(c, WD_ERR_IO, "a test's failure");
+    else {
+        sleep(1);   // then the notice is received as a peer in its next collective receives it
+        CHECK(c->ops->barrier(c) == WD_ERR_ABORTED);
+        CHECK(strstr(wd_last_error(), "rank 0 failed (I/O error): a test's failure") != NULL);
+    }
+    CHECK_OK(wd_comm_mpi_destroy(c));
+}
 static int g_abort;   // MPI may not be finalized: rank 0 ends the job with MPI_Abort
 static void test_pending_collective_refuses_finalize(void) {
     wd_comm *c = make();
@@ -100,6 +119,7 @@ int main(int argc, char **argv) {
     int me = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     RUN(test_late_rank_finishes_pending_collective);
+    RUN(test_notices_received_before_free);
     RUN(test_pending_collective_refuses_finalize);
     int rc = test_summary("mpi_end");
     fflush(stdout);
