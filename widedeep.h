@@ -1058,14 +1058,17 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    between two collectives, a checkpoint write included), and sends that as
    its abort. A collective that a rank left
    waiting when it returned WD_ERR_ABORTED stays pending in MPI (MPI can
-   neither finish nor cancel it; its buffers are the communicator's own, the
-   sum's too, so the caller's are free). wd_comm_mpi_destroy, called by every
+   neither finish nor cancel it; its buffers are the communicator's own, so
+   the caller's are free: each sum is staged in a buffer of the communicator
+   as large as the sum, at most one chunk). wd_comm_mpi_destroy, called by every
    rank, first receives the abort notices still on their way and completes
    its own (waiting WD_COMM_TIMEOUT at most, at least 60 s), then says
-   whether MPI may be finalized: WD_OK; WD_ERR_ABORTED when a collective is
-   still pending (or the other ranks did not come): its memory is kept,
-   MPI_Finalize would be erroneous, and the application ends the job with
-   MPI_Abort (as tools/wd.c does; the library never calls it). A rank that
+   whether MPI may be finalized, the same on every rank: WD_OK;
+   WD_ERR_ABORTED when a collective is still pending on a rank (or the
+   ranks did not all come): what MPI may still use is kept, no rank may
+   call MPI_Finalize, and the application ends the job with MPI_Abort from
+   one rank (tools/wd.c: rank 0, the others waiting; the library never
+   calls it). A rank that
    cannot reach destroy (its peers hang) should end the job with MPI_Abort
    as well. A process killed outright is the launcher's to report: mpirun
    ends the whole job. Every MPI call is
