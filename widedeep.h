@@ -1056,25 +1056,26 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    within 2 s (stopped, hung, or busy outside the collectives longer than
    the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
    between two collectives, a checkpoint write included), and sends that as
-   its abort. A collective that a rank left
-   waiting when it returned WD_ERR_ABORTED stays pending in MPI (MPI can
-   neither finish nor cancel it; its buffers are the communicator's own, so
-   the caller's are free: each sum is staged in a buffer of the communicator
-   as large as the sum, at most one chunk). wd_comm_mpi_destroy, called by every
-   rank, first receives the abort notices still on their way and completes
-   its own (waiting WD_COMM_TIMEOUT at most, at least 60 s), then says
-   whether MPI may be finalized, the same on every rank: WD_OK;
-   WD_ERR_ABORTED when a collective is still pending on a rank (or the
-   ranks did not all come): what MPI may still use is kept, no rank may
-   call MPI_Finalize, and the application ends the job with MPI_Abort from
-   one rank (tools/wd.c: rank 0, the others waiting; the library never
-   calls it). A rank that
-   cannot reach destroy (its peers hang) should end the job with MPI_Abort
-   as well. A process killed outright is the launcher's to report: mpirun
-   ends the whole job. Every MPI call is
-   made on the thread that calls the collectives (with wd_train: the thread
-   that calls wd_train; its worker threads make none): initialize MPI with at
-   least MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
+   its abort. A collective that a rank left waiting when it returned
+   WD_ERR_ABORTED stays pending in MPI (MPI can neither finish nor cancel
+   it); its buffers are the communicator's own (each sum is staged in one
+   as large as the sum, at most one chunk), so the caller's are free.
+   wd_comm_mpi_destroy frees a communicator that never aborted (WD_OK). One
+   of 2 ranks or more that aborted (itself or by a peer's notice) it
+   deliberately never frees:
+   MPI may still read its notices and write its pending collective until the
+   job ends; it returns WD_ERR_ABORTED: MPI must not be finalized. Since
+   that may hold on one rank alone, the ranks agree before they end (as
+   tools/wd.c's end does: an MPI_Iallreduce of "destroy said no" with MPI_MAX
+   on a communicator of the application's own): all call MPI_Finalize, or
+   one calls MPI_Abort (the library never calls it) and the others wait
+   for it (Open MPI 4.1's mpirun may hang when one rank finalizes while
+   another aborts). A rank that the others do not meet in time should end
+   the job with MPI_Abort too. A process killed outright is the launcher's
+   to report: mpirun ends the whole job. Every MPI call is made on the
+   thread that calls the collectives (with wd_train: the thread that calls
+   wd_train; its worker threads make none): initialize MPI with at least
+   MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
    workers in each process; results are bit-identical run to run for a
    given layout (processes x threads) as long as MPI's reduction order is. */
 WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out);
@@ -7684,7 +7685,7 @@ static wd_status wd__hier_create(wd_comm *ext, wd_comm **local, int T, wd__hier 
 #ifdef WD_USE_MPI
 // ---- MPI: one rank per process ----
 #define WD__MPI_NOTE 400            // an abort notice: the reason, NUL-padded
-#define WD__MPI_TAG 7               // the notices' tags follow it: kind = tag - WD__MPI_TAG
+#define WD__MPI_TAG 7
 #define WD__MPI_ASK 8               // a roll call (a rank that waited past the timeout asks who is there)
 #define WD__MPI_HERE 9              // its answer
 enum { WD__MPI_SUMS, WD__MPI_GATHERS, WD__MPI_ROUNDS };   // MPI_Iallreduce calls, whole
@@ -7695,7 +7696,7 @@ typedef struct wd__mpi {
     double timeout;
     pid_t parent;                   // the launcher (mpirun, orted, slurmstepd): gone, the job is
     int aborted;
-    char why[WD__MPI_NOTE];         // the reason, also the notice sent (kept until destroy)
+    char why[WD__MPI_NOTE];         // the reason, also the notice sent (never freed: wd_comm_mpi_destroy)
     size_t chunk;                   // the most bytes one MPI call moves per rank (WD_MPI_CHUNK_BYTES)
     long long *lens;                // (size) allgather: every rank's bytes
     MPI_Request *rq;                // (size) allgather: a round's broadcasts
@@ -7703,40 +7704,20 @@ typedef struct wd__mpi {
     long long calls[3];             // MPI calls that moved data (tests read them): WD__MPI_SUMS, _GATHERS, _ROUNDS
     uint8_t *recv;
     size_t recv_cap;
-    // What MPI may still read or write after a call returned: the notices' sends (their bytes are why and
-    // self.rank) until they complete, and a collective left pending by an abort (MPI can neither cancel nor
-    // free it): its buffers are all the communicator's own (the sum's chunk staged in sum, this rank's count in
-    // my), kept allocated while it is pending (wd_comm_mpi_destroy).
-    MPI_Request *sent;              // (3 x size) the notices sent, by kind (tag - WD__MPI_TAG) and rank
-    int *nsent, *ngot;              // (3 x size, each) how many sent to, received from each rank, by kind
-    int *xs, *xr;                   // (4 x size, each) destroy's exchange: for each rank its nsent, and whether a
-                                    // collective is pending here; each rank's for this one
-    MPI_Request one, x;             // a collective left pending; the exchange
-    MPI_Request *stale;             // the collective left pending (&one, or rq: a round of broadcasts), nstale
-    int nstale;
-    const char *stale_what;         // its name
+    // A collective that an abort left pending (MPI can neither finish nor cancel it) writes only the
+    // communicator's own buffers: the sum's chunk staged in sum, this rank's count in my, recv, lens
     long long my;                   // allgather: this rank's byte count
     float *sum;                     // allreduce: the chunk summed (of at most chunk bytes)
     size_t sum_cap;                 // (floats)
-    struct wd__mpi *kept;           // destroyed with a collective pending: the others kept (wd__mpi_kept)
 } wd__mpi;
-static wd__mpi *wd__mpi_kept;       // communicators whose memory MPI may still write: until the process ends
-// Sends a notice (its tag: WD__MPI_TAG, _ASK or _HERE) to rank q from the
-// communicator's own storage; the request is kept until it completes (a
-// notice still on its way to q is not sent twice).
+// Sends a notice, its request freed at once: from memory never freed (MPI
+// may read it until the job ends): an abort's from h->why (a communicator
+// that aborted is not freed), a roll call and its answer (a rank that never
+// aborts may answer) from wd__mpi_here (their bytes are not read: only their source).
+static const int wd__mpi_here = 1;
 static void wd__mpi_send(wd__mpi *h, const void *buf, int n, MPI_Datatype type, int q, int tag) {
-    size_t at = (size_t)(tag - WD__MPI_TAG) * (size_t)h->self.size + (size_t)q;
-    int done = 1;
-    if (h->sent[at] != MPI_REQUEST_NULL && MPI_Test(&h->sent[at], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
-    if (!done) return;
-    if (MPI_Isend(buf, n, type, q, tag, h->ctl, &h->sent[at]) == MPI_SUCCESS) h->nsent[at]++;
-    else h->sent[at] = MPI_REQUEST_NULL;
-}
-// Receives a notice that MPI_Iprobe found (s), counted.
-static int wd__mpi_take(wd__mpi *h, void *buf, int n, MPI_Datatype type, const MPI_Status *s) {
-    if (MPI_Recv(buf, n, type, s->MPI_SOURCE, s->MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 0;
-    h->ngot[(size_t)(s->MPI_TAG - WD__MPI_TAG) * (size_t)h->self.size + (size_t)s->MPI_SOURCE]++;
-    return 1;
+    MPI_Request rq;
+    if (MPI_Isend(buf, n, type, q, tag, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
 }
 
 static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
@@ -7754,8 +7735,8 @@ static void wd__mpi_answer(wd__mpi *h) {
     int flag = 0, x = 0;
     MPI_Status s;
     while (MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_ASK, h->ctl, &flag, &s) == MPI_SUCCESS && flag) {
-        if (!wd__mpi_take(h, &x, 1, MPI_INT, &s)) return;
-        wd__mpi_send(h, &h->self.rank, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE);
+        if (MPI_Recv(&x, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_ASK, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
+        wd__mpi_send(h, &wd__mpi_here, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE);
     }
 }
 // The timeout's reason, naming the ranks that do not answer a roll call
@@ -7770,12 +7751,12 @@ static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double
     if (!here) return;
     here[c->rank] = 1;
     for (int q = 0; q < c->size; q++)
-        if (q != c->rank) wd__mpi_send(h, &h->self.rank, 1, MPI_INT, q, WD__MPI_ASK);
+        if (q != c->rank) wd__mpi_send(h, &wd__mpi_here, 1, MPI_INT, q, WD__MPI_ASK);
     for (double t0 = wd__now(); wd__now() - t0 < grace;) {
         MPI_Status s;
         wd__mpi_answer(h);
         while (MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_HERE, h->ctl, &flag, &s) == MPI_SUCCESS && flag &&
-               wd__mpi_take(h, &x, 1, MPI_INT, &s))
+               MPI_Recv(&x, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE, h->ctl, MPI_STATUS_IGNORE) == MPI_SUCCESS)
             here[s.MPI_SOURCE] = 1;
         int all = 1;
         for (int q = 0; q < c->size; q++) all &= here[q];
@@ -7798,7 +7779,8 @@ static void wd__mpi_notice(wd__mpi *h) {
     if (!h->aborted) wd__mpi_answer(h);
     if (h->aborted || MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_TAG, h->ctl, &flag, &s) != MPI_SUCCESS || !flag) return;
     char msg[WD__MPI_NOTE];
-    if (!wd__mpi_take(h, msg, WD__MPI_NOTE, MPI_CHAR, &s)) snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
+    if (MPI_Recv(msg, WD__MPI_NOTE, MPI_CHAR, s.MPI_SOURCE, WD__MPI_TAG, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "rank %d failed", s.MPI_SOURCE);
     msg[WD__MPI_NOTE - 1] = 0;
     h->aborted = 1;
     snprintf(h->why, sizeof h->why, "%s", msg);
@@ -7812,41 +7794,35 @@ static wd_status wd__mpi_error(wd_comm *c, int e, const char *call) {
     return wd__fail(WD_ERR_ABORTED, "%s", ((wd__mpi *)c->impl)->why);
 }
 // Polls n started collectives until they all finish, another rank's abort
-// notice arrives or the timeout passes (yielding the core meanwhile).
-// A collective whose wait ended before it finished: MPI may still write
-// its buffers (all the communicator's own) until every rank has joined it.
-static void wd__mpi_leave(wd__mpi *h, MPI_Request *rq, int n, const char *what) {
-    if (rq != h->rq) { h->one = *rq; rq = &h->one; }   // a single request, or a round's broadcasts in h->rq
-    h->stale = rq; h->nstale = n; h->stale_what = what;
-}
+// notice arrives or the timeout passes (yielding the core meanwhile). An
+// early return leaves the collectives pending: the communicator is aborted.
 static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, int n, const char *what) {
     wd__mpi *h = (wd__mpi *)c->impl;
-    wd_status st = WD_OK;
     double t0 = wd__now();
-    for (int spin = 0; !st; spin++) {
+    for (int spin = 0;; spin++) {
         int done = 0, e = MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
-        if (e != MPI_SUCCESS) { st = wd__mpi_error(c, e, what); break; }
+        if (e != MPI_SUCCESS) return wd__mpi_error(c, e, what);
         if (done) return WD_OK;
         wd__mpi_notice(h);
-        if (h->aborted) { st = wd__fail(WD_ERR_ABORTED, "%s", h->why); break; }
+        if (h->aborted) return wd__fail(WD_ERR_ABORTED, "%s", h->why);
         double waited = wd__now() - t0;
         if (spin % 1000 == 999 && getppid() != h->parent) {   // the launcher died: nobody will end this job
             char why[WD__MPI_NOTE];
             snprintf(why, sizeof why, "the launcher (process %ld) is gone while waiting in %s", (long)h->parent, what);
             wd__mpi_abort(c, WD_ERR_ABORTED, why);
-            st = wd__fail(WD_ERR_ABORTED, "%s", h->why);
-        } else if (waited > h->timeout) {
+            return wd__fail(WD_ERR_ABORTED, "%s", h->why);
+        }
+        if (waited > h->timeout) {
             char why[WD__MPI_NOTE];
             wd__mpi_rollcall(c, what, waited, WD__MIN(2.0, h->timeout), why, sizeof why);
             wd__mpi_abort(c, WD_ERR_ABORTED, why);
-            st = wd__fail(WD_ERR_ABORTED, "%s", h->why);
-        } else if (waited > 0.01) {   // a long wait (a validation on rank 0, a slow peer): sleep between polls
+            return wd__fail(WD_ERR_ABORTED, "%s", h->why);
+        }
+        if (waited > 0.01) {   // a long wait (a validation on rank 0, a slow peer): sleep between polls
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
         } else sched_yield();   // each poll drives MPI's progress; yield the core to a peer sharing it
     }
-    wd__mpi_leave(h, rq, n, what);
-    return st;
 }
 static wd_status wd__mpi_check(wd_comm *c) {
     wd__mpi *h = (wd__mpi *)c->impl;
@@ -7938,8 +7914,7 @@ static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, c
             if (len <= off) continue;
             int k = (int)WD__MIN(len - off, h->chunk);
             e = MPI_Ibcast((uint8_t *)all[q] + off, k, MPI_BYTE, q, h->comm, &h->rq[n]);
-            if (e != MPI_SUCCESS) { wd__mpi_leave(h, h->rq, n, "MPI_Ibcast (an allgather's bytes)");
-                return wd__mpi_error(c, e, "MPI_Ibcast"); }
+            if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Ibcast");
             n++;
         }
         h->calls[WD__MPI_ROUNDS]++;
@@ -7958,7 +7933,6 @@ static wd_status wd__mpi_barrier(wd_comm *c) {
 static const wd_comm_ops wd__mpi_ops = {wd__mpi_allreduce, wd__mpi_allgather, wd__mpi_barrier, wd__mpi_abort, NULL,
                                         NULL, NULL};
 
-static void wd__mpi_free(wd__mpi *h);
 WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     if (!out) return wd__fail(WD_ERR_INVALID_ARG, "wd_comm_mpi_create: out is NULL");
     *out = NULL;
@@ -7997,17 +7971,9 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
     h->rq = (MPI_Request *)wd__calloc(sizeof(MPI_Request) * (size_t)size);
     h->cnt = (int *)wd__calloc(sizeof(int) * (size_t)size);
     h->dsp = (int *)wd__calloc(sizeof(int) * (size_t)size);
-    h->sent = (MPI_Request *)wd__calloc(sizeof(MPI_Request) * 3 * (size_t)size);
-    h->nsent = (int *)wd__calloc(sizeof(int) * 3 * (size_t)size);
-    h->ngot = (int *)wd__calloc(sizeof(int) * 3 * (size_t)size);
-    h->xs = (int *)wd__calloc(sizeof(int) * 4 * (size_t)size);
-    h->xr = (int *)wd__calloc(sizeof(int) * 4 * (size_t)size);
-    h->one = h->x = MPI_REQUEST_NULL;
     h->self.ops = &wd__mpi_ops; h->self.rank = rank; h->self.size = size; h->self.impl = h;
-    if (!h->lens || !h->rq || !h->cnt || !h->dsp || !h->sent || !h->nsent || !h->ngot || !h->xs || !h->xr) {
-        wd__mpi_free(h);
+    if (!h->lens || !h->rq || !h->cnt || !h->dsp) { wd_comm_mpi_destroy(&h->self);
         return wd__fail(WD_ERR_NOMEM, "out of memory"); }
-    for (int i = 0; i < 3 * size; i++) h->sent[i] = MPI_REQUEST_NULL;
     // The chunk: 1 GiB, or WD_MPI_CHUNK_BYTES (a test hook: tests/mpi.sh
     // proves with a few hundred bytes that chunks change no bit). Every rank
     // must split alike (the calls must match): compared here, on every rank.
@@ -8026,90 +7992,26 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
             st = wd__fail(WD_ERR_INVALID_ARG,
                           "wd_comm_mpi_create: WD_MPI_CHUNK_BYTES is %lld on rank %d, %lld on rank 0: it must be equal on every rank",
                           h->lens[q], q, h->lens[0]);
-    if (st) { wd__mpi_free(h); return st; }   // every rank fails here alike, before any notice
+    if (st) { wd_comm_mpi_destroy(&h->self); return st; }   // every rank fails here alike, before any notice
     h->chunk = (size_t)chunk;
     *out = &h->self;
     return WD_OK;
 }
-// Called by every rank, as MPI_Comm_free: first what MPI may still touch is
-// settled. The ranks exchange how many notices each sent each other, and
-// whether a collective that an abort left pending is still so (tested once
-// more: a late rank may have joined it), on the notices' communicator (no
-// collective is ever left pending there). Each receives the notices still
-// on their way to it and completes its own sends (MPI must not read a
-// notice's bytes once they are freed; at MPI_Finalize every send must have
-// been received), waiting WD_COMM_TIMEOUT at most (at least 60 s: the ranks
-// come from their own ends). A collective pending on any rank gives every
-// rank WD_ERR_ABORTED: MPI_Finalize would be erroneous, and no rank may call
-// it while another ends the job with MPI_Abort (Open MPI 4.1's mpirun then
-// hangs or crashes at times: tests/mpi.sh's mpi_end_after_abort). What is
-// still pending is never freed: MPI could write it until the job ends.
-static wd_status wd__mpi_settle(wd__mpi *h) {
-    int P = h->self.size, done = 0, flag = 0;
-    double most = WD__MAX(h->timeout, 60.0), t0 = wd__now();
-    if (h->nstale && MPI_Testall(h->nstale, h->stale, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS && done)
-        h->nstale = 0;
-    for (int q = 0; q < P; q++) {
-        for (int k = 0; k < 3; k++) h->xs[4 * q + k] = h->nsent[k * P + q];
-        h->xs[4 * q + 3] = h->nstale != 0;
-    }
-    done = 0;
-    int e = MPI_Ialltoall(h->xs, 4, MPI_INT, h->xr, 4, MPI_INT, h->ctl, &h->x);
-    while (e == MPI_SUCCESS && !done && wd__now() - t0 < most) {
-        e = MPI_Test(&h->x, &done, MPI_STATUS_IGNORE);
-        struct timespec ts = {0, 200000};
-        if (!done) nanosleep(&ts, NULL);
-    }
-    if (!done)
-        return wd__fail(WD_ERR_ABORTED, "wd_comm_mpi_destroy: %s within %.0f s (every rank calls it)",
-                        e != MPI_SUCCESS ? "the ranks' count of their notices failed" :
-                        "the other ranks did not call it", most);
-    char note[WD__MPI_NOTE];
-    for (int q = 0; q < P; q++)
-        for (int k = 0; k < 3; k++)
-            while (h->ngot[k * P + q] < h->xr[4 * q + k]) {
-                MPI_Status s;
-                if (MPI_Iprobe(q, WD__MPI_TAG + k, h->ctl, &flag, &s) != MPI_SUCCESS ||
-                    (flag && !wd__mpi_take(h, note, k ? 1 : WD__MPI_NOTE, k ? MPI_INT : MPI_CHAR, &s)) ||
-                    (!flag && wd__now() - t0 > most))
-                    return wd__fail(WD_ERR_ABORTED, "wd_comm_mpi_destroy: rank %d's notice did not arrive", q);
-            }
-    for (done = 0; !done;) {
-        if (MPI_Testall(3 * P, h->sent, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || (!done && wd__now() - t0 > most))
-            return wd__fail(WD_ERR_ABORTED, "wd_comm_mpi_destroy: this rank's notices were not received");
-    }
-    char who[96] = "";
-    size_t k = 0;
-    for (int q = 0, n = 0; q < P && k < sizeof who; q++)
-        if (h->xr[4 * q + 3]) k += (size_t)snprintf(who + k, sizeof who - k, "%s%d", n++ ? ", " : "", q);
-    if (!k) return WD_OK;
-    if (h->nstale)
-        return wd__fail(WD_ERR_ABORTED,
-                        "rank %d of %d: %s was left pending by the abort (pending on rank %s): MPI can neither finish "
-                        "nor cancel it, and no rank may call MPI_Finalize (end the job with MPI_Abort)",
-                        h->self.rank, P, h->stale_what, who);
-    return wd__fail(WD_ERR_ABORTED,
-                    "rank %d of %d: rank %s left a collective pending after the abort: MPI can neither finish nor "
-                    "cancel it, and no rank may call MPI_Finalize (end the job with MPI_Abort)", h->self.rank, P, who);
-}
-static void wd__mpi_free(wd__mpi *h) {
-    if (h->comm != MPI_COMM_NULL) MPI_Comm_free(&h->comm);
-    if (h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
-    wd__free(h->lens); wd__free(h->rq); wd__free(h->cnt); wd__free(h->dsp); wd__free(h->recv);
-    wd__free(h->sent); wd__free(h->nsent); wd__free(h->ngot); wd__free(h->xs); wd__free(h->xr); wd__free(h->sum);
-    wd__free(h);
-}
+// An aborted communicator is kept whole until the process ends: MPI may
+// still read its notices' bytes (a peer receives them late, or never) and
+// write a collective's buffers that the abort left pending. (One rank alone
+// sends no notice, and its collectives never wait.)
 WDDEF wd_status wd_comm_mpi_destroy(wd_comm *c) {
     if (!c) return WD_OK;
     wd__mpi *h = (wd__mpi *)c->impl;
-    wd_status st = wd__mpi_settle(h);
-    int done = 1, busy = h->x != MPI_REQUEST_NULL;
-    if (h->nstale && MPI_Testall(h->nstale, h->stale, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS && done)
-        h->nstale = 0;   // finished meanwhile (a late rank joined it): its memory may go
-    for (int i = 0; i < 3 * c->size; i++) busy |= h->sent[i] != MPI_REQUEST_NULL;
-    if (busy || h->nstale) { h->kept = wd__mpi_kept; wd__mpi_kept = h; }   // kept: MPI may still use it
-    else wd__mpi_free(h);
-    return st;
+    if (h->aborted && c->size > 1)
+        return wd__fail(WD_ERR_ABORTED, "rank %d of %d: the communicator aborted (%s): MPI may still use its memory, "
+                        "kept until the process ends, and must not be finalized: end the job with MPI_Abort",
+                        c->rank, c->size, h->why);
+    MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl);
+    wd__free(h->lens); wd__free(h->rq); wd__free(h->cnt); wd__free(h->dsp); wd__free(h->recv); wd__free(h->sum);
+    wd__free(h);
+    return WD_OK;
 }
 #ifdef WD_HAVE_CUDA
 WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) {

@@ -1,32 +1,34 @@
 // tests/mpi.sh's mpi_end_after_abort: under `mpirun -np 2`, built with
 // -fsanitize=address. Rank 0 waits in a collective that rank 1 does not join
 // in time: at its WD_COMM_TIMEOUT (0.5 s) rank 0 calls the roll, aborts (its
-// notices to rank 1 sent) and returns WD_ERR_ABORTED, its collective still
-// pending in MPI (MPI can neither finish nor cancel it). Every rank then
-// calls wd_comm_mpi_destroy, which receives the notices on their way to it
-// and completes its own sends before freeing them, and gives every rank the
-// same verdict: a collective pending on any rank forbids MPI_Finalize on all
-// (WD_ERR_ABORTED, naming the rank and the collective).
+// notice to rank 1 sent) and returns WD_ERR_ABORTED, its collective still
+// pending in MPI (MPI can neither finish nor cancel it). wd_comm_mpi_destroy
+// never frees a communicator that aborted (MPI may still read its notice and
+// write its collective's buffers) and says so: WD_ERR_ABORTED, MPI must not
+// be finalized; one that never aborted it frees (WD_OK). The program then
+// ends as wd-mpi does: the ranks agree (MPI_Allreduce, MAX, of "destroy said
+// no"), rank 0 calls MPI_Abort (errorcode 3) and rank 1 waits outside MPI to
+// be ended (Open MPI 4.1's mpirun may hang when a rank calls MPI_Finalize
+// while another aborts), after both printed their results (tests/testlib.h's
+// harness: each rank its PASS/FAIL lines).
 // test_late_rank_finishes_pending_collective (the sum, then the gather):
 // rank 1 joins that collective late, with MPI itself on the communicator's
-// MPI_Comm, after rank 0 freed its buffer and entered its destroy: what MPI
-// then writes on rank 0 must be the communicator's own memory (the sum
-// staged in its buffer; the gather's counts), never freed memory (before:
-// ASan's heap-use-after-free, MPI writing the sum into the caller's freed
-// buffer).
+// MPI_Comm, after rank 0 freed its buffer and destroyed the communicator:
+// what MPI then writes on rank 0 must be the communicator's own memory (the
+// sum staged in its buffer; the gather's counts), never freed memory (before
+// mpiend: ASan's heap-use-after-free, MPI writing the sum into the caller's
+// freed buffer, or the counts into the freed communicator).
 // test_notices_received_before_free: rank 0 aborts (its notice: 400 bytes,
 // sent by the rendezvous protocol here: tests/mpi.sh runs this over TCP with
 // an eager limit of 128 bytes, so MPI reads them when rank 1 receives) and
 // destroys at once; 1 s later rank 1 receives it in its next collective
-// (which it had not started: nothing pending), then destroys: rank 0's
-// destroy waits for rank 1's before freeing the notice (before: ASan's
-// heap-use-after-free, writev reading the freed notice as rank 0 sent it in
-// its next MPI call). Both may finalize (WD_OK).
-// test_pending_collective_refuses_finalize: a barrier rank 1 never joins.
-// The program then ends as wd-mpi does: rank 0 calls MPI_Abort (errorcode
-// 3), rank 1 waits outside MPI to be ended (Open MPI 4.1's mpirun may hang
-// when a rank calls MPI_Finalize while another aborts), after both printed
-// their results (tests/testlib.h's harness: each rank its PASS/FAIL lines).
+// (which it had not started: nothing pending), while rank 0 is in the next
+// test's MPI calls: the notice's bytes must still be there (before mpiend:
+// ASan's heap-use-after-free, writev reading the freed notice).
+// test_pending_collective_refuses_finalize: a communicator that never
+// aborted is freed (WD_OK on both ranks); then a barrier rank 1 never joins:
+// rank 0's communicator is kept (read after destroy: ASan would report a
+// freed one), rank 1's, which never learnt of the abort, freed.
 #define WIDEDEEP_IMPLEMENTATION
 #include "../widedeep.h"
 #include "testlib.h"
@@ -58,6 +60,7 @@ static wd_comm *make(void) {
     if (c && c->size != 2) { printf("  run it on 2 ranks\n"); wd_comm_mpi_destroy(c); c = NULL; CHECK(0); }
     return c;
 }
+static int g_abort;   // a destroy said WD_ERR_ABORTED here: MPI may not be finalized
 static void test_late_rank_finishes_pending_collective(void) {
     for (int sum = 1; sum >= 0; sum--) {
         wd_comm *c = make();
@@ -66,8 +69,7 @@ static void test_late_rank_finishes_pending_collective(void) {
             struct timespec ts = {2, 500000000};
             nanosleep(&ts, NULL);   // rank 0 timed out (0.5 s, then 0.5 s of roll call), freed its buffer
             join_late(c, sum);
-            CHECK(wd_comm_mpi_destroy(c) == WD_ERR_ABORTED);
-            CHECK(strstr(wd_last_error(), "rank 1 of 2: rank 0 left a collective pending after the abort: ") != NULL);
+            CHECK_OK(wd_comm_mpi_destroy(c));   // it never aborted: freed (its notice never received)
         } else {
             float *buf = (float *)calloc(64, sizeof(float));
             unsigned char bytes[40] = {1};
@@ -78,8 +80,11 @@ static void test_late_rank_finishes_pending_collective(void) {
             CHECK(strstr(wd_last_error(), "rank 1 did not answer") != NULL);
             free(buf);   // the caller's buffer is the caller's: MPI must not write into it any more
             CHECK(wd_comm_mpi_destroy(c) == WD_ERR_ABORTED);
-            CHECK(strstr(wd_last_error(), sum ? "rank 0 of 2: the dense gradient's MPI_Allreduce was left pending" :
-                         "rank 0 of 2: MPI_Allgather (the byte counts) was left pending") != NULL);
+            CHECK(strstr(wd_last_error(), "rank 0 of 2: the communicator aborted (rank 0 failed (aborted): waited "));
+            CHECK(strstr(wd_last_error(), sum ? "s in the dense gradient's MPI_Allreduce" :
+                         "s in MPI_Allgather (the byte counts)") != NULL);
+            CHECK(strstr(wd_last_error(), "must not be finalized: end the job with MPI_Abort") != NULL);
+            g_abort = 1;
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -93,25 +98,25 @@ static void test_notices_received_before_free(void) {
         CHECK(c->ops->barrier(c) == WD_ERR_ABORTED);
         CHECK(strstr(wd_last_error(), "rank 0 failed (I/O error): a test's failure") != NULL);
     }
-    CHECK_OK(wd_comm_mpi_destroy(c));
+    CHECK(wd_comm_mpi_destroy(c) == WD_ERR_ABORTED);   // aborted by itself or by the notice: kept
+    CHECK(strstr(wd_last_error(), "the communicator aborted (rank 0 failed (I/O error): a test's failure)") != NULL);
+    g_abort = 1;
 }
-static int g_abort;   // MPI may not be finalized: rank 0 ends the job with MPI_Abort
 static void test_pending_collective_refuses_finalize(void) {
-    wd_comm *c = make();
+    wd_comm *c = NULL;
+    REQUIRE_OK(wd_comm_mpi_create(MPI_COMM_WORLD, &c));   // the default timeout: rank 1 comes from test 2
+    CHECK_OK(c->ops->barrier(c));
+    CHECK_OK(wd_comm_mpi_destroy(c));   // never aborted: freed
+    c = make();
     REQUIRE(c);
-    wd_status st;
-    if (c->rank == 1) {
-        st = wd_comm_mpi_destroy(c);
-        CHECK(strstr(wd_last_error(), "rank 1 of 2: rank 0 left a collective pending after the abort: ") != NULL);
-    } else {
+    if (c->rank == 1) CHECK_OK(wd_comm_mpi_destroy(c));   // never aborted (nor polled: its notice unread)
+    else {
         CHECK(c->ops->barrier(c) == WD_ERR_ABORTED);
-        st = wd_comm_mpi_destroy(c);
-        CHECK(strstr(wd_last_error(), "rank 0 of 2: MPI_Barrier was left pending by the abort (pending on rank 0)"));
-        CHECK(wd__mpi_kept && wd__mpi_kept->nstale == 1);   // its memory kept
+        CHECK(wd_comm_mpi_destroy(c) == WD_ERR_ABORTED);
+        CHECK(strstr(wd_last_error(), "rank 0 of 2: the communicator aborted (rank 0 failed (aborted): waited "));
+        CHECK(strstr(wd_last_error(), "s in MPI_Barrier for the other ranks") != NULL);
+        CHECK(((wd__mpi *)c->impl)->aborted && ((wd__mpi *)c->impl)->self.size == 2);   // kept (ASan: not freed)
     }
-    CHECK(st == WD_ERR_ABORTED);
-    CHECK(strstr(wd_last_error(), "no rank may call MPI_Finalize (end the job with MPI_Abort)") != NULL);
-    g_abort = st == WD_ERR_ABORTED;
 }
 int main(int argc, char **argv) {
     int level = 0;
@@ -123,9 +128,10 @@ int main(int argc, char **argv) {
     RUN(test_pending_collective_refuses_finalize);
     int rc = test_summary("mpi_end");
     fflush(stdout);
-    MPI_Barrier(MPI_COMM_WORLD);   // both ranks' results are out
-    if (g_abort && me == 0) MPI_Abort(MPI_COMM_WORLD, rc ? rc : 3);   // 3: ended as wd_comm_mpi_destroy said
-    for (int i = 0; g_abort && i < 600; i++) usleep(100000);   // ended by rank 0's MPI_Abort
+    int any = 0;   // the ranks' verdict, as wd-mpi's end reaches it; both ranks' results are out
+    MPI_Allreduce(&g_abort, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any && me == 0) MPI_Abort(MPI_COMM_WORLD, rc ? rc : 3);   // 3: ended as wd_comm_mpi_destroy said
+    for (int i = 0; any && i < 600; i++) usleep(100000);   // ended by rank 0's MPI_Abort
     MPI_Finalize();
     return rc;
 }
