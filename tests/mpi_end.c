@@ -15,15 +15,15 @@
 // rank 1 joins that collective late, with MPI itself on the communicator's
 // MPI_Comm, after rank 0 freed its buffer and destroyed the communicator:
 // what MPI then writes on rank 0 must be the communicator's own memory (the
-// sum staged in its buffer; the gather's counts), never freed memory (before
-// mpiend: ASan's heap-use-after-free, MPI writing the sum into the caller's
-// freed buffer, or the counts into the freed communicator).
+// sum staged in its buffer; the gather's counts), never freed memory (at
+// 27fd887: ASan's heap-use-after-free, MPI writing the sum into the caller's
+// freed buffer; freeing the aborted communicator: into its freed staging).
 // test_notices_received_before_free: rank 0 aborts (its notice: 400 bytes,
 // sent by the rendezvous protocol here: tests/mpi.sh runs this over TCP with
 // an eager limit of 128 bytes, so MPI reads them when rank 1 receives) and
 // destroys at once; 1 s later rank 1 receives it in its next collective
 // (which it had not started: nothing pending), while rank 0 is in the next
-// test's MPI calls: the notice's bytes must still be there (before mpiend:
+// test's MPI calls: the notice's bytes must still be there (at 27fd887:
 // ASan's heap-use-after-free, writev reading the freed notice).
 // test_pending_collective_refuses_finalize: a communicator that never
 // aborted is freed (WD_OK on both ranks); then a barrier rank 1 never joins:
