@@ -192,6 +192,7 @@
             - test hooks (WD_CPU_TEST_FAIL, WD_CUDA_TEST_FAIL) compiled only under WD_TESTING
             - one WD_COMM_TIMEOUT rule (wd_comm_timeout, 600 s by default) for every communicator, the CPU workers' too
             - wd_rank_failure: the one wording of "rank R failed (status): reason"
+            - MPI after an abort: wd_comm_mpi_destroy keeps an aborted communicator (MPI must not be finalized)
             - wd_cuda_desc (wd_train_desc.cuda, wd_eval_desc.cuda): the CUDA settings; WD_CUDA_* are overrides
             - a failed GPU step whose updates ran leaves the replica unsafe: no download, save or publish of it
             - Arrow C streams: wd_text_spec_arrow, wd_convert from a stream, wd_arrow_reader_* (a training source)
@@ -1546,17 +1547,30 @@ WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
    within 2 s (stopped, hung, or busy outside the collectives longer than
    the timeout: WD_COMM_TIMEOUT must exceed the longest work a rank does
    between two collectives, a checkpoint write included), and sends that as
-   its abort. A program whose rank
-   failed should then end the job (MPI_Abort, as tools/wd.c does): a
-   collective left pending cannot be finished. A process killed outright is
-   the launcher's to report: mpirun ends the whole job. Every MPI call is
-   made on the thread that calls the collectives (with wd_train: the thread
-   that calls wd_train; its worker threads make none): initialize MPI with at
-   least MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
+   its abort. A collective that a rank left waiting when it returned
+   WD_ERR_ABORTED stays pending in MPI (MPI can neither finish nor cancel
+   it); its buffers are the communicator's own (each sum is staged in one
+   as large as the sum, at most one chunk), so the caller's are free.
+   wd_comm_mpi_destroy frees a communicator that never aborted (WD_OK). One
+   of 2 ranks or more that aborted (itself or by a peer's notice) it
+   deliberately never frees:
+   MPI may still read its notices and write its pending collective until the
+   job ends; it returns WD_ERR_ABORTED: MPI must not be finalized. Since
+   that may hold on one rank alone, the ranks agree before they end (as
+   tools/wd.c's end does: an MPI_Iallreduce of "destroy said no" with MPI_MAX
+   on a communicator of the application's own): all call MPI_Finalize, or
+   one calls MPI_Abort (the library never calls it) and the others wait
+   for it (Open MPI 4.1's mpirun may hang when one rank finalizes while
+   another aborts). A rank that the others do not meet in time should end
+   the job with MPI_Abort too. A process killed outright is the launcher's
+   to report: mpirun ends the whole job. Every MPI call is made on the
+   thread that calls the collectives (with wd_train: the thread that calls
+   wd_train; its worker threads make none): initialize MPI with at least
+   MPI_THREAD_FUNNELED. The CPU device then trains with `threads`
    workers in each process; results are bit-identical run to run for a
    given layout (processes x threads) as long as MPI's reduction order is. */
 WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out);
-WDDEF void wd_comm_mpi_destroy(wd_comm *c);
+WDDEF wd_status wd_comm_mpi_destroy(wd_comm *c);
 #endif
 
 #ifdef WD_HAVE_CUDA
@@ -7792,7 +7806,7 @@ typedef struct wd__mpi {
     double timeout;
     pid_t parent;                   // the launcher (mpirun, orted, slurmstepd): gone, the job is
     int aborted;
-    char why[WD__MPI_NOTE];         // the reason, also the notice sent (kept until destroy)
+    char why[WD__MPI_NOTE];         // the reason, also the notice sent (never freed: wd_comm_mpi_destroy)
     size_t chunk;                   // the most bytes one MPI call moves per rank (WD_MPI_CHUNK_BYTES)
     long long *lens;                // (size) allgather: every rank's bytes
     MPI_Request *rq;                // (size) allgather: a round's broadcasts
@@ -7800,7 +7814,21 @@ typedef struct wd__mpi {
     long long calls[3];             // MPI calls that moved data (tests read them): WD__MPI_SUMS, _GATHERS, _ROUNDS
     uint8_t *recv;
     size_t recv_cap;
+    // A collective that an abort left pending (MPI can neither finish nor cancel it) writes only the
+    // communicator's own buffers: the sum's chunk staged in sum, this rank's count in my, recv, lens
+    long long my;                   // allgather: this rank's byte count
+    float *sum;                     // allreduce: the chunk summed (of at most chunk bytes)
+    size_t sum_cap;                 // (floats)
 } wd__mpi;
+// Sends a notice, its request freed at once: from memory never freed (MPI
+// may read it until the job ends): an abort's from h->why (a communicator
+// that aborted is not freed), a roll call and its answer (a rank that never
+// aborts may answer) from wd__mpi_here (their bytes are not read: only their source).
+static const int wd__mpi_here = 1;
+static void wd__mpi_send(wd__mpi *h, const void *buf, int n, MPI_Datatype type, int q, int tag) {
+    MPI_Request rq;
+    if (MPI_Isend(buf, n, type, q, tag, h->ctl, &rq) == MPI_SUCCESS) MPI_Request_free(&rq);
+}
 
 static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     wd__mpi *h = (wd__mpi *)c->impl;
@@ -7808,11 +7836,8 @@ static void wd__mpi_abort(wd_comm *c, wd_status st, const char *why) {
     h->aborted = 1;
     memset(h->why, 0, sizeof h->why);
     wd_rank_failure(h->why, sizeof h->why, c->rank, st, why);
-    for (int q = 0; q < c->size; q++) {   // small messages: sent at once, whatever the others do
-        MPI_Request rq;
-        if (q != c->rank && MPI_Isend(h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG, h->ctl, &rq) == MPI_SUCCESS)
-            MPI_Request_free(&rq);
-    }
+    for (int q = 0; q < c->size; q++)   // started at once, whatever the others do; why is not written again
+        if (q != c->rank) wd__mpi_send(h, h->why, WD__MPI_NOTE, MPI_CHAR, q, WD__MPI_TAG);
 }
 // A roll call from a rank that waited past its timeout: answered at once
 // (any rank polling a collective is there; a stopped one is not).
@@ -7821,9 +7846,7 @@ static void wd__mpi_answer(wd__mpi *h) {
     MPI_Status s;
     while (MPI_Iprobe(MPI_ANY_SOURCE, WD__MPI_ASK, h->ctl, &flag, &s) == MPI_SUCCESS && flag) {
         if (MPI_Recv(&x, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_ASK, h->ctl, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
-        MPI_Request rq;
-        if (MPI_Isend(&h->self.rank, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE, h->ctl, &rq) == MPI_SUCCESS)
-            MPI_Request_free(&rq);
+        wd__mpi_send(h, &wd__mpi_here, 1, MPI_INT, s.MPI_SOURCE, WD__MPI_HERE);
     }
 }
 // The timeout's reason, naming the ranks that do not answer a roll call
@@ -7837,12 +7860,8 @@ static void wd__mpi_rollcall(wd_comm *c, const char *what, double waited, double
     size_t k = (size_t)snprintf(why, n, "waited %.0f s in %s for the other ranks: timeout", waited, what);
     if (!here) return;
     here[c->rank] = 1;
-    for (int q = 0; q < c->size; q++) {
-        MPI_Request rq;
-        // from the communicator's own storage: the freed request's send may outlive this call
-        if (q != c->rank && MPI_Isend(&h->self.rank, 1, MPI_INT, q, WD__MPI_ASK, h->ctl, &rq) == MPI_SUCCESS)
-            MPI_Request_free(&rq);
-    }
+    for (int q = 0; q < c->size; q++)
+        if (q != c->rank) wd__mpi_send(h, &wd__mpi_here, 1, MPI_INT, q, WD__MPI_ASK);
     for (double t0 = wd__now(); wd__now() - t0 < grace;) {
         MPI_Status s;
         wd__mpi_answer(h);
@@ -7885,7 +7904,8 @@ static wd_status wd__mpi_error(wd_comm *c, int e, const char *call) {
     return wd__fail(WD_ERR_ABORTED, "%s", ((wd__mpi *)c->impl)->why);
 }
 // Polls n started collectives until they all finish, another rank's abort
-// notice arrives or the timeout passes (yielding the core meanwhile).
+// notice arrives or the timeout passes (yielding the core meanwhile). An
+// early return leaves the collectives pending: the communicator is aborted.
 static wd_status wd__mpi_wait(wd_comm *c, MPI_Request *rq, int n, const char *what) {
     wd__mpi *h = (wd__mpi *)c->impl;
     double t0 = wd__now();
@@ -7926,13 +7946,24 @@ static wd_status wd__mpi_allreduce(wd_comm *c, float *buf, size_t n) {
     wd__mpi *h = (wd__mpi *)c->impl;
     WD__TRY(wd__mpi_check(c));
     size_t most = WD__MAX(h->chunk / sizeof(float), 1);
+    if (WD__MIN(n, most) > h->sum_cap) {   // each chunk summed in the communicator's own buffer: a sum left
+                                           // pending by an abort may write it until the job ends
+        float *p = (float *)wd__malloc(sizeof(float) * WD__MIN(n, most));
+        if (!p) { wd__mpi_abort(c, WD_ERR_NOMEM, "out of memory for the dense gradient's sum");
+            return wd__fail(WD_ERR_NOMEM, "out of memory for the %zu floats of the dense gradient's sum", n); }
+        wd__free(h->sum);
+        h->sum = p;
+        h->sum_cap = WD__MIN(n, most);
+    }
     for (size_t at = 0; at < n;) {
         int k = (int)WD__MIN(n - at, most);
         MPI_Request rq;
-        int e = MPI_Iallreduce(MPI_IN_PLACE, buf + at, k, MPI_FLOAT, MPI_SUM, h->comm, &rq);
+        memcpy(h->sum, buf + at, sizeof(float) * (size_t)k);
+        int e = MPI_Iallreduce(MPI_IN_PLACE, h->sum, k, MPI_FLOAT, MPI_SUM, h->comm, &rq);
         if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "the dense gradient's MPI_Iallreduce");
         h->calls[WD__MPI_SUMS]++;
         WD__TRY(wd__mpi_wait(c, &rq, 1, "the dense gradient's MPI_Allreduce"));
+        memcpy(buf + at, h->sum, sizeof(float) * (size_t)k);
         at += (size_t)k;
     }
     return WD_OK;
@@ -7947,9 +7978,9 @@ static wd_status wd__mpi_allreduce(wd_comm *c, float *buf, size_t n) {
 static wd_status wd__mpi_allgather(wd_comm *c, const void *mine, size_t bytes, const void **all, size_t *sizes) {
     wd__mpi *h = (wd__mpi *)c->impl;
     WD__TRY(wd__mpi_check(c));
-    long long my = (long long)bytes;
+    h->my = (long long)bytes;
     MPI_Request rq;
-    int e = MPI_Iallgather(&my, 1, MPI_LONG_LONG, h->lens, 1, MPI_LONG_LONG, h->comm, &rq);
+    int e = MPI_Iallgather(&h->my, 1, MPI_LONG_LONG, h->lens, 1, MPI_LONG_LONG, h->comm, &rq);
     if (e != MPI_SUCCESS) return wd__mpi_error(c, e, "MPI_Iallgather");
     WD__TRY(wd__mpi_wait(c, &rq, 1, "MPI_Allgather (the byte counts)"));
     size_t total = 0, most = 0;
@@ -8070,19 +8101,26 @@ WDDEF wd_status wd_comm_mpi_create(MPI_Comm comm, wd_comm **out) {
             st = wd__fail(WD_ERR_INVALID_ARG,
                           "wd_comm_mpi_create: WD_MPI_CHUNK_BYTES is %lld on rank %d, %lld on rank 0: it must be equal on every rank",
                           h->lens[q], q, h->lens[0]);
-    if (st) { wd_comm_mpi_destroy(&h->self); return st; }
+    if (st) { wd_comm_mpi_destroy(&h->self); return st; }   // every rank fails here alike, before any notice
     h->chunk = (size_t)chunk;
     *out = &h->self;
     return WD_OK;
 }
-// After an abort the communicators are left to MPI_Abort/MPI_Finalize: a
-// collective may still be pending on them.
-WDDEF void wd_comm_mpi_destroy(wd_comm *c) {
-    if (!c) return;
+// An aborted communicator is kept whole until the process ends: MPI may
+// still read its notices' bytes (a peer receives them late, or never) and
+// write a collective's buffers that the abort left pending. (One rank alone
+// sends no notice, and its collectives never wait.)
+WDDEF wd_status wd_comm_mpi_destroy(wd_comm *c) {
+    if (!c) return WD_OK;
     wd__mpi *h = (wd__mpi *)c->impl;
-    if (!h->aborted) { MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl); }
-    wd__free(h->lens); wd__free(h->rq); wd__free(h->cnt); wd__free(h->dsp); wd__free(h->recv);
+    if (h->aborted && c->size > 1)
+        return wd__fail(WD_ERR_ABORTED, "rank %d of %d: the communicator aborted (%s): MPI may still use its memory, "
+                        "kept until the process ends, and must not be finalized: end the job with MPI_Abort",
+                        c->rank, c->size, h->why);
+    MPI_Comm_free(&h->comm); MPI_Comm_free(&h->ctl);
+    wd__free(h->lens); wd__free(h->rq); wd__free(h->cnt); wd__free(h->dsp); wd__free(h->recv); wd__free(h->sum);
     wd__free(h);
+    return WD_OK;
 }
 #ifdef WD_HAVE_CUDA
 WDDEF wd_status wd_comm_nccl_init_mpi(MPI_Comm comm, int device, wd_comm **out) {

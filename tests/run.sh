@@ -21,7 +21,7 @@
 B=${1:-build}; DATA=${2:-../shared/data}
 CLI_TESTS=125                      # the tests in tests/cli.sh
 CONSUMER_TESTS=6                    # the tests in tests/consumer.sh
-MPI_TESTS=23                        # the tests in tests/mpi.sh
+MPI_TESTS=24                        # the tests in tests/mpi.sh
 ECOSYSTEM_TESTS=13                  # the tests in tests/ecosystem.sh
 PYTHON_TESTS=8                      # the tests in tests/test_python.py
 TEST_TIMEOUT=${WD_TEST_TIMEOUT:-300}   # seconds per binary

@@ -1817,13 +1817,13 @@ static void warn_after_error(const char *path, const wd_model *m) {
 // validation blocks (the library gathers them); rank 0 alone writes --save,
 // --log and progress; every rank reports its own errors. A failed rank aborts the
 // communicator (the library's fail-fast rule: every other rank's wd_train ends naming
-// it); when every rank then reaches the end they all finalize, else the job is ended
-// (MPI_Abort); a stop (SIGINT/SIGTERM to every rank, as mpirun sends on Ctrl-C) ends
-// every rank at the same step.
+// it); when every rank then reaches the end they all finalize, unless a communicator
+// aborted (mpi_end), else the job is ended (MPI_Abort); a stop (SIGINT/SIGTERM
+// to every rank, as mpirun sends on Ctrl-C) ends every rank at the same step.
 #ifdef WD_USE_MPI
 static int g_mpi_rank, g_mpi_size = 1, g_mpi_init, g_mpi_trained;   // trained: wd_train was called
 static wd_comm *g_mpi_comm;
-static MPI_Comm g_mpi_end = MPI_COMM_NULL;   // mpi_end's barrier alone (no other collective is ever on it)
+static MPI_Comm g_mpi_end = MPI_COMM_NULL;   // mpi_end's reduction alone (no other collective is ever on it)
 static int env_int(const char *a, const char *b, int dflt) {
     const char *v = getenv(a);
     if (!v || !*v) v = getenv(b);
@@ -1907,14 +1907,17 @@ static int mpi_begin(wd_train_desc *td, const char *save, const char *tb) {
     td->comm = g_mpi_comm;
     return 0;
 }
-// Ends MPI. The ranks wait for each other here (a barrier on a
-// communicator of its own, at most WD_COMM_TIMEOUT (at least 60 s):
-// rank 0 may be saving the model after an error, and a shorter wait's
-// MPI_Abort would kill it mid-save): when every rank came, all finalize, each with its own
-// exit status and message (one rank's failure aborts the communicator and
-// ends every rank's wd_train; rank 0 alone failing its final save).
-// Else a failed rank ends the job (MPI_Abort), since some rank may still
-// wait for it in a collective.
+// Ends MPI. The ranks agree here how to end: an MPI_Iallreduce (MAX) on a
+// communicator of its own of "my communicator's destroy said no" (it
+// aborted: what MPI may still use is kept, and MPI must not be finalized),
+// waited for WD_COMM_TIMEOUT at most (at least 60 s: rank 0 may be saving the
+// model after an error, and a shorter wait's MPI_Abort would kill it
+// mid-save). Every rank that came has the same verdict: all finalize, each
+// with its own exit status and message (rank 0 alone failing its final
+// save), or rank 0 ends the job (MPI_Abort with its exit status) and the
+// others wait for it outside MPI (Open MPI 4.1's mpirun hung in 3 of 12 runs
+// when one rank aborted beside another's MPI_Finalize). A rank that the
+// others did not meet in time ends the job too.
 static int mpi_end(int rc) {
     if (!g_mpi_init) return rc;
     // failed after MPI started, before wd_train (its --log, --tensorboard):
@@ -1924,28 +1927,43 @@ static int mpi_end(int rc) {
                                g_errline[0] ? g_errline : "failed before training started");
     fflush(stdout);
     fflush(stderr);
-    if (g_mpi_size > 1) {
-        MPI_Request rq;
-        int done = 0;
-        double most = wd_comm_timeout();   // a step (a save) may take that long
-        most = most > 60.0 ? most : 60.0;
-        if (g_mpi_end != MPI_COMM_NULL && MPI_Ibarrier(g_mpi_end, &rq) == MPI_SUCCESS)
-            for (double t0 = now_s(); !done && now_s() - t0 < most;) {
-                if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-                if (!done) usleep(1000);
-            }
-        if (!done && rc != 0 && rc < 128) {
-            fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
-            MPI_Abort(MPI_COMM_WORLD, rc);
-        }
-    }
-    if (g_mpi_end != MPI_COMM_NULL) MPI_Comm_free(&g_mpi_end);
 #ifdef WD_HAVE_CUDA
-    if (g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum) wd_comm_nccl_destroy(g_mpi_comm);
-    else
+    int nccl = g_mpi_comm && g_mpi_comm->ops->stream_allreduce_sum;   // (destroyed once every rank is here)
+#else
+    int nccl = 0;
 #endif
-    wd_comm_mpi_destroy(g_mpi_comm);
-    g_mpi_comm = NULL;
+    int no = !nccl && wd_comm_mpi_destroy(g_mpi_comm) != WD_OK, any = 1, done = 0;
+    if (!nccl) g_mpi_comm = NULL;
+    double most = wd_comm_timeout();   // a step (a save) may take that long
+    most = most > 60.0 ? most : 60.0;
+    MPI_Request rq;
+    if (g_mpi_end != MPI_COMM_NULL && MPI_Iallreduce(&no, &any, 1, MPI_INT, MPI_MAX, g_mpi_end, &rq) == MPI_SUCCESS)
+        for (double t0 = now_s(); !done && now_s() - t0 < most;) {
+            if (MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+            if (!done) usleep(1000);
+        }
+    if (done) {   // every rank is here, its work done: mpirun's SIGTERM (after rank 0's MPI_Abort) ends it quietly
+        signal(SIGTERM, SIG_DFL);
+        MPI_Comm_free(&g_mpi_end);
+#ifdef WD_HAVE_CUDA
+        if (nccl) wd_comm_nccl_destroy(g_mpi_comm);
+        g_mpi_comm = NULL;
+#endif
+    }
+    if (done && any && g_mpi_rank != 0)   // rank 0 alone ends the job
+        for (int i = 0; i < 600; i++) usleep(100000);
+    if (!done || any) {   // MPI may not be finalized, or the end's reduction is still pending
+        if (done) fprintf(stderr, "wd: rank %d of %d: a rank's communicator aborted, so MPI must not be finalized: "
+                          "ending the job (exit status %d)\n", g_mpi_rank, g_mpi_size, rc ? rc : 1);
+        else if (rc != 0 && rc < 128)
+            fprintf(stderr, "wd: rank %d of %d failed (exit status %d): ending the job\n", g_mpi_rank, g_mpi_size, rc);
+        else fprintf(stderr, "wd: rank %d of %d: the other ranks did not reach the end within %.0f s: ending the job "
+                     "(exit status %d)\n", g_mpi_rank, g_mpi_size, most, rc ? rc : 1);
+        fflush(stderr);
+        signal(SIGTERM, SIG_IGN);   // mpirun's, as it ends the job, must not cut this rank's abort short (mpirun
+                                    // then lost its report and exited 0); it exits in MPI_Abort
+        MPI_Abort(MPI_COMM_WORLD, rc ? rc : 1);
+    }
     MPI_Finalize();
     return rc;
 }
