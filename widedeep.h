@@ -53,7 +53,7 @@
                        wd_convert from a stream, wd_arrow_reader_* (a
                        training source): columns mapped as CSV's
    tier 3: internal, declared only where WIDEDEEP_IMPLEMENTATION or
-   WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu; the tests of the backends)
+   WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu, tools/wd.c, the backends' tests)
      2. Status         wd_error_hold: clean-up keeps the first error
     13. Model          wd_opt*: the per-coordinate update rules; wd_bf16_bits
     17. Device         wd_model_view, wd_backend_ops, wd_device_ops, wd_plan,
@@ -197,6 +197,8 @@
             - a failed GPU step whose updates ran leaves the replica unsafe: no download, save or publish of it
             - Arrow C streams: wd_text_spec_arrow, wd_convert from a stream, wd_arrow_reader_* (a training source)
             - an Arrow reader decodes ahead within the budgets of its desc (wd_arrow_reader_desc: threads, ram_bytes)
+            - an Arrow reader's read-ahead: 1 thread by default, also as a GPU run's source (was cores / ranks)
+            - removed: wd_env_number (wd_comm_timeout, internal, reads WD_COMM_TIMEOUT)
             - the Python package (python/): the header through a CPython extension
             - the first error of a call wins: clean-up never rewrites wd_last_error() (wd_error_hold)
             - the library's threads block asynchronous signals: a process's signals run the application's handlers only
@@ -239,6 +241,7 @@
 // call them, and the CUDA backend, which links against the extern
 // functions, is not available.
 #ifdef WD_STATIC
+#define WD__DECLS_STATIC        // the declarations were made static (checked again by the implementation)
 #if defined(__GNUC__) || defined(__clang__)
 #define WDDEF static __attribute__((unused))
 #else
@@ -938,7 +941,8 @@ typedef struct wd_model_info {
     int contract;                   // 1: its training files' input contract is recorded (wd_model_spec gives its
                                     // input format; WD_ERR_UNSUPPORTED where the files carried none)
     const struct wd_vocab *vocab;   // the recorded vocabularies (NULL: none; see wd_vocab_size), valid until the
-                                    // model is trained, swapped or destroyed
+                                    // model is trained, swapped or destroyed; not while it trains (wd_model_spec
+                                    // then gives the published snapshot's)
     int64_t batch_size;             // of the run that reached its position (0: never trained)
     uint64_t data_fp;               // that run's training files' fingerprint (0: none recorded)
     // bytes of floats as the model holds them: the wide part's tables, dense weights and bias; the embedding
@@ -1075,7 +1079,7 @@ WDDEF wd_status wd_memory_available(uint64_t *bytes);
 
 // ---- 5. Batch -------------------------------------------------------------------
 // Decoded samples. One allocation (`mem`) holds every array.
-typedef struct wd_batch {
+struct wd_batch {   // (the typedef: tier 1)
     int n;                          // samples held
     int cap;                        // sample capacity
     int ndense, nslots;
@@ -1089,7 +1093,7 @@ typedef struct wd_batch {
     void *mem;
     size_t mem_bytes;
     const wd_allocator *alloc;      // NULL: the global hooks; set before the first reserve
-} wd_batch;
+};
 
 WDDEF wd_status wd_batch_init(wd_batch *b, const wd_schema *s, int cap, int64_t nnz_cap);
 // The same, with memory from `a` (e.g. pinned host memory for device copies).
@@ -1223,7 +1227,7 @@ WDDEF void wd_decoder_stats(const wd_decoder *d, wd_decode_stats *out);
 // ---- 8. Text parsers -----------------------------------------------------------------
 typedef enum wd_text_format { WD_FMT_CRITEO = 0, WD_FMT_LIBSVM, WD_FMT_CSV } wd_text_format;
 typedef struct wd_range_map { uint32_t lo, hi; int slot; } wd_range_map;   // [lo, hi]
-typedef struct wd_text_spec {
+struct wd_text_spec {   // (the typedef: tier 1)
     int format;                     // wd_text_format
     wd_schema schema;               // output schema (filled by wd_text_spec_* helpers)
     // LibSVM: feature index ranges; index idx in a slot range becomes id idx-lo
@@ -1244,7 +1248,7 @@ typedef struct wd_text_spec {
     int nderived;                   // CSV: derived slots (wd_csv_desc.derive), the schema's last ones
     struct { int col, from, to, weekday; } derived[WD_MAX_SLOTS];
     const struct wd_vocab *vocab;   // optional, owned: categorical values -> dense ids (wd_text_spec_vocab)
-} wd_text_spec;
+};
 /* A spec owns what it holds: wd_text_spec_vocab and wd_model_spec give it a
    copy of a vocabulary, released by wd_text_spec_free (a spec without one
    needs no freeing; freeing twice, or a zeroed spec, is harmless). The
@@ -1501,7 +1505,6 @@ WDDEF void wd_loader_stats_get(const wd_loader *l, wd_loader_stats *s);
    reason"; a collective that waits longer than the timeout aborts everyone
    the same way (never a hang). Where an abort cannot reach the other ranks
    (NCCL between processes), they end at the timeout (WD_COMM_TIMEOUT). */
-typedef struct wd_comm wd_comm;
 typedef struct wd_comm_ops {
     // in-place sum of n floats over all ranks
     wd_status (*allreduce_sum)(wd_comm *c, float *buf, size_t n);
@@ -1524,7 +1527,7 @@ typedef struct wd_comm_ops {
 } wd_comm_ops;
 struct wd_comm { const wd_comm_ops *ops; int rank, size; void *impl; };
 
-// nranks communicators sharing memory (one per thread); timeout_s 0: wd_comm_timeout() (600 s by default).
+// nranks communicators sharing memory (one per thread); timeout_s 0: WD_COMM_TIMEOUT (600 s by default).
 // The dense allreduce is a ring: reduce-scatter then allgather in 2(n-1) steps.
 WDDEF wd_status wd_comm_local_create(int nranks, double timeout_s, wd_comm **ranks);
 WDDEF void wd_comm_local_destroy(wd_comm **ranks, int nranks);
@@ -1803,7 +1806,7 @@ typedef struct wd_arrow_reader_desc {
     const wd_text_spec *spec;       // required
     int batch_size;                 // rows a batch (required: 1..WD_MAX_BLOCK_SAMPLES)
     int unlabeled;                  // 1: the label column may be absent (prediction; labels 0)
-    int threads;                    // read-ahead threads, 0..256 (0: 1)
+    int threads;                    // read-ahead threads, 0..256 (0: 1; a GPU rank's loader takes cores/ranks)
     size_t ram_bytes;               // decoded batches' budget, at least 2 batches (0: available memory / 4)
 } wd_arrow_reader_desc;
 typedef struct wd_arrow_reader wd_arrow_reader;
@@ -1829,7 +1832,8 @@ WDDEF void wd_arrow_reader_close(wd_arrow_reader *r);
 // What the library's own files build on: the device contract of widedeep_cuda.cu (section 17), the
 // per-coordinate update rules its kernels share with the CPU's (section 13) and wd_error_hold (section 2).
 // Declared only where WIDEDEEP_IMPLEMENTATION or WIDEDEEP_INTERNAL is defined (widedeep_cuda.cu and the
-// tests of the backends define WIDEDEEP_INTERNAL before the include): a program's files never see these
+// tests of the backends, and tools/wd.c for the device plan `wd train --plan` prints and wd_comm_timeout,
+// define WIDEDEEP_INTERNAL before the include): a program's files never see these
 // names, which may change in any release (tests/public_tu.c, a user's file, declares them as its own).
 // A guard of its own: a file that included the header for its declarations and defines
 // WIDEDEEP_IMPLEMENTATION before including it again (the stb pattern: tools/wd.c) gets them then.
@@ -2100,6 +2104,9 @@ WDDEF void wd_rank_failure(char *buf, size_t n, int rank, wd_status st, const ch
 #define WIDEDEEP_IMPLEMENTATION_DONE
 #if defined(WD_STATIC) && defined(WD_HAVE_CUDA)
 #error "widedeep.h: WD_STATIC and WD_HAVE_CUDA: the CUDA backend links against the extern implementation"
+#endif
+#if defined(WD_STATIC) != defined(WD__DECLS_STATIC)
+#error "widedeep.h: WD_STATIC must be defined (or not) before the first include of the header, as here"
 #endif
 
 #include <errno.h>
@@ -8416,7 +8423,10 @@ static wd_status wd__cpu_create(const wd_backend_desc *d, wd_backend **out) {
         if (!c->ws) st = wd__fail(WD_ERR_NOMEM, "out of memory");
     }
     for (int r = 0; !st && r < c->T; r++) st = wd__ws_init(&c->ws[r], c->m, c->cap, 1);
-    if (!st) { st = wd_comm_local_create(c->T, wd_comm_timeout(), c->comm); c->comm_made = !st; }
+    // The workers' own waits: WD_COMM_TIMEOUT; under several processes workers 1..T-1 also wait while
+    // worker 0 runs an exchange of several MPI waits (counts, then the gather's rounds), each bounded by it
+    double wait = c->hier ? 8 * wd_comm_timeout() : wd_comm_timeout();
+    if (!st) { st = wd_comm_local_create(c->T, wait, c->comm); c->comm_made = !st; }
     for (int r = 0; !st && r < c->T; r++) c->wcomm[r] = c->hier ? &c->hier->ranks[r] : c->comm[r];
     if (!st) {
         c->views = (const void **)wd__calloc(sizeof(void *) * (size_t)c->T * (size_t)c->wcomm[0]->size);

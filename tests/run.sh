@@ -168,6 +168,13 @@ compile_check() {
         if ! grep -q . "$src"; then err="$err | $(basename "$src"): empty (the README block was not found)"; continue; fi
         timeout "$TEST_TIMEOUT" $cc -Wall -Wextra -Werror -I. -c "$src" -o "$T/c.o" 2>"$T/cc.err" || err="$err | $(basename "$src"): $(head -c 1500 "$T/cc.err")"
     done
+    # WD_STATIC defined only before the second include would leave the declarations extern: refused, named
+    printf '%s\n' '#include "widedeep.h"' '#define WD_STATIC' '#define WIDEDEEP_IMPLEMENTATION' \
+        '#include "widedeep.h"' > "$T/late_static.c"
+    if timeout "$TEST_TIMEOUT" $cc -I. -c "$T/late_static.c" -o "$T/c.o" 2>"$T/cc.err" ||
+        ! grep -q "WD_STATIC must be defined (or not) before the first include" "$T/cc.err"; then
+        err="$err | WD_STATIC after the first include: not refused by name"
+    fi
     # a file that includes the header for its declarations only (tests/public_tu.c): clean under
     # -Wsign-conversion -Wconversion too, and blind to tier 3 (internal); then tier 3 under the same flags
     for src in "" -DWIDEDEEP_INTERNAL; do
@@ -186,7 +193,7 @@ compile_check() {
         gcc -o "$T/two" "$T/two.c" "$T/liba.a" "$T/libb.a" -lzstd -lz -lpthread -lm -lstdc++ 2>"$T/cc.err" && "$T/two" || err="$err | WD_STATIC: two libraries embedding the implementation do not link and run together: $(head -c 1500 "$T/cc.err")"
     fi
     if [ -z "$err" ]; then say "PASS $name: alone, after libc headers, included twice (stb), the README example,"\
-" declarations under -Wconversion, two WD_STATIC copies in one program"
+" declarations under -Wconversion, two WD_STATIC copies in one program, a late WD_STATIC refused"
     else say "FAIL $name:$err"; fi
 }
 for cc in "gcc -std=c11 -x c" "clang -std=c11 -x c" "g++ -std=c++17 -x c++" "clang++ -std=c++17 -x c++"; do job compile_check "$cc"; done
