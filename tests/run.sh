@@ -37,8 +37,13 @@ start=$SECONDS
 # exported (later settings win), so an inherited ASAN_OPTIONS/LSAN_OPTIONS/
 # UBSAN_OPTIONS/TSAN_OPTIONS cannot turn leak checks, halting or the failing
 # exit status off, nor suppress reports.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:leak_check_at_exit=1:halt_on_error=1:abort_on_error=0:exitcode=1:suppressions="
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=1:exitcode=1:suppressions="
+# intercept_tls_get_addr=0: LeakSanitizer's tracer died at exit once in seven CI runs ("Tracer caught
+# signal 11", no leak found, test_gpu_emu[0/4] after every test had passed); the known runtime bug that fits:
+# up to GCC 13 and LLVM 16 the __tls_get_addr interceptor can take a dynamic TLS block (a dlopen'ed
+# library's __thread: libnccl_cpu.so through WD_NCCL_LIB) for a pre-2.25 glibc header by the coincidence of
+# its address. Dynamic TLS is then not scanned for pointers: no test keeps its only one there.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:leak_check_at_exit=1:halt_on_error=1:abort_on_error=0:exitcode=1:intercept_tls_get_addr=0:suppressions="
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=1:exitcode=1:intercept_tls_get_addr=0:suppressions="
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1:exitcode=1:suppressions="
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=1:exitcode=66:suppressions="
 
