@@ -11017,8 +11017,9 @@ WDDEF void wd_model_get_info(const wd_model *m, wd_model_info *out) {
     out->wide_bytes = 4 * (m->wide_rows + m->P - m->P_mlp);
     out->embedding_bytes = 4 * ne;
     out->mlp_bytes = 4 * m->P_mlp;
-    out->state_bytes = m->weights_only ? 0 : 2 * (out->wide_bytes + out->mlp_bytes)
-                                                 + 4 * wd_opt_states(m->d.optimizer) * ne;
+    // the optimizer state: what wd_model_bytes counts beyond the parameters (one formula of the state)
+    out->state_bytes = m->weights_only ? 0 : wd_model_bytes(m) - out->wide_bytes - out->embedding_bytes
+                                                 - out->mlp_bytes;
 }
 
 // ---- 17. Device interface ----------------------------------------------------------------------
